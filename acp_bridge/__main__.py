@@ -1,0 +1,3 @@
+from acp_bridge.cli import main
+
+main()

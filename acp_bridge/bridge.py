@@ -1,0 +1,146 @@
+"""The trio shell around the relay: one pump per direction, one way into each stream.
+
+Owns: reading from the client and the agent, feeding the relay, writing what it returns to
+the right stream, end-of-stream handling, and handing every Forward to the capture channel.
+Must never: interpret messages (that is the core's job) or write anything to the client
+that did not come out of the relay.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import trio
+from trio.abc import HalfCloseableStream, ReceiveStream, SendStream
+
+from acp_bridge.core import Direction, Forward, Relay
+
+log = logging.getLogger("acp_bridge.bridge")
+
+READ_SIZE = 256 * 1024
+
+CaptureBatch = tuple[float, float, list[Forward]]  # wall time, monotonic time, forwards
+
+
+class Outlet:
+    """The single way into one destination stream: ordered writes, explicit end of stream."""
+
+    def __init__(self, stream: SendStream, name: str) -> None:
+        self.stream = stream
+        self.name = name
+        self.broken = False  # the reader went away; later writes are dropped and counted
+        self.dropped_bytes = 0
+        self._lock = trio.StrictFIFOLock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<Outlet {self.name} broken={self.broken} closed={self._closed}>"
+
+    async def send_all(self, data: bytes) -> None:
+        if not data:
+            return
+        async with self._lock:
+            if self.broken or self._closed:
+                self.dropped_bytes += len(data)
+                return
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # The reader is gone; that ends this direction, it is not a crash.
+                self.broken = True
+                self.dropped_bytes += len(data)
+                log.debug("%s: reader went away", self.name)
+
+    async def send_eof(self) -> None:
+        async with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if isinstance(self.stream, HalfCloseableStream):
+                    await self.stream.send_eof()
+                else:
+                    await self.stream.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
+
+@dataclass
+class Bridge:
+    """Both pumps of one connection, with the relay between them."""
+
+    relay: Relay
+    to_agent: Outlet
+    to_client: Outlet
+    capture: trio.MemorySendChannel[CaptureBatch] | None = None
+    on_agent_output: Callable[[], None] | None = None  # called whenever the agent writes
+    client_closed: trio.Event = field(default_factory=trio.Event)
+    agent_closed: trio.Event = field(default_factory=trio.Event)
+
+    def outlet(self, direction: Direction) -> Outlet:
+        return self.to_agent if direction is Direction.TO_AGENT else self.to_client
+
+    async def deliver(self, forwards: Sequence[Forward], wall: float, mono: float) -> None:
+        """Write each run of forwards with one destination in one `send_all`, in order."""
+        run: list[bytes] = []
+        run_dir: Direction | None = None
+        for fwd in forwards:
+            if fwd.direction is not run_dir and run:
+                assert run_dir is not None
+                await self.outlet(run_dir).send_all(b"".join(run))
+                run = []
+            run_dir = fwd.direction
+            run.append(fwd.data)
+        if run and run_dir is not None:
+            await self.outlet(run_dir).send_all(b"".join(run))
+        if self.capture is not None and forwards:
+            try:
+                await self.capture.send((wall, mono, list(forwards)))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.capture = None  # the writer stopped (it said why); relaying goes on
+
+    async def pump(self, source: ReceiveStream, direction: Direction, *, close: bool = True) -> None:
+        """Move bytes travelling `direction` from `source` through the relay until EOF.
+
+        With `close`, the destination is half-closed afterwards; without it the caller does
+        that, after it has written whatever must still go out (answers to pending requests).
+        """
+        done = self.client_closed if direction is Direction.TO_AGENT else self.agent_closed
+        try:
+            while True:
+                try:
+                    chunk = await source.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    chunk = b""
+                wall, mono = time.time(), time.monotonic()
+                if direction is Direction.TO_CLIENT and self.on_agent_output is not None:
+                    self.on_agent_output()
+                if not chunk:
+                    await self.deliver(self.relay.feed_eof(direction, mono), wall, mono)
+                    break
+                await self.deliver(self.relay.feed(direction, chunk, mono), wall, mono)
+        finally:
+            done.set()
+        if close:
+            await self.outlet(direction).send_eof()
+
+
+async def bridge_streams(
+    client: HalfCloseableStream,
+    agent: HalfCloseableStream,
+    relay: Relay,
+    capture: trio.MemorySendChannel[CaptureBatch] | None = None,
+) -> None:
+    """Relay between two streams until both directions have ended.
+
+    Client EOF half-closes the agent side and keeps the agent's output flowing; agent EOF
+    half-closes the client side and then stops reading the client.
+    """
+    bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), capture)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(bridge.pump, client, Direction.TO_AGENT)
+        await bridge.pump(agent, Direction.TO_CLIENT)
+        nursery.cancel_scope.cancel()

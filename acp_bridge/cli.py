@@ -1,0 +1,192 @@
+"""The command line: `acp-bridge run | show | stats | export | demo | check-config`.
+
+Owns: option parsing, the precedence command line > ACP_BRIDGE_* environment > config file >
+defaults, logging setup, and mapping outcomes to exit statuses. Must never: print anything
+but protocol bytes to stdout while `run` is relaying (messages go to stderr or --log-file).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import trio
+
+from acp_bridge import __version__
+from acp_bridge.config import (
+    SYSTEM_PROMPT_MODES,
+    Config,
+    check_capture_template,
+    load_config,
+    read_prompt_file,
+    with_overrides,
+)
+from acp_bridge.errors import BridgeError, ConfigError
+
+EXIT_USAGE = 2
+EXIT_BRIDGE = 1
+
+log = logging.getLogger("acp_bridge")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="acp-bridge")
+def main() -> None:
+    """acp-bridge: a transparent proxy between an ACP client (editor) and an ACP agent.
+
+    It relays both stdio streams byte for byte, and on top of that translates prompt
+    suggestions between the legacy and the new form, injects a configured system prompt,
+    and can capture the traffic to a file. Start with `acp-bridge demo`.
+    """
+
+
+@main.command(context_settings={"ignore_unknown_options": False})
+@click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_CONFIG",
+              help="TOML config file [env: ACP_BRIDGE_CONFIG].")
+@click.option("--capture", metavar="PATH", envvar="ACP_BRIDGE_CAPTURE",
+              help="Write the traffic as JSONL to PATH; {time} and {pid} are filled in.")
+@click.option("--system-prompt", metavar="TEXT", envvar="ACP_BRIDGE_SYSTEM_PROMPT",
+              help="System prompt text to inject into session setup.")
+@click.option("--system-prompt-file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_SYSTEM_PROMPT_FILE",
+              help="Read the system prompt from FILE (UTF-8; trailing newlines dropped).")
+@click.option("--system-prompt-mode", type=click.Choice(SYSTEM_PROMPT_MODES), envvar="ACP_BRIDGE_SYSTEM_PROMPT_MODE",
+              help="append (default) adds to the agent's instructions; override replaces them.")
+@click.option("--unlock-legacy-agent", is_flag=True, default=None, envvar="ACP_BRIDGE_UNLOCK_LEGACY_AGENT",
+              help="Mark a new client as JetBrains AIR toward the agent so legacy agents send "
+                   "suggestions (changes other output of those agents; see docs/rules.md).")
+@click.option("--no-suggestions", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_SUGGESTIONS",
+              help="Leave prompt suggestions of either form untouched.")
+@click.option("--strict", is_flag=True, default=None, envvar="ACP_BRIDGE_STRICT",
+              help="A rule that fails stops the bridge (for tests and conformance runs).")
+@click.option("--log-file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_LOG_FILE",
+              help="Write the bridge's log to FILE instead of stderr.")
+@click.option("-v", "--verbose", count=True, help="More log: -v rewrites and drops, -vv every frame.")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors in the log.")
+@click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARG...]")
+@click.pass_context
+def run(ctx: click.Context, config_file: str | None, agent: tuple[str, ...], **options: Any) -> None:
+    """Run AGENT behind the bridge, relaying this process's stdio to it.
+
+    Put the agent's command line after `--`, or set [agent] command in the config file.
+    The exit status is the agent's (128+N if it died of signal N), 127 if it cannot be
+    started, 2 for a usage or configuration error, 1 for a failure of the bridge.
+
+    \b
+    Example, as an editor's agent command:
+      {"command": "acp-bridge", "args": ["run", "--", "claude-agent-acp"]}
+    """
+    try:
+        config = resolve_config(ctx, config_file, agent, options)
+    except ConfigError as exc:
+        click.echo(f"acp-bridge: {exc}", err=True)
+        ctx.exit(EXIT_USAGE)
+    setup_logging(config)
+    ctx.exit(run_and_report(config))
+
+
+def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str, ...],
+                   options: dict[str, Any]) -> Config:
+    """Merge defaults, the file, the environment and the command line into one Config."""
+    config = load_config(config_file)
+
+    def given(name: str) -> bool:
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+    changes: dict[str, Any] = {}
+    if agent:
+        changes["agent__command"] = tuple(agent)
+    if given("capture"):
+        check_capture_template(options["capture"], lambda problem: ConfigError(f"--capture: {problem}"))
+        changes["capture__path"] = options["capture"]
+    if given("system_prompt") and given("system_prompt_file"):
+        raise ConfigError("--system-prompt and --system-prompt-file: give only one")
+    if given("system_prompt"):
+        if not options["system_prompt"].strip():
+            raise ConfigError("--system-prompt: is empty")
+        changes["system_prompt__text"] = options["system_prompt"]
+    if given("system_prompt_file"):
+        changes["system_prompt__text"] = read_prompt_file(Path(options["system_prompt_file"]), "--system-prompt-file")
+    if given("system_prompt_mode"):
+        changes["system_prompt__mode"] = options["system_prompt_mode"]
+    if given("unlock_legacy_agent") and options["unlock_legacy_agent"]:
+        changes["suggestions__unlock_legacy_agent"] = True
+    if given("no_suggestions") and options["no_suggestions"]:
+        changes["suggestions__enabled"] = False
+    if given("strict") and options["strict"]:
+        changes["strict"] = True
+    if options.get("log_file"):
+        changes["log_file"] = options["log_file"]
+    changes["verbosity"] = -1 if options.get("quiet") else options.get("verbose", 0)
+    config = with_overrides(config, **changes)
+    if not config.agent.command:
+        raise ConfigError("no agent command: put it after `--` (acp-bridge run -- AGENT) or set [agent] command")
+    return config
+
+
+def setup_logging(config: Config) -> None:
+    level = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}.get(config.verbosity, logging.DEBUG)
+    handler: logging.Handler
+    if config.log_file:
+        handler = logging.FileHandler(config.log_file, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("acp-bridge: %(levelname)s: %(message)s"))
+    root = logging.getLogger("acp_bridge")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def run_and_report(config: Config) -> int:
+    """Run the bridge; map what happened to an exit status."""
+    from acp_bridge.process import run_bridge
+
+    status = EXIT_BRIDGE
+    try:
+        status = trio.run(run_bridge, config)
+    except* ConfigError as group:
+        for exc in _leaves(group):
+            click.echo(f"acp-bridge: {exc}", err=True)
+        status = EXIT_USAGE
+    except* BridgeError as group:
+        for exc in _leaves(group):
+            click.echo(f"acp-bridge: {exc}", err=True)
+        status = EXIT_BRIDGE
+    except* KeyboardInterrupt:
+        status = 128 + 2
+    return status
+
+
+def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+@main.command("check-config")
+@click.argument("file", type=click.Path(dir_okay=False))
+def check_config(file: str) -> None:
+    """Validate a config FILE and print the effective settings as JSON.
+
+    Exits 0 for a valid file and 2 for an invalid one (the error names the key).
+    """
+    try:
+        config = load_config(file)
+    except ConfigError as exc:
+        click.echo(f"acp-bridge: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    settings = config.as_dict()
+    if config.system_prompt.text is not None:
+        settings["system_prompt"]["text"] = f"<{len(config.system_prompt.text)} characters>"
+    click.echo(json.dumps(settings, indent=2))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

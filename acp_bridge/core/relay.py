@@ -1,0 +1,213 @@
+"""Relay: bytes in from one side, `Forward`s out, with the rewrite chain in between.
+
+Owns: splitting each direction into lines, deciding which lines to parse, pairing through
+`Session`, running the ordered rewrites, and turning their outcomes into bytes with a
+destination. Must never: do IO, await, read a clock (the shell passes `now`), or re-encode a
+line that no rewrite changed: an untouched line leaves as the very bytes that came in.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from acp_bridge.core import protocol as p
+from acp_bridge.core.framing import MIB, LineSplitter, Opaque
+from acp_bridge.core.frames import Direction, Frame, Kind, classify, encode
+from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Rewrite
+from acp_bridge.core.session import Pending, Session
+
+log = logging.getLogger("acp_bridge.relay")
+
+
+class Verdict(enum.Enum):
+    PASS = "pass"  # forwarded as it came
+    REWRITE = "rewrite"  # forwarded changed
+    DROP = "drop"  # not forwarded
+    OTHER = "other"  # not a JSON-RPC message; forwarded as it came
+    OPAQUE = "opaque"  # part of a line over the parse limit; forwarded as it came
+    ERROR = "error"  # a rewrite raised; forwarded as it came
+    EMIT = "emit"  # written by the bridge itself
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """Bytes to send toward `direction`, and what the bridge knows about them."""
+
+    direction: Direction
+    data: bytes
+    raw: bytes  # the line as it came in; b"" for a message the bridge wrote
+    verdict: Verdict
+    frame: Frame | None = None  # None: the line could concern no rule and was not parsed
+    rules: tuple[str, ...] = ()
+    request: Pending | None = None  # for a response: the request it answers
+    error: str | None = None
+
+    @property
+    def source(self) -> Direction:
+        """The direction the input travelled in (an emit may go the other way)."""
+        return self.frame.direction if self.frame is not None else self.direction
+
+
+@dataclass(frozen=True, slots=True)
+class RelayStatistics:
+    lines: dict[str, int]
+    verdicts: dict[str, int]
+    pending_to_agent: int
+    pending_to_client: int
+    unpaired_responses: int
+
+
+# Bytes that every request and response contains (the `"id"` member), and the escape that
+# could hide any key from a substring test: a line with neither can only be a notification
+# or not JSON-RPC at all, so it is parsed only if a rewrite's trigger bytes appear in it.
+_ALWAYS_PARSE = (b'"id"', b"\\u")
+
+
+class Relay:
+    """The sans-IO proxy: feed it what arrived, send what it returns."""
+
+    def __init__(
+        self,
+        rewrites: Sequence[Rewrite] = (),
+        *,
+        strict: bool = False,
+        max_line: int = 16 * MIB,
+    ) -> None:
+        self.rewrites = tuple(rewrites)
+        self.strict = strict
+        self.session = Session()
+        self._splitters = {d: LineSplitter(max_line) for d in Direction}
+        triggers = {t for rw in self.rewrites for t in rw.triggers}
+        self._triggers = _ALWAYS_PARSE + tuple(sorted(triggers))
+        self._lines: Counter[str] = Counter()
+        self._verdicts: Counter[str] = Counter()
+
+    def __repr__(self) -> str:
+        names = ", ".join(rw.name for rw in self.rewrites)
+        return f"<Relay [{names}] strict={self.strict} {self.session!r}>"
+
+    # -- input ------------------------------------------------------------------------------
+
+    def feed(self, direction: Direction, chunk: bytes, now: float = 0.0) -> list[Forward]:
+        """Take bytes that arrived travelling `direction`; return what to send, in order."""
+        return self._pieces(direction, self._splitters[direction].feed(chunk), now)
+
+    def feed_eof(self, direction: Direction, now: float = 0.0) -> list[Forward]:
+        """The stream travelling `direction` ended: flush a partial last line as it is."""
+        return self._pieces(direction, self._splitters[direction].feed_eof(), now)
+
+    def needs_parse(self, line: bytes) -> bool:
+        """Could this line concern the session or a rewrite? False means: forward as is."""
+        return any(t in line for t in self._triggers)
+
+    def _pieces(self, direction: Direction, pieces: Iterable[bytes | Opaque], now: float) -> list[Forward]:
+        out: list[Forward] = []
+        for piece in pieces:
+            if isinstance(piece, Opaque):
+                self._verdicts["opaque"] += 1
+                out.append(Forward(direction, piece.data, piece.data, Verdict.OPAQUE))
+            elif self.needs_parse(piece):
+                self._line(classify(direction, piece), now, out)
+            else:
+                self._verdicts["pass"] += 1
+                out.append(Forward(direction, piece, piece, Verdict.PASS))
+        return out
+
+    # -- one parsed line ------------------------------------------------------------------------
+
+    def _line(self, frame: Frame, now: float, out: list[Forward]) -> None:
+        self._lines[frame.kind.value] += 1
+        request: Pending | None = None
+        if frame.kind is Kind.REQUEST:
+            request = self.session.on_request(frame, now)
+        elif frame.kind is Kind.RESPONSE:
+            request = self.session.on_response(frame)
+        elif frame.kind is Kind.OTHER:
+            self._verdicts["other"] += 1
+            out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
+            return
+
+        current = frame
+        rules: list[str] = []
+        emits: list[Emit] = []
+        dropped = False
+        if self.rewrites:
+            try:
+                for rewrite in self.rewrites:
+                    outcome = self._hook(rewrite, current, request)
+                    if outcome is PASS:
+                        continue
+                    assert not isinstance(outcome, type(PASS))
+                    rules.append(rewrite.name)
+                    emits.extend(outcome.then)
+                    if outcome.msg is None:
+                        dropped = True
+                        break
+                    current = current.with_msg(outcome.msg)
+            except Exception as exc:
+                if self.strict:
+                    raise
+                log.exception("rule failed on %r; forwarding the original", frame)
+                self._verdicts["error"] += 1
+                out.append(
+                    Forward(frame.direction, frame.raw, frame.raw, Verdict.ERROR, frame,
+                            tuple(rules), request, error=f"{type(exc).__name__}: {exc}")
+                )
+                return
+
+        if dropped:
+            verdict, data = Verdict.DROP, b""
+            if request is not None and frame.kind is Kind.REQUEST:
+                request.forwarded = False
+                self.session.forget(request)
+        elif current is frame:
+            verdict, data = Verdict.PASS, frame.raw
+        else:
+            assert current.msg is not None
+            verdict, data = Verdict.REWRITE, encode(current.msg, frame.terminator)
+        self._verdicts[verdict.value] += 1
+        out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))
+        terminator = frame.terminator or b"\n"
+        for emit in emits:
+            self._verdicts["emit"] += 1
+            out.append(
+                Forward(emit.direction, encode(emit.msg, terminator), b"", Verdict.EMIT,
+                        None, tuple(rules))
+            )
+
+    def _hook(self, rewrite: Rewrite, frame: Frame, request: Pending | None) -> Outcome:
+        if frame.kind is Kind.REQUEST:
+            return rewrite.request(frame, self.session)
+        if frame.kind is Kind.RESPONSE:
+            if request is None:
+                return PASS  # unpaired: nothing to go on, so nothing to change
+            return rewrite.response(frame, request, self.session)
+        return rewrite.notification(frame, self.session)
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    def fail_pending(self, message: str, data: Any = None) -> list[Forward]:
+        """Answer every client request still in flight with a JSON-RPC error, oldest first."""
+        out = []
+        for request in self.session.pending(Direction.TO_AGENT):
+            self.session.forget(request)
+            msg = p.error_response(request.id, p.INTERNAL_ERROR, message, data)
+            self._verdicts["emit"] += 1
+            out.append(Forward(Direction.TO_CLIENT, encode(msg), b"", Verdict.EMIT, None,
+                               ("bridge",), request))
+        return out
+
+    def statistics(self) -> RelayStatistics:
+        stats = self.session.statistics()
+        return RelayStatistics(
+            lines=dict(self._lines),
+            verdicts=dict(self._verdicts),
+            pending_to_agent=stats.pending_to_agent,
+            pending_to_client=stats.pending_to_client,
+            unpaired_responses=stats.unpaired_responses,
+        )

@@ -1,0 +1,69 @@
+"""The rewrite interface: hooks that look at one message and return an outcome.
+
+Owns: `Rewrite`, the outcomes `PASS`, `DROP`, `Replace`, and `Emit` (a message the bridge
+itself sends, in either direction). Must never: do IO or mutate a message it was given
+(copy along the path you change, so the capture can still show the original).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from acp_bridge.core.frames import Direction, Frame
+from acp_bridge.core.protocol import Json
+
+if TYPE_CHECKING:
+    from acp_bridge.core.session import Pending, Session
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """A message the bridge writes on its own, toward `direction`."""
+
+    direction: Direction
+    msg: Json
+
+
+@dataclass(frozen=True, slots=True)
+class Replace:
+    """Forward `msg` instead of the original (None: forward nothing), then send `then`."""
+
+    msg: Json | None
+    then: tuple[Emit, ...] = ()
+
+
+class _Pass:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "PASS"
+
+
+PASS = _Pass()
+DROP = Replace(None)
+Outcome = _Pass | Replace
+
+
+class Rewrite:
+    """Base class: override only the hooks you need; each returns PASS by default.
+
+    `triggers` lists byte strings that a notification must contain for `notification` to be
+    able to concern this rewrite; the relay skips parsing lines that contain none of them.
+    Requests and responses are always parsed.
+    """
+
+    name = "rewrite"
+    triggers: tuple[bytes, ...] = ()
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        return PASS
+
+    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+        return PASS
+
+    def notification(self, frame: Frame, session: Session) -> Outcome:
+        return PASS
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"

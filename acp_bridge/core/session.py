@@ -1,0 +1,189 @@
+"""Session: what the bridge knows about the connection, shared by every rewrite.
+
+Owns: the requests in flight in each direction (keyed by origin and id, so both sides may
+number from 0 and `1` is not `"1"`), the `initialize` exchange (the client's advertised
+capabilities and the agent's answer), and a per-ACP-session state bag for rewrites.
+Must never: change a message, or decide what a rule does with these facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_bridge.core import protocol as p
+from acp_bridge.core.frames import Direction, Frame, id_key
+from acp_bridge.core.protocol import Json
+
+
+@dataclass(slots=True)
+class Pending:
+    """A request sent and not yet answered. `origin` is the direction it travelled in."""
+
+    origin: Direction
+    id: Any
+    method: str
+    params: Any
+    at: float = 0.0  # the shell's clock when the request went through
+    forwarded: bool = True  # False when the bridge answered it itself
+
+    @property
+    def session_id(self) -> Any:
+        return p.get_path(self.params, "sessionId")
+
+
+@dataclass(slots=True)
+class SessionState:
+    """Per ACP session (`sessionId`) facts that rewrites keep between messages."""
+
+    offered: list[Any] = field(default_factory=list)  # suggestions the client now holds
+    offered_form: str | None = None  # "new" or "legacy", the form `offered` was sent in
+    first_prompt_due: bool = False  # first-prompt dialect: inject into the next prompt
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStatistics:
+    pending_to_agent: int
+    pending_to_client: int
+    unpaired_responses: int
+    sessions: int
+
+
+class Session:
+    """Connection-wide facts, updated by the relay before any rewrite runs."""
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple[Direction, Any], Pending] = {}
+        self.client_init: Json | None = None  # initialize params, as the client sent them
+        self.agent_init: Json | None = None  # initialize result, as the agent sent it
+        self.states: dict[Any, SessionState] = {}
+        self.unpaired_responses = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"<Session v{self.protocol_version} pending={len(self._pending)} "
+            f"sessions={len(self.states)} client_init={self.client_init is not None} "
+            f"agent_init={self.agent_init is not None}>"
+        )
+
+    # -- bookkeeping, called by the relay -----------------------------------------------
+
+    def on_request(self, frame: Frame, at: float = 0.0) -> Pending:
+        method = frame.method or ""
+        pending = Pending(frame.direction, frame.id, method, frame.params, at)
+        self._pending[(frame.direction, id_key(frame.id))] = pending
+        if method == p.INITIALIZE and frame.direction is Direction.TO_AGENT:
+            params = frame.params
+            self.client_init = params if isinstance(params, dict) else {}
+        return pending
+
+    def on_response(self, frame: Frame) -> Pending | None:
+        """Pair a response with the request it answers (sent the other way), at most once."""
+        pending = self._pending.pop((frame.direction.reverse, id_key(frame.id)), None)
+        if pending is None:
+            self.unpaired_responses += 1
+            return None
+        if pending.method == p.INITIALIZE and pending.origin is Direction.TO_AGENT:
+            result = frame.msg.get("result") if frame.msg else None
+            if isinstance(result, dict):
+                self.agent_init = result
+        return pending
+
+    def forget(self, pending: Pending) -> None:
+        """The bridge answered this request itself; no response is expected any more."""
+        self._pending.pop((pending.origin, id_key(pending.id)), None)
+
+    def pending(self, origin: Direction) -> list[Pending]:
+        """Requests in flight that `origin`'s side sent, oldest first."""
+        return [req for req in self._pending.values() if req.origin is origin]
+
+    def in_flight(self, method: str, session_id: Any, origin: Direction = Direction.TO_AGENT) -> list[Pending]:
+        return [
+            req
+            for req in self._pending.values()
+            if req.origin is origin and req.method == method and req.session_id == session_id
+        ]
+
+    def state(self, session_id: Any) -> SessionState:
+        key = id_key(session_id)
+        state = self.states.get(key)
+        if state is None:
+            state = self.states[key] = SessionState()
+        return state
+
+    def statistics(self) -> SessionStatistics:
+        return SessionStatistics(
+            pending_to_agent=len(self.pending(Direction.TO_AGENT)),
+            pending_to_client=len(self.pending(Direction.TO_CLIENT)),
+            unpaired_responses=self.unpaired_responses,
+            sessions=len(self.states),
+        )
+
+    # -- negotiated facts -----------------------------------------------------------------
+
+    @property
+    def client_ready(self) -> bool:
+        """Rules may act once the client's `initialize` has passed (bridge-rules.md 1)."""
+        return self.client_init is not None
+
+    @property
+    def protocol_version(self) -> int | None:
+        """The negotiated version: the agent's answer, else what the client asked for."""
+        for source in (self.agent_init, self.client_init):
+            version = p.get_path(source, "protocolVersion")
+            if isinstance(version, int) and not isinstance(version, bool):
+                return version
+        return None
+
+    @property
+    def v2(self) -> bool:
+        version = self.protocol_version
+        return version is not None and version >= 2
+
+    @property
+    def client_caps(self) -> Json:
+        return p.client_capabilities(self.client_init)
+
+    @property
+    def agent_caps(self) -> Json:
+        return p.agent_capabilities(self.agent_init)
+
+    @property
+    def agent_info(self) -> Json:
+        info = p.get_path(self.agent_init, "agentInfo")
+        if info is None:
+            info = p.get_path(self.agent_init, "info")
+        return info if isinstance(info, dict) else {}
+
+    @property
+    def client_suggestions(self) -> Json | None:
+        """The client's `session.promptSuggestions` capability, or None if not advertised."""
+        value = p.get_path(self.client_caps, "session", p.PROMPT_SUGGESTIONS)
+        return value if isinstance(value, dict) else None
+
+    @property
+    def legacy_client(self) -> bool:
+        """The client carries the JetBrains AIR marker (`_meta.jetbrains.air` is an object)."""
+        return isinstance(p.get_path(self.client_caps, p.META, "jetbrains", "air"), dict)
+
+    def agent_accepts(self, capability: str) -> bool:
+        """Does the agent accept this prompt content type (`image`, `audio`, `embeddedContext`)?
+
+        v1 uses booleans under `promptCapabilities`; v2 uses `{}` markers under
+        `capabilities.session.prompt` (present and non-null = supported).
+        """
+        caps = self.agent_caps
+        v1 = p.get_path(caps, "promptCapabilities", capability)
+        if v1 is True:
+            return True
+        v2 = p.get_path(caps, "session", "prompt", capability)
+        return isinstance(v2, dict)
+
+    @property
+    def agent_system_prompt(self) -> Json | None:
+        """The agent's `systemPrompt` session capability, or None if not advertised."""
+        caps = self.agent_caps
+        value = p.get_path(caps, "sessionCapabilities", p.SYSTEM_PROMPT)
+        if value is None:
+            value = p.get_path(caps, "session", p.SYSTEM_PROMPT)
+        return value if isinstance(value, dict) else None
