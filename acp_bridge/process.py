@@ -64,15 +64,16 @@ async def open_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[tri
 
 async def run_bridge(
     config: Config,
-    capture: trio.MemorySendChannel[CaptureBatch] | None = None,
     *,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
 ) -> int:
     """Run the agent behind the bridge until the connection ends; return the exit status."""
+    from acp_bridge.capture_writer import open_capture
+
     relay = Relay(build_rewrites(config), strict=config.strict,
                   max_line=config.relay.parse_limit_mib * MIB)
-    async with open_stdio(stdin_fd, stdout_fd) as client:
+    async with open_capture(config) as capture, open_stdio(stdin_fd, stdout_fd) as client:
         return await serve(config, relay, client, capture)
 
 
