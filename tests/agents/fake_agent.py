@@ -1,0 +1,97 @@
+"""A stand-in agent for shell tests: stdlib only, behaviour chosen by argv.
+
+    fake_agent.py echo                 copy stdin to stdout byte for byte, then exit 0
+    fake_agent.py echo --exit N        ... then exit N
+    fake_agent.py stderr TEXT          write TEXT to stderr, then echo
+    fake_agent.py signal N             echo, then kill itself with signal N at EOF
+    fake_agent.py ignore-term          echo; ignore SIGTERM and stdin EOF, sleep forever
+    fake_agent.py ignore-eof           echo; at stdin EOF keep running until SIGTERM
+    fake_agent.py huge N               write one line of N bytes (plus newline), then exit
+    fake_agent.py banner TEXT          print TEXT on stdout first, then echo
+    fake_agent.py crash-after K        echo K lines, then write half a line and exit 3
+    fake_agent.py answer               answer every request with {"result": {}} and log it
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+
+def echo() -> None:
+    out = sys.stdout.buffer
+    while True:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            return
+        out.write(chunk)
+        out.flush()
+
+
+def main(argv: list[str]) -> int:
+    mode = argv[1] if len(argv) > 1 else "echo"
+    if mode == "echo":
+        echo()
+        return int(argv[3]) if len(argv) > 3 and argv[2] == "--exit" else 0
+    if mode == "stderr":
+        sys.stderr.write(argv[2] + "\n")
+        sys.stderr.flush()
+        echo()
+        return 0
+    if mode == "signal":
+        echo()
+        os.kill(os.getpid(), int(argv[2]))
+        time.sleep(5)
+        return 1
+    if mode == "ignore-term":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        echo()
+        while True:
+            time.sleep(1)
+    if mode == "ignore-eof":
+        echo()
+        while True:
+            time.sleep(1)
+    if mode == "huge":
+        size = int(argv[2])
+        block = b"x" * 65536
+        out = sys.stdout.buffer
+        while size > 0:
+            out.write(block[:size])
+            size -= min(size, len(block))
+        out.write(b"\n")
+        out.flush()
+        return 0
+    if mode == "banner":
+        sys.stdout.write(argv[2] + "\n")
+        sys.stdout.flush()
+        echo()
+        return 0
+    if mode == "crash-after":
+        count = int(argv[2])
+        for _ in range(count):
+            line = sys.stdin.buffer.readline()
+            if not line:
+                break
+            sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
+        sys.stdout.buffer.write(b'{"jsonrpc":"2.0","met')
+        sys.stdout.buffer.flush()
+        return 3
+    if mode == "answer":
+        for line in sys.stdin.buffer:
+            msg = json.loads(line)
+            if "id" in msg and "method" in msg:
+                reply = {"jsonrpc": "2.0", "id": msg["id"], "result": {}}
+                sys.stdout.write(json.dumps(reply) + "\n")
+                sys.stdout.flush()
+        return 0
+    sys.stderr.write(f"fake_agent: unknown mode {mode!r}\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

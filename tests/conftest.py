@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+import trio
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("fast", max_examples=60, deadline=None)
+settings.register_profile("deep", max_examples=2000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+EXAMPLES = TESTS / "examples"  # copied from shared/spec/examples
+FAKE_AGENT = TESTS / "agents" / "fake_agent.py"
+SCRIPTED_AGENT = TESTS / "agents" / "scripted_agent.py"
+
+
+def agent_cmd(*args: str) -> list[str]:
+    """The fake agent's command line."""
+    return [sys.executable, "-u", str(FAKE_AGENT), *args]
+
+
+@dataclass
+class Completed:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+async def run_cli(args: Sequence[str], stdin: bytes = b"", *, timeout: float = 60,
+                  env: dict[str, str] | None = None) -> Completed:
+    """Run `python -m acp_bridge ARGS` as a real process; return its status and output."""
+    full_env = {**os.environ, **(env or {})}
+    with trio.fail_after(timeout):
+        proc = await trio.run_process(
+            [sys.executable, "-m", "acp_bridge", *args], stdin=stdin,
+            capture_stdout=True, capture_stderr=True, check=False, env=full_env,
+        )
+    return Completed(proc.returncode, proc.stdout, proc.stderr)
+
+
+def example(name: str) -> dict:
+    """One message from ../shared/spec/examples (name without .json)."""
+    return orjson.loads((EXAMPLES / f"{name}.json").read_bytes())
+
+
+def line(msg: dict) -> bytes:
+    """A message as one wire line."""
+    return orjson.dumps(msg) + b"\n"
