@@ -188,5 +188,14 @@ def check_config(file: str) -> None:
     click.echo(json.dumps(settings, indent=2))
 
 
+def _register_commands() -> None:
+    from acp_bridge.cli_capture import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_commands()
+
 if __name__ == "__main__":  # pragma: no cover
     main()
