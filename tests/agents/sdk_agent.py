@@ -1,0 +1,43 @@
+"""An agent written with the official Python SDK (`agent-client-protocol`), for interop tests.
+
+It answers initialize and session/new, and for each prompt streams two message chunks
+before answering `end_turn`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from acp import PROTOCOL_VERSION, Agent, run_agent, text_block, update_agent_message
+from acp.interfaces import Client
+from acp.schema import AgentCapabilities, Implementation, InitializeResponse, NewSessionResponse, PromptResponse
+
+
+class EchoAgent(Agent):
+    def __init__(self) -> None:
+        self._conn: Client | None = None
+        self._sessions = 0
+
+    def on_connect(self, conn: Client) -> None:
+        self._conn = conn
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
+                         client_info: Any = None, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=AgentCapabilities(),
+                                  agent_info=Implementation(name="sdk-echo-agent", version="1.0.0"))
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+        self._sessions += 1
+        return NewSessionResponse(session_id=f"sess_{self._sessions}")
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        assert self._conn is not None
+        text = "".join(getattr(block, "text", "") for block in prompt)
+        for part in ("echo: ", text):
+            await self._conn.session_update(session_id=session_id, update=update_agent_message(text_block(part)))
+        return PromptResponse(stop_reason="end_turn")
+
+
+if __name__ == "__main__":
+    asyncio.run(run_agent(EchoAgent()))

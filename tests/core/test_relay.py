@@ -1,0 +1,243 @@
+"""Relay: the transparency contract, pairing, the chain, and failing open."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_bridge.core import (
+    DROP, PASS, Direction, Emit, Forward, Frame, Relay, Replace, Rewrite, Session, Verdict,
+)
+from acp_bridge.core.session import Pending
+from tests.core.test_framing import split_at
+
+A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+
+
+def feed_all(relay: Relay, direction: Direction, parts: list[bytes]) -> list[Forward]:
+    out: list[Forward] = []
+    for part in parts:
+        out.extend(relay.feed(direction, part))
+    out.extend(relay.feed_eof(direction))
+    return out
+
+
+def sent(forwards: list[Forward], direction: Direction) -> bytes:
+    return b"".join(f.data for f in forwards if f.direction is direction)
+
+
+# Lines that must come out exactly as they went in, whatever the rules.
+NEUTRAL = [
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"caf\\u00e9 1e3"}}}}\n',
+    b'{ "jsonrpc" : "2.0", "id" : 7, "result" : { "x" : 1e3, "big": 123456789012345678901234567890 } }\r\n',
+    b'{"jsonrpc":"2.0","id":1,"method":"a","id":2}\n',
+    b'[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","method":"y"}]\n',
+    b"\n",
+    b"\r\n",
+    b"garbage \xff\xfe\n",
+    b'{"jsonrpc":"2.0","method":"_acme/ping","params":{"_meta":{"k":1}}}\n',
+    b'{"jsonrpc":"2.0","method":"unknown/method","params":null}\n',
+    b'{"jsonrpc":"2.0","id":3,"method":"fs/read_text_file","params":{"path":"/x"}}\n',
+]
+
+
+@pytest.mark.parametrize("raw", NEUTRAL)
+@pytest.mark.parametrize("direction", [A, C])
+def test_untouched_line_leaves_as_the_same_bytes_object(raw: bytes, direction: Direction) -> None:
+    relay = Relay([Rewrite()], strict=True)
+    (forward,) = relay.feed(direction, raw)
+    assert forward.data is forward.raw
+    assert forward.data == raw
+    assert forward.direction is direction
+
+
+@given(data=st.binary(max_size=4096), cuts=st.lists(st.integers(0, 4096), max_size=30),
+       direction=st.sampled_from([A, C]))
+def test_empty_chain_is_identity_in_any_chunking(data: bytes, cuts: list[int], direction: Direction) -> None:
+    relay = Relay([], strict=True, max_line=256)
+    out = feed_all(relay, direction, split_at(data, cuts))
+    assert b"".join(f.data for f in out) == data
+    assert all(f.direction is direction for f in out)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10, 10) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+messages = st.one_of(
+    st.builds(lambda i, m, p: {"jsonrpc": "2.0", "id": i, "method": m, "params": p},
+              st.integers(0, 5) | st.text(max_size=3), st.sampled_from(["initialize", "session/new", "_x", "a/b"]), json_values),
+    st.builds(lambda m, p: {"jsonrpc": "2.0", "method": m, "params": p},
+              st.sampled_from(["session/update", "session/cancel", "_x"]), json_values),
+    st.builds(lambda i, r: {"jsonrpc": "2.0", "id": i, "result": r}, st.integers(0, 5), json_values),
+)
+line_strategy = st.one_of(
+    messages.map(lambda m: orjson.dumps(m) + b"\n"),
+    messages.map(lambda m: orjson.dumps(m, option=orjson.OPT_INDENT_2).replace(b"\n", b" ") + b"\r\n"),
+    st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"") + b"\n"),
+    st.just(b"\n"),
+)
+
+
+@given(lines=st.lists(line_strategy, max_size=25), cuts=st.lists(st.integers(0, 3000), max_size=10),
+       direction=st.sampled_from([A, C]))
+def test_protocol_streams_pass_unchanged_in_any_chunking(lines: list[bytes], cuts: list[int], direction: Direction) -> None:
+    """Messages of every kind, valid or not, come back out identical and in order."""
+    data = b"".join(lines)
+    relay = Relay([Rewrite()], strict=True)
+    out = feed_all(relay, direction, split_at(data, cuts))
+    assert b"".join(f.data for f in out) == data
+
+
+def test_response_pairs_with_request_from_other_side() -> None:
+    """Both sides number from 0: a response pairs with the request that went the other way."""
+    relay = Relay()
+    relay.feed(A, b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n')
+    relay.feed(C, b'{"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{}}\n')
+    (to_client,) = relay.feed(C, b'{"jsonrpc":"2.0","id":0,"result":{}}\n')
+    assert to_client.request is not None and to_client.request.method == "initialize"
+    (to_agent,) = relay.feed(A, b'{"jsonrpc":"2.0","id":0,"result":{"content":""}}\n')
+    assert to_agent.request is not None and to_agent.request.method == "fs/read_text_file"
+    assert relay.statistics().pending_to_agent == 0
+    assert relay.statistics().pending_to_client == 0
+
+
+def test_string_and_number_ids_do_not_pair() -> None:
+    relay = Relay()
+    relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"x"}\n')
+    (fwd,) = relay.feed(C, b'{"jsonrpc":"2.0","id":"1","result":{}}\n')
+    assert fwd.request is None
+    assert relay.statistics().unpaired_responses == 1
+    assert relay.statistics().pending_to_agent == 1
+
+
+def test_a_response_is_paired_at_most_once() -> None:
+    relay = Relay()
+    relay.feed(A, b'{"jsonrpc":"2.0","id":5,"method":"x"}\n')
+    first = relay.feed(C, b'{"jsonrpc":"2.0","id":5,"result":1}\n')
+    second = relay.feed(C, b'{"jsonrpc":"2.0","id":5,"result":2}\n')
+    assert first[0].request is not None
+    assert second[0].request is None
+
+
+class Tag(Rewrite):
+    """Adds `tagged: name` to notifications; the next one sees the previous one's output."""
+
+    triggers = (b"tag-me",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def notification(self, frame: Frame, session: Session) -> Replace:
+        assert frame.msg is not None
+        seen = list(frame.msg.get("tagged", []))
+        return Replace({**frame.msg, "tagged": [*seen, self.name]})
+
+
+class Dropper(Rewrite):
+    name = "dropper"
+    triggers = (b"tag-me",)
+
+    def notification(self, frame: Frame, session: Session) -> Replace:
+        return Replace(None, then=(Emit(C, {"jsonrpc": "2.0", "method": "dropped"}),))
+
+
+class Boom(Rewrite):
+    name = "boom"
+
+    def request(self, frame: Frame, session: Session) -> Replace:
+        raise RuntimeError("bug")
+
+
+def test_chain_runs_in_order_and_reencodes_with_the_line_terminator() -> None:
+    relay = Relay([Tag("one"), Tag("two")], strict=True)
+    (fwd,) = relay.feed(A, b'{"jsonrpc":"2.0","method":"tag-me"}\r\n')
+    assert fwd.verdict is Verdict.REWRITE
+    assert fwd.rules == ("one", "two")
+    assert fwd.data == b'{"jsonrpc":"2.0","method":"tag-me","tagged":["one","two"]}\r\n'
+    assert fwd.raw == b'{"jsonrpc":"2.0","method":"tag-me"}\r\n'
+
+
+def test_drop_stops_the_chain_and_emits_follow() -> None:
+    relay = Relay([Dropper(), Tag("never")], strict=True)
+    dropped, emitted = relay.feed(A, b'{"jsonrpc":"2.0","method":"tag-me"}\n')
+    assert (dropped.verdict, dropped.data, dropped.rules) == (Verdict.DROP, b"", ("dropper",))
+    assert (emitted.verdict, emitted.direction) == (Verdict.EMIT, C)
+    assert emitted.data == b'{"jsonrpc":"2.0","method":"dropped"}\n'
+
+
+def test_lines_without_triggers_are_not_parsed() -> None:
+    relay = Relay([Tag("one")], strict=True)
+    (fwd,) = relay.feed(C, b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n')
+    assert fwd.frame is None and fwd.verdict is Verdict.PASS
+
+
+def test_a_failing_rule_forwards_the_original_and_records_the_error() -> None:
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"x"}\n'
+    (fwd,) = Relay([Boom()]).feed(A, raw)
+    assert (fwd.verdict, fwd.data) == (Verdict.ERROR, raw)
+    assert fwd.error == "RuntimeError: bug"
+
+
+def test_strict_relay_raises_a_failing_rule() -> None:
+    with pytest.raises(RuntimeError, match="bug"):
+        Relay([Boom()], strict=True).feed(A, b'{"jsonrpc":"2.0","id":1,"method":"x"}\n')
+
+
+def test_a_dropped_request_is_no_longer_pending() -> None:
+    class DropRequests(Rewrite):
+        name = "drop-requests"
+
+        def request(self, frame: Frame, session: Session) -> Replace:
+            return DROP
+
+    relay = Relay([DropRequests()], strict=True)
+    relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"x"}\n')
+    assert relay.session.pending(A) == []
+
+
+def test_fail_pending_answers_each_client_request_once() -> None:
+    relay = Relay()
+    relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"initialize"}\n{"jsonrpc":"2.0","id":"b","method":"session/new"}\n')
+    relay.feed(C, b'{"jsonrpc":"2.0","id":9,"method":"fs/read_text_file"}\n')
+    out = relay.fail_pending("agent exited", {"exitStatus": 3})
+    assert [orjson.loads(f.data) for f in out] == [
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "agent exited", "data": {"exitStatus": 3}}},
+        {"jsonrpc": "2.0", "id": "b", "error": {"code": -32603, "message": "agent exited", "data": {"exitStatus": 3}}},
+    ]
+    assert all(f.direction is C for f in out)
+    assert relay.fail_pending("again") == []
+
+
+def test_over_long_lines_pass_as_opaque_and_are_never_parsed() -> None:
+    relay = Relay([Boom()], strict=True, max_line=16)
+    big = b'{"jsonrpc":"2.0","id":1,"method":"x","params":"' + b"y" * 40 + b'"}\n'
+    out = feed_all(relay, A, [big[:20], big[20:]])
+    assert b"".join(f.data for f in out) == big
+    assert {f.verdict for f in out} == {Verdict.OPAQUE}
+    assert relay.session.pending(A) == []
+
+
+@given(st.binary(max_size=1024))
+def test_strict_relay_with_neutral_rule_never_raises_on_any_bytes(data: bytes) -> None:
+    relay = Relay([Rewrite()], strict=True, max_line=64)
+    out = feed_all(relay, C, [data])
+    assert sent(out, C) == data
+
+
+def test_needs_parse_sees_escaped_keys() -> None:
+    """A key written with \\u escapes could hide "id": such lines are always parsed."""
+    relay = Relay()
+    assert relay.needs_parse(b'{"\\u0069d":1,"result":{}}\n')
+    assert relay.needs_parse(b'{"id":1}\n')
+    assert not relay.needs_parse(b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}\n')
+
+
+def test_pending_request_keeps_the_time_it_went_through() -> None:
+    relay = Relay()
+    (fwd,) = relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"x"}\n', now=12.5)
+    assert isinstance(fwd.request, Pending) and fwd.request.at == 12.5

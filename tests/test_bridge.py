@@ -1,0 +1,76 @@
+"""bridge_streams over in-memory streams: both directions, EOF handling, backpressure."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from acp_bridge.bridge import bridge_streams
+from acp_bridge.core import Relay
+
+
+async def read_all(stream: trio.abc.ReceiveStream) -> bytes:
+    data = b""
+    while chunk := await stream.receive_some():
+        data += chunk
+    return data
+
+
+async def test_relays_both_directions_and_ends_on_agent_eof() -> None:
+    client_ours, client_bridge = trio.testing.memory_stream_pair()
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    got: dict[str, bytes] = {}
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge_streams, client_bridge, agent_bridge, Relay())
+
+            async def agent_side() -> None:
+                got["agent"] = await agent_ours.receive_some()
+                await agent_ours.send_all(b'{"jsonrpc":"2.0","id":0,"result":{}}\n{"partial')
+                await agent_ours.send_eof()
+
+            nursery.start_soon(agent_side)
+            await client_ours.send_all(b'{"jsonrpc":"2.0","id":0,"method":"initialize"}\n')
+            got["client"] = await read_all(client_ours)
+    assert got["agent"] == b'{"jsonrpc":"2.0","id":0,"method":"initialize"}\n'
+    assert got["client"] == b'{"jsonrpc":"2.0","id":0,"result":{}}\n{"partial'
+
+
+async def test_client_eof_half_closes_the_agent_and_keeps_its_output_flowing() -> None:
+    client_ours, client_bridge = trio.testing.memory_stream_pair()
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge_streams, client_bridge, agent_bridge, Relay())
+            await client_ours.send_all(b"last line without newline")
+            await client_ours.send_eof()
+            assert await read_all(agent_ours) == b"last line without newline"
+            await agent_ours.send_all(b"goodbye\n")
+            await agent_ours.send_eof()
+            assert await read_all(client_ours) == b"goodbye\n"
+
+
+async def test_backpressure_reaches_the_agent_when_the_client_does_not_read() -> None:
+    """With lockstep streams the bridge holds one chunk at most: the agent's writes block."""
+    client_ours, client_bridge = trio.testing.lockstep_stream_pair()
+    agent_ours, agent_bridge = trio.testing.lockstep_stream_pair()
+    sent: list[bytes] = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge_streams, client_bridge, agent_bridge, Relay())
+
+            async def agent_writes() -> None:
+                for data in (b"one\n", b"two\n"):
+                    await agent_ours.send_all(data)
+                    sent.append(data)
+
+            nursery.start_soon(agent_writes)
+            await trio.testing.wait_all_tasks_blocked()
+            # The bridge took "one" and is stuck writing it to a client that is not
+            # reading, so it does not read "two": the agent's write is still blocked.
+            assert sent == [b"one\n"]
+            assert await client_ours.receive_some() == b"one\n"
+            assert await client_ours.receive_some() == b"two\n"
+            await trio.testing.wait_all_tasks_blocked()
+            assert sent == [b"one\n", b"two\n"]
+            nursery.cancel_scope.cancel()

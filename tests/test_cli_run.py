@@ -1,0 +1,193 @@
+"""`acp-bridge run` end to end: a real bridge process in front of a real agent process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from acp_bridge.cli import main
+from tests.conftest import agent_cmd, run_cli
+
+MIXED = b"".join([
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"caf\\u00e9"}}}}\r\n',
+    b"\n",
+    b"not json at all \xff\xfe\n",
+    b'[{"jsonrpc":"2.0","id":9,"method":"batch/a"}]\n',
+    b'{"jsonrpc":"2.0","method":"_acme/ext","params":{"_meta":{"x":1e3}}}\n',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"session_info_update","_meta":{"promptSuggestions":{"suggestions":[{"text":"hi"}]}}}}}\n',
+    b'{ "jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1} }\n',
+    b'{"jsonrpc":"2.0","id":"0","result":null}\n',
+    b'{"partial last line',
+])
+
+
+async def test_mixed_stream_comes_back_byte_exact_through_an_echo_agent() -> None:
+    """Every line, valid or not, is relayed as it came: the agent echoes, the client gets it."""
+    result = await run_cli(["run", "--", *agent_cmd("echo")], MIXED)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == MIXED
+
+
+async def test_an_8_mib_line_is_relayed_whole() -> None:
+    big = b'{"jsonrpc":"2.0","method":"_big","params":"' + b"a" * (8 * 1024 * 1024) + b'"}\n'
+    result = await run_cli(["run", "--", *agent_cmd("echo")], big + b"{}\n")
+    assert result.returncode == 0
+    assert result.stdout == big + b"{}\n"
+
+
+async def test_a_line_over_the_parse_limit_is_relayed_whole(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[relay]\nparse_limit_mib = 1\n")
+    big = b'{"jsonrpc":"2.0","id":1,"method":"x","params":"' + b"b" * (3 * 1024 * 1024) + b'"}\n'
+    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("echo")], big)
+    assert result.stdout == big
+
+
+async def test_agent_stderr_reaches_the_bridge_stderr_and_stdout_stays_protocol_only() -> None:
+    result = await run_cli(["run", "--", *agent_cmd("stderr", "agent says hello")], b'{"a":1}\n')
+    assert b"agent says hello\n" in result.stderr
+    assert result.stdout == b'{"a":1}\n'
+
+
+@pytest.mark.parametrize("code", [0, 1, 3, 42])
+async def test_the_agent_exit_status_is_the_bridge_exit_status(code: int) -> None:
+    result = await run_cli(["run", "--", *agent_cmd("echo", "--exit", str(code))])
+    assert result.returncode == code
+
+
+async def test_death_by_signal_gives_128_plus_n() -> None:
+    result = await run_cli(["run", "--", *agent_cmd("signal", str(int(signal.SIGKILL)))])
+    assert result.returncode == 128 + signal.SIGKILL
+
+
+async def test_python_dash_m_and_the_agent_command_from_the_config(tmp_path: Path) -> None:
+    config = tmp_path / "bridge.toml"
+    command = orjson.dumps(agent_cmd("echo")).decode()
+    config.write_text(f"[agent]\ncommand = {command}\n")
+    result = await run_cli(["run", "--config", str(config)], b'{"x":1}\n')
+    assert (result.returncode, result.stdout) == (0, b'{"x":1}\n')
+
+
+async def test_agent_env_and_cwd_come_from_the_config(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = "import os,sys; sys.stdout.write(os.getcwd() + '|' + os.environ['ACP_TEST_VALUE'] + '\\n')"
+    config = tmp_path / "bridge.toml"
+    config.write_text(
+        f"[agent]\ncommand = {orjson.dumps([sys.executable, '-c', script]).decode()}\n"
+        'env = { ACP_TEST_VALUE = "from-config" }\ncwd = "work"\n'
+    )
+    result = await run_cli(["run", "-c", str(config)])
+    assert result.stdout == f"{work.resolve()}|from-config\n".encode()
+
+
+async def test_a_missing_agent_answers_requests_and_exits_127() -> None:
+    result = await run_cli(["run", "--", "/nonexistent/agent"],
+                           b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n')
+    assert result.returncode == 127
+    assert orjson.loads(result.stdout) == {
+        "jsonrpc": "2.0", "id": 0,
+        "error": {"code": -32603, "message": "cannot start agent '/nonexistent/agent': No such file or directory",
+                  "data": {"command": ["/nonexistent/agent"], "reason": "No such file or directory", "errno": 2}},
+    }
+    assert b"cannot start agent '/nonexistent/agent'" in result.stderr
+
+
+# -- configuration errors: one line, exit 2, the agent never started -------------------------
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        pytest.param("[relay]\nbogus = 1\n", "relay.bogus: unknown key", id="unknown-key"),
+        pytest.param("[nope]\n", "nope: unknown table", id="unknown-table"),
+        pytest.param("[relay]\ngrace_seconds = \"5\"\n", "relay.grace_seconds: expected an integer or a number, got str", id="wrong-type"),
+        pytest.param("[suggestions]\nenabled = 1\n", "suggestions.enabled: expected a boolean, got int", id="int-for-bool"),
+        pytest.param("[system_prompt]\nmode = \"loud\"\n", "system_prompt.mode: 'loud' is not one of append, override", id="bad-choice"),
+        pytest.param("[system_prompt]\nfile = \"missing.md\"\n", "system_prompt.file: cannot read", id="missing-prompt-file"),
+        pytest.param("[system_prompt]\ntext = \"  \"\n", "system_prompt.text: is empty", id="empty-prompt"),
+        pytest.param("[capture]\npath = \"x-{when}.jsonl\"\n", "capture.path: unknown placeholder {when}", id="bad-template"),
+        pytest.param("[capture]\nredact = [\"params\"]\n", "capture.redact: 'params' is not a JSON pointer", id="bad-pointer"),
+        pytest.param("[relay\n", "not valid TOML", id="bad-toml"),
+    ],
+)
+def test_config_errors_name_file_and_key_and_exit_2(tmp_path: Path, toml: str, message: str) -> None:
+    marker = tmp_path / "started"
+    config = tmp_path / "bad.toml"
+    config.write_text(toml)
+    agent = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    result = CliRunner().invoke(main, ["run", "-c", str(config), "--", *agent])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert str(config) in lines[0] and message in lines[0]
+    assert not marker.exists()
+
+
+def test_missing_config_file_is_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "-c", str(tmp_path / "nope.toml"), "--", "true"])
+    assert result.exit_code == 2
+    assert result.stderr == f"acp-bridge: {tmp_path / 'nope.toml'}: config file not found\n"
+
+
+def test_no_agent_command_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["run"])
+    assert result.exit_code == 2
+    assert "no agent command" in result.stderr
+
+
+def test_precedence_command_line_then_env_then_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_bridge import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "run_and_report", lambda config: seen.append(config) or 0)
+    config = tmp_path / "c.toml"
+    config.write_text('[system_prompt]\ntext = "from file"\nmode = "override"\n[capture]\npath = "file.jsonl"\n')
+    runner = CliRunner()
+    runner.invoke(main, ["run", "-c", str(config), "--", "agent"], env={"ACP_BRIDGE_SYSTEM_PROMPT": "from env"})
+    runner.invoke(main, ["run", "-c", str(config), "--system-prompt", "from cli", "--", "agent"],
+                  env={"ACP_BRIDGE_SYSTEM_PROMPT": "from env"})
+    runner.invoke(main, ["run", "-c", str(config), "--", "agent"])
+    assert [c.system_prompt.text for c in seen] == ["from env", "from cli", "from file"]
+    assert {c.system_prompt.mode for c in seen} == {"override"}
+    assert seen[0].capture.path == str(tmp_path / "file.jsonl")
+    assert seen[0].agent.command == ("agent",)
+
+
+def test_check_config_prints_effective_settings(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[suggestions]\nunlock_legacy_agent = true\n[system_prompt]\ntext = "secret"\n')
+    result = CliRunner().invoke(main, ["check-config", str(config)])
+    assert result.exit_code == 0
+    settings = orjson.loads(result.stdout)
+    assert settings["suggestions"] == {"enabled": True, "unlock_legacy_agent": True}
+    assert settings["system_prompt"]["text"] == "<6 characters>"
+
+
+def test_check_config_rejects_invalid(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[agent]\ncommand = 5\n")
+    result = CliRunner().invoke(main, ["check-config", str(config)])
+    assert result.exit_code == 2
+    assert "agent.command: expected an array or a string, got int" in result.stderr
+
+
+def test_help_explains_run() -> None:
+    result = CliRunner().invoke(main, ["run", "--help"])
+    assert result.exit_code == 0
+    for option in ("--config", "--capture", "--system-prompt", "--system-prompt-file", "--system-prompt-mode",
+                   "--unlock-legacy-agent", "--no-suggestions", "--strict", "--log-file", "--verbose", "--quiet"):
+        assert option in result.output
+
+
+def test_version() -> None:
+    from acp_bridge import __version__
+
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.output == f"acp-bridge, version {__version__}\n"

@@ -1,0 +1,49 @@
+"""Interop: the official Python SDK's client talks to an SDK agent through the bridge."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import pytest
+
+from tests.conftest import TESTS
+
+acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test dependency")
+
+
+class RecordingClient:
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+
+async def converse() -> tuple[Any, Any, Any, RecordingClient, int]:
+    client = RecordingClient()
+    bridge = [sys.executable, "-m", "acp_bridge", "run", "--",
+              sys.executable, "-u", str(TESTS / "agents" / "sdk_agent.py")]
+    async with acp.spawn_agent_process(client, bridge[0], *bridge[1:]) as (conn, process):
+        init = await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 30)
+        session = await asyncio.wait_for(conn.new_session(cwd="/tmp", mcp_servers=[]), 30)
+        reply = await asyncio.wait_for(
+            conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hello bridge")]), 30)
+        await asyncio.sleep(0.05)  # let the notifications that preceded the reply be dispatched
+    return init, session, reply, client, process.returncode
+
+
+def test_sdk_client_and_agent_complete_a_turn_through_the_bridge() -> None:
+    init, session, reply, client, _ = asyncio.run(converse())
+    assert init.agent_info is not None and init.agent_info.name == "sdk-echo-agent"
+    assert session.session_id == "sess_1"
+    assert reply.stop_reason == "end_turn"
+    texts = [update.content.text for sid, update in client.updates if sid == "sess_1"]
+    assert texts == ["echo: ", "hello bridge"]
