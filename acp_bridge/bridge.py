@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import trio
 from trio.abc import HalfCloseableStream, ReceiveStream, SendStream
 
-from acp_bridge.core import Direction, Forward, Relay
+from acp_bridge.core import Direction, Forward, Relay, Verdict
 
 log = logging.getLogger("acp_bridge.bridge")
 
@@ -80,6 +80,8 @@ class Bridge:
     client_closed: trio.Event = field(default_factory=trio.Event)
     agent_closed: trio.Event = field(default_factory=trio.Event)
 
+    warned_stray_output: bool = False
+
     def outlet(self, direction: Direction) -> Outlet:
         return self.to_agent if direction is Direction.TO_AGENT else self.to_client
 
@@ -88,6 +90,8 @@ class Bridge:
         run: list[bytes] = []
         run_dir: Direction | None = None
         for fwd in forwards:
+            if fwd.verdict is Verdict.OTHER and not self.warned_stray_output:
+                self._flag_stray_output(fwd)
             if fwd.direction is not run_dir and run:
                 assert run_dir is not None
                 await self.outlet(run_dir).send_all(b"".join(run))
@@ -101,6 +105,17 @@ class Bridge:
                 await self.capture.send((wall, mono, list(forwards)))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.capture = None  # the writer stopped (it said why); relaying goes on
+
+    def _flag_stray_output(self, fwd: Forward) -> None:
+        if fwd.source is not Direction.TO_CLIENT or not fwd.raw.strip():
+            return
+        self.warned_stray_output = True
+        sample = fwd.raw[:80].decode("utf-8", "replace").rstrip()
+        log.warning(
+            "the agent wrote a line that is not JSON-RPC to stdout: %r. It was forwarded as it "
+            "is, but strict clients may fail on it: agents must log to stderr, not stdout "
+            "(further such lines are counted, not reported)", sample,
+        )
 
     async def pump(self, source: ReceiveStream, direction: Direction, *, close: bool = True) -> None:
         """Move bytes travelling `direction` from `source` through the relay until EOF.

@@ -160,6 +160,12 @@ def run_and_report(config: Config) -> int:
         status = EXIT_BRIDGE
     except* KeyboardInterrupt:
         status = 128 + 2
+    except* Exception as group:
+        # A bug: with --strict a failing rule ends up here on purpose.
+        for exc in _leaves(group):
+            log.debug("internal error", exc_info=exc)
+            click.echo(f"acp-bridge: internal error: {type(exc).__name__}: {exc}", err=True)
+        status = EXIT_BRIDGE
     return status
 
 

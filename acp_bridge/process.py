@@ -1,13 +1,15 @@
 """The agent process and the bridge's own stdio: start, relay, stop, exit status.
 
-Owns: starting the agent with `trio.run_process`, wiring stdio as streams, forwarding
-signals, the shutdown ladder (close stdin, wait for silence, SIGTERM, SIGKILL), answering
-requests left in flight, and turning the agent's fate into the bridge's exit status.
-Must never: write to stdout except through the relay's client outlet.
+Owns: starting the agent with `trio.run_process` in its own process group, wiring stdio as
+streams, passing the agent's stderr through live (keeping a bounded tail for error
+reports), forwarding signals, the shutdown ladder (close stdin, wait for silence, SIGTERM,
+SIGKILL), answering requests left in flight, and turning the agent's fate into the bridge's
+exit status. Must never: write to stdout except through the relay's client outlet.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -31,11 +33,43 @@ log = logging.getLogger("acp_bridge.process")
 
 EXIT_NOT_FOUND = 127
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STDERR_TAIL_BYTES = 4096
+STDERR_LINGER = 1.0  # seconds to wait for the agent's last stderr bytes after it exits
 
 
 def exit_status(returncode: int) -> int:
     """The agent's exit status as a shell reports it: 128+N for death by signal N."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"died of {name} (status {exit_status(returncode)})"
+    return f"exited with status {returncode}"
+
+
+class StderrTail:
+    """The last few KiB the agent wrote to stderr, for the errors the bridge answers with."""
+
+    def __init__(self, limit: int = STDERR_TAIL_BYTES) -> None:
+        self.limit = limit
+        self._data = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self._data += chunk
+        if len(self._data) > 2 * self.limit:
+            del self._data[: len(self._data) - self.limit]
+
+    def text(self) -> str:
+        data = bytes(self._data[-self.limit :])
+        if len(self._data) > self.limit:
+            cut = data.find(b"\n")
+            data = data[cut + 1 :] if 0 <= cut < len(data) - 1 else data
+        return data.decode("utf-8", "replace")
 
 
 class _Discard(trio.abc.SendStream):
@@ -62,12 +96,7 @@ async def open_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[tri
             await stream.aclose()
 
 
-async def run_bridge(
-    config: Config,
-    *,
-    stdin_fd: int = 0,
-    stdout_fd: int = 1,
-) -> int:
+async def run_bridge(config: Config, *, stdin_fd: int = 0, stdout_fd: int = 1) -> int:
     """Run the agent behind the bridge until the connection ends; return the exit status."""
     from acp_bridge.capture_writer import open_capture
 
@@ -82,7 +111,10 @@ async def serve(
     relay: Relay,
     client: trio.abc.HalfCloseableStream,
     capture: trio.MemorySendChannel[CaptureBatch] | None = None,
+    *,
+    stderr_fd: int = 2,
 ) -> int:
+    """Start the agent and relay between it and `client` until both are done."""
     command = list(config.agent.command)
     env = {**os.environ, **config.agent.env} if config.agent.env else None
     grace = config.relay.grace_seconds
@@ -90,37 +122,74 @@ async def serve(
         try:
             proc: trio.Process = await nursery.start(partial(
                 trio.run_process, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                check=False, cwd=config.agent.cwd, env=env,
-                deliver_cancel=partial(_terminate, grace=grace),
+                stderr=subprocess.PIPE, check=False, cwd=config.agent.cwd, env=env,
+                process_group=0,  # so that stopping the agent stops what it started too
+                deliver_cancel=partial(terminate, grace=grace),
             ))
         except OSError as exc:
             reason = f"cannot start agent {command[0]!r}: {exc.strerror or exc}"
             log.error("%s", reason)
-            await _serve_unavailable(client, relay, capture, reason, command, exc)
+            data = {"command": command, "reason": exc.strerror or str(exc), "errno": exc.errno}
+            await _serve_unavailable(client, relay, capture, AgentUnavailable(reason, data))
             return EXIT_NOT_FOUND
         log.info("agent started: pid %d: %s", proc.pid, " ".join(command))
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         bridge = Bridge(relay, Outlet(proc.stdin, "agent"), Outlet(client, "client"), capture)
+        tail = StderrTail()
         stopping = trio.Event()
 
+        stderr_done = trio.Event()
         async with trio.open_nursery() as pumps:
             pumps.start_soon(bridge.pump, client, Direction.TO_AGENT)
             pumps.start_soon(_stop_when_told, bridge, proc, stopping, grace)
+            pumps.start_soon(pass_stderr, proc.stderr, tail, stderr_fd, stderr_done)
             await pumps.start(_forward_signals, proc, stopping)
             await bridge.pump(proc.stdout, Direction.TO_CLIENT, close=False)
-            # The agent closed its stdout: it is done with us. Wait for its status.
+            # The agent closed its stdout: it is done with us. Wait for its status, and
+            # briefly for the rest of its stderr (something it started may hold it open).
             await proc.wait()
+            with trio.move_on_after(STDERR_LINGER):
+                await stderr_done.wait()
             status = exit_status(proc.returncode)
-            # Nothing can answer requests still in flight now: answer them ourselves.
-            if not bridge.client_closed.is_set() or relay.session.pending(Direction.TO_AGENT):
-                forwards = relay.fail_pending(
-                    f"agent exited with {_describe(proc.returncode)} before answering",
-                    {"exitStatus": status},
-                )
+            # Nobody else can answer the requests still in flight now, so we do.
+            data: dict[str, Any] = {"exitStatus": status}
+            if proc.returncode < 0:
+                data["signal"] = signal.Signals(-proc.returncode).name
+            if stderr_text := tail.text():
+                data["stderr"] = stderr_text
+            forwards = relay.fail_pending(f"agent {describe_exit(proc.returncode)} before answering", data)
+            if forwards:
+                log.warning("agent %s; answered %d request(s) left in flight", describe_exit(proc.returncode),
+                            len(forwards))
                 await bridge.deliver(forwards, time.time(), time.monotonic())
             await bridge.to_client.send_eof()
             pumps.cancel_scope.cancel()
         return status
+
+
+async def pass_stderr(source: trio.abc.ReceiveStream, tail: StderrTail, fd: int, done: trio.Event) -> None:
+    """Copy the agent's stderr to ours as it comes, keeping its tail.
+
+    The writes run in a thread: our stderr may be a terminal or a pipe that is slow to
+    drain, and a blocking write must not stall the relay (FdStream would instead make the
+    shared file description non-blocking for everyone else writing to it).
+    """
+    try:
+        while chunk := await source.receive_some(65536):
+            tail.add(chunk)
+            try:
+                await trio.to_thread.run_sync(_write_all, fd, chunk)
+            except OSError as exc:
+                if exc.errno not in (errno.EPIPE, errno.EBADF):
+                    raise
+    finally:
+        done.set()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 async def _stop_when_told(bridge: Bridge, proc: trio.Process, stopping: trio.Event, grace: float) -> None:
@@ -129,6 +198,7 @@ async def _stop_when_told(bridge: Bridge, proc: trio.Process, stopping: trio.Eve
         async def client_closed() -> None:
             await bridge.client_closed.wait()
             stopping.set()
+
         nursery.start_soon(client_closed)
         await stopping.wait()
         nursery.cancel_scope.cancel()
@@ -141,20 +211,32 @@ async def _stop_when_told(bridge: Bridge, proc: trio.Process, stopping: trio.Eve
     with silence:
         await proc.wait()
     if proc.returncode is None:
-        log.warning("agent silent for %ss after the client closed; stopping it", grace)
-        await _terminate(proc, grace=grace)
+        log.warning("agent still running %gs after the client closed; sending SIGTERM", grace)
+        await terminate(proc, grace=grace)
 
 
-async def _terminate(proc: trio.Process, *, grace: float) -> None:
-    """SIGTERM, wait `grace`, SIGKILL: no agent outlives the bridge."""
+async def terminate(proc: trio.Process, *, grace: float) -> None:
+    """SIGTERM, wait `grace`, SIGKILL: no agent (or anything it started) outlives the bridge."""
     if proc.returncode is None:
-        proc.terminate()
+        _signal_group(proc, signal.SIGTERM)
         with trio.move_on_after(grace):
             await proc.wait()
     if proc.returncode is None:
-        log.warning("agent ignored SIGTERM for %ss; killing it", grace)
-        proc.kill()
+        log.warning("agent ignored SIGTERM for %gs; sending SIGKILL", grace)
+        _signal_group(proc, signal.SIGKILL)
         await proc.wait()
+    else:
+        _signal_group(proc, signal.SIGKILL, quiet=True)  # leftovers in its group
+
+
+def _signal_group(proc: trio.Process, signum: int, *, quiet: bool = False) -> None:
+    try:
+        os.killpg(proc.pid, signum)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        if not quiet and proc.returncode is None:
+            proc.send_signal(signum)
 
 
 async def _forward_signals(proc: trio.Process, stopping: trio.Event,
@@ -164,28 +246,15 @@ async def _forward_signals(proc: trio.Process, stopping: trio.Event,
         async for signum in signals:
             log.warning("received %s; passing it to the agent", signal.Signals(signum).name)
             if proc.returncode is None:
-                proc.send_signal(signum)
+                _signal_group(proc, signum)
             stopping.set()
 
 
 async def _serve_unavailable(client: trio.abc.HalfCloseableStream, relay: Relay,
                              capture: trio.MemorySendChannel[CaptureBatch] | None,
-                             reason: str, command: list[str], exc: OSError) -> None:
+                             answer: AgentUnavailable) -> None:
     """Answer every client request with the reason until the client closes."""
-    data = {"command": command, "reason": exc.strerror or str(exc), "errno": exc.errno}
-    relay.rewrites = (AgentUnavailable(reason, data),)
+    relay.rewrites = (answer,)
     bridge = Bridge(relay, Outlet(_Discard(), "agent"), Outlet(client, "client"), capture)
     await bridge.pump(client, Direction.TO_AGENT)
     await bridge.to_client.send_eof()
-
-
-def _describe(returncode: int | None) -> str:
-    if returncode is None:
-        return "no status"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"{name} (status {exit_status(returncode)})"
-    return f"status {returncode}"

@@ -111,7 +111,9 @@ class Relay:
             if isinstance(piece, Opaque):
                 self._verdicts["opaque"] += 1
                 out.append(Forward(direction, piece.data, piece.data, Verdict.OPAQUE))
-            elif self.needs_parse(piece):
+            elif self.needs_parse(piece) or not piece.startswith(b"{"):
+                # Anything that does not even start like an object is parsed too, so that
+                # banners and other stray output are seen (and counted) as what they are.
                 self._line(classify(direction, piece), now, out)
             else:
                 self._verdicts["pass"] += 1

@@ -9,7 +9,9 @@
     fake_agent.py huge N               write one line of N bytes (plus newline), then exit
     fake_agent.py banner TEXT          print TEXT on stdout first, then echo
     fake_agent.py crash-after K        echo K lines, then write half a line and exit 3
-    fake_agent.py answer               answer every request with {"result": {}} and log it
+    fake_agent.py answer               answer every request with {"result": {}}
+
+With FAKE_AGENT_PIDFILE set, the agent first writes its pid there.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ def echo() -> None:
 
 
 def main(argv: list[str]) -> int:
+    if os.environ.get("FAKE_AGENT_PIDFILE"):
+        with open(os.environ["FAKE_AGENT_PIDFILE"], "w") as f:
+            f.write(str(os.getpid()))
     mode = argv[1] if len(argv) > 1 else "echo"
     if mode == "echo":
         echo()
