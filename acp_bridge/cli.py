@@ -194,6 +194,24 @@ def check_config(file: str) -> None:
     click.echo(json.dumps(settings, indent=2))
 
 
+@main.command()
+@click.option("--dir", "workdir", type=click.Path(file_okay=False), default=None,
+              help="Keep the capture and the agent's log in this folder (default: a new temporary folder).")
+@click.option("--color/--no-color", default=None, help="Colour the narration (default: when stdout is a terminal).")
+def demo(workdir: str | None, color: bool | None) -> None:
+    """Show the bridge at work, with nothing else installed.
+
+    A scripted client that advertises the new prompt-suggestions capability talks to a
+    bundled legacy agent (legacy suggestion channel only, no systemPrompt capability)
+    through a real `acp-bridge run`. You see the legacy suggestion arrive, the standard
+    update the client receives instead, the withdrawal on the next prompt, the system
+    prompt injected, and where the capture was written.
+    """
+    from acp_bridge.demo.run import main as run_demo
+
+    raise SystemExit(run_demo(workdir, color))
+
+
 def _register_commands() -> None:
     from acp_bridge.cli_capture import COMMANDS
 

@@ -1,0 +1,1 @@
+"""`acp-bridge demo`: a bundled legacy agent and a scripted client, both rewrites shown."""
