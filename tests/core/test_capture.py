@@ -1,0 +1,422 @@
+"""The capture format, redaction, summaries and stats: pure, table-driven, plus properties."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_bridge.core import DROP, Direction, Emit, Forward, Frame, Relay, Replace, Rewrite, Session, Verdict
+from acp_bridge.core.capture import (
+    PROMPT_REDACTED,
+    REDACTED,
+    CaptureEncoder,
+    CaptureStats,
+    RecordFilter,
+    Redactor,
+    detail_lines,
+    header_record,
+    load_record,
+    mask_argv,
+    parse_pointer,
+    record_bytes,
+    summarize,
+)
+from acp_bridge.core.rewrites.base import Outcome
+
+A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+WALL = 1_700_000_000.25  # 2023-11-14T22:13:20.250Z
+
+
+class Tagger(Rewrite):
+    """Test rewrite: `tag` requests get a param, `drop` notifications vanish, `ping` emits."""
+
+    name = "tagger"
+    triggers = (b'"drop"', b'"ping"')
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        if frame.method == "tag":
+            assert frame.msg is not None
+            return Replace({**frame.msg, "params": {"tagged": True}})
+        return super().request(frame, session)
+
+    def notification(self, frame: Frame, session: Session) -> Outcome:
+        if frame.method == "drop":
+            return DROP
+        if frame.method == "ping":
+            return Replace(frame.msg, (Emit(C, {"jsonrpc": "2.0", "method": "pong"}),))
+        return super().notification(frame, session)
+
+
+def records(chunks: list[tuple[Direction, bytes, float]], redactor: Redactor | None = None) -> list[dict[str, Any]]:
+    """Feed chunks through a relay with Tagger, encode every forward, read the records back."""
+    relay = Relay([Tagger()], strict=True)
+    encoder = CaptureEncoder(redactor)
+    out = b""
+    for direction, chunk, mono in chunks:
+        out += encoder.encode_batch(WALL + mono, mono, relay.feed(direction, chunk, mono))
+    return [orjson.loads(line) for line in out.splitlines()]
+
+
+def base(seq: int, direction: str, kind: str, verdict: str, mono: float = 0.0, **fields: Any) -> dict[str, Any]:
+    record = {"type": "message", "seq": seq, "time": WALL + mono, "mono": mono, "direction": direction,
+              "kind": kind, "verdict": verdict, "method": None, "id": None, "session": None, "rules": []}
+    record.update(fields)
+    return record
+
+
+REQ = b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}\n'
+RESP = b'{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}\n'
+NOTE = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk"}}}\n'
+TAG = b'{"jsonrpc":"2.0","id":"t","method":"tag","params":{}}\r\n'
+DROPPED = b'{"jsonrpc":"2.0","method":"drop","params":{"sessionId":"s2"}}\n'
+PING = b'{"jsonrpc":"2.0","method":"ping"}\n'
+
+
+@pytest.mark.parametrize(("chunks", "expected"), [
+    pytest.param([(A, REQ, 1.0)], [
+        base(1, "to-agent", "request", "pass", 1.0, method="session/prompt", id=7, session="s1",
+             size=len(REQ), raw=REQ.decode()),
+    ], id="request"),
+    pytest.param([(A, REQ, 1.0), (C, RESP, 1.5)], [
+        base(1, "to-agent", "request", "pass", 1.0, method="session/prompt", id=7, session="s1",
+             size=len(REQ), raw=REQ.decode()),
+        base(2, "to-client", "response", "pass", 1.5, method="session/prompt", id=7, session="s1",
+             size=len(RESP), latency=0.5, raw=RESP.decode()),
+    ], id="response-carries-method-session-latency"),
+    pytest.param([(C, NOTE, 2.0)], [
+        base(1, "to-client", "notification", "pass", 2.0, method="session/update", session="s1",
+             size=len(NOTE), raw=NOTE.decode()),
+    ], id="notification-unparsed-by-relay"),
+    pytest.param([(C, b"{oops\n", 0.0)], [
+        base(1, "to-client", "other", "pass", size=6, raw="{oops\n"),
+    ], id="other-unparsed-by-relay"),
+    pytest.param([(C, b"hello\n", 0.0)], [
+        base(1, "to-client", "other", "other", size=6, raw="hello\n"),
+    ], id="other-not-an-object"),
+    pytest.param([(C, b'[{"id":1}]\n', 0.0)], [
+        base(1, "to-client", "other", "other", size=11, raw='[{"id":1}]\n'),
+    ], id="other-batch"),
+    pytest.param([(A, TAG, 0.0)], [
+        base(1, "to-agent", "request", "rewrite", method="tag", id="t", rules=["tagger"],
+             size=len(TAG), raw=TAG.decode(),
+             out='{"jsonrpc":"2.0","id":"t","method":"tag","params":{"tagged":true}}\r\n', out_size=68),
+    ], id="rewrite"),
+    pytest.param([(C, DROPPED, 0.0)], [
+        base(1, "to-client", "notification", "drop", method="drop", session="s2", rules=["tagger"],
+             size=len(DROPPED), raw=DROPPED.decode(), out=None, out_size=0),
+    ], id="drop"),
+    pytest.param([(A, PING, 0.0)], [
+        base(1, "to-agent", "notification", "rewrite", method="ping", rules=["tagger"], size=len(PING),
+             raw=PING.decode()),
+        base(2, "to-client", "notification", "emit", method="pong", rules=["tagger"], size=0,
+             out='{"jsonrpc":"2.0","method":"pong"}\n', out_size=34),
+    ], id="emit"),
+])
+def test_record_fields(chunks: list[tuple[Direction, bytes, float]], expected: list[dict[str, Any]]) -> None:
+    """Every record carries the fields docs/capture-format.md promises, exactly."""
+    assert records(chunks) == expected
+
+
+def test_opaque_piece_is_recorded_as_other_with_raw() -> None:
+    """Pieces of an over-long line are never parsed, by the relay or by the capture."""
+    relay = Relay(max_line=8)
+    encoder = CaptureEncoder()
+    line = b'{"id":1,"method":"x"}\n'
+    [record] = [orjson.loads(x) for x in encoder.encode_batch(WALL, 0.0, relay.feed(A, line)).splitlines()]
+    assert record == base(1, "to-agent", "other", "opaque", size=len(line), raw=line.decode())
+
+
+def test_error_verdict_keeps_the_error() -> None:
+    fwd = Forward(A, REQ, REQ, Verdict.ERROR, None, ("tagger",), None, error="KeyError: 'x'")
+    record = CaptureEncoder().record(fwd, WALL, 0.0)
+    assert record["verdict"] == "error" and record["error"] == "KeyError: 'x'"
+    assert record["rules"] == ["tagger"] and record["raw"] == REQ.decode() and "out" not in record
+
+
+def test_invalid_utf8_goes_to_raw_b64() -> None:
+    [record] = records([(C, b"\xff\xfe oops\n", 0.0)])
+    assert "raw" not in record
+    assert base64.b64decode(record["raw_b64"]) == b"\xff\xfe oops\n"
+
+
+def test_header_masks_argv_and_names_format() -> None:
+    header = header_record(wall=WALL, mono=3.0, argv=["acp-bridge", "run", "--system-prompt", "be nice", "--",
+                                                      "agent", "--api-key=abc"],
+                           config_digest="d1", pid=42, redact=["/params/x"])
+    assert header == {
+        "type": "header", "format": 1, "bridge": header["bridge"], "started": "2023-11-14T22:13:20Z",
+        "time": WALL, "mono": 3.0, "pid": 42,
+        "argv": ["acp-bridge", "run", "--system-prompt", REDACTED, "--", "agent", f"--api-key={REDACTED}"],
+        "config": "d1", "redact": ["/params/x"], "include_system_prompt": False,
+    }
+
+
+@pytest.mark.parametrize(("argv", "masked"), [
+    (["run", "--token", "t0k", "x"], ["run", "--token", REDACTED, "x"]),
+    (["run", "--system-prompt=hi"], ["run", f"--system-prompt={REDACTED}"]),
+    (["--", "env", "OPENAI_API_KEY=sk-1", "agent"], ["--", "env", f"OPENAI_API_KEY={REDACTED}", "agent"]),
+    (["run", "--capture", "c.jsonl", "--", "agent", "--model", "m"],
+     ["run", "--capture", "c.jsonl", "--", "agent", "--model", "m"]),
+])
+def test_mask_argv(argv: list[str], masked: list[str]) -> None:
+    assert mask_argv(argv) == masked
+
+
+# -- redaction ----------------------------------------------------------------------------------
+
+def msg(method: str, params: Any, id_: Any = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+MCP = [{"name": "fs", "command": "x", "args": [], "env": [{"name": "TOKEN", "value": "s3cret"}]},
+       {"type": "http", "name": "web", "url": "u", "headers": [{"name": "Authorization", "value": "Bearer s3cret"}]}]
+
+
+@pytest.mark.parametrize(("message", "pointers", "masked", "hits"), [
+    pytest.param(msg("session/new", {"cwd": "/", "mcpServers": MCP}), (),
+                 msg("session/new", {"cwd": "/", "mcpServers": [
+                     {**MCP[0], "env": [{"name": "TOKEN", "value": REDACTED}]},
+                     {**MCP[1], "headers": [{"name": "Authorization", "value": REDACTED}]}]}),
+                 ["/params/mcpServers/0/env/0/value", "/params/mcpServers/1/headers/0/value"], id="mcp-servers"),
+    pytest.param(msg("authenticate", {"methodId": "oauth", "token": "s3cret"}), (),
+                 msg("authenticate", {"methodId": REDACTED, "token": REDACTED}),
+                 ["/params/methodId", "/params/token"], id="authenticate"),
+    pytest.param(msg("auth/login", ["s3cret"]), (), msg("auth/login", REDACTED), ["/params"], id="auth-login"),
+    pytest.param(msg("terminal/create", {"command": "ls", "env": [{"name": "A", "value": "s3cret"}]}), (),
+                 msg("terminal/create", {"command": "ls", "env": [{"name": "A", "value": REDACTED}]}),
+                 ["/params/env/0/value"], id="terminal-create"),
+    pytest.param(msg("x/y", {"_meta": {"token": "s3cret", "keep": 1}}), ("/params/_meta/token",),
+                 msg("x/y", {"_meta": {"token": REDACTED, "keep": 1}}), ["/params/_meta/token"], id="pointer"),
+    pytest.param(msg("x/y", {"a/b": {"~k": ["p", "s3cret"]}}), ("/params/a~1b/~0k/1",),
+                 msg("x/y", {"a/b": {"~k": ["p", REDACTED]}}), ["/params/a~1b/~0k/1"], id="pointer-escapes"),
+    pytest.param(msg("x/y", {"list": ["a"]}), ("/params/list/01", "/params/list/-", "/params/nope/0"),
+                 msg("x/y", {"list": ["a"]}), [], id="pointer-misses"),
+    pytest.param(msg("session/new", {"cwd": "/", "mcpServers": []}), (),
+                 msg("session/new", {"cwd": "/", "mcpServers": []}), [], id="nothing-to-mask"),
+])
+def test_redaction(message: Any, pointers: tuple[str, ...], masked: Any, hits: list[str]) -> None:
+    before = orjson.dumps(message)
+    result, found = Redactor(pointers).mask(message)
+    assert result == masked
+    assert found == hits
+    assert orjson.dumps(message) == before  # copy on write: the original is untouched
+
+
+def test_parse_pointer_rfc6901() -> None:
+    assert parse_pointer("") == ()
+    assert parse_pointer("/a~1b/m~0n/0") == ("a/b", "m~n", "0")
+    with pytest.raises(ValueError):
+        parse_pointer("a/b")
+
+
+SECRET = 'Be "terse".\nNo émoji.'
+
+
+@pytest.mark.parametrize("line", [
+    orjson.dumps(msg("session/new", {"cwd": "/", "mcpServers": [], "systemPrompt": {
+        "mode": "append", "content": [{"type": "text", "text": SECRET}]}})) + b"\n",
+    orjson.dumps(msg("session/new", {"_meta": {"systemPrompt": {"append": SECRET}}})) + b"\n",
+    orjson.dumps(msg("session/prompt", {"prompt": [{"type": "text", "text": "before " + SECRET}]})) + b"\n",
+    # The same text spelled with \u escapes: a JSON string has more than one spelling.
+    b'{"jsonrpc":"2.0","method":"n","params":{"t":"' +
+    SECRET.replace('"', '\\u0022').replace("\n", "\\u000a").encode() + b'"}}\n',
+])
+def test_system_prompt_never_in_clear(line: bytes) -> None:
+    """The configured system prompt is masked in raw and out, whatever carries it."""
+    fwd = Forward(A, line, line, Verdict.PASS, None)
+    record = CaptureEncoder(Redactor((), SECRET)).record(fwd, WALL, 0.0)
+    text = orjson.dumps(record).decode()
+    assert "terse" not in text and "émoji" not in text
+    assert PROMPT_REDACTED in record["raw"] and record["redacted"]
+    # And with the secret allowed, the line is stored as it came.
+    assert CaptureEncoder().record(fwd, WALL, 0.0)["raw"] == line.decode()
+
+
+def test_system_prompt_masked_in_rewritten_output_and_in_non_json() -> None:
+    out = orjson.dumps(msg("session/new", {"systemPrompt": SECRET})) + b"\n"
+    raw = orjson.dumps(msg("session/new", {})) + b"\n"
+    enc = CaptureEncoder(Redactor((), "terse"))
+    record = enc.record(Forward(A, out, raw, Verdict.REWRITE, None, ("system-prompt",)), WALL, 0.0)
+    assert record["raw"] == raw.decode() and "terse" not in record["out"]
+    other = enc.record(Forward(A, b"say terse now\n", b"say terse now\n", Verdict.OTHER), WALL, 0.0)
+    assert other["raw"] == f"say {PROMPT_REDACTED} now\n"
+
+
+def test_redaction_never_changes_forwarded_bytes() -> None:
+    """The relay sends the secret on; only the capture's copy is masked."""
+    line = orjson.dumps(msg("authenticate", {"methodId": "m", "token": "s3cret"})) + b"\n"
+    relay = Relay([Tagger()])
+    forwards = relay.feed(A, line)
+    record = CaptureEncoder(Redactor(("/params",), "s3cret")).record(forwards[0], WALL, 0.0)
+    assert b"".join(f.data for f in forwards) == line
+    assert "s3cret" not in orjson.dumps(record).decode() and "out" not in record
+
+
+def test_unchanged_line_is_stored_as_it_came_not_reencoded() -> None:
+    """Spacing, escapes and number spellings survive: raw is the line, not a re-encoding."""
+    line = b'{ "jsonrpc" : "2.0", "id":1e0, "method":"caf\\u00e9", "params": {"n": 1.50} }\n'
+    [record] = records([(A, line, 0.0)])
+    assert record["raw"].encode() == line
+
+
+# -- properties ---------------------------------------------------------------------------------
+
+@given(st.lists(st.tuples(st.sampled_from([A, C]), st.binary(max_size=300)), max_size=8),
+       st.text(max_size=4))
+def test_every_record_line_is_json_and_raw_round_trips(chunks: list[tuple[Direction, bytes]], secret: str) -> None:
+    """Whatever arrives, each record is one valid JSON line, and the concatenated raw
+    fields give back the input exactly (when nothing needed masking)."""
+    relay = Relay([Tagger()])
+    encoder = CaptureEncoder(Redactor((), secret or None))
+    sent = {A: b"", C: b""}
+    stored = {A: b"", C: b""}
+    for direction, chunk in chunks:
+        sent[direction] += chunk
+        data = encoder.encode_batch(WALL, 0.0, relay.feed(direction, chunk))
+        data += encoder.encode_batch(WALL, 0.0, relay.feed_eof(direction))
+        assert data == b"" or data.endswith(b"\n")
+        for line in data.splitlines():
+            record = orjson.loads(line)
+            assert isinstance(record, dict)
+            if record["verdict"] != "emit":
+                raw = record_bytes(record, "raw")
+                assert raw is not None
+                stored[Direction(record["direction"]) if record["verdict"] != "emit" else A] += raw
+            if record.get("redacted"):
+                return
+    assert stored == sent
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers(-2**60, 2**60) | st.text(max_size=8),
+                    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=5), kids, max_size=3),
+                    max_leaves=12),
+       st.text(min_size=1, max_size=3))
+def test_secret_never_survives_masking(value: Any, secret: str) -> None:
+    line = orjson.dumps({"jsonrpc": "2.0", "method": "m", "params": value}) + b"\n"
+    masked, _ = Redactor((), secret).mask_line(line, orjson.loads(line))
+    strings: list[str] = []
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, str):
+            strings.append(obj)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                walk(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                walk(v)
+    walk(orjson.loads(masked))
+    assert not any(secret in s for s in strings if s != PROMPT_REDACTED)
+
+
+# -- reading: summaries and stats --------------------------------------------------------------
+
+FIXED = [
+    base(1, "to-agent", "request", "pass", 0.0, method="session/prompt", id=7, session="s1", size=len(REQ),
+         raw=REQ.decode()),
+    base(2, "to-client", "notification", "pass", 0.1, method="session/update", session="s1", size=len(NOTE),
+         raw=NOTE.decode()),
+    base(3, "to-agent", "request", "rewrite", 0.2, method="tag", id="t", rules=["tagger"], size=len(TAG),
+         raw=TAG.decode(), out='{"jsonrpc":"2.0","id":"t","method":"tag","params":{"tagged":true}}\r\n', out_size=68),
+    base(4, "to-client", "notification", "drop", 0.3, method="drop", session="s2", rules=["tagger"],
+         size=len(DROPPED), raw=DROPPED.decode(), out=None, out_size=0),
+    base(5, "to-client", "notification", "emit", 0.3, method="pong", rules=["tagger"], size=0,
+         out='{"jsonrpc":"2.0","method":"pong"}\n', out_size=34),
+    base(6, "to-client", "response", "pass", 1.5, method="session/prompt", id=7, session="s1", size=len(RESP),
+         latency=1.5, raw=RESP.decode()),
+    base(7, "to-client", "other", "other", 1.6, size=6, raw="hello\n"),
+    base(8, "to-agent", "request", "pass", 1.7, method="authenticate", id=9, size=60, raw="{}\n",
+         redacted=["/params/token"]),
+    base(9, "to-client", "other", "opaque", 1.8, size=99, raw="x" * 99),
+]
+
+
+def test_summary_lines() -> None:
+    assert [summarize(r).plain() for r in FIXED] == [
+        "22:13:20.250 -> session/prompt #7 (s1) 91B",
+        "22:13:20.350 <- session/update agent_message_chunk (s1) 121B",
+        "22:13:20.450 -> tag #\"t\" 55B->68B [rewrite: tagger]",
+        "22:13:20.550 <- drop (s2) 62B->0B [drop: tagger]",
+        "22:13:20.550 <- pong 34B [bridge: tagger]",
+        "22:13:21.750 <- #7 session/prompt ok 1.50s (s1) 60B",
+        "22:13:21.850 <- (not JSON-RPC) 6B",
+        "22:13:21.950 -> authenticate #9 60B [redacted]",
+        "22:13:22.050 <- (part of a line over the parse limit) 99B",
+    ]
+
+
+def test_detail_lines() -> None:
+    assert detail_lines(FIXED[0], 1) == []
+    assert detail_lines(FIXED[0], 2) == ["    {", '      "sessionId": "s1",', '      "prompt": []', "    }"]
+    assert detail_lines(FIXED[2], 3) == [
+        "  before:", "    {", '      "jsonrpc": "2.0",', '      "id": "t",', '      "method": "tag",',
+        '      "params": {}', "    }",
+        "  after:", "    {", '      "jsonrpc": "2.0",', '      "id": "t",', '      "method": "tag",',
+        '      "params": {', '        "tagged": true', "      }", "    }",
+    ]
+    assert detail_lines(FIXED[3], 3)[-1] == "    (dropped)"
+    assert detail_lines(FIXED[4], 3) == ["  sent:", "    {", '      "jsonrpc": "2.0",', '      "method": "pong"', "    }"]
+
+
+def test_filter() -> None:
+    assert [r["seq"] for r in FIXED if RecordFilter(methods=("session/prompt",))(r)] == [1, 6]
+    assert [r["seq"] for r in FIXED if RecordFilter(session="s1", direction="to-client")(r)] == [2, 6]
+
+
+def test_stats_report() -> None:
+    stats = CaptureStats()
+    stats.add(header_record(wall=WALL, mono=0.0, argv=[], config_digest="d1", pid=1))
+    for record in FIXED:
+        stats.add(record)
+    stats.add_line(b"not a record\n")
+    report = stats.report()
+    assert report[1:] == [
+        "messages: 9 (588 bytes), malformed lines: 1, over the parse limit: 1, redacted: 1, "
+        "capture not closed cleanly, unreadable capture lines: 1",
+        "",
+        "method                               direction   count      bytes",
+        "(not JSON-RPC)                       to-client       1          6",
+        "(opaque)                             to-client       1         99",
+        "authenticate                         to-agent        1         60",
+        "drop                                 to-client       1         62",
+        "pong                                 to-client       1         34",
+        "session/prompt                       to-agent        1         91",
+        "session/prompt                       to-client       1         60",
+        "session/update                       to-client       1        121",
+        "tag                                  to-agent        1         55",
+        "",
+        "latency                                count       p50       p90       p99       max",
+        "session/prompt                             1     1.50s     1.50s     1.50s     1.50s",
+        "",
+        "rule                                 verdict     count",
+        "tagger                               drop            1",
+        "tagger                               emit            1",
+        "tagger                               rewrite         1",
+        "",
+        "unanswered requests: 2",
+        '  22:13:20.450 -> tag #"t"',
+        "  22:13:21.950 -> authenticate #9",
+    ]
+    assert report[0].startswith("capture: format 1, bridge ")
+
+
+def test_stats_percentiles_and_pairing_without_latency_field() -> None:
+    """Nearest-rank percentiles; an emitted answer pairs by id and mono time."""
+    stats = CaptureStats()
+    for i in range(100):
+        stats.add(base(2 * i, "to-agent", "request", "pass", float(i), method="m", id=i))
+        stats.add(base(2 * i + 1, "to-client", "response", "emit", float(i) + (i + 1) / 1000, id=i))
+    values = sorted(stats.latency["m"])
+    assert len(values) == 100 and stats.unanswered == []
+    line = stats.report()[-6]
+    assert line.split() == ["m", "100", "50.0ms", "90.0ms", "99.0ms", "100.0ms"]
+
+
+def test_load_record_rejects_non_records() -> None:
+    assert load_record(b"[1]") is None and load_record(b"{oops") is None and load_record(b'{"a":1}') is None
+    assert load_record(b'{"type":"end"}') == {"type": "end"}
