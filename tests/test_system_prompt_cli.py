@@ -1,0 +1,192 @@
+"""System prompt injection end to end: the real CLI in front of a scripted agent.
+
+The scripted agent logs every line it receives, so each test asserts exactly what the agent
+was sent. The client side is driven one message at a time (send, then wait for the answer):
+the bridge decides the dialect from the agent's `initialize` response, so a client that
+wrote everything at once would race it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+
+from tests.conftest import SCRIPTED_AGENT, example, line
+
+TEXT = "Follow the team style guide."
+SP_APPEND = {"mode": "append", "content": [{"type": "text", "text": TEXT}]}
+
+V1_INIT = example("v1-initialize-request-client-plain")
+V1_NEW = example("v1-session-new-request-plain")
+V1_PROMPT = example("v1-session-prompt-request")  # id 5, sess_abc123
+AGENT_WITH_CAP = example("v1-initialize-response-agent-with-system-prompt")["result"]
+AGENT_WITHOUT_CAP = example("v1-initialize-response-agent-no-system-prompt")["result"]  # old-agent
+
+
+class Client:
+    """The editor's end of a running bridge: one JSON-RPC message per line."""
+
+    def __init__(self, proc: trio.Process) -> None:
+        self.proc = proc
+        self._buffer = b""
+        self.stderr = bytearray()
+        self.rest = b""  # what stdout carried after the last message read
+        self.returncode: int | None = None
+
+    async def send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        await self.proc.stdin.send_all(line(msg))
+
+    async def receive(self) -> Any:
+        assert self.proc.stdout is not None
+        while b"\n" not in self._buffer:
+            chunk = await self.proc.stdout.receive_some(65536)
+            if not chunk:
+                raise EOFError(f"bridge closed stdout; stderr: {bytes(self.stderr)!r}")
+            self._buffer += chunk
+        first, _, self._buffer = self._buffer.partition(b"\n")
+        return orjson.loads(first)
+
+    async def call(self, msg: dict[str, Any]) -> Any:
+        await self.send(msg)
+        return await self.receive()
+
+
+@asynccontextmanager
+async def bridge(args: list[str], script: dict[str, Any], tmp_path: Path,
+                 env: dict[str, str] | None = None) -> AsyncIterator[Client]:
+    """Run `python -m acp_bridge run ARGS -- scripted_agent SCRIPT`; close stdin on exit."""
+    script_file = tmp_path / "script.json"
+    script_file.write_text(json.dumps(script), encoding="utf-8")
+    cmd = [sys.executable, "-m", "acp_bridge", "run", *args, "--",
+           sys.executable, "-u", str(SCRIPTED_AGENT), str(script_file)]
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_BRIDGE_")}
+    full_env.update(env or {})
+    with trio.fail_after(20):
+        proc = await trio.lowlevel.open_process(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)
+        client = Client(proc)
+        async with trio.open_nursery() as nursery:
+            async def drain_stderr() -> None:
+                assert proc.stderr is not None
+                while chunk := await proc.stderr.receive_some(65536):
+                    client.stderr += chunk
+
+            nursery.start_soon(drain_stderr)
+            try:
+                yield client
+            finally:
+                assert proc.stdin is not None and proc.stdout is not None
+                await proc.stdin.aclose()
+                while chunk := await proc.stdout.receive_some(65536):
+                    client.rest += chunk
+                client.returncode = await proc.wait()
+
+
+def scripted(tmp_path: Path, agent_init: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "log": str(tmp_path / "received.jsonl"),
+        "on": {
+            "initialize": [{"respond": agent_init}],
+            "session/new": [{"respond": {"sessionId": "sess_abc123"}}],
+            "session/prompt": [{"respond": {"stopReason": "end_turn"}}],
+        },
+    }
+
+
+def received(tmp_path: Path) -> list[Any]:
+    """Every line the agent received, parsed, in order."""
+    return [orjson.loads(raw) for raw in (tmp_path / "received.jsonl").read_bytes().splitlines()]
+
+
+def new_with(**extra: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": "session/new",
+            "params": {"cwd": "/home/user/project", "mcpServers": [], **extra}}
+
+
+async def test_spec_dialect_via_the_system_prompt_option(tmp_path: Path) -> None:
+    async with bridge(["--system-prompt", TEXT], scripted(tmp_path, AGENT_WITH_CAP), tmp_path) as client:
+        assert (await client.call(V1_INIT))["result"] == AGENT_WITH_CAP
+        assert await client.call(V1_NEW) == {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "sess_abc123"}}
+    assert client.returncode == 0 and client.rest == b""
+    assert received(tmp_path) == [V1_INIT, new_with(systemPrompt=SP_APPEND)]
+
+
+async def test_meta_dialect_from_a_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "bridge.toml"
+    config.write_text(f'[system_prompt]\ntext = "{TEXT}"\non_unsupported = "meta"\n', encoding="utf-8")
+    async with bridge(["-c", str(config)], scripted(tmp_path, AGENT_WITHOUT_CAP), tmp_path) as client:
+        await client.call(V1_INIT)
+        await client.call({**V1_NEW, "params": {**V1_NEW["params"], "_meta": {"traceparent": "t"}}})
+    assert received(tmp_path)[1] == new_with(_meta={"traceparent": "t", "systemPrompt": {"append": TEXT}})
+    assert b'agent "old-agent" does not advertise the systemPrompt capability' in client.stderr
+    assert b"sent as _meta.systemPrompt" in client.stderr
+
+
+async def test_first_prompt_dialect_for_an_unknown_agent(tmp_path: Path) -> None:
+    """auto, an agent without the capability and not a known `_meta` reader: first prompt."""
+    async with bridge(["--system-prompt", TEXT], scripted(tmp_path, AGENT_WITHOUT_CAP), tmp_path) as client:
+        await client.call(V1_INIT)
+        await client.call(V1_NEW)
+        assert await client.call(V1_PROMPT) == {"jsonrpc": "2.0", "id": 5, "result": {"stopReason": "end_turn"}}
+        await client.call({**V1_PROMPT, "id": 6})
+    got = received(tmp_path)
+    assert got[1] == V1_NEW
+    assert got[2] == {"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {
+        "sessionId": "sess_abc123",
+        "prompt": [{"type": "text", "text": TEXT}, {"type": "text", "text": "Fix the failing test in parser.py"}]}}
+    assert got[3] == {**V1_PROMPT, "id": 6}
+    assert b"put in front of the first session/prompt" in client.stderr
+
+
+async def test_error_dialect_answers_the_client_and_the_agent_never_sees_the_request(tmp_path: Path) -> None:
+    config = tmp_path / "bridge.toml"
+    config.write_text(f'[system_prompt]\ntext = "{TEXT}"\non_unsupported = "error"\n', encoding="utf-8")
+    async with bridge(["-c", str(config)], scripted(tmp_path, AGENT_WITHOUT_CAP), tmp_path) as client:
+        await client.call(V1_INIT)
+        answer = await client.call(V1_NEW)
+    assert answer == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32603,
+        "message": 'acp-bridge: agent "old-agent" does not advertise the systemPrompt capability '
+                   "(agentCapabilities.sessionCapabilities.systemPrompt); a system prompt is "
+                   'configured and system_prompt.on_unsupported is "error"',
+        "data": {"method": "session/new", "agent": "old-agent",
+                 "capability": "agentCapabilities.sessionCapabilities.systemPrompt"}}}
+    assert received(tmp_path) == [V1_INIT]
+    assert client.returncode == 0
+
+
+async def test_system_prompt_file(tmp_path: Path) -> None:
+    prompt = tmp_path / "team.md"
+    prompt.write_text("# Team\nBe kind to reviewers.\n\n", encoding="utf-8")
+    async with bridge(["--system-prompt-file", str(prompt), "--system-prompt-mode", "override"],
+                      scripted(tmp_path, AGENT_WITH_CAP), tmp_path) as client:
+        await client.call(V1_INIT)
+        await client.call(V1_NEW)
+    assert received(tmp_path)[1] == new_with(systemPrompt={
+        "mode": "override", "content": [{"type": "text", "text": "# Team\nBe kind to reviewers."}]})
+
+
+async def test_system_prompt_from_the_environment(tmp_path: Path) -> None:
+    async with bridge([], scripted(tmp_path, AGENT_WITH_CAP), tmp_path,
+                      env={"ACP_BRIDGE_SYSTEM_PROMPT": TEXT}) as client:
+        await client.call(V1_INIT)
+        await client.call(V1_NEW)
+    assert received(tmp_path)[1] == new_with(systemPrompt=SP_APPEND)
+
+
+async def test_without_a_system_prompt_nothing_changes(tmp_path: Path) -> None:
+    """The control: the same conversation with injection off reaches the agent as sent."""
+    async with bridge([], scripted(tmp_path, AGENT_WITH_CAP), tmp_path) as client:
+        await client.call(V1_INIT)
+        await client.call(V1_NEW)
+    assert received(tmp_path) == [V1_INIT, V1_NEW]
