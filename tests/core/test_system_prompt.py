@@ -21,13 +21,14 @@ from acp_bridge.core.frames import Direction
 from acp_bridge.core.relay import Relay, Verdict
 from acp_bridge.core.rewrites.system_prompt import (
     META_READERS,
+    UNCHANGED,
     Dialect,
+    Plan,
     SystemPrompt,
     choose_plan,
     combine_meta,
     combine_spec,
     inject_setup,
-    UNCHANGED,
 )
 from tests.conftest import example, line
 
@@ -51,7 +52,7 @@ V1_AGENT_APPEND = example("v1-initialize-response-agent-system-prompt-append-onl
 V1_AGENT_NONE = example("v1-initialize-response-agent-no-system-prompt")  # old-agent
 V2_AGENT_OVERRIDE = example("v2-initialize-response-agent-with-system-prompt")  # my-agent
 V2_AGENT_NONE = example("v2-initialize-response-agent-no-system-prompt")  # old-agent
-V2_AGENT_APPEND = {"jsonrpc": "2.0", "id": 0, "result": {
+V2_AGENT_APPEND: dict[str, Any] = {"jsonrpc": "2.0", "id": 0, "result": {
     "protocolVersion": 2, "info": {"name": "my-agent", "version": "1.0.0"},
     "capabilities": {"session": {"systemPrompt": {}}}}}
 
@@ -73,28 +74,28 @@ V1_NEW_SP_OVERRIDE = example("v1-session-new-request-with-system-prompt-override
 V1_NEW_META = example("v1-session-new-request-legacy-meta-system-prompt")
 V1_NEW_RESP = example("v1-session-new-response")  # sess_abc123
 V1_NEW_REJECTED = example("v1-session-new-error-system-prompt-rejected")
-V1_LOAD = {"jsonrpc": "2.0", "id": 2, "method": "session/load",
+V1_LOAD: dict[str, Any] = {"jsonrpc": "2.0", "id": 2, "method": "session/load",
            "params": {"sessionId": "sess_abc123", "cwd": CWD, "mcpServers": []}}
 V1_LOAD_RESP = example("v1-session-load-response")
-V1_RESUME = {"jsonrpc": "2.0", "id": 3, "method": "session/resume",
+V1_RESUME: dict[str, Any] = {"jsonrpc": "2.0", "id": 3, "method": "session/resume",
              "params": {"sessionId": "sess_abc123", "cwd": CWD, "mcpServers": []}}
 V1_RESUME_RESP = {"jsonrpc": "2.0", "id": 3, "result": {}}
-V1_FORK = {"jsonrpc": "2.0", "id": 4, "method": "session/fork",
+V1_FORK: dict[str, Any] = {"jsonrpc": "2.0", "id": 4, "method": "session/fork",
            "params": {"sessionId": "sess_abc123", "cwd": CWD, "mcpServers": []}}
 V1_FORK_RESP = example("v1-session-fork-response")  # sess_fork456
 V1_PROMPT = example("v1-session-prompt-request")  # id 5, sess_abc123
 V1_PROMPT_RESP = example("v1-session-prompt-response")
-V1_PROMPT_2 = {"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
+V1_PROMPT_2: dict[str, Any] = {"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
                "params": {"sessionId": "sess_abc123", "prompt": [{"type": "text", "text": "Again"}]}}
-V1_PROMPT_FORK = {"jsonrpc": "2.0", "id": 8, "method": "session/prompt",
+V1_PROMPT_FORK: dict[str, Any] = {"jsonrpc": "2.0", "id": 8, "method": "session/prompt",
                   "params": {"sessionId": "sess_fork456", "prompt": [{"type": "text", "text": "Go"}]}}
 
 V2_NEW = example("v2-session-new-request-plain")
 V2_NEW_SP = example("v2-session-new-request-with-system-prompt")
 V2_NEW_RESP = example("v2-session-new-response")  # sess_abc123
-V2_RESUME = {"jsonrpc": "2.0", "id": 2, "method": "session/resume",
+V2_RESUME: dict[str, Any] = {"jsonrpc": "2.0", "id": 2, "method": "session/resume",
              "params": {"sessionId": "sess_abc123", "cwd": CWD, "replayFrom": {"type": "start"}}}
-V2_FORK = {"jsonrpc": "2.0", "id": 3, "method": "session/fork",
+V2_FORK: dict[str, Any] = {"jsonrpc": "2.0", "id": 3, "method": "session/fork",
            "params": {"sessionId": "sess_abc123", "cwd": CWD}}
 V2_FORK_RESP = {"jsonrpc": "2.0", "id": 3, "result": {"sessionId": "sess_fork456"}}
 V2_PROMPT = example("v2-session-prompt-request")  # id 5, sess_abc123
@@ -582,8 +583,6 @@ def test_other_requests_pass_byte_exact(method: str, params: Any, id_: Any, on_u
 def test_inject_never_mutates_and_changes_only_its_key(params: dict[str, Any], dialect: Dialect,
                                                        policy: str, mode: str) -> None:
     """Copy on write: the original survives, and every other key is the same object."""
-    from acp_bridge.core.rewrites.system_prompt import Plan
-
     msg = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": params}
     before = copy.deepcopy(msg)
     out = inject_setup(msg, Plan(dialect, mode), cfg(client_prompt=policy))
