@@ -38,6 +38,7 @@ class SessionState:
 
     offered: list[Any] = field(default_factory=list)  # suggestions the client now holds
     offered_form: str | None = None  # "new" or "legacy", the form `offered` was sent in
+    agent_forms: set[str] = field(default_factory=set)  # suggestion forms the agent sent here
     first_prompt_due: bool = False  # first-prompt dialect: inject into the next prompt
     first_prompt_request: Any = None  # id_key of the prompt that carried it, until answered
     system_prompt_dialect: str | None = None  # how the system prompt reached it (logged once)

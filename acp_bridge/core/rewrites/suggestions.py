@@ -1,17 +1,214 @@
-"""Prompt suggestions (bridge-rules.md section 2). Placeholder until issue 3 lands."""
+"""Prompt suggestions: each client gets suggestions in the one form it reads (bridge-rules.md 2).
+
+Owns: the decisions of the rule. Which form a client receives (new client: the
+`prompt_suggestions_update`; AIR client: the legacy `_meta.promptSuggestions`; neither:
+nothing), the conversions and filtering (done by `suggestion_shapes`), the lifetime rules
+that keep the agent's promises toward the client (withdraw on the next prompt, drop stale
+legacy predictions, nothing during replay, no repeats), and the `initialize` capability edits.
+Must never: change a line it does not have to (it returns PASS, so the relay forwards the very
+bytes that came in), drop a field it does not own, or act before the client's `initialize`.
+
+Before (<- agent, to a new client):
+    {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":
+     {"sessionUpdate":"session_info_update","_meta":{"promptSuggestions":
+      {"suggestions":[{"text":"Run the tests"}]}}}}}
+After (<- client):
+    {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":
+     {"sessionUpdate":"prompt_suggestions_update","suggestions":
+      [{"prompt":[{"type":"text","text":"Run the tests"}]}]}}}
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, Any
 
-from acp_bridge.core.rewrites.base import Rewrite
+from acp_bridge.core import protocol as p
+from acp_bridge.core.frames import Direction, Frame
+from acp_bridge.core.rewrites import suggestion_shapes as shapes
+from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
+from acp_bridge.core.session import Pending, Session, SessionState
 
 if TYPE_CHECKING:
     from acp_bridge.config import SuggestionsConfig
 
+log = logging.getLogger("acp_bridge.suggestions")
+
+
+def client_form(session: Session) -> str | None:
+    """The form this client reads (bridge-rules 2.1): NEW, LEGACY, or None for neither."""
+    if session.client_suggestions is not None:
+        return NEW
+    if session.legacy_client:
+        return LEGACY
+    return None
+
+
+def is_replay(method: str, params: Any, v2: bool) -> bool:
+    """Does this request replay history (v1 `session/load`; v2 `session/resume` with
+    `replayFrom`)? Suggestions are not history (RFD "Replay and resuming")."""
+    if v2:
+        return method == p.SESSION_RESUME and p.get_path(params, "replayFrom") is not None
+    return method == p.SESSION_LOAD
+
+
+def replaying(session: Session, session_id: Any) -> bool:
+    """Is a history replay of this session in flight (requested, not yet answered)?"""
+    method = p.SESSION_RESUME if session.v2 else p.SESSION_LOAD
+    return any(is_replay(req.method, req.params, session.v2) for req in session.in_flight(method, session_id))
+
+
+def allowed_types(session: Session) -> frozenset[str]:
+    return shapes.allowed_block_types(session.client_suggestions or {}, session.agent_accepts)
+
+
+def offer(state: SessionState, form: str, items: list[Any]) -> bool:
+    """Record `items` as the client's list; False (send nothing) when it already holds exactly
+    that list, which also covers a withdrawal of an empty list (bridge-rules 2.4)."""
+    if items == state.offered:
+        return False
+    state.offered, state.offered_form = list(items), form
+    return True
+
 
 class PromptSuggestions(Rewrite):
+    """Convert, filter or drop prompt suggestions to match what the client advertised."""
+
     name = "suggestions"
+    triggers = (b"promptSuggestions", b"prompt_suggestions_update")
 
     def __init__(self, config: SuggestionsConfig) -> None:
         self.config = config
+
+    def __repr__(self) -> str:
+        return f"<PromptSuggestions unlock_legacy_agent={self.config.unlock_legacy_agent}>"
+
+    # -- client -> agent ---------------------------------------------------------------------
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        if frame.direction is not Direction.TO_AGENT or not session.client_ready or frame.msg is None:
+            return PASS
+        method, params = frame.method or "", frame.params
+        if method == p.INITIALIZE:
+            return self._initialize(frame.msg, session)
+        form = client_form(session)
+        session_id = p.get_path(params, "sessionId")
+        if form is None or session_id is None:
+            return PASS
+        if method == p.SESSION_PROMPT:
+            return self._withdraw_on_prompt(frame.msg, session.state(session_id), form, session_id)
+        if is_replay(method, params, session.v2):
+            session.state(session_id).offered = []  # a replayed session starts with an empty list
+        return PASS
+
+    def _initialize(self, msg: p.Json, session: Session) -> Outcome:
+        params = msg.get("params")
+        if not isinstance(params, dict):
+            return PASS
+        form = client_form(session)
+        changed: p.Json | None = None
+        if form == LEGACY:
+            # The agent may speak the new form; ask for it, and convert it back (2.5).
+            changed = shapes.with_suggestions_capability(params)
+        elif form == NEW and self.config.unlock_legacy_agent and not session.legacy_client:
+            changed = shapes.with_air_marker(params)
+        return PASS if changed is None else Replace({**msg, "params": changed})
+
+    def _withdraw_on_prompt(self, msg: p.Json, state: SessionState, form: str, session_id: Any) -> Outcome:
+        """A prompt makes the offered list out of date: withdraw it toward the client."""
+        if not state.offered:
+            return PASS
+        state.offered, state.offered_form = [], form
+        emit = Emit(Direction.TO_CLIENT, p.session_update(session_id, shapes.withdrawal(form)))
+        return Replace(msg, then=(emit,))  # the prompt itself goes on unchanged
+
+    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+        if (
+            frame.direction is Direction.TO_CLIENT
+            and session.client_ready
+            and request.session_id is not None
+            and is_replay(request.method, request.params, session.v2)
+        ):
+            session.state(request.session_id).offered = []
+        return PASS
+
+    # -- agent -> client -------------------------------------------------------------------------
+
+    def notification(self, frame: Frame, session: Session) -> Outcome:
+        if (
+            frame.direction is not Direction.TO_CLIENT
+            or frame.method != p.SESSION_UPDATE
+            or not session.client_ready
+            or frame.msg is None
+        ):
+            return PASS
+        params = frame.params
+        update = p.get_path(params, "update")
+        if not isinstance(update, dict):
+            return PASS
+        session_id = params.get("sessionId")
+        if update.get("sessionUpdate") == p.PROMPT_SUGGESTIONS_UPDATE:
+            return self._new_form(frame.msg, update, session, session_id)
+        legacy = shapes.read_legacy(update)
+        if legacy is not None:
+            return self._legacy_form(frame.msg, update, legacy, session, session_id)
+        return PASS
+
+    def _new_form(self, msg: p.Json, update: p.Json, session: Session, session_id: Any) -> Outcome:
+        form = client_form(session)
+        suggestions = update.get("suggestions")
+        if form is None or not isinstance(suggestions, list):
+            # Neither: the client never advertised the update (v1's union is closed). A list
+            # that is not a list cannot be vetted, so it is not delivered either.
+            return DROP
+        state = session.state(session_id)
+        state.agent_forms.add(NEW)
+        if replaying(session, session_id):
+            state.offered = []
+            return DROP
+        if form == NEW:
+            kept = shapes.filter_suggestions(suggestions, allowed_types(session))
+            if not offer(state, NEW, kept):
+                return DROP
+            if len(kept) == len(suggestions):
+                return PASS
+            return Replace(shapes.with_update(msg, {**update, "suggestions": kept}))
+        if LEGACY in state.agent_forms:
+            return DROP  # the agent also speaks legacy here: its own legacy copy is the one
+        items = shapes.to_legacy_shape(suggestions)
+        if not offer(state, LEGACY, items):
+            return DROP
+        return Replace(shapes.with_update(msg, shapes.legacy_update(items, update.get(p.META))))
+
+    def _legacy_form(
+        self, msg: p.Json, update: p.Json, legacy: shapes.LegacyPayload, session: Session, session_id: Any
+    ) -> Outcome:
+        form = client_form(session)
+        if form == LEGACY and legacy.items is None:
+            return PASS  # a shape we do not know, to the client that reads this key: untouched
+        stripped = shapes.strip_legacy(update)
+        rest = Replace(None if stripped is None else shapes.with_update(msg, stripped))
+        if form is None or legacy.items is None:
+            return rest
+        state = session.state(session_id)
+        state.agent_forms.add(LEGACY)
+        items = shapes.clean_legacy(legacy.items)
+        if replaying(session, session_id):
+            state.offered = []
+            return rest
+        if items and session.in_flight(p.SESSION_PROMPT, session_id):
+            return rest  # predicted for a conversation that has moved on; a clear still counts
+        if form == NEW:
+            if NEW in state.agent_forms:
+                return rest  # the agent also speaks the new form: its update is the one
+            converted = shapes.filter_suggestions(shapes.to_new_shape(items), allowed_types(session))
+            if not offer(state, NEW, converted):
+                return rest
+            emit = Emit(Direction.TO_CLIENT, shapes.with_update(msg, shapes.new_update(converted, legacy.meta)))
+            return Replace(rest.msg, then=(emit,))
+        if not offer(state, LEGACY, items):
+            return rest
+        if len(items) == len(legacy.items):
+            return PASS
+        return Replace(shapes.with_update(msg, shapes.with_legacy_items(update, items)))
