@@ -88,7 +88,7 @@ class Config:
 
 # -- loading --------------------------------------------------------------------------------
 
-_SCHEMA: dict[str, dict[str, tuple[type | tuple[type, ...], ...]]] = {
+_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "agent": {"command": (list, str), "env": (dict,), "cwd": (str,)},
     "suggestions": {"enabled": (bool,), "unlock_legacy_agent": (bool,)},
     "system_prompt": {

@@ -42,6 +42,11 @@ class LineSplitter:
         return f"<LineSplitter {state} max_line={self.max_line}>"
 
     @property
+    def idle(self) -> bool:
+        """At a line boundary: nothing held back, not inside an over-long line."""
+        return not self._parts and not self._opaque
+
+    @property
     def buffered(self) -> int:
         """Bytes of an incomplete line held back."""
         return self._size

@@ -241,3 +241,36 @@ def test_pending_request_keeps_the_time_it_went_through() -> None:
     relay = Relay()
     (fwd,) = relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"x"}\n', now=12.5)
     assert isinstance(fwd.request, Pending) and fwd.request.at == 12.5
+
+
+def per_line(forwards: list[Forward]) -> list[tuple[Direction, bytes, Verdict, tuple[str, ...]]]:
+    return [(f.direction, f.data, f.verdict, f.rules) for fwd in forwards for f in fwd.lines()]
+
+
+@given(lines=st.lists(line_strategy, max_size=40), cuts=st.lists(st.integers(0, 4000), max_size=12),
+       direction=st.sampled_from([A, C]))
+def test_bulk_runs_equal_the_per_line_path(lines: list[bytes], cuts: list[int], direction: Direction) -> None:
+    """The shortcut for runs of untouched lines gives exactly what line-by-line relaying gives."""
+    from acp_bridge.core.rewrites import build_rewrites
+    from acp_bridge.config import Config, SuggestionsConfig, SystemPromptConfig
+
+    config = Config(suggestions=SuggestionsConfig(unlock_legacy_agent=True),
+                    system_prompt=SystemPromptConfig(text="be brief"))
+    init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"session":{"promptSuggestions":{}}}}}\n'
+    data = b"".join(lines)
+    results = []
+    for bulk in (True, False):
+        relay = Relay(build_rewrites(config), strict=True, max_line=512, bulk=bulk)
+        relay.feed(A, init)
+        results.append(per_line(feed_all(relay, direction, split_at(data, cuts))))
+    assert results[0] == results[1]
+
+
+def test_a_run_of_untouched_lines_is_one_forward() -> None:
+    chunk = b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n' * 3 + b'{"partial'
+    relay = Relay([Tag("t")], strict=True)
+    (run,) = relay.feed(C, chunk)
+    assert (run.count, run.data, run.verdict) == (3, chunk[: chunk.rindex(b"\n") + 1], Verdict.PASS)
+    assert [f.data for f in run.lines()] == [b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n'] * 3
+    (rest,) = relay.feed_eof(C)
+    assert rest.data == b'{"partial'
