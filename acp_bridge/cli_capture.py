@@ -1,7 +1,155 @@
-"""Commands that read a capture: show, stats, export. Placeholder for issue 5."""
+"""Commands that read a capture: `show`, `stats` and `export`.
+
+Owns: reading capture files (whole, or followed as they grow), filters, colour, and writing
+the exported page. The formatting itself is pure (acp_bridge.core.capture, export_html).
+Must never: write to a capture, or import the export page code before `export` runs.
+"""
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
 import click
 
-COMMANDS: list[click.Command] = []
+from acp_bridge.core.capture import (
+    CaptureStats,
+    RecordFilter,
+    Summary,
+    detail_lines,
+    load_record,
+    local_clock,
+    summarize,
+)
+from acp_bridge.core.protocol import Json
+
+POLL_SECONDS = 0.2
+_CAPTURE = click.Path(exists=True, dir_okay=False, readable=True)
+
+
+def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECONDS) -> Iterator[bytes]:
+    """Complete lines of a capture; with `follow`, wait for more like `tail -f` (forever).
+
+    A partial last line (a record being written) is held until it is complete; when
+    following, a capture that shrinks (rewritten from the start) is read again from the top.
+    """
+    pending = b""
+    while True:
+        chunk = file.read(64 * 1024)
+        if chunk:
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            yield from lines
+            continue
+        if not follow:
+            if pending:
+                yield pending
+            return
+        if os.fstat(file.fileno()).st_size < file.tell():
+            file.seek(0)
+            pending = b""
+        time.sleep(poll)
+
+
+_ARROW_COLOUR = {"->": "cyan", "<-": "magenta"}
+_MARK_COLOUR = {"rewrite": "yellow", "drop": "red", "emit": "green", "error": "red"}
+
+
+def styled(summary: Summary) -> str:
+    """The summary line with ANSI colour (click.echo strips it when not on a terminal)."""
+    parts = [click.style(summary.clock, dim=True),
+             click.style(summary.arrow, fg=_ARROW_COLOUR.get(summary.arrow), bold=True),
+             click.style(summary.label, bold=True)]
+    if summary.session:
+        parts.append(click.style(summary.session, fg="bright_black"))
+    parts.append(click.style(summary.size, dim=True))
+    for mark in summary.marks:
+        colour = "blue" if mark == "[redacted]" else _MARK_COLOUR.get(summary.verdict, "white")
+        parts.append(click.style(mark, fg=colour))
+    return " ".join(parts)
+
+
+@click.command()
+@click.argument("capture", type=_CAPTURE)
+@click.option("-f", "--follow", is_flag=True, help="Keep reading as the capture grows (Ctrl-C stops).")
+@click.option("--method", "methods", multiple=True, metavar="M",
+              help="Only messages of method M (a response counts as its request's); repeatable.")
+@click.option("--session", metavar="ID", help="Only messages of ACP session ID.")
+@click.option("--direction", type=click.Choice(["to-agent", "to-client"]), help="Only one direction.")
+@click.option("--detail", type=click.IntRange(0, 3), default=1, show_default=True,
+              help="0 only failures, 1 one line per message, 2 plus params, 3 plus before/after of rewrites.")
+def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
+         direction: str | None, detail: int) -> None:
+    """Print a capture, one line per message: time, arrow, method or response id,
+    session, size and what the bridge did (rewrite, drop, bridge-sent, redacted).
+
+    Colour on a terminal, plain in a pipe. With --follow it reads a capture that is still
+    being written, like `tail -f`.
+    """
+    keep = RecordFilter(methods, session, direction)
+    unreadable = 0
+    try:
+        with open(capture, "rb") as file:
+            for number, line in enumerate(read_lines(file, follow=follow), 1):
+                if not line.strip():
+                    continue
+                record = load_record(line)
+                if record is None:
+                    unreadable += 1
+                    click.echo(f"acp-bridge: {capture}:{number}: not a capture record", err=True)
+                    continue
+                _show_record(record, keep, detail)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C ends --follow; that is the normal way out
+    if unreadable:
+        raise SystemExit(1)
+
+
+def _show_record(record: Json, keep: RecordFilter, detail: int) -> None:
+    if record.get("type") != "message" or not keep(record):
+        return
+    if detail == 0 and record.get("verdict") != "error":
+        return
+    click.echo(styled(summarize(record, local_clock)))
+    for line in detail_lines(record, detail):
+        click.echo(line)
+
+
+@click.command()
+@click.argument("capture", type=_CAPTURE)
+def stats(capture: str) -> None:
+    """Summarise a capture: messages and bytes per method and direction, request latency
+    (p50/p90/p99/max) per method, rules applied, malformed lines, unanswered requests."""
+    aggregate = CaptureStats()
+    with open(capture, "rb") as file:
+        for line in read_lines(file):
+            aggregate.add_line(line)
+    for text in aggregate.report(local_clock):
+        click.echo(text)
+
+
+@click.command()
+@click.argument("capture", type=_CAPTURE)
+@click.option("--html", "out", required=True, type=click.Path(dir_okay=False, writable=True),
+              metavar="OUT.html", help="Write the page to OUT.html.")
+def export(capture: str, out: str) -> None:
+    """Write a capture as one self-contained HTML page (no network needed): a sequence
+    view of client, bridge and agent, grouped by turn, with rewrites as before/after and
+    a filter box. The capture's redaction is applied again."""
+    from acp_bridge.export_html import render
+
+    records: list[Json] = []
+    with open(capture, "rb") as file:
+        for line in read_lines(file):
+            record = load_record(line) if line.strip() else None
+            if record is not None:
+                records.append(record)
+    page = render(records, title=Path(capture).name)
+    Path(out).write_text(page, encoding="utf-8")
+    click.echo(f"acp-bridge: wrote {out} ({len(records)} records)", err=True)
+
+
+COMMANDS: list[click.Command] = [show, stats, export]

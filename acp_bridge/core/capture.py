@@ -447,7 +447,8 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock) -> Summar
     arrow = Direction(direction).arrow if direction in ("to-agent", "to-client") else "??"
     kind, verdict = record.get("kind"), record.get("verdict", "")
     method = record.get("method")
-    msg = record_message(record, "out") if "out" in record else record_message(record, "raw")
+    sent = record.get("out") is not None or "out_b64" in record
+    msg = record_message(record, "out" if sent else "raw")
     if kind == "request":
         label = f"{method} #{_fmt_id(record.get('id'))}"
     elif kind == "notification":
