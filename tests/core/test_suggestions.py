@@ -499,7 +499,7 @@ blocks = st.one_of(
 )
 suggestion_values = st.one_of(st.fixed_dictionaries({}, optional={"prompt": st.lists(blocks, max_size=3) | json_values,
                                                                   "_meta": metas}), json_values)
-opt_in = st.sampled_from([None, {}, False, True])
+opt_in: st.SearchStrategy[Any] = st.sampled_from([None, {}, False, True])
 caps_strategy = st.fixed_dictionaries({"image": opt_in, "audio": opt_in, "embeddedContext": opt_in})
 agent_caps = st.sets(st.sampled_from(["image", "audio", "embeddedContext"]))
 
@@ -558,7 +558,7 @@ def test_unrelated_messages_pass_byte_exact(upd: dict[str, Any], client: str, pr
     relay.feed(TO_AGENT, line(example(CLIENTS[client])))
     relay.feed(TO_CLIENT, line(example(AGENTS["v2" if client.startswith("v2") else "v1"])))
     msg = update(upd)
-    raw = (json.dumps(msg, ensure_ascii=ascii_, indent=None if not pretty else None,
+    raw = (json.dumps(msg, ensure_ascii=ascii_,
                       separators=(", ", ": ") if pretty else (",", ":")) + "\n").encode()
     out = relay.feed(TO_CLIENT, raw)
     assert [(f.direction, f.data) for f in out] == [(TO_CLIENT, raw)]

@@ -1,0 +1,229 @@
+"""Prompt suggestions through the real CLI: `python -m acp_bridge run -- scripted_agent.py`.
+
+Each test writes a script for tests/agents/scripted_agent.py, runs the bridge as a real
+process, and asserts the exact lines the client received and what the agent was sent
+(bridge-rules.md 2). Lines the bridge forwards untouched must come out as the agent wrote
+them (the scripted agent writes `json.dumps` output, with spaces, which orjson would not
+reproduce); lines the bridge writes itself are orjson-encoded.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+
+from tests.conftest import SCRIPTED_AGENT, example, run_cli
+
+SID = "sess_1"
+V1_AGENT_INIT = example("v1-initialize-response-agent-no-system-prompt")["result"]
+
+
+def agent_line(msg: dict[str, Any]) -> bytes:
+    """A message as the scripted agent writes it."""
+    return json.dumps(msg).encode() + b"\n"
+
+
+def response(id_: int, result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def update(upd: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SID, "update": upd}}
+
+
+LEGACY = update({"sessionUpdate": "session_info_update",
+                 "_meta": {"promptSuggestions": {"suggestions": [{"text": "Run the tests"}]}}})
+NEW = update({"sessionUpdate": "prompt_suggestions_update",
+              "suggestions": [{"prompt": [{"type": "text", "text": "Run the tests"}]}]})
+NEW_CLEAR = update({"sessionUpdate": "prompt_suggestions_update", "suggestions": []})
+
+
+def client_init(name: str) -> dict[str, Any]:
+    return example(name)
+
+
+SESSION_NEW = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+
+
+def prompt(id_: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": "session/prompt",
+            "params": {"sessionId": SID, "prompt": [{"type": "text", "text": "hi"}]}}
+
+
+def script(tmp_path: Path, after_prompt: list[dict[str, Any]], *, before_answer: float = 0) -> tuple[Path, Path]:
+    """An agent that answers initialize (v1, no prompt content caps), session/new, and each
+    prompt, then runs `after_prompt` steps."""
+    log = tmp_path / "agent-received.jsonl"
+    steps: list[dict[str, Any]] = [{"sleep": before_answer}] if before_answer else []
+    data = {
+        "log": str(log),
+        "on": {
+            "initialize": [{"respond": V1_AGENT_INIT}],
+            "session/new": [{"respond": {"sessionId": SID}}],
+            "session/prompt": [*steps, {"respond": {"stopReason": "end_turn"}}, *after_prompt],
+        },
+    }
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path, log
+
+
+def bridge_args(script_path: Path, *options: str) -> list[str]:
+    return ["run", "--strict", *options, "--", sys.executable, "-u", str(SCRIPTED_AGENT), str(script_path)]
+
+
+def stdin_of(*msgs: dict[str, Any]) -> bytes:
+    return b"".join(agent_line(m) for m in msgs)
+
+
+STANDARD_REPLIES = [
+    agent_line(response(0, V1_AGENT_INIT)),
+    agent_line(response(1, {"sessionId": SID})),
+    agent_line(response(2, {"stopReason": "end_turn"})),
+]
+
+
+async def test_new_client_gets_legacy_agent_suggestion_in_new_form(tmp_path: Path) -> None:
+    """A legacy agent unlocked for a new client: its `_meta` suggestion reaches the client as a
+    `prompt_suggestions_update` only, and the agent was told the client is AIR (2.2, 2.5)."""
+    path, log = script(tmp_path, [{"send": LEGACY}])
+    init = client_init("v1-initialize-request-client-with-suggestions")
+    sent = stdin_of(init, SESSION_NEW, prompt(2))
+    done = await run_cli(bridge_args(path, "--unlock-legacy-agent"), sent, timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines(keepends=True) == [*STANDARD_REPLIES, orjson.dumps(NEW) + b"\n"]
+    received = log.read_bytes().splitlines(keepends=True)
+    marked = json.loads(json.dumps(init))
+    marked["params"]["clientCapabilities"]["_meta"] = {"jetbrains": {"air": {"version": 1, "capabilities": []}}}
+    assert orjson.loads(received[0]) == marked
+    assert received[1:] == sent.splitlines(keepends=True)[1:]  # byte-exact
+
+
+async def test_new_client_without_unlock_leaves_initialize_alone(tmp_path: Path) -> None:
+    """Unlocking is opt-in: without it the agent receives the client's initialize as sent."""
+    path, log = script(tmp_path, [])
+    sent = stdin_of(client_init("v1-initialize-request-client-with-suggestions"), SESSION_NEW, prompt(2))
+    done = await run_cli(bridge_args(path), sent, timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines(keepends=True) == STANDARD_REPLIES
+    assert log.read_bytes() == sent
+
+
+async def test_air_client_gets_new_agent_suggestion_in_legacy_form(tmp_path: Path) -> None:
+    """An AIR client keeps the legacy form, also from an agent that only speaks the new update;
+    the agent is asked for the new update through `session.promptSuggestions` (2.2, 2.5)."""
+    path, log = script(tmp_path, [{"send": NEW}])
+    init = client_init("v1-initialize-request-client-legacy-air")
+    sent = stdin_of(init, SESSION_NEW, prompt(2))
+    done = await run_cli(bridge_args(path), sent, timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines(keepends=True) == [*STANDARD_REPLIES, orjson.dumps(LEGACY) + b"\n"]
+    received = log.read_bytes().splitlines(keepends=True)
+    asked = json.loads(json.dumps(init))
+    asked["params"]["clientCapabilities"]["session"] = {"promptSuggestions": {}}
+    assert orjson.loads(received[0]) == asked
+    assert received[1:] == sent.splitlines(keepends=True)[1:]
+
+
+async def test_client_that_advertised_neither_gets_no_suggestions(tmp_path: Path) -> None:
+    """Neither form reaches a plain client; the rest of a session_info_update still does (2.1)."""
+    titled = update({"sessionUpdate": "session_info_update", "title": "Parser",
+                     "_meta": {"promptSuggestions": {"suggestions": [{"text": "x"}]}}})
+    path, log = script(tmp_path, [{"send": LEGACY}, {"send": NEW}, {"send": titled}])
+    sent = stdin_of(client_init("v1-initialize-request-client-plain"), SESSION_NEW, prompt(2))
+    done = await run_cli(bridge_args(path, "--unlock-legacy-agent"), sent, timeout=10)
+    assert done.returncode == 0, done.stderr
+    title_only = update({"sessionUpdate": "session_info_update", "title": "Parser"})
+    assert done.stdout.splitlines(keepends=True) == [*STANDARD_REPLIES, orjson.dumps(title_only) + b"\n"]
+    assert log.read_bytes() == sent  # nothing added for a plain client, even with unlock
+
+
+async def test_no_suggestions_leaves_everything_untouched(tmp_path: Path) -> None:
+    """`--no-suggestions`: the rule is off, both forms pass byte-exact, initialize included."""
+    path, log = script(tmp_path, [{"send": LEGACY}, {"send": NEW}])
+    sent = stdin_of(client_init("v1-initialize-request-client-legacy-air"), SESSION_NEW, prompt(2))
+    done = await run_cli(bridge_args(path, "--no-suggestions"), sent, timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines(keepends=True) == [*STANDARD_REPLIES, agent_line(LEGACY), agent_line(NEW)]
+    assert log.read_bytes() == sent
+
+
+class Client:
+    """An interactive client on the bridge's stdio: send a line, wait for lines."""
+
+    def __init__(self, proc: trio.Process) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc, self.stdin, self.stdout = proc, proc.stdin, proc.stdout
+        self.buffer = b""
+
+    async def send(self, msg: dict[str, Any]) -> None:
+        await self.stdin.send_all(agent_line(msg))
+
+    async def lines(self, n: int) -> list[bytes]:
+        while self.buffer.count(b"\n") < n:
+            chunk = await self.stdout.receive_some(65536)
+            assert chunk, f"EOF after {self.buffer!r}"
+            self.buffer += chunk
+        out = self.buffer.splitlines(keepends=True)
+        self.buffer = b"".join(out[n:])
+        return out[:n]
+
+    async def close(self) -> bytes:
+        """Close stdin; return what is left on stdout."""
+        await self.stdin.aclose()
+        rest = self.buffer
+        while chunk := await self.stdout.receive_some(65536):
+            rest += chunk
+        return rest
+
+
+async def test_next_prompt_withdraws_offered_suggestion(tmp_path: Path) -> None:
+    """When the client sends its next prompt while it holds a suggestion, the bridge withdraws
+    it toward the client right after forwarding the prompt, and the agent's own clear that
+    follows is not repeated (2.4). Interactive, so the suggestion is held before the next
+    prompt is written."""
+    clear = update({"sessionUpdate": "session_info_update", "_meta": {"promptSuggestions": {"suggestions": []}}})
+    log = tmp_path / "agent-received.jsonl"
+    data = {
+        "log": str(log),
+        "on": {
+            "initialize": [{"respond": V1_AGENT_INIT}],
+            "session/new": [{"respond": {"sessionId": SID}}],
+            # each turn: the answer, the agent's own (late) clear, then its next prediction
+            "session/prompt": [{"sleep": 0.05}, {"respond": {"stopReason": "end_turn"}}, {"send": clear},
+                               {"send": LEGACY}],
+        },
+    }
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    command = [sys.executable, "-m", "acp_bridge", *bridge_args(path, "--unlock-legacy-agent")]
+    init = client_init("v1-initialize-request-client-with-suggestions")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(partial(trio.run_process, command, stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, check=False))
+            client = Client(proc)
+            await client.send(init)
+            await client.send(SESSION_NEW)
+            assert await client.lines(2) == STANDARD_REPLIES[:2]
+            await client.send(prompt(2))
+            # the agent's clear of an empty list is not forwarded; the prediction is converted
+            assert await client.lines(2) == [STANDARD_REPLIES[2], orjson.dumps(NEW) + b"\n"]
+            await client.send(prompt(3))
+            assert await client.lines(3) == [
+                orjson.dumps(NEW_CLEAR) + b"\n",  # the bridge's withdrawal, right after the prompt
+                agent_line(response(3, {"stopReason": "end_turn"})),
+                orjson.dumps(NEW) + b"\n",  # the agent's clear of an empty list was dropped
+            ]
+            rest = await client.close()
+    assert rest == b""
+    assert proc.returncode == 0
+    received = log.read_bytes().splitlines(keepends=True)
+    assert received[1:] == [agent_line(SESSION_NEW), agent_line(prompt(2)), agent_line(prompt(3))]
