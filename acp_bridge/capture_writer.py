@@ -51,10 +51,14 @@ class CaptureFile:
     @classmethod
     def create(cls, path: str, encoder: CaptureEncoder, required: bool) -> CaptureFile:
         """Create (or truncate) `path` with mode 0600. Raises OSError."""
-        parent = os.path.dirname(path)
-        if parent:
-            os.makedirs(parent, mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            # Only a missing directory is made (private, like the file); any other reason
+            # the open failed is the one worth reporting.
+            os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+            fd = os.open(path, flags, 0o600)
         try:
             os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_TRUNC
         except OSError:

@@ -1,0 +1,267 @@
+"""The capture writer with real trio channels and files, and the capture end to end."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import trio
+import trio.testing
+
+from acp_bridge.bridge import bridge_streams
+from acp_bridge.capture_writer import open_capture
+from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
+from acp_bridge.core import Direction, Relay
+from acp_bridge.core.capture import record_bytes
+from acp_bridge.errors import CaptureError
+from tests.conftest import agent_cmd, line, run_cli
+
+REQ = line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
+    "cwd": "/", "mcpServers": [{"name": "m", "command": "c", "args": [], "env": [{"name": "K", "value": "s3cret"}]}]}})
+NOTE = line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {}}})
+
+
+def config(path: Path, **capture: Any) -> Config:
+    return Config(capture=CaptureConfig(path=str(path), **capture))
+
+
+def lines_of(path: Path) -> list[dict[str, Any]]:
+    data = path.read_bytes()
+    assert data.endswith(b"\n")
+    return [orjson.loads(x) for x in data.splitlines()]
+
+
+@pytest.fixture
+def capture_log() -> Iterator[list[str]]:
+    """Messages of the capture logger (attached directly: the CLI may turn propagation off)."""
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    logger = logging.getLogger("acp_bridge.capture")
+    handler = Keep(logging.ERROR)
+    logger.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+
+
+async def relay_through(cfg: Config, to_agent: list[bytes]) -> bytes:
+    """Run bridge_streams over memory streams with the capture; return what reached the agent."""
+    client, client_end = trio.testing.memory_stream_pair()
+    agent, agent_end = trio.testing.memory_stream_pair()
+    received = b""
+
+    async def agent_side() -> None:
+        nonlocal received
+        while chunk := await agent_end.receive_some():
+            received += chunk
+        await agent_end.send_eof()
+
+    async def client_side() -> None:
+        for data in to_agent:
+            await client_end.send_all(data)
+            await trio.testing.wait_all_tasks_blocked()
+        await client_end.send_eof()
+        while await client_end.receive_some():
+            pass
+
+    with trio.fail_after(10):
+        async with open_capture(cfg, argv=["acp-bridge", "run", "--system-prompt", "hush"]) as capture:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent_side)
+                nursery.start_soon(client_side)
+                await bridge_streams(client, agent, Relay(), capture)
+    return received
+
+
+async def test_capture_file_is_private_complete_jsonl(tmp_path: Path) -> None:
+    """Mode 0600, parents created, a header, one record per line, a trailer; secrets masked
+    in the capture while the agent still gets them."""
+    path = tmp_path / "deep" / "dir" / "c.jsonl"
+    sent = await relay_through(config(path), [REQ, NOTE])
+    assert sent == REQ + NOTE
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    header, first, second, end = lines_of(path)
+    assert header["type"] == "header" and header["argv"] == ["acp-bridge", "run", "--system-prompt", "<redacted>"]
+    assert first["seq"] == 1 and first["method"] == "session/new" and "s3cret" not in first["raw"]
+    assert first["redacted"] == ["/params/mcpServers/0/env/0/value"]
+    assert record_bytes(second, "raw") == NOTE
+    assert end == {**end, "type": "end", "records": 2}
+
+
+async def test_existing_file_is_truncated_and_made_private(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_text("old\n" * 100)
+    path.chmod(0o644)
+    await relay_through(config(path), [NOTE])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [r["type"] for r in lines_of(path)] == ["header", "message", "end"]
+
+
+async def test_path_template_is_filled_in(tmp_path: Path) -> None:
+    await relay_through(config(tmp_path / "c-{pid}.jsonl"), [NOTE])
+    assert (tmp_path / f"c-{os.getpid()}.jsonl").exists()
+
+
+async def test_system_prompt_is_masked_unless_included(tmp_path: Path) -> None:
+    note = line({"jsonrpc": "2.0", "method": "x", "params": {"text": "SECRET PROMPT here"}})
+    base = Config(system_prompt=SystemPromptConfig(text="SECRET PROMPT"))
+    hidden, shown = tmp_path / "h.jsonl", tmp_path / "s.jsonl"
+    await relay_through(Config(system_prompt=base.system_prompt, capture=CaptureConfig(path=str(hidden))), [note])
+    await relay_through(Config(system_prompt=base.system_prompt,
+                               capture=CaptureConfig(path=str(shown), include_system_prompt=True)), [note])
+    assert b"SECRET PROMPT" not in hidden.read_bytes()
+    assert record_bytes(lines_of(shown)[1], "raw") == note
+
+
+async def test_unwritable_path_is_said_once_and_relay_continues(tmp_path: Path, capture_log: list[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    sent = await relay_through(config(blocker / "c.jsonl"), [REQ, NOTE])
+    assert sent == REQ + NOTE
+    assert len(capture_log) == 1 and "cannot create" in capture_log[0] and str(blocker) in capture_log[0]
+
+
+@pytest.fixture
+def disk_full_after_header(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Writes to the capture file fail with ENOSPC once its header is written."""
+    path = tmp_path / "c.jsonl"
+    real_write = os.write
+    seen = {"writes": 0}
+
+    def write(fd: int, data: Any) -> int:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = ""
+        if target == str(path):
+            seen["writes"] += 1
+            if seen["writes"] > 1:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    return path
+
+
+async def test_disk_full_stops_capture_once_and_relay_continues(
+        disk_full_after_header: Path, capture_log: list[str]) -> None:
+    chunks = [REQ, NOTE, NOTE, NOTE]
+    sent = await relay_through(config(disk_full_after_header), chunks)
+    assert sent == b"".join(chunks)
+    assert len(capture_log) == 1 and "No space left on device" in capture_log[0]
+    assert "capture stopped" in capture_log[0]
+    assert [r["type"] for r in lines_of(disk_full_after_header)] == ["header"]  # valid up to the failure
+
+
+async def test_disk_full_with_required_capture_stops_the_bridge(disk_full_after_header: Path) -> None:
+    with pytest.RaisesGroup(pytest.RaisesExc(CaptureError, match="No space left"), flatten_subgroups=True):
+        await relay_through(config(disk_full_after_header, required=True), [REQ, NOTE])
+
+
+async def test_required_capture_that_cannot_be_created_raises(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(CaptureError, match="cannot create"):
+        await relay_through(config(blocker / "c.jsonl", required=True), [NOTE])
+
+
+async def test_no_capture_configured_yields_none() -> None:
+    async with open_capture(Config()) as capture:
+        assert capture is None
+
+
+async def test_batches_queued_at_cancellation_are_still_written(tmp_path: Path) -> None:
+    """The writer drains what is already queued even when the session is torn down hard."""
+    path = tmp_path / "c.jsonl"
+    relay = Relay()
+    with trio.CancelScope() as scope:
+        async with open_capture(config(path)) as capture:
+            assert capture is not None
+            for _ in range(5):
+                capture.send_nowait((1.0, 2.0, relay.feed(Direction.TO_AGENT, NOTE)))
+            scope.cancel()
+            await trio.sleep_forever()
+    assert [r["type"] for r in lines_of(path)].count("message") == 5
+
+
+# -- end to end, through the real CLI ------------------------------------------------------------
+
+async def test_run_with_capture_end_to_end(tmp_path: Path) -> None:
+    path = tmp_path / "caps" / "c-{pid}.jsonl"
+    stdin = REQ + NOTE + b"not json\n" + b"\xff\xfe\n"
+    result = await run_cli(["run", "--capture", str(path), "--", *agent_cmd("echo")], stdin)
+    assert result.returncode == 0, result.stderr
+    # The echo agent never answers the request: the bridge does, when the agent exits.
+    assert result.stdout.startswith(stdin)
+    answer = orjson.loads(result.stdout[len(stdin):])
+    assert answer["id"] == 1 and "error" in answer
+    [file] = list((tmp_path / "caps").iterdir())
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    records = lines_of(file)
+    assert records[0]["type"] == "header" and records[-1]["type"] == "end"
+    messages = records[1:-1]
+    assert [r["seq"] for r in messages] == list(range(1, 10))
+    for direction in ("to-agent", "to-client"):
+        mine = [r for r in messages if r["direction"] == direction and r["verdict"] != "emit"]
+        assert [r["kind"] for r in mine] == ["request", "notification", "other", "other"]
+        assert b"".join(record_bytes(r, "raw") or b"" for r in mine[1:]) == NOTE + b"not json\n\xff\xfe\n"
+        assert "s3cret" not in mine[0]["raw"] and mine[0]["redacted"]
+    [emitted] = [r for r in messages if r["verdict"] == "emit"]
+    assert emitted["kind"] == "response" and emitted["method"] == "session/new" and emitted["id"] == 1
+    assert record_bytes(emitted, "out") == result.stdout[len(stdin):]
+
+
+async def test_unwritable_capture_end_to_end_says_so_once(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = await run_cli(["run", "--capture", str(blocker / "c.jsonl"), "--", *agent_cmd("echo")], NOTE + NOTE)
+    assert result.returncode == 0 and result.stdout == NOTE + NOTE
+    [message] = result.stderr.decode().splitlines()
+    assert "capture: cannot create" in message and "Not a directory" in message
+
+
+async def test_sigkilled_bridge_leaves_valid_jsonl(tmp_path: Path) -> None:
+    """Records are handed to the OS as traffic flows: killing the bridge loses nothing read."""
+    path = tmp_path / "c.jsonl"
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "acp_bridge", "run", "--capture", str(path), "--", *agent_cmd("echo")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        with trio.fail_after(30):
+            for i in range(20):
+                msg = line({"jsonrpc": "2.0", "method": "n", "params": {"i": i}})
+                await proc.stdin.send_all(msg)
+                got = b""
+                while len(got) < len(msg):
+                    got += await proc.stdout.receive_some(len(msg) - len(got))
+                assert got == msg
+            # Each line went to the agent and back: 40 records, the last written after the
+            # echo reached our stdout, so wait for it to land.
+            while path.read_bytes().count(b"\n") < 41:
+                await trio.sleep(0.02)
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    records = lines_of(path)  # every line is complete JSON
+    assert records[0]["type"] == "header" and records[-1]["type"] == "message"
+    assert len(records) == 41 and [r["seq"] for r in records[1:]] == list(range(1, 41))
