@@ -296,7 +296,11 @@ class CaptureEncoder:
 
     def encode_batch(self, wall: float, mono: float, forwards: Iterable[Forward]) -> bytes:
         """Every forward of one read as record lines, ready for a single write."""
-        return b"".join(dumps(self.record(fwd, wall, mono)) for fwd in forwards)
+        return b"".join(
+            dumps(self.record(line, wall, mono))
+            for fwd in forwards
+            for line in (fwd.lines() if fwd.count > 1 else (fwd,))  # a run: one record a line
+        )
 
     def trailer(self, wall: float, mono: float, **facts: Any) -> bytes:
         return dumps({"type": "end", "time": wall, "mono": mono, "records": self.seq, **facts})

@@ -111,7 +111,7 @@ PING = b'{"jsonrpc":"2.0","method":"ping"}\n'
              size=len(DROPPED), raw=DROPPED.decode(), out=None, out_size=0),
     ], id="drop"),
     pytest.param([(A, PING, 0.0)], [
-        base(1, "to-agent", "notification", "rewrite", method="ping", rules=["tagger"], size=len(PING),
+        base(1, "to-agent", "notification", "pass", method="ping", rules=["tagger"], size=len(PING),
              raw=PING.decode()),
         base(2, "to-client", "notification", "emit", method="pong", rules=["tagger"], size=0,
              out='{"jsonrpc":"2.0","method":"pong"}\n', out_size=34),
@@ -120,6 +120,20 @@ PING = b'{"jsonrpc":"2.0","method":"ping"}\n'
 def test_record_fields(chunks: list[tuple[Direction, bytes, float]], expected: list[dict[str, Any]]) -> None:
     """Every record carries the fields docs/capture-format.md promises, exactly."""
     assert records(chunks) == expected
+
+
+def test_a_run_of_untouched_lines_gives_one_record_per_line() -> None:
+    """The relay forwards a chunk's untouched lines as one run; the capture still has a
+    record for each line, as it came (CRLF kept)."""
+    note2 = NOTE.replace(b"\n", b"\r\n")
+    relay = Relay()
+    forwards = relay.feed(C, NOTE + note2 + NOTE)
+    assert len(forwards) == 1 and forwards[0].count == 3
+    out = CaptureEncoder().encode_batch(WALL, 0.0, forwards)
+    got = [orjson.loads(x) for x in out.splitlines()]
+    assert [r["seq"] for r in got] == [1, 2, 3]
+    assert [r["raw"].encode() for r in got] == [NOTE, note2, NOTE]
+    assert all(r["method"] == "session/update" and r["session"] == "s1" for r in got)
 
 
 def test_opaque_piece_is_recorded_as_other_with_raw() -> None:

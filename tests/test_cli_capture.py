@@ -1,0 +1,181 @@
+"""`acp-bridge show` and `stats` on a small fixed capture: exact output lines."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from acp_bridge.cli import main
+from acp_bridge.core.capture import dumps, header_record
+
+WALL = 1_700_000_000.0
+REQ = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}\n'
+OUT = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hi"}]}}\n'
+NOTE = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk"}}}\n'
+RESP = '{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}\n'
+
+
+def rec(seq: int, mono: float, direction: str, kind: str, verdict: str, **fields: object) -> dict[str, object]:
+    return {"type": "message", "seq": seq, "time": WALL + mono, "mono": mono, "direction": direction, "kind": kind,
+            "verdict": verdict, "method": None, "id": None, "session": None, "rules": [], **fields}
+
+
+RECORDS = [
+    rec(1, 0.0, "to-agent", "request", "rewrite", method="session/prompt", id=1, session="s1", rules=["system-prompt"],
+        size=len(REQ), raw=REQ, out=OUT, out_size=len(OUT)),
+    rec(2, 0.5, "to-client", "notification", "pass", method="session/update", session="s1", size=len(NOTE), raw=NOTE),
+    rec(3, 0.6, "to-client", "other", "other", size=4, raw="oops"),
+    rec(4, 1.25, "to-client", "response", "pass", method="session/prompt", id=1, session="s1", size=len(RESP),
+        latency=1.25, raw=RESP),
+    rec(5, 2.0, "to-agent", "request", "pass", method="session/cancel", id=2, session="s2", size=10, raw="{}\n"),
+]
+
+
+@pytest.fixture
+def utc() -> Iterator[None]:
+    """The commands print local time; pin the zone so the lines are exact."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = old
+        time.tzset()
+
+
+@pytest.fixture
+def capture(tmp_path: Path) -> Path:
+    path = tmp_path / "c.jsonl"
+    header = header_record(wall=WALL, mono=0.0, argv=["acp-bridge", "run"], config_digest="abc", pid=7)
+    path.write_bytes(dumps(header) + b"".join(dumps(r) for r in RECORDS) + dumps({"type": "end", "records": 5}))
+    return path
+
+
+def invoke(*args: str) -> list[str]:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output.splitlines()
+
+
+def test_show_one_line_per_message(capture: Path, utc: None) -> None:
+    assert invoke("show", str(capture)) == [
+        "22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]",
+        "22:13:20.500 <- session/update agent_message_chunk (s1) 121B",
+        "22:13:20.600 <- (not JSON-RPC) 4B",
+        "22:13:21.250 <- #1 session/prompt ok 1.25s (s1) 60B",
+        "22:13:22.000 -> session/cancel #2 (s2) 10B",
+    ]
+
+
+def test_show_plain_in_a_pipe(capture: Path, utc: None) -> None:
+    """CliRunner is not a terminal: no escape codes."""
+    assert "\x1b[" not in "".join(invoke("show", str(capture)))
+
+
+@pytest.mark.parametrize(("options", "seqs"), [
+    (["--method", "session/prompt"], ["#1 (s1) 91B", "#1 session/prompt"]),
+    (["--session", "s2"], ["session/cancel"]),
+    (["--direction", "to-client"], ["session/update", "(not JSON-RPC)", "#1 session/prompt"]),
+    (["--direction", "to-agent", "--method", "session/cancel"], ["session/cancel"]),
+])
+def test_show_filters(capture: Path, utc: None, options: list[str], seqs: list[str]) -> None:
+    lines = invoke("show", str(capture), *options)
+    assert len(lines) == len(seqs)
+    assert all(part in text for part, text in zip(seqs, lines))
+
+
+def test_show_detail_levels(capture: Path, utc: None) -> None:
+    assert invoke("show", str(capture), "--detail", "0") == []
+    two = invoke("show", str(capture), "--detail", "2", "--session", "s1", "--method", "session/prompt")
+    assert two[:3] == ["22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]",
+                       "    {", '      "sessionId": "s1",']
+    three = invoke("show", str(capture), "--detail", "3", "--method", "session/prompt")
+    assert three == [
+        "22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]",
+        "  before:", "    {", '      "jsonrpc": "2.0",', '      "id": 1,', '      "method": "session/prompt",',
+        '      "params": {', '        "sessionId": "s1",', '        "prompt": []', "      }", "    }",
+        "  after:", "    {", '      "jsonrpc": "2.0",', '      "id": 1,', '      "method": "session/prompt",',
+        '      "params": {', '        "sessionId": "s1",', '        "prompt": [', "          {",
+        '            "type": "text",', '            "text": "hi"', "          }", "        ]", "      }", "    }",
+        "22:13:21.250 <- #1 session/prompt ok 1.25s (s1) 60B",
+        "    {", '      "stopReason": "end_turn"', "    }",
+    ]
+
+
+def test_show_reports_unreadable_lines(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"garbage\n")
+    result = CliRunner().invoke(main, ["show", str(path)])
+    assert result.exit_code == 1 and "bad.jsonl:1: not a capture record" in result.output
+
+
+def test_stats(capture: Path, utc: None) -> None:
+    assert invoke("stats", str(capture)) == [
+        "capture: format 1, bridge 0.1.0, started 2023-11-14T22:13:20Z, config abc",
+        "messages: 5 (286 bytes), malformed lines: 1, over the parse limit: 0, redacted: 0",
+        "",
+        "method                               direction   count      bytes",
+        "(not JSON-RPC)                       to-client       1          4",
+        "session/cancel                       to-agent        1         10",
+        "session/prompt                       to-agent        1         91",
+        "session/prompt                       to-client       1         60",
+        "session/update                       to-client       1        121",
+        "",
+        "latency                                count       p50       p90       p99       max",
+        "session/prompt                             1     1.25s     1.25s     1.25s     1.25s",
+        "",
+        "rule                                 verdict     count",
+        "system-prompt                        rewrite         1",
+        "",
+        "unanswered requests: 1",
+        "  22:13:22.000 -> session/cancel #2 (s2)",
+    ]
+
+
+def test_export_writes_a_page(capture: Path, tmp_path: Path) -> None:
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(main, ["export", str(capture), "--html", str(out)])
+    assert result.exit_code == 0
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count('<details class="msg') == 5
+
+
+def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path: Path) -> None:
+    """--follow waits for new records (also one written in two pieces) and stops on Ctrl-C."""
+    env = {**os.environ, "TZ": "UTC"}
+    with subprocess.Popen([sys.executable, "-m", "acp_bridge", "show", "--follow", str(capture)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            for _ in range(5):
+                assert proc.stdout.readline()
+            extra = dumps(rec(6, 3.0, "to-client", "notification", "pass", method="later", size=3, raw="{}\n"))
+            with capture.open("ab") as file:
+                file.write(extra[:20])
+                file.flush()
+                time.sleep(0.5)
+                file.write(extra[20:])
+            assert proc.stdout.readline() == b"22:13:23.000 <- later 3B\n"
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=10) == 0
+            assert proc.stderr.read() == b""
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def test_records_are_json(capture: Path) -> None:
+    assert all(orjson.loads(line) for line in capture.read_bytes().splitlines())
