@@ -431,15 +431,14 @@ def test_nothing_rewritten_before_client_initialize() -> None:
     run_script(relay, [(TO_CLIENT, L1, SAME), (TO_CLIENT, N1, SAME), (TO_AGENT, PROMPT, SAME)], bytewise=False)
 
 
-@pytest.mark.xfail(strict=True, reason="relay.py re-encodes a Replace that carries the same message; "
-                                        "see the issue-3 report for the one-line fix")
 def test_prompt_forwarded_byte_exact_when_withdrawal_emitted() -> None:
-    """A withdrawal must not cost the prompt its original bytes (bridge-rules 0)."""
+    """A withdrawal must not cost the prompt its original bytes (bridge-rules 0): the rule
+    returns `Replace(the same msg, then=(withdrawal,))`, which the relay forwards as it came."""
     relay = make_relay("v1-new", "v1")
     relay.feed(TO_CLIENT, line(N1))
     raw = json.dumps(PROMPT, indent=None).encode() + b"\n"  # spaces after ':' and ','
     out = relay.feed(TO_AGENT, raw)
-    assert [(f.direction, f.data) for f in out][0] == (TO_AGENT, raw)
+    assert [(f.direction, f.data) for f in out] == [(TO_AGENT, raw), (TO_CLIENT, line(NEW_CLEAR))]
 
 
 def test_disabled_rule_not_in_chain() -> None:
