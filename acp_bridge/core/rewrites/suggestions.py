@@ -158,10 +158,11 @@ class PromptSuggestions(Rewrite):
     def _new_form(self, msg: p.Json, update: p.Json, session: Session, session_id: Any) -> Outcome:
         form = client_form(session)
         suggestions = update.get("suggestions")
-        if form is None or not isinstance(suggestions, list):
-            # Neither: the client never advertised the update (v1's union is closed). A list
-            # that is not a list cannot be vetted, so it is not delivered either.
-            return DROP
+        if form is None:
+            return DROP  # the client never advertised the update (v1's union is closed)
+        if not isinstance(suggestions, list):
+            log.debug("dropped a prompt_suggestions_update without a suggestions list (%r)", session_id)
+            return DROP  # cannot be vetted, so it is not delivered
         state = session.state(session_id)
         state.agent_forms.add(NEW)
         if replaying(session, session_id):
