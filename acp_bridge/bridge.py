@@ -20,7 +20,7 @@ from acp_bridge.core import Direction, Forward, Relay, Verdict
 
 log = logging.getLogger("acp_bridge.bridge")
 
-READ_SIZE = 256 * 1024
+READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 
 CaptureBatch = tuple[float, float, list[Forward]]  # wall time, monotonic time, forwards
 
@@ -136,6 +136,8 @@ class Bridge:
                 if not chunk:
                     await self.deliver(self.relay.feed_eof(direction, mono), wall, mono)
                     break
+                if not isinstance(chunk, bytes):  # FdStream gives bytes; other streams may not
+                    chunk = bytes(chunk)
                 await self.deliver(self.relay.feed(direction, chunk, mono), wall, mono)
         finally:
             done.set()

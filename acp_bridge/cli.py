@@ -58,7 +58,7 @@ def main() -> None:
               help="append (default) adds to the agent's instructions; override replaces them.")
 @click.option("--unlock-legacy-agent", is_flag=True, default=None, envvar="ACP_BRIDGE_UNLOCK_LEGACY_AGENT",
               help="Mark a new client as JetBrains AIR toward the agent so legacy agents send "
-                   "suggestions (changes other output of those agents; see docs/rules.md).")
+                   "suggestions (changes other output of those agents; see docs/suggestions.md).")
 @click.option("--no-suggestions", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_SUGGESTIONS",
               help="Leave prompt suggestions of either form untouched.")
 @click.option("--strict", is_flag=True, default=None, envvar="ACP_BRIDGE_STRICT",

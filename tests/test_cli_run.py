@@ -28,11 +28,22 @@ MIXED = b"".join([
 ])
 
 
-async def test_mixed_stream_comes_back_byte_exact_through_an_echo_agent() -> None:
-    """Every line, valid or not, is relayed as it came: the agent echoes, the client gets it."""
-    result = await run_cli(["run", "--", *agent_cmd("echo")], MIXED)
+SUGGESTION = next(line for line in MIXED.split(b"\n") if b"promptSuggestions" in line) + b"\n"
+
+
+@pytest.mark.parametrize(("options", "stream"), [
+    pytest.param(["--no-suggestions"], MIXED, id="every-feature-off"),
+    pytest.param([], MIXED.replace(SUGGESTION, b""), id="defaults-no-rule-applies"),
+])
+async def test_mixed_stream_comes_back_byte_exact_through_an_echo_agent(options: list[str], stream: bytes) -> None:
+    """Every line, valid or not, is relayed as it came: the agent echoes, the client gets it.
+
+    (With the defaults, the legacy suggestion would be withheld from this client, which did
+    not advertise suggestions: that is a rule applying, tested in test_suggestions_cli.py.)
+    """
+    result = await run_cli(["run", *options, "--", *agent_cmd("echo")], stream)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == MIXED
+    assert result.stdout == stream
 
 
 async def test_an_8_mib_line_is_relayed_whole() -> None:

@@ -296,11 +296,48 @@ class CaptureEncoder:
 
     def encode_batch(self, wall: float, mono: float, forwards: Iterable[Forward]) -> bytes:
         """Every forward of one read as record lines, ready for a single write."""
-        return b"".join(
-            dumps(self.record(line, wall, mono))
-            for fwd in forwards
-            for line in (fwd.lines() if fwd.count > 1 else (fwd,))  # a run: one record a line
-        )
+        out: list[bytes] = []
+        for fwd in forwards:
+            if fwd.count > 1:  # a run of untouched lines: one record a line
+                self._encode_run(fwd, wall, mono, out)
+            else:
+                out.append(dumps(self.record(fwd, wall, mono)))
+        return b"".join(out)
+
+    def _encode_run(self, fwd: Forward, wall: float, mono: float, out: list[bytes]) -> None:
+        """The records of a run, on a lean path: the relay already knows that each line
+        starts like an object, has no id and concerns no rule, so each is a notification
+        (or not JSON at all) that was passed on as it came."""
+        redactor = self.redactor
+        direction = fwd.direction.value
+        for fast in fwd.lines():
+            line = fast.raw
+            if redactor.pointers or b"mcpServers" in line or (redactor.secret and redactor.may_hold_secret(line)):
+                out.append(dumps(self.record(fast, wall, mono)))  # masking may apply
+                continue
+            self.seq += 1
+            try:
+                msg = orjson.loads(line)
+                text = line.decode("utf-8")
+            except (orjson.JSONDecodeError, UnicodeDecodeError):
+                self.seq -= 1
+                out.append(dumps(self.record(fast, wall, mono)))
+                continue
+            method = msg.get("method") if isinstance(msg, dict) else None
+            if not isinstance(method, str):
+                self.seq -= 1
+                out.append(dumps(self.record(fast, wall, mono)))
+                continue
+            params = msg.get("params")
+            session = params.get("sessionId") if isinstance(params, dict) else None
+            if not isinstance(session, (str, int)) or isinstance(session, bool):
+                session = None
+            out.append(dumps({
+                "type": "message", "seq": self.seq, "time": wall, "mono": mono,
+                "direction": direction, "kind": "notification", "verdict": "pass",
+                "method": method, "id": None, "session": session, "rules": [],
+                "size": len(line), "raw": text,
+            }))
 
     def trailer(self, wall: float, mono: float, **facts: Any) -> bytes:
         return dumps({"type": "end", "time": wall, "mono": mono, "records": self.seq, **facts})

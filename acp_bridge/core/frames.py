@@ -41,9 +41,13 @@ class Kind(enum.Enum):
     OTHER = "other"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Frame:
-    """One line: `raw` is exactly the bytes that arrived; `msg` the parsed object, if any."""
+    """One line: `raw` is exactly the bytes that arrived; `msg` the parsed object, if any.
+
+    Treat it as immutable (`with_msg` makes a changed copy); it is not frozen only because
+    that would cost a microsecond per parsed line.
+    """
 
     direction: Direction
     raw: bytes

@@ -34,9 +34,13 @@ class Verdict(enum.Enum):
     EMIT = "emit"  # written by the bridge itself
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Forward:
-    """Bytes to send toward `direction`, and what the bridge knows about them."""
+    """Bytes to send toward `direction`, and what the bridge knows about them.
+
+    Treat it as immutable. (It is not frozen only because a frozen dataclass costs about a
+    microsecond more to build, and one is built for every parsed line.)
+    """
 
     direction: Direction
     data: bytes
@@ -74,7 +78,13 @@ class RelayStatistics:
 # Bytes that every request and response contains (the `"id"` member), and the escape that
 # could hide any key from a substring test: a line with neither can only be a notification
 # or not JSON-RPC at all, so it is parsed only if a rewrite's trigger bytes appear in it.
-_ALWAYS_PARSE = (b'"id"', b"\\u")
+_ALWAYS_PARSE = (b'"id"',)
+_ESCAPE = b"\\u"
+
+
+def _has_escape(data: bytes) -> bool:
+    # A one-byte search runs at memchr speed; most lines have no backslash at all.
+    return b"\\" in data and _ESCAPE in data
 
 
 class Relay:
@@ -96,8 +106,8 @@ class Relay:
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
         triggers = {t for rw in self.rewrites for t in rw.triggers}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(triggers))
-        self._lines: Counter[str] = Counter()
-        self._verdicts: Counter[str] = Counter()
+        self._lines: Counter[str] = Counter({kind.value: 0 for kind in Kind})
+        self._verdicts: Counter[str] = Counter({verdict.value: 0 for verdict in Verdict})
 
     def __repr__(self) -> str:
         names = ", ".join(rw.name for rw in self.rewrites)
@@ -137,7 +147,7 @@ class Relay:
 
     def _untouchable(self, body: bytes) -> bool:
         """Are these complete lines all objects that neither the session nor a rule reads?"""
-        if len(body) > self._max_line:
+        if len(body) > self._max_line or _has_escape(body):
             return False
         for trigger in self._triggers:
             if trigger in body:
@@ -151,7 +161,7 @@ class Relay:
 
     def needs_parse(self, line: bytes) -> bool:
         """Could this line concern the session or a rewrite? False means: forward as is."""
-        return any(t in line for t in self._triggers)
+        return _has_escape(line) or any(t in line for t in self._triggers)
 
     def _pieces(self, direction: Direction, pieces: Iterable[bytes | Opaque], now: float) -> list[Forward]:
         out: list[Forward] = []
@@ -198,7 +208,8 @@ class Relay:
                     if outcome.msg is None:
                         dropped = True
                         break
-                    current = current.with_msg(outcome.msg)
+                    if outcome.msg is not current.msg:  # Replace(same msg, then=...) only emits
+                        current = current.with_msg(outcome.msg)
             except Exception as exc:
                 if self.strict:
                     raise
@@ -255,8 +266,8 @@ class Relay:
     def statistics(self) -> RelayStatistics:
         stats = self.session.statistics()
         return RelayStatistics(
-            lines=dict(self._lines),
-            verdicts=dict(self._verdicts),
+            lines={kind: n for kind, n in self._lines.items() if n},
+            verdicts={verdict: n for verdict, n in self._verdicts.items() if n},
             pending_to_agent=stats.pending_to_agent,
             pending_to_client=stats.pending_to_client,
             unpaired_responses=stats.unpaired_responses,

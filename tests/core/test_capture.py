@@ -434,3 +434,22 @@ def test_stats_percentiles_and_pairing_without_latency_field() -> None:
 def test_load_record_rejects_non_records() -> None:
     assert load_record(b"[1]") is None and load_record(b"{oops") is None and load_record(b'{"a":1}') is None
     assert load_record(b'{"type":"end"}') == {"type": "end"}
+
+
+run_lines = st.one_of(
+    st.builds(lambda m, sid, text: orjson.dumps({"jsonrpc": "2.0", "method": m, "params": {"sessionId": sid, "t": text}}) + b"\n",
+              st.sampled_from(["session/update", "_x/y"]), st.text(max_size=5) | st.integers(0, 3) | st.none(), st.text(max_size=12)),
+    st.builds(lambda text: b'{"jsonrpc":"2.0","method":"session/update","params":' + text + b"}\n",
+              st.sampled_from([b"[]", b"null", b'{"sessionId":true}', b'{"mcpServers":[{"env":[{"name":"K","value":"v"}]}]}'])),
+    st.binary(max_size=30).map(lambda b: b"{" + b.replace(b"\n", b"") + b"\n"),
+)
+
+
+@given(lines=st.lists(run_lines, min_size=2, max_size=12), secret=st.sampled_from(["", "t"]))
+def test_run_records_equal_per_line_records(lines: list[bytes], secret: str) -> None:
+    """The lean path for runs writes exactly the records the per-line path writes."""
+    data = b"".join(lines)
+    run = Forward(C, data, data, Verdict.PASS, count=len(lines))
+    fast = CaptureEncoder(Redactor(secret=secret or None)).encode_batch(1.0, 2.0, [run])
+    slow = CaptureEncoder(Redactor(secret=secret or None)).encode_batch(1.0, 2.0, run.lines())
+    assert fast == slow
