@@ -1,0 +1,1 @@
+"""The acp-bridge benchmark: `python -m bench` (see docs/performance.md)."""

@@ -1,0 +1,202 @@
+"""Benchmark acp-bridge against baselines measured in the same run.
+
+    python -m bench [--lines N] [--json PATH] [--quick] [--skip NAME ...]
+
+Every figure is a ratio against a baseline from this run on this machine, so the numbers
+travel between machines better than seconds do. Goals (issue 7): throughput ratio >= 0.60
+(>= 0.30 with capture), added round-trip p50 <= 60 us and p99 <= 250 us, peak RSS <= 200 MiB
+for a 64 MiB line and bounded by the parse limit for a 1 GiB line, start-up <= 150 ms added.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench import workloads as w
+
+PY = sys.executable
+BRIDGE = [PY, "-m", "acp_bridge", "run"]
+
+
+@dataclass
+class Row:
+    name: str
+    bridge: float
+    baseline: float
+    unit: str
+    ratio: float  # baseline / bridge for times (higher is better, 1.0 = as fast as the baseline)
+    goal: str
+    met: bool
+    note: str = ""
+
+
+def timed(shell: str, repeat: int = 1) -> float:
+    """Best wall time of a shell pipeline over `repeat` runs."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(["bash", "-c", "set -o pipefail; " + shell], check=True)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def q(args: list[str]) -> str:
+    return shlex.join(args)
+
+
+def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
+    chunks = tmp / "chunks.jsonl"
+    to_agent = tmp / "to_agent.jsonl"
+    init = tmp / "init.jsonl"
+    w.write_lines(chunks, lines, w.chunk_line)
+    w.write_lines(to_agent, lines, w.to_agent_line)
+    init.write_bytes(json.dumps(w.INIT).encode() + b"\n")
+    rules = tmp / "all-rules.toml"
+    rules.write_text('[suggestions]\nenabled = true\nunlock_legacy_agent = true\n'
+                     '[system_prompt]\ntext = "bench"\n')
+    capture = tmp / "capture.jsonl"
+    rows = []
+
+    base = timed(f"cat {chunks} | cat > /dev/null", repeat)
+    plain = timed(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--', 'cat', str(chunks)])} | cat > /dev/null", repeat)
+    rows.append(ratio_row("1. to client, all rules", plain, base, 0.60))
+    captured = timed(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--capture', str(capture), '--', 'cat', str(chunks)])}"
+                     f" | cat > /dev/null", repeat)
+    rows.append(ratio_row("2. to client, capture on", captured, base, 0.30,
+                          f"capture {capture.stat().st_size / 1e6:.0f} MB"))
+    base_in = timed(f"cat {to_agent} | cat > /dev/null", repeat)
+    sink = [PY, "-c", "import sys,shutil; shutil.copyfileobj(sys.stdin.buffer, open('/dev/null','wb'), 1<<20)"]
+    into = timed(f"cat {to_agent} | {q(BRIDGE + ['-c', str(rules), '--'] + sink)} > /dev/null", repeat)
+    rows.append(ratio_row("3. to agent, all rules", into, base_in, 0.60))
+    sdk = timed(f"cat {chunks} | {q([PY, '-m', 'bench.sdk_relay', 'cat'])} | cat > /dev/null", 1)
+    rows.append(Row("7. to client, SDK relay vs acp-bridge", plain, sdk, "s", round(sdk / plain, 2),
+                    "report", True, f"SDK relay {sdk:.2f} s; ratio > 1 means acp-bridge is faster"))
+    return rows
+
+
+def ratio_row(name: str, bridge: float, baseline: float, goal: float, note: str = "") -> Row:
+    ratio = baseline / bridge
+    return Row(name, round(bridge, 3), round(baseline, 3), "s", round(ratio, 3), f">= {goal:.2f}", ratio >= goal, note)
+
+
+def latency(tmp: Path, pairs: int) -> list[Row]:
+    pong = [PY, "-c", w.PONG_AGENT]
+
+    def run(cmd: list[str]) -> list[float]:
+        out = subprocess.run([PY, "-c", w.PING_CLIENT, str(pairs), *cmd], check=True, capture_output=True).stdout
+        return sorted(json.loads(out))[: pairs]
+
+    direct = run(pong)
+    bridged = run(BRIDGE + ["--"] + pong)
+
+    def pct(values: list[float], p: float) -> float:
+        return values[min(len(values) - 1, int(p * len(values)))]
+
+    rows = []
+    for label, p, goal in (("p50", 0.50, 60.0), ("p99", 0.99, 250.0)):
+        added = (pct(bridged, p) - pct(direct, p)) * 1e6
+        rows.append(Row(f"4. added round trip {label}", round(pct(bridged, p) * 1e6, 1),
+                        round(pct(direct, p) * 1e6, 1), "us", round(added, 1), f"<= {goal:.0f} us added",
+                        added <= goal, f"{pairs} pairs"))
+    return rows
+
+
+def memory(tmp: Path, sizes: list[int]) -> list[Row]:
+    rows = []
+    for size in sizes:
+        cmd = [PY, "-c", w.RSS_WRAPPER] + BRIDGE + ["--", PY, "-c", w.HUGE_AGENT, str(size)]
+        out = subprocess.run(cmd, check=True, capture_output=True).stdout.split()
+        count, peak_kib = int(out[0]), int(out[1])
+        assert count == size + 1, (count, size)
+        peak_mib = peak_kib / 1024
+        label = f"{size // (1 << 20)} MiB" if size < 1 << 30 else f"{size // (1 << 30)} GiB"
+        goal = 200.0
+        rows.append(Row(f"5. peak RSS, one {label} line", round(peak_mib, 1), size / (1 << 20), "MiB",
+                        round(peak_mib / (size / (1 << 20)), 3), f"<= {goal:.0f} MiB", peak_mib <= goal,
+                        "parse limit 16 MiB"))
+    return rows
+
+
+def startup(repeat: int) -> list[Row]:
+    def median_time(cmd: list[str]) -> float:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    base = median_time(["true"])
+    bridged = median_time(BRIDGE + ["--", "true"])
+    added = (bridged - base) * 1000
+    return [Row("6. start-up, run -- true", round(bridged * 1000, 1), round(base * 1000, 1), "ms",
+                round(added, 1), "<= 150 ms added", added <= 150)]
+
+
+def machine() -> str:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def print_table(rows: list[Row]) -> None:
+    print(f"{'measure':44} {'bridge':>10} {'baseline':>10} {'unit':>4} {'ratio/added':>12}  goal")
+    for r in rows:
+        mark = "ok" if r.met else "MISSED"
+        print(f"{r.name:44} {r.bridge:>10} {r.baseline:>10} {r.unit:>4} {r.ratio:>12}  {r.goal} {mark}"
+              + (f"  ({r.note})" if r.note else ""))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", type=int, default=1_000_000, help="lines per throughput run")
+    parser.add_argument("--pairs", type=int, default=2000, help="round trips for the latency run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per throughput figure (best is kept)")
+    parser.add_argument("--quick", action="store_true", help="100k lines, 1 repeat, no 1 GiB line")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["throughput", "latency", "memory", "startup"])
+    parser.add_argument("--json", type=Path, default=Path("bench/results/latest.json"), help="where to write the table")
+    args = parser.parse_args()
+    if args.quick:
+        args.lines, args.repeat = 100_000, 1
+    sizes = [64 << 20] if args.quick else [64 << 20, 1 << 30]
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="acp-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        steps = {"throughput": lambda: throughput(tmp, args.lines, args.repeat),
+                 "latency": lambda: latency(tmp, args.pairs),
+                 "memory": lambda: memory(tmp, sizes),
+                 "startup": lambda: startup(10)}
+        for name, step in steps.items():
+            if name in args.skip:
+                continue
+            print(f"bench: {name} ...", file=sys.stderr, flush=True)
+            rows.extend(step())
+    print(f"machine: {machine()}; lines per run: {args.lines}")
+    print_table(rows)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"machine": machine(), "lines": args.lines, "rows": [asdict(r) for r in rows]},
+                                    indent=2))
+    print(f"written: {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
