@@ -42,7 +42,13 @@ class Outlet:
     async def send_all(self, data: bytes) -> None:
         if not data:
             return
-        async with self._lock:
+        # Uncontended (the usual case), take the lock without the extra trip through the
+        # scheduler that `async with` costs: it shows in the per-message latency.
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
             if self.broken or self._closed:
                 self.dropped_bytes += len(data)
                 return
@@ -53,6 +59,8 @@ class Outlet:
                 self.broken = True
                 self.dropped_bytes += len(data)
                 log.debug("%s: reader went away", self.name)
+        finally:
+            self._lock.release()
 
     async def send_eof(self) -> None:
         async with self._lock:

@@ -34,7 +34,28 @@ EXIT_BRIDGE = 1
 log = logging.getLogger("acp_bridge")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class BridgeGroup(click.Group):
+    """The command group, with the capture readers loaded only when asked for.
+
+    `run` is what editors start, often, so it should not pay for importing what `show`,
+    `stats` and `export` need.
+    """
+
+    LAZY = ("show", "stats", "export")
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            from acp_bridge.cli_capture import COMMANDS
+
+            for command in COMMANDS:
+                self.add_command(command)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=BridgeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="acp-bridge")
 def main() -> None:
     """acp-bridge: a transparent proxy between an ACP client (editor) and an ACP agent.
@@ -211,15 +232,6 @@ def demo(workdir: str | None, color: bool | None) -> None:
 
     raise SystemExit(run_demo(workdir, color))
 
-
-def _register_commands() -> None:
-    from acp_bridge.cli_capture import COMMANDS
-
-    for command in COMMANDS:
-        main.add_command(command)
-
-
-_register_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

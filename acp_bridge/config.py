@@ -8,7 +8,6 @@ at load time, so a session never fails on configuration. Must never: start anyth
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import string
 import tomllib
@@ -77,6 +76,8 @@ class Config:
 
     def digest(self) -> str:
         """A short, stable fingerprint of the effective settings (for the capture header)."""
+        import hashlib  # here: loading OpenSSL costs every `run` a few milliseconds
+
         blob = orjson.dumps(self.as_dict(), option=orjson.OPT_SORT_KEYS)
         return hashlib.sha256(blob).hexdigest()[:16]
 

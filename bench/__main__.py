@@ -64,7 +64,7 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     init.write_bytes(json.dumps(w.INIT).encode() + b"\n")
     rules = tmp / "all-rules.toml"
     rules.write_text('[suggestions]\nenabled = true\nunlock_legacy_agent = true\n'
-                     '[system_prompt]\ntext = "bench"\n')
+                     '[system_prompt]\ntext = "Follow the team style guide."\n')
     capture = tmp / "capture.jsonl"
     rows = []
 

@@ -310,34 +310,40 @@ class CaptureEncoder:
         (or not JSON at all) that was passed on as it came."""
         redactor = self.redactor
         direction = fwd.direction.value
-        for fast in fwd.lines():
-            line = fast.raw
-            if redactor.pointers or b"mcpServers" in line or (redactor.secret and redactor.may_hold_secret(line)):
-                out.append(dumps(self.record(fast, wall, mono)))  # masking may apply
-                continue
-            self.seq += 1
+        body = fwd.raw
+        if redactor.pointers or b"mcpServers" in body or (redactor.secret and redactor.may_hold_secret(body)):
+            # Masking may apply somewhere in the run: take the full path for every line.
+            out.extend(dumps(self.record(line, wall, mono)) for line in fwd.lines())
+            return
+        seq = self.seq
+        loads = orjson.loads
+        lines = body.split(b"\n")
+        lines.pop()  # a run ends with its last line's terminator
+        for line in lines:
+            line += b"\n"
             try:
-                msg = orjson.loads(line)
+                msg = loads(line)
                 text = line.decode("utf-8")
-            except (orjson.JSONDecodeError, UnicodeDecodeError):
-                self.seq -= 1
-                out.append(dumps(self.record(fast, wall, mono)))
+                method = msg["method"]
+                params = msg.get("params")
+            except (orjson.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
+                method = None
+            if type(method) is not str:  # not a plain notification: the full path decides
+                self.seq = seq
+                out.append(dumps(self.record(Forward(fwd.direction, line, line, Verdict.PASS), wall, mono)))
+                seq = self.seq
                 continue
-            method = msg.get("method") if isinstance(msg, dict) else None
-            if not isinstance(method, str):
-                self.seq -= 1
-                out.append(dumps(self.record(fast, wall, mono)))
-                continue
-            params = msg.get("params")
-            session = params.get("sessionId") if isinstance(params, dict) else None
-            if not isinstance(session, (str, int)) or isinstance(session, bool):
+            seq += 1
+            session = params.get("sessionId") if type(params) is dict else None
+            if session is not None and (type(session) is not str and type(session) is not int):
                 session = None
             out.append(dumps({
-                "type": "message", "seq": self.seq, "time": wall, "mono": mono,
+                "type": "message", "seq": seq, "time": wall, "mono": mono,
                 "direction": direction, "kind": "notification", "verdict": "pass",
                 "method": method, "id": None, "session": session, "rules": [],
                 "size": len(line), "raw": text,
             }))
+        self.seq = seq
 
     def trailer(self, wall: float, mono: float, **facts: Any) -> bytes:
         return dumps({"type": "end", "time": wall, "mono": mono, "records": self.seq, **facts})
