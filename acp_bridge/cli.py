@@ -90,7 +90,7 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Only errors in the log.")
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARG...]")
 @click.pass_context
-def run(ctx: click.Context, config_file: str | None, agent: tuple[str, ...], **options: Any) -> None:
+def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], **options: Any) -> None:
     """Run AGENT behind the bridge, relaying this process's stdio to it.
 
     Put the agent's command line after `--`, or set [agent] command in the config file.

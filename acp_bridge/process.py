@@ -66,7 +66,7 @@ class StderrTail:
         self.limit = limit
         self._data = bytearray()
 
-    def add(self, chunk: bytes) -> None:
+    def add(self, chunk: bytes | bytearray) -> None:
         self._data += chunk
         if len(self._data) > 2 * self.limit:
             del self._data[: len(self._data) - self.limit]
@@ -175,13 +175,14 @@ async def serve(
         except OSError as exc:
             reason = f"cannot start agent {command[0]!r}: {exc.strerror or exc}"
             log.error("%s", reason)
-            data = {"command": command, "reason": exc.strerror or str(exc), "errno": exc.errno}
-            await _serve_unavailable(client, relay, capture, AgentUnavailable(reason, data))
+            why = {"command": command, "reason": exc.strerror or str(exc), "errno": exc.errno}
+            await _serve_unavailable(client, relay, capture, AgentUnavailable(reason, why))
             return EXIT_NOT_FOUND
         log.info("agent started: pid %d: %s", proc.pid, " ".join(command))
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        for stream in (proc.stdin, proc.stdout):
-            widen_pipe(stream.fileno())
+        for pipe in (proc.stdin, proc.stdout):
+            if isinstance(pipe, FdStream):
+                widen_pipe(pipe.fileno())
         bridge = Bridge(relay, Outlet(proc.stdin, "agent"), Outlet(client, "client"), capture)
         tail = StderrTail()
         stopping = trio.Event()
@@ -195,19 +196,19 @@ async def serve(
             await bridge.pump(proc.stdout, Direction.TO_CLIENT, close=False)
             # The agent closed its stdout: it is done with us. Wait for its status, and
             # briefly for the rest of its stderr (something it started may hold it open).
-            await proc.wait()
+            returncode = await proc.wait()
             with trio.move_on_after(STDERR_LINGER):
                 await stderr_done.wait()
-            status = exit_status(proc.returncode)
+            status = exit_status(returncode)
             # Nobody else can answer the requests still in flight now, so we do.
             data: dict[str, Any] = {"exitStatus": status}
-            if proc.returncode < 0:
-                data["signal"] = signal.Signals(-proc.returncode).name
+            if returncode < 0:
+                data["signal"] = signal.Signals(-returncode).name
             if stderr_text := tail.text():
                 data["stderr"] = stderr_text
-            forwards = relay.fail_pending(f"agent {describe_exit(proc.returncode)} before answering", data)
+            forwards = relay.fail_pending(f"agent {describe_exit(returncode)} before answering", data)
             if forwards:
-                log.warning("agent %s; answered %d request(s) left in flight", describe_exit(proc.returncode),
+                log.warning("agent %s; answered %d request(s) left in flight", describe_exit(returncode),
                             len(forwards))
                 await bridge.deliver(forwards, time.time(), time.monotonic())
             await bridge.to_client.send_eof()
@@ -234,7 +235,7 @@ async def pass_stderr(source: trio.abc.ReceiveStream, tail: StderrTail, fd: int,
         done.set()
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]

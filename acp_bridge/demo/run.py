@@ -51,7 +51,7 @@ class DemoClient:
                 chunk = await self.stdout.receive_some()
                 if not chunk:
                     raise RuntimeError("the bridge closed its stdout early")
-                for line in self.splitter.feed(chunk):
+                for line in self.splitter.feed(bytes(chunk)):
                     assert isinstance(line, bytes)
                     self.received.append(orjson.loads(line))
                 for msg in self.received:
@@ -163,12 +163,14 @@ def _agent_log(path: Path) -> list[dict[str, Any]]:
 
 
 def agent_received(path: Path, method: str, nth: int = 0) -> dict[str, Any]:
-    seen = [e["msg"] for e in _agent_log(path) if e["dir"] == "in" and e["msg"].get("method") == method]
+    seen: list[dict[str, Any]] = [e["msg"] for e in _agent_log(path)
+                                  if e["dir"] == "in" and e["msg"].get("method") == method]
     return seen[nth]
 
 
 def agent_sent(path: Path, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    return next(e["msg"] for e in _agent_log(path) if e["dir"] == "out" and match(e["msg"]))
+    found: dict[str, Any] = next(e["msg"] for e in _agent_log(path) if e["dir"] == "out" and match(e["msg"]))
+    return found
 
 
 def main(keep: str | None = None, color: bool | None = None) -> int:
