@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -79,6 +80,7 @@ class RelayStatistics:
 # could hide any key from a substring test: a line with neither can only be a notification
 # or not JSON-RPC at all, so it is parsed only if a rewrite's trigger bytes appear in it.
 _ALWAYS_PARSE = (b'"id"',)
+_LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"
 
 
@@ -153,7 +155,7 @@ class Relay:
             if trigger in body:
                 return False
         # Every line starts with "{" (else the per-line path looks at it: stray output).
-        return body.startswith(b"{") and body.count(b"\n{") == body.count(b"\n") - 1
+        return body.startswith(b"{") and _LINE_NOT_AN_OBJECT.search(body) is None
 
     def feed_eof(self, direction: Direction, now: float = 0.0) -> list[Forward]:
         """The stream travelling `direction` ended: flush a partial last line as it is."""

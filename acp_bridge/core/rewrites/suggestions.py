@@ -76,7 +76,9 @@ class PromptSuggestions(Rewrite):
     """Convert, filter or drop prompt suggestions to match what the client advertised."""
 
     name = "suggestions"
-    triggers = (b"promptSuggestions", b"prompt_suggestions_update")
+    # One scan finds both `promptSuggestions` and `prompt_suggestions_update`; a chunk of text
+    # that merely mentions "suggestions" is parsed for nothing and passes.
+    triggers = (b"uggestions",)
 
     def __init__(self, config: SuggestionsConfig) -> None:
         self.config = config
