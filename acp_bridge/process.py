@@ -303,7 +303,7 @@ async def _serve_unavailable(client: trio.abc.HalfCloseableStream, relay: Relay,
                              capture: trio.MemorySendChannel[CaptureBatch] | None,
                              answer: AgentUnavailable) -> None:
     """Answer every client request with the reason until the client closes."""
-    relay.rewrites = (answer,)
+    relay = Relay([answer], max_line=relay.max_line)
     bridge = Bridge(relay, Outlet(_Discard(), "agent"), Outlet(client, "client"), capture)
     await bridge.pump(client, Direction.TO_AGENT)
     await bridge.to_client.send_eof()

@@ -103,9 +103,18 @@ class Relay:
         self.rewrites = tuple(rewrites)
         self.strict = strict
         self.bulk = bulk
-        self._max_line = max_line
+        self.max_line = max_line
         self.session = Session()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
+        # Per kind, only the hooks a rewrite overrides, in chain order: no call for nothing.
+        self._hooks: dict[Kind, tuple[tuple[str, Any], ...]] = {
+            kind: tuple(
+                (rw.name, getattr(rw, hook)) for rw in self.rewrites
+                if getattr(type(rw), hook) is not getattr(Rewrite, hook)
+            )
+            for kind, hook in ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"),
+                               (Kind.NOTIFICATION, "notification"))
+        }
         triggers = {t for rw in self.rewrites for t in rw.triggers}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(triggers))
         self._lines: Counter[str] = Counter({kind.value: 0 for kind in Kind})
@@ -149,7 +158,7 @@ class Relay:
 
     def _untouchable(self, body: bytes) -> bool:
         """Are these complete lines all objects that neither the session nor a rule reads?"""
-        if len(body) > self._max_line or _has_escape(body):
+        if len(body) > self.max_line or _has_escape(body):
             return False
         for trigger in self._triggers:
             if trigger in body:
@@ -201,14 +210,21 @@ class Relay:
         rules: list[str] = []
         emits: list[Emit] = []
         dropped = False
-        if self.rewrites:
+        hooks = self._hooks[frame.kind]
+        if frame.kind is Kind.RESPONSE and request is None:
+            hooks = ()  # unpaired: nothing to go on, so nothing to change
+        if hooks:
             try:
-                for rewrite in self.rewrites:
-                    outcome = self._hook(rewrite, current, request)
+                for name, hook in hooks:
+                    if frame.kind is Kind.RESPONSE:
+                        assert request is not None
+                        outcome = hook(current, request, self.session)
+                    else:
+                        outcome = hook(current, self.session)
                     if outcome is PASS:
                         continue
                     assert isinstance(outcome, Replace)
-                    rules.append(rewrite.name)
+                    rules.append(name)
                     emits.extend(outcome.then)
                     if outcome.msg is None:
                         dropped = True
@@ -237,7 +253,9 @@ class Relay:
             assert current.msg is not None
             verdict, data = Verdict.REWRITE, encode(current.msg, frame.terminator)
         self._verdicts[verdict.value] += 1
-        out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))
+        out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules) if rules else (), request))
+        if not emits:
+            return
         terminator = frame.terminator or b"\n"
         for emit in emits:
             self._verdicts["emit"] += 1
@@ -245,15 +263,6 @@ class Relay:
                 Forward(emit.direction, encode(emit.msg, terminator), b"", Verdict.EMIT,
                         None, tuple(rules))
             )
-
-    def _hook(self, rewrite: Rewrite, frame: Frame, request: Pending | None) -> Outcome:
-        if frame.kind is Kind.REQUEST:
-            return rewrite.request(frame, self.session)
-        if frame.kind is Kind.RESPONSE:
-            if request is None:
-                return PASS  # unpaired: nothing to go on, so nothing to change
-            return rewrite.response(frame, request, self.session)
-        return rewrite.notification(frame, self.session)
 
     # -- faults ---------------------------------------------------------------------------------
 

@@ -61,6 +61,8 @@ class Session:
         self.agent_init: Json | None = None  # initialize result, as the agent sent it
         self.states: dict[Any, SessionState] = {}
         self.unpaired_responses = 0
+        self._client_caps: tuple[Json | None, Json] = (None, {})
+        self._agent_caps: tuple[Json | None, Json] = (None, {})
 
     def __repr__(self) -> str:
         return (
@@ -145,11 +147,16 @@ class Session:
 
     @property
     def client_caps(self) -> Json:
-        return p.client_capabilities(self.client_init)
+        # Rules ask on every request; look it up again only when initialize changed it.
+        if self._client_caps[0] is not self.client_init:
+            self._client_caps = (self.client_init, p.client_capabilities(self.client_init))
+        return self._client_caps[1]
 
     @property
     def agent_caps(self) -> Json:
-        return p.agent_capabilities(self.agent_init)
+        if self._agent_caps[0] is not self.agent_init:
+            self._agent_caps = (self.agent_init, p.agent_capabilities(self.agent_init))
+        return self._agent_caps[1]
 
     @property
     def agent_info(self) -> Json:
