@@ -28,10 +28,13 @@ class Direction(enum.Enum):
 
     @property
     def reverse(self) -> Direction:
-        return Direction.TO_CLIENT if self is Direction.TO_AGENT else Direction.TO_AGENT
+        return _REVERSE[self]
 
     def __str__(self) -> str:
         return self.arrow
+
+
+_REVERSE = {Direction.TO_AGENT: Direction.TO_CLIENT, Direction.TO_CLIENT: Direction.TO_AGENT}
 
 
 class Kind(enum.Enum):

@@ -117,8 +117,9 @@ class Relay:
         }
         triggers = {t for rw in self.rewrites for t in rw.triggers}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(triggers))
-        self._lines: Counter[str] = Counter({kind.value: 0 for kind in Kind})
-        self._verdicts: Counter[str] = Counter({verdict.value: 0 for verdict in Verdict})
+        # Keyed by the enum members themselves: `.value` on an enum is a slow descriptor.
+        self._lines: Counter[Kind] = Counter({kind: 0 for kind in Kind})
+        self._verdicts: Counter[Verdict] = Counter({verdict: 0 for verdict in Verdict})
 
     def __repr__(self) -> str:
         names = ", ".join(rw.name for rw in self.rewrites)
@@ -148,7 +149,7 @@ class Relay:
         body = chunk if end == len(chunk) else chunk[:end]
         if end and self._untouchable(body):
             count = body.count(b"\n")
-            self._verdicts["pass"] += count
+            self._verdicts[Verdict.PASS] += count
             out.append(Forward(direction, body, body, Verdict.PASS, count=count))
             if end < len(chunk):
                 out.extend(self._pieces(direction, splitter.feed(chunk[end:]), now))
@@ -181,28 +182,28 @@ class Relay:
         out: list[Forward] = []
         for piece in pieces:
             if isinstance(piece, Opaque):
-                self._verdicts["opaque"] += 1
+                self._verdicts[Verdict.OPAQUE] += 1
                 out.append(Forward(direction, piece.data, piece.data, Verdict.OPAQUE))
             elif self.needs_parse(piece) or not piece.startswith(b"{"):
                 # Anything that does not even start like an object is parsed too, so that
                 # banners and other stray output are seen (and counted) as what they are.
                 self._line(classify(direction, piece), now, out)
             else:
-                self._verdicts["pass"] += 1
+                self._verdicts[Verdict.PASS] += 1
                 out.append(Forward(direction, piece, piece, Verdict.PASS))
         return out
 
     # -- one parsed line ------------------------------------------------------------------------
 
     def _line(self, frame: Frame, now: float, out: list[Forward]) -> None:
-        self._lines[frame.kind.value] += 1
+        self._lines[frame.kind] += 1
         request: Pending | None = None
         if frame.kind is Kind.REQUEST:
             request = self.session.on_request(frame, now)
         elif frame.kind is Kind.RESPONSE:
             request = self.session.on_response(frame)
         elif frame.kind is Kind.OTHER:
-            self._verdicts["other"] += 1
+            self._verdicts[Verdict.OTHER] += 1
             out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
             return
 
@@ -235,7 +236,7 @@ class Relay:
                 if self.strict:
                     raise
                 log.exception("rule failed on %r; forwarding the original", frame)
-                self._verdicts["error"] += 1
+                self._verdicts[Verdict.ERROR] += 1
                 out.append(
                     Forward(frame.direction, frame.raw, frame.raw, Verdict.ERROR, frame,
                             tuple(rules), request, error=f"{type(exc).__name__}: {exc}")
@@ -252,13 +253,13 @@ class Relay:
         else:
             assert current.msg is not None
             verdict, data = Verdict.REWRITE, encode(current.msg, frame.terminator)
-        self._verdicts[verdict.value] += 1
+        self._verdicts[verdict] += 1
         out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules) if rules else (), request))
         if not emits:
             return
         terminator = frame.terminator or b"\n"
         for emit in emits:
-            self._verdicts["emit"] += 1
+            self._verdicts[Verdict.EMIT] += 1
             out.append(
                 Forward(emit.direction, encode(emit.msg, terminator), b"", Verdict.EMIT,
                         None, tuple(rules))
@@ -272,7 +273,7 @@ class Relay:
         for request in self.session.pending(Direction.TO_AGENT):
             self.session.forget(request)
             msg = p.error_response(request.id, p.INTERNAL_ERROR, message, data)
-            self._verdicts["emit"] += 1
+            self._verdicts[Verdict.EMIT] += 1
             out.append(Forward(Direction.TO_CLIENT, encode(msg), b"", Verdict.EMIT, None,
                                ("bridge",), request))
         return out
@@ -280,8 +281,8 @@ class Relay:
     def statistics(self) -> RelayStatistics:
         stats = self.session.statistics()
         return RelayStatistics(
-            lines={kind: n for kind, n in self._lines.items() if n},
-            verdicts={verdict: n for verdict, n in self._verdicts.items() if n},
+            lines={kind.value: n for kind, n in self._lines.items() if n},
+            verdicts={verdict.value: n for verdict, n in self._verdicts.items() if n},
             pending_to_agent=stats.pending_to_agent,
             pending_to_client=stats.pending_to_client,
             unpaired_responses=stats.unpaired_responses,
