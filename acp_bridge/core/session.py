@@ -103,10 +103,11 @@ class Session:
         return [req for req in self._pending.values() if req.origin is origin]
 
     def in_flight(self, method: str, session_id: Any, origin: Direction = Direction.TO_AGENT) -> list[Pending]:
+        key = id_key(session_id)  # "1" is not 1, and 1 is not true: compare as JSON values
         return [
             req
             for req in self._pending.values()
-            if req.origin is origin and req.method == method and req.session_id == session_id
+            if req.origin is origin and req.method == method and id_key(req.session_id) == key
         ]
 
     def state(self, session_id: Any) -> SessionState:

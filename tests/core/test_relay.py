@@ -274,3 +274,11 @@ def test_a_run_of_untouched_lines_is_one_forward() -> None:
     assert [f.data for f in run.lines()] == [b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n'] * 3
     (rest,) = relay.feed_eof(C)
     assert rest.data == b'{"partial'
+
+
+def test_in_flight_compares_session_ids_as_json_values() -> None:
+    relay = Relay()
+    relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":1}}\n')
+    assert [r.id for r in relay.session.in_flight("session/prompt", 1)] == [1]
+    assert relay.session.in_flight("session/prompt", True) == []
+    assert relay.session.in_flight("session/prompt", "1") == []
