@@ -16,13 +16,44 @@ from dataclasses import dataclass, field
 import trio
 from trio.abc import HalfCloseableStream, ReceiveStream, SendStream
 
-from acp_bridge.core import Direction, Forward, Relay, Verdict
+from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
 
 log = logging.getLogger("acp_bridge.bridge")
 
 READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 
 CaptureBatch = tuple[float, float, list[Forward]]  # wall time, monotonic time, forwards
+
+
+_NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
+
+
+def log_forwards(forwards: Sequence[Forward]) -> None:
+    """-v: what the rules did (rewrites, drops, the bridge's own messages, rule failures)
+    and unpaired responses; -vv: a line for every message."""
+    every = log.isEnabledFor(logging.DEBUG)
+    for fwd in forwards:
+        if fwd.verdict in _NOTEWORTHY:
+            log.info("%s %s %s by %s (%d -> %d bytes)", fwd.direction.arrow, fwd.verdict.value,
+                     _what(fwd), ", ".join(fwd.rules) or "-", len(fwd.raw), len(fwd.data))
+        elif fwd.frame is not None and fwd.frame.kind is Kind.RESPONSE and fwd.request is None:
+            log.info("%s response %s pairs with no request", fwd.direction.arrow, _what(fwd))
+        elif every:
+            for line in fwd.lines():
+                log.debug("%s %s %s (%d bytes)", line.direction.arrow, line.verdict.value,
+                          _what(line), len(line.raw))
+
+
+def _what(fwd: Forward) -> str:
+    frame = fwd.frame
+    if frame is None and fwd.verdict is Verdict.EMIT:
+        frame = classify(fwd.direction, fwd.data)
+    if frame is None or frame.msg is None:
+        return "line"
+    if frame.kind is Kind.RESPONSE:
+        method = fwd.request.method if fwd.request is not None else "?"
+        return f"response #{frame.id!r} ({method})"
+    return f"{frame.method} #{frame.id!r}" if frame.kind is Kind.REQUEST else str(frame.method)
 
 
 class Outlet:
@@ -108,6 +139,8 @@ class Bridge:
             run.append(fwd.data)
         if run and run_dir is not None:
             await self.outlet(run_dir).send_all(b"".join(run))
+        if log.isEnabledFor(logging.INFO):
+            log_forwards(forwards)
         if self.capture is not None and forwards:
             try:
                 await self.capture.send((wall, mono, list(forwards)))

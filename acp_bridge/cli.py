@@ -143,7 +143,10 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
         changes["strict"] = True
     if options.get("log_file"):
         changes["log_file"] = options["log_file"]
-    changes["verbosity"] = -1 if options.get("quiet") else options.get("verbose", 0)
+    if options.get("quiet"):
+        changes["verbosity"] = -1
+    elif options.get("verbose"):
+        changes["verbosity"] = options["verbose"]
     config = with_overrides(config, **changes)
     if not config.agent.command:
         raise ConfigError("no agent command: put it after `--` (acp-bridge run -- AGENT) or set [agent] command")
@@ -159,6 +162,8 @@ def setup_logging(config: Config) -> None:
         handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("acp-bridge: %(levelname)s: %(message)s"))
     root = logging.getLogger("acp_bridge")
+    for old in root.handlers:
+        old.close()
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False

@@ -98,6 +98,8 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     },
     "capture": {"path": (str,), "redact": (list,), "include_system_prompt": (bool,), "required": (bool,)},
     "relay": {"parse_limit_mib": (int,), "grace_seconds": (int, float)},
+    # The run options that are about the bridge itself rather than a feature.
+    "bridge": {"strict": (bool,), "log_file": (str,), "verbosity": (int,)},
 }
 
 
@@ -209,7 +211,18 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Confi
     if grace < 0:
         raise fail("relay.grace_seconds", "must not be negative")
 
+    own = data.get("bridge", {})
+    log_file = own.get("log_file")
+    if log_file is not None:
+        log_file = str(base / log_file)
+    verbosity = own.get("verbosity", 0)
+    if not -1 <= verbosity <= 2:
+        raise fail("bridge.verbosity", "must be -1 (quiet), 0, 1 or 2")
+
     return Config(
+        strict=own.get("strict", False),
+        log_file=log_file,
+        verbosity=verbosity,
         agent=AgentConfig(command=tuple(command), env=dict(env), cwd=cwd),
         suggestions=suggestions,
         system_prompt=system_prompt,

@@ -16,6 +16,8 @@ import gc
 import fcntl
 import logging
 import os
+import re
+import select
 import signal
 import subprocess
 import time
@@ -71,12 +73,26 @@ class StderrTail:
         if len(self._data) > 2 * self.limit:
             del self._data[: len(self._data) - self.limit]
 
-    def text(self) -> str:
+    def text(self, private: str | None = None) -> str:
+        """The tail, whole lines where possible, with secrets masked: it goes to the client."""
         data = bytes(self._data[-self.limit :])
         if len(self._data) > self.limit:
             cut = data.find(b"\n")
             data = data[cut + 1 :] if 0 <= cut < len(data) - 1 else data
-        return data.decode("utf-8", "replace")
+        return mask_secrets(data.decode("utf-8", "replace"), private)
+
+
+_SECRET_ASSIGNMENT = re.compile(
+    r"(?i)\b((?:[a-z0-9_-]*(?:api[_-]?key|token|secret|password|passwd|credential)s?"
+    r"|authorization)[\"']?\s*[:=]\s*(?:bearer\s+)?[\"']?)([^\s'\",;]+)")
+
+
+def mask_secrets(text: str, private: str | None = None) -> str:
+    """Mask `key=value`-style secrets (API keys, tokens, passwords, Authorization headers)
+    and the configured system prompt in text that leaves the bridge (bridge-rules 5)."""
+    if private:
+        text = text.replace(private, "<system prompt>")
+    return _SECRET_ASSIGNMENT.sub(lambda m: m.group(1) + "<redacted>", text)
 
 
 class _Discard(trio.abc.SendStream):
@@ -204,7 +220,7 @@ async def serve(
             data: dict[str, Any] = {"exitStatus": status}
             if returncode < 0:
                 data["signal"] = signal.Signals(-returncode).name
-            if stderr_text := tail.text():
+            if stderr_text := tail.text(config.system_prompt.text):
                 data["stderr"] = stderr_text
             forwards = relay.fail_pending(f"agent {describe_exit(returncode)} before answering", data)
             if forwards:
@@ -238,7 +254,12 @@ async def pass_stderr(source: trio.abc.ReceiveStream, tail: StderrTail, fd: int,
 def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            # Our stderr can share a terminal's file description with the stdout that
+            # FdStream made non-blocking: wait until it drains (we are in a thread).
+            select.select([], [fd], [])
 
 
 async def _stop_when_told(bridge: Bridge, proc: trio.Process, stopping: trio.Event, grace: float) -> None:

@@ -126,6 +126,7 @@ async def test_a_missing_agent_answers_requests_and_exits_127() -> None:
         pytest.param("[capture]\npath = \"x-{when}.jsonl\"\n", "capture.path: unknown placeholder {when}", id="bad-template"),
         pytest.param("[capture]\nredact = [\"params\"]\n", "capture.redact: 'params' is not a JSON pointer", id="bad-pointer"),
         pytest.param("[relay\n", "not valid TOML", id="bad-toml"),
+        pytest.param("[bridge]\nverbosity = 7\n", "bridge.verbosity: must be -1 (quiet), 0, 1 or 2", id="bad-verbosity"),
     ],
 )
 def test_config_errors_name_file_and_key_and_exit_2(tmp_path: Path, toml: str, message: str) -> None:
@@ -202,3 +203,17 @@ def test_version() -> None:
 
     result = CliRunner().invoke(main, ["--version"])
     assert result.output == f"acp-bridge, version {__version__}\n"
+
+
+def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_bridge import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "run_and_report", lambda config: seen.append(config) or 0)
+    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    config = tmp_path / "c.toml"
+    config.write_text('[bridge]\nstrict = true\nlog_file = "bridge.log"\nverbosity = 2\n')
+    CliRunner().invoke(main, ["run", "-c", str(config), "--", "agent"])
+    CliRunner().invoke(main, ["run", "-c", str(config), "-q", "--", "agent"])
+    assert [(c.strict, c.log_file, c.verbosity) for c in seen] == [
+        (True, str(tmp_path / "bridge.log"), 2), (True, str(tmp_path / "bridge.log"), -1)]

@@ -203,3 +203,26 @@ def test_stderr_tail_keeps_whole_last_lines_within_the_bound() -> None:
         tail.add(f"line {i}\n".encode())
     assert tail.text() == "line 8\nline 9\n"
     assert len(tail.text().encode()) <= 16
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ("ANTHROPIC_API_KEY=sk-ant-123 failed", "ANTHROPIC_API_KEY=<redacted> failed"),
+    ("Authorization: Bearer abc.def\n", "Authorization: Bearer <redacted>\n"),
+    ('{"token": "xyz", "n": 1}', '{"token": "<redacted>", "n": 1}'),
+    ("password=hunter2;", "password=<redacted>;"),
+    ("a tokenizer error, no secret", "a tokenizer error, no secret"),
+    ("the prompt was: be brief", "the prompt was: <system prompt>"),
+])
+def test_stderr_tail_is_redacted_before_it_reaches_the_client(text: str, masked: str) -> None:
+    from acp_bridge.process import mask_secrets
+
+    assert mask_secrets(text, "be brief") == masked
+
+
+async def test_verbose_logs_what_the_rules_did(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[bridge]\nverbosity = 1\n")
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {"_meta": {"jetbrains": {"air": {}}}}}}
+    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("answer")], line(init))
+    assert b"acp-bridge: INFO: -> rewrite initialize #0 by suggestions" in result.stderr
