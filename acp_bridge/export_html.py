@@ -22,6 +22,7 @@ from acp_bridge.core.capture import (
     local_clock,
     pretty,
     record_bytes,
+    record_message,
     summarize,
 )
 from acp_bridge.core.protocol import Json
@@ -43,22 +44,12 @@ class Group:
 
 
 def _prompt_text(record: Json) -> str:
-    msg = _message(record, "raw")
+    msg = record_message(record, "raw")
     for block in p.get_path(msg, "params", "prompt") or ():
         if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
             text = " ".join(block["text"].split())
             return text if len(text) <= 80 else text[:79] + "…"
     return ""
-
-
-def _message(record: Json, key: str) -> Any:
-    data = record_bytes(record, key)
-    if data is None:
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
 
 
 def group_turns(records: Iterable[Json]) -> list[Group]:
@@ -113,7 +104,7 @@ def _turn_heading(group: Group) -> str:
     if group.response is not None:
         seconds = float(group.response.get("mono", 0)) - float(group.request.get("mono", 0))
         parts.append(f"{seconds:.2f} s")
-        reason = p.get_path(_message(group.response, "raw") or _message(group.response, "out"),
+        reason = p.get_path(record_message(group.response, "raw") or record_message(group.response, "out"),
                             "result", "stopReason")
         if isinstance(reason, str):
             parts.append(reason)
@@ -166,11 +157,7 @@ class _Renderer:
             data = record_bytes(record, key)
             if data is None:
                 continue
-            try:
-                msg = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                msg = None
-            masked, hits = self.redactor.mask_line(data, msg)
+            masked, hits = self.redactor.mask_line(data, record_message(record, key))
             if hits:
                 record.pop(f"{key}_b64", None)
                 record[key] = masked.decode("utf-8", "replace")
@@ -178,7 +165,7 @@ class _Renderer:
         return record
 
     def body(self, record: Json, key: str) -> str:
-        msg = _message(record, key)
+        msg = record_message(record, key)
         if msg is not None:
             return _cut(pretty(msg))
         data = record_bytes(record, key)
