@@ -146,26 +146,55 @@ class Relay:
             out = self._pieces(direction, splitter.feed(chunk[:first]), now)
             chunk = chunk[first:]
         end = chunk.rfind(b"\n") + 1
-        body = chunk if end == len(chunk) else chunk[:end]
-        if end and self._untouchable(body):
-            count = body.count(b"\n")
-            self._verdicts[Verdict.PASS] += count
-            out.append(Forward(direction, body, body, Verdict.PASS, count=count))
-            if end < len(chunk):
-                out.extend(self._pieces(direction, splitter.feed(chunk[end:]), now))
-        else:
+        if end == 0 or end > self.max_line:  # no complete line, or lines that may be too long
             out.extend(self._pieces(direction, splitter.feed(chunk), now))
+            return out
+        body = chunk if end == len(chunk) else chunk[:end]
+        self._runs(direction, body, now, out)
+        if end < len(chunk):
+            out.extend(self._pieces(direction, splitter.feed(chunk[end:]), now))
         return out
 
-    def _untouchable(self, body: bytes) -> bool:
-        """Are these complete lines all objects that neither the session nor a rule reads?"""
-        if len(body) > self.max_line or _has_escape(body):
-            return False
-        for trigger in self._triggers:
-            if trigger in body:
-                return False
-        # Every line starts with "{" (else the per-line path looks at it: stray output).
-        return body.startswith(b"{") and _LINE_NOT_AN_OBJECT.search(body) is None
+    def _runs(self, direction: Direction, body: bytes, now: float, out: list[Forward]) -> None:
+        """Complete lines: each one that needs a look goes the per-line way, and the runs of
+        lines between them leave whole.
+
+        The lines that need a look are found by scanning for what makes a line need one (a
+        trigger, an escape, a line that does not start with "{"); each scan resumes from its
+        last hit, so a chunk costs a few passes over its bytes however many hits it has.
+        """
+        size = len(body)
+        # An escape could hide a key; a backslash alone (a "\n" in some text) does not, and
+        # one-byte search is cheap, so look for the two-byte escape only where it can be.
+        needles = self._triggers + (_ESCAPE,) if b"\\" in body else self._triggers
+        hits = [body.find(needle) for needle in needles]
+        odd = _LINE_NOT_AN_OBJECT.search(body)
+        odd_at = -1 if odd is None else odd.start() + 1
+        pos = 0
+        while pos < size:
+            for i, at in enumerate(hits):  # bring each scan up to `pos`
+                if 0 <= at < pos:
+                    hits[i] = body.find(needles[i], pos)
+            if 0 <= odd_at < pos:
+                odd = _LINE_NOT_AN_OBJECT.search(body, pos - 1 if pos else 0)
+                odd_at = -1 if odd is None else odd.start() + 1
+            first = min([at for at in hits if at >= 0] + ([odd_at] if odd_at >= 0 else []), default=-1)
+            if pos == 0 and not body.startswith(b"{"):
+                first = 0
+            if first < 0:
+                self._run(direction, body[pos:] if pos else body, out)
+                return
+            start = body.rfind(b"\n", pos, first) + 1 or pos
+            stop = body.find(b"\n", first) + 1
+            if start > pos:
+                self._run(direction, body[pos:start], out)
+            self._pieces(direction, (body[start:stop],), now, out)
+            pos = stop
+
+    def _run(self, direction: Direction, run: bytes, out: list[Forward]) -> None:
+        count = run.count(b"\n")
+        self._verdicts[Verdict.PASS] += count
+        out.append(Forward(direction, run, run, Verdict.PASS, count=count))
 
     def feed_eof(self, direction: Direction, now: float = 0.0) -> list[Forward]:
         """The stream travelling `direction` ended: flush a partial last line as it is."""
@@ -178,8 +207,10 @@ class Relay:
                 return True
         return _has_escape(line)
 
-    def _pieces(self, direction: Direction, pieces: Iterable[bytes | Opaque], now: float) -> list[Forward]:
-        out: list[Forward] = []
+    def _pieces(self, direction: Direction, pieces: Iterable[bytes | Opaque], now: float,
+                out: list[Forward] | None = None) -> list[Forward]:
+        if out is None:
+            out = []
         for piece in pieces:
             if isinstance(piece, Opaque):
                 self._verdicts[Verdict.OPAQUE] += 1

@@ -282,3 +282,16 @@ def test_in_flight_compares_session_ids_as_json_values() -> None:
     assert [r.id for r in relay.session.in_flight("session/prompt", 1)] == [1]
     assert relay.session.in_flight("session/prompt", True) == []
     assert relay.session.in_flight("session/prompt", "1") == []
+
+
+def test_a_line_that_needs_a_look_splits_the_run_around_it() -> None:
+    chunk = (b'{"jsonrpc":"2.0","method":"session/update","params":{"t":"a\\nb"}}\n' * 2
+             + b'{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{}}\n'
+             + b"a banner\n"
+             + b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n' * 3)
+    relay = Relay([Tag("t")], strict=True)
+    out = relay.feed(C, chunk)
+    assert [(f.verdict, f.count) for f in out] == [
+        (Verdict.PASS, 2), (Verdict.PASS, 1), (Verdict.OTHER, 1), (Verdict.PASS, 3)]
+    assert out[1].frame is not None and out[1].request is not None
+    assert b"".join(f.data for f in out) == chunk
