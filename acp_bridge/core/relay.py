@@ -171,7 +171,13 @@ class Relay:
         odd = _LINE_NOT_AN_OBJECT.search(body)
         odd_at = -1 if odd is None else odd.start() + 1
         pos = 0
+        adjacent = 0  # lines in a row that needed a look: past a few, runs are unlikely
         while pos < size:
+            if adjacent > 8:
+                rest = body[pos:].split(b"\n")
+                rest.pop()
+                self._pieces(direction, [line + b"\n" for line in rest], now, out)
+                return
             for i, at in enumerate(hits):  # bring each scan up to `pos`
                 if 0 <= at < pos:
                     hits[i] = body.find(needles[i], pos)
@@ -188,6 +194,9 @@ class Relay:
             stop = body.find(b"\n", first) + 1
             if start > pos:
                 self._run(direction, body[pos:start], out)
+                adjacent = 0
+            else:
+                adjacent += 1
             self._pieces(direction, (body[start:stop],), now, out)
             pos = stop
 

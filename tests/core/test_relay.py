@@ -295,3 +295,13 @@ def test_a_line_that_needs_a_look_splits_the_run_around_it() -> None:
         (Verdict.PASS, 2), (Verdict.PASS, 1), (Verdict.OTHER, 1), (Verdict.PASS, 3)]
     assert out[1].frame is not None and out[1].request is not None
     assert b"".join(f.data for f in out) == chunk
+
+
+def test_dense_lines_that_need_a_look_are_relayed_line_by_line() -> None:
+    requests = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"x"}\n' % i for i in range(20))
+    tail = b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n' * 2
+    relay = Relay([Tag("t")], strict=True)
+    out = relay.feed(A, requests + tail)
+    assert [f.request.id for f in out if f.request is not None] == list(range(20))
+    assert b"".join(f.data for f in out) == requests + tail
+    assert per_line(out) == per_line(Relay([Tag("t")], strict=True, bulk=False).feed(A, requests + tail))
