@@ -71,6 +71,9 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     base = timed(f"cat {chunks} | cat > /dev/null", repeat)
     plain = timed(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--', 'cat', str(chunks)])} | cat > /dev/null", repeat)
     rows.append(ratio_row("1. to client, all rules", plain, base, 0.60))
+    bare = timed(f"cat {init} | {q(BRIDGE + ['--no-suggestions', '--', 'cat', str(chunks)])} | cat > /dev/null", repeat)
+    rows.append(Row("1b. to client, all rules vs no rules", round(plain, 3), round(bare, 3), "s",
+                    round(bare / plain, 3), "report", True, "baseline = the bridge with no rules"))
     captured = timed(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--capture', str(capture), '--', 'cat', str(chunks)])}"
                      f" | cat > /dev/null", repeat)
     rows.append(ratio_row("2. to client, capture on", captured, base, 0.30,
