@@ -80,6 +80,7 @@ class RelayStatistics:
 # could hide any key from a substring test: a line with neither can only be a notification
 # or not JSON-RPC at all, so it is parsed only if a rewrite's trigger bytes appear in it.
 _ALWAYS_PARSE = (b'"id"',)
+SMALL = 2048  # below this many bytes of complete lines, the per-line path is the faster one
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"
 
@@ -150,7 +151,12 @@ class Relay:
             out.extend(self._pieces(direction, splitter.feed(chunk), now))
             return out
         body = chunk if end == len(chunk) else chunk[:end]
-        self._runs(direction, body, now, out)
+        if end < SMALL:  # a message or two (interactive traffic): nothing to gain from runs
+            lines = body.split(b"\n")
+            lines.pop()
+            self._pieces(direction, [line + b"\n" for line in lines], now, out)
+        else:
+            self._runs(direction, body, now, out)
         if end < len(chunk):
             out.extend(self._pieces(direction, splitter.feed(chunk[end:]), now))
         return out

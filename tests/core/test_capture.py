@@ -126,13 +126,14 @@ def test_a_run_of_untouched_lines_gives_one_record_per_line() -> None:
     """The relay forwards a chunk's untouched lines as one run; the capture still has a
     record for each line, as it came (CRLF kept)."""
     note2 = NOTE.replace(b"\n", b"\r\n")
+    lines = [NOTE, note2] * 20  # a chunk long enough for the relay to make a run of it
     relay = Relay()
-    forwards = relay.feed(C, NOTE + note2 + NOTE)
-    assert len(forwards) == 1 and forwards[0].count == 3
+    forwards = relay.feed(C, b"".join(lines))
+    assert len(forwards) == 1 and forwards[0].count == len(lines)
     out = CaptureEncoder().encode_batch(WALL, 0.0, forwards)
     got = [orjson.loads(x) for x in out.splitlines()]
-    assert [r["seq"] for r in got] == [1, 2, 3]
-    assert [r["raw"].encode() for r in got] == [NOTE, note2, NOTE]
+    assert [r["seq"] for r in got] == list(range(1, len(lines) + 1))
+    assert [r["raw"].encode() for r in got] == lines
     assert all(r["method"] == "session/update" and r["session"] == "s1" for r in got)
 
 

@@ -266,12 +266,16 @@ def test_bulk_runs_equal_the_per_line_path(lines: list[bytes], cuts: list[int], 
     assert results[0] == results[1]
 
 
+UPDATE = b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n'
+MANY = 50  # lines enough to make a chunk longer than relay.SMALL, where runs start
+
+
 def test_a_run_of_untouched_lines_is_one_forward() -> None:
-    chunk = b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n' * 3 + b'{"partial'
+    chunk = UPDATE * MANY + b'{"partial'
     relay = Relay([Tag("t")], strict=True)
     (run,) = relay.feed(C, chunk)
-    assert (run.count, run.data, run.verdict) == (3, chunk[: chunk.rindex(b"\n") + 1], Verdict.PASS)
-    assert [f.data for f in run.lines()] == [b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n'] * 3
+    assert (run.count, run.data, run.verdict) == (MANY, chunk[: chunk.rindex(b"\n") + 1], Verdict.PASS)
+    assert [f.data for f in run.lines()] == [UPDATE] * MANY
     (rest,) = relay.feed_eof(C)
     assert rest.data == b'{"partial'
 
@@ -285,14 +289,14 @@ def test_in_flight_compares_session_ids_as_json_values() -> None:
 
 
 def test_a_line_that_needs_a_look_splits_the_run_around_it() -> None:
-    chunk = (b'{"jsonrpc":"2.0","method":"session/update","params":{"t":"a\\nb"}}\n' * 2
+    chunk = (b'{"jsonrpc":"2.0","method":"session/update","params":{"t":"a\\nb"}}\n' * MANY
              + b'{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{}}\n'
              + b"a banner\n"
-             + b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n' * 3)
+             + UPDATE * 3)
     relay = Relay([Tag("t")], strict=True)
     out = relay.feed(C, chunk)
     assert [(f.verdict, f.count) for f in out] == [
-        (Verdict.PASS, 2), (Verdict.PASS, 1), (Verdict.OTHER, 1), (Verdict.PASS, 3)]
+        (Verdict.PASS, MANY), (Verdict.PASS, 1), (Verdict.OTHER, 1), (Verdict.PASS, 3)]
     assert out[1].frame is not None and out[1].request is not None
     assert b"".join(f.data for f in out) == chunk
 
