@@ -107,18 +107,26 @@ def latency(tmp: Path, pairs: int) -> list[Row]:
         out = subprocess.run([PY, "-c", w.PING_CLIENT, str(pairs), *cmd], check=True, capture_output=True).stdout
         return sorted(json.loads(out))[: pairs]
 
-    direct = run(pong)
-    bridged = run(BRIDGE + ["--"] + pong)
-
     def pct(values: list[float], p: float) -> float:
         return values[min(len(values) - 1, int(p * len(values)))]
 
+    # Alternate the two set-ups and keep each one's best round: on a shared machine the
+    # noise is one-sided (other work only ever adds time).
+    rounds = 3
+    direct: dict[float, float] = {}
+    bridged: dict[float, float] = {}
+    for _ in range(rounds):
+        for times, cmd in ((direct, pong), (bridged, BRIDGE + ["--"] + pong)):
+            values = run(cmd)
+            for p in (0.50, 0.99):
+                times[p] = min(times.get(p, float("inf")), pct(values, p))
+
     rows = []
     for label, p, goal in (("p50", 0.50, 60.0), ("p99", 0.99, 250.0)):
-        added = (pct(bridged, p) - pct(direct, p)) * 1e6
-        rows.append(Row(f"4. added round trip {label}", round(pct(bridged, p) * 1e6, 1),
-                        round(pct(direct, p) * 1e6, 1), "us", round(added, 1), f"<= {goal:.0f} us added",
-                        added <= goal, f"{pairs} pairs"))
+        added = (bridged[p] - direct[p]) * 1e6
+        rows.append(Row(f"4. added round trip {label}", round(bridged[p] * 1e6, 1),
+                        round(direct[p] * 1e6, 1), "us", round(added, 1), f"<= {goal:.0f} us added",
+                        added <= goal, f"{pairs} pairs, best of {rounds} rounds"))
     return rows
 
 
