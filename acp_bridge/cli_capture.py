@@ -15,7 +15,7 @@ from typing import IO
 
 import click
 
-from acp_bridge.core.capture import (
+from acp_bridge.core.capture_read import (
     CaptureStats,
     RecordFilter,
     Summary,

@@ -17,8 +17,7 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.capture import (
-    Redactor,
+from acp_bridge.core.capture_read import (
     local_clock,
     pretty,
     record_bytes,
@@ -26,6 +25,7 @@ from acp_bridge.core.capture import (
     summarize,
 )
 from acp_bridge.core.protocol import Json
+from acp_bridge.core.redaction import Redactor
 
 BODY_LIMIT = 20_000  # characters of one message shown; the rest is cut with a note
 

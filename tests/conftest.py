@@ -1,14 +1,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-import pytest
 import trio
 from hypothesis import HealthCheck, settings
 

@@ -22,7 +22,7 @@ from acp_bridge.bridge import bridge_streams
 from acp_bridge.capture_writer import open_capture
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
-from acp_bridge.core.capture import record_bytes
+from acp_bridge.core.capture_read import record_bytes
 from acp_bridge.errors import CaptureError
 from tests.conftest import agent_cmd, line, run_cli
 

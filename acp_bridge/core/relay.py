@@ -19,7 +19,7 @@ from typing import Any
 from acp_bridge.core import protocol as p
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.frames import Direction, Frame, Kind, classify, encode
-from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
 from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.relay")

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.core import (
-    DROP, PASS, Direction, Emit, Forward, Frame, Relay, Replace, Rewrite, Session, Verdict,
+    DROP, Direction, Emit, Forward, Frame, Relay, Replace, Rewrite, Session, Verdict,
 )
 from acp_bridge.core.session import Pending
 from tests.core.test_framing import split_at
