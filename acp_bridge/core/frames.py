@@ -22,6 +22,10 @@ class Direction(enum.Enum):
     TO_AGENT = "to-agent"
     TO_CLIENT = "to-client"
 
+    # Members are singletons compared by identity, so an identity hash agrees with ==; it
+    # is C-level, where Enum's own hashes the name in Python (several lookups per line).
+    __hash__ = object.__hash__
+
     @property
     def arrow(self) -> str:
         return "->" if self is Direction.TO_AGENT else "<-"
@@ -42,6 +46,8 @@ class Kind(enum.Enum):
     RESPONSE = "response"
     NOTIFICATION = "notification"
     OTHER = "other"
+
+    __hash__ = object.__hash__  # see Direction
 
 
 @dataclass(slots=True)

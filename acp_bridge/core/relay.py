@@ -34,6 +34,8 @@ class Verdict(enum.Enum):
     ERROR = "error"  # a rewrite raised; forwarded as it came
     EMIT = "emit"  # written by the bridge itself
 
+    __hash__ = object.__hash__  # see Direction
+
 
 @dataclass(slots=True)
 class Forward:

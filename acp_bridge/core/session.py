@@ -61,6 +61,7 @@ class Session:
         self.agent_init: Json | None = None  # initialize result, as the agent sent it
         self.states: dict[Any, SessionState] = {}
         self.unpaired_responses = 0
+        self._version: tuple[tuple[Json | None, Json | None], int | None] = ((None, None), None)
         self._client_caps: tuple[Json | None, Json] = (None, {})
         self._agent_caps: tuple[Json | None, Json] = (None, {})
 
@@ -135,6 +136,14 @@ class Session:
     @property
     def protocol_version(self) -> int | None:
         """The negotiated version: the agent's answer, else what the client asked for."""
+        (agent, client), version = self._version
+        if agent is not self.agent_init or client is not self.client_init:
+            # Rules ask on every request: look it up again only when initialize changed it.
+            version = self._find_version()
+            self._version = ((self.agent_init, self.client_init), version)
+        return version
+
+    def _find_version(self) -> int | None:
         for source in (self.agent_init, self.client_init):
             version = p.get_path(source, "protocolVersion")
             if isinstance(version, int) and not isinstance(version, bool):
