@@ -226,3 +226,27 @@ async def test_verbose_logs_what_the_rules_did(tmp_path: Path) -> None:
             "params": {"protocolVersion": 1, "clientCapabilities": {"_meta": {"jetbrains": {"air": {}}}}}}
     result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("answer")], line(init))
     assert b"acp-bridge: INFO: -> rewrite initialize #0 by suggestions" in result.stderr
+
+
+async def test_a_client_that_does_not_read_holds_the_agent_back(tmp_path: Path) -> None:
+    """Backpressure through real pipes: the bridge buffers a few MiB at most, so an agent
+    writing 64 MiB to a client that reads nothing is soon blocked, and nothing is lost."""
+    progress = tmp_path / "progress"
+    lines = 64 * 1024
+    size = len(b'{"jsonrpc":"2.0","method":"session/update","params":{"x":""}}\n') + 980  # fake_agent's line
+    with trio.fail_after(60):
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "acp_bridge", "run", "--", *agent_cmd("flood", str(lines), str(progress))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        await trio.sleep(1.5)
+        held_back = int(progress.read_text() or 0) if progress.exists() else 0
+        assert held_back < lines // 4, f"the agent wrote {held_back} of {lines} lines unread"
+        assert proc.stdout is not None and proc.stdin is not None
+        received = 0
+        while chunk := await proc.stdout.receive_some(1 << 20):
+            received += len(chunk)
+            if received == lines * size:
+                await proc.stdin.aclose()
+        await proc.wait()
+    assert received == lines * size
+    assert progress.read_text() == str(lines)

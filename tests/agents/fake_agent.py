@@ -10,6 +10,7 @@
     fake_agent.py banner TEXT          print TEXT on stdout first, then echo
     fake_agent.py crash-after K        echo K lines, then write half a line and exit 3
     fake_agent.py answer               answer every request with {"result": {}}
+    fake_agent.py flood N FILE         write N lines of 1 KiB, noting progress in FILE
 
 With FAKE_AGENT_PIDFILE set, the agent first writes its pid there.
 """
@@ -86,6 +87,19 @@ def main(argv: list[str]) -> int:
         sys.stdout.buffer.write(b'{"jsonrpc":"2.0","met')
         sys.stdout.buffer.flush()
         return 3
+    if mode == "flood":
+        # Write LINES lines of 1 KiB, noting in PROGRESS how many went out so far.
+        count, progress = int(argv[2]), argv[3]
+        line = b'{"jsonrpc":"2.0","method":"session/update","params":{"x":"' + b"y" * 980 + b'"}}\n'
+        for i in range(count):
+            sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
+            if i % 256 == 0:
+                with open(progress, "w") as f:
+                    f.write(str(i))
+        with open(progress, "w") as f:
+            f.write(str(count))
+        return 0
     if mode == "answer":
         for line in sys.stdin.buffer:
             msg = json.loads(line)
