@@ -9,8 +9,6 @@ exit status. Must never: write to stdout except through the relay's client outle
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import gc
 import fcntl
@@ -117,8 +115,11 @@ def keep_heap(trim_threshold: int = 64 * MIB, top_pad: int = 16 * MIB, mmap_thre
     fresh mmap. Raising the mmap threshold lets read buffers be reused from the heap.
     No-op without glibc.
     """
+    import ctypes  # here: only a `run` needs it
+
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        # By its soname: ctypes.util.find_library would run ldconfig, at a cost to start-up.
+        libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(M_TRIM_THRESHOLD, trim_threshold)
         libc.mallopt(M_TOP_PAD, top_pad)
         libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)
