@@ -87,6 +87,13 @@ _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" again
 _ESCAPE = b"\\u"
 
 
+def _complete_lines(body: bytes) -> list[bytes]:
+    """Lines of `body`, each with its "\n" (`body` ends with one; CR stays in the line)."""
+    lines = body.split(b"\n")
+    lines.pop()
+    return [line + b"\n" for line in lines]
+
+
 def _has_escape(data: bytes) -> bool:
     # A one-byte search runs at memchr speed; most lines have no backslash at all.
     return b"\\" in data and _ESCAPE in data
@@ -154,9 +161,7 @@ class Relay:
             return out
         body = chunk if end == len(chunk) else chunk[:end]
         if end < SMALL:  # a message or two (interactive traffic): nothing to gain from runs
-            lines = body.split(b"\n")
-            lines.pop()
-            self._pieces(direction, [line + b"\n" for line in lines], now, out)
+            self._pieces(direction, _complete_lines(body), now, out)
         else:
             self._runs(direction, body, now, out)
         if end < len(chunk):
@@ -182,9 +187,7 @@ class Relay:
         adjacent = 0  # lines in a row that needed a look: past a few, runs are unlikely
         while pos < size:
             if adjacent > 8:
-                rest = body[pos:].split(b"\n")
-                rest.pop()
-                self._pieces(direction, [line + b"\n" for line in rest], now, out)
+                self._pieces(direction, _complete_lines(body[pos:]), now, out)
                 return
             for i, at in enumerate(hits):  # bring each scan up to `pos`
                 if 0 <= at < pos:
