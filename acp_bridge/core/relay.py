@@ -64,9 +64,7 @@ class Forward:
         """One Forward per line (a run of untouched lines split up, e.g. for the capture)."""
         if self.count == 1:
             return [self]
-        parts = self.raw.split(b"\n")
-        parts.pop()  # a run always ends with its last line's terminator
-        return [Forward(self.direction, line, line, Verdict.PASS) for line in [p + b"\n" for p in parts]]
+        return [Forward(self.direction, line, line, Verdict.PASS) for line in _complete_lines(self.raw)]
 
 
 @dataclass(frozen=True, slots=True)
