@@ -42,9 +42,10 @@ def main(argv: list[str]) -> int:
     if mode == "echo":
         echo()
         return int(argv[3]) if len(argv) > 3 and argv[2] == "--exit" else 0
-    if mode == "stderr":
-        sys.stderr.write(argv[2] + "\n")
-        sys.stderr.flush()
+    if mode in ("stderr", "banner"):  # a line on stderr, or (wrongly) on stdout, then echo
+        stream = sys.stderr if mode == "stderr" else sys.stdout
+        stream.write(argv[2] + "\n")
+        stream.flush()
         echo()
         return 0
     if mode == "signal":
@@ -70,11 +71,6 @@ def main(argv: list[str]) -> int:
             size -= min(size, len(block))
         out.write(b"\n")
         out.flush()
-        return 0
-    if mode == "banner":
-        sys.stdout.write(argv[2] + "\n")
-        sys.stdout.flush()
-        echo()
         return 0
     if mode == "crash-after":
         count = int(argv[2])
