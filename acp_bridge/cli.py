@@ -42,6 +42,23 @@ class BridgeGroup(click.Group):
 
     LAZY = ("show", "stats", "export")
 
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """As click's, but a usage error is one line on stderr (spec/interface.md), exit 2."""
+        try:
+            status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "acp-bridge"
+            click.echo(f"acp-bridge: {exc.format_message()} (see '{where} --help')", err=True)
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("acp-bridge: aborted", err=True)
+            sys.exit(EXIT_BRIDGE)
+        sys.exit(status if isinstance(status, int) else 0)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
 

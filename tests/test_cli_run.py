@@ -216,3 +216,14 @@ def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeyp
     CliRunner().invoke(main, ["run", "-c", str(config), "-q", "--", "agent"])
     assert [(c.strict, c.log_file, c.verbosity) for c in seen] == [
         (True, str(tmp_path / "bridge.log"), 2), (True, str(tmp_path / "bridge.log"), -1)]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "--system-prompt-mode", "loud", "--", "x"],
+     "acp-bridge: Invalid value for '--system-prompt-mode': 'loud' is not one of 'append', 'override'. "
+     "(see 'acp-bridge run --help')\n"),
+    (["nope"], "acp-bridge: No such command 'nope'. (see 'acp-bridge --help')\n"),
+])
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, args, prog_name="acp-bridge")
+    assert (result.exit_code, result.stderr) == (2, message)
