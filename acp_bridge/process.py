@@ -244,7 +244,7 @@ async def pass_stderr(source: trio.abc.ReceiveStream, tail: StderrTail, fd: int,
         while chunk := await source.receive_some(65536):
             tail.add(chunk)
             try:
-                await trio.to_thread.run_sync(_write_all, fd, chunk)
+                await trio.to_thread.run_sync(write_all, fd, chunk)
             except OSError as exc:
                 if exc.errno not in (errno.EPIPE, errno.EBADF):
                     raise
@@ -252,7 +252,8 @@ async def pass_stderr(source: trio.abc.ReceiveStream, tail: StderrTail, fd: int,
         done.set()
 
 
-def _write_all(fd: int, data: bytes | bytearray) -> None:
+def write_all(fd: int, data: bytes | bytearray) -> None:
+    """Write all of `data` to a file descriptor that may be non-blocking (blocking call)."""
     view = memoryview(data)
     while view:
         try:

@@ -227,3 +227,37 @@ def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeyp
 def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, args, prog_name="acp-bridge")
     assert (result.exit_code, result.stderr) == (2, message)
+
+
+def test_log_lines_wait_for_a_full_non_blocking_stderr() -> None:
+    """A terminal shared with the non-blocking stdout: logging waits for room, loses nothing."""
+    import logging
+    import os
+    import threading
+
+    from acp_bridge.cli import StderrHandler
+
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        while True:  # fill the pipe
+            os.write(write_end, b"x" * 65536)
+    except BlockingIOError:
+        pass
+    drained = bytearray()
+
+    def drain() -> None:
+        import time
+
+        time.sleep(0.2)
+        while not drained.endswith(b"the line\n"):
+            drained.extend(os.read(read_end, 1 << 20))
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    handler = StderrHandler(write_end)
+    handler.emit(logging.LogRecord("acp_bridge", logging.WARNING, __file__, 1, "the line", None, None))
+    reader.join(5)
+    os.close(read_end)
+    os.close(write_end)
+    assert drained.endswith(b"the line\n")
