@@ -255,7 +255,7 @@ class SystemPrompt(Rewrite):
         plan = self.plan(session)
         if plan.error is not None:
             log.warning("answered %s %r with an error instead of forwarding it: %s",
-                        method, frame.id, plan.error)
+                        method, frame.id, plan.error.removeprefix("acp-bridge: "))
             answer = p.error_response(frame.id, p.INTERNAL_ERROR, plan.error,
                                       refusal_data(method, _agent_name(session), session.v2))
             return Replace(None, then=(Emit(Direction.TO_CLIENT, answer),))
