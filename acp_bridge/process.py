@@ -10,8 +10,8 @@ exit status. Must never: write to stdout except through the relay's client outle
 from __future__ import annotations
 
 import errno
-import gc
 import fcntl
+import gc
 import logging
 import os
 import re
@@ -163,7 +163,9 @@ async def run_bridge(config: Config, *, stdin_fd: int = 0, stdout_fd: int = 1) -
     if config.capture.path is None:
         async with open_stdio(stdin_fd, stdout_fd) as client:
             return await serve(config, relay, client)
-    from acp_bridge.capture_writer import open_capture  # only then: it costs start-up time
+    from acp_bridge.capture_writer import (
+        open_capture,  # only then: it costs start-up time
+    )
 
     async with open_capture(config) as capture, open_stdio(stdin_fd, stdout_fd) as client:
         return await serve(config, relay, client, capture)

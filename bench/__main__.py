@@ -199,8 +199,9 @@ def main() -> int:
     # An installed package has its bytecode compiled at install time; an editable checkout
     # (or PYTHONDONTWRITEBYTECODE, set on some machines) would otherwise recompile on
     # every start and charge that to the bridge's start-up.
-    import acp_bridge
     import compileall
+
+    import acp_bridge
 
     compileall.compile_dir(Path(acp_bridge.__file__).parent, quiet=1)
     rows: list[Row] = []

@@ -20,7 +20,6 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction, id_key
 from acp_bridge.core.protocol import Json
 
-
 # -- reading ----------------------------------------------------------------------------------
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.frames import Direction, Frame, Kind, classify, encode
+from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
 from acp_bridge.core.session import Pending, Session
 

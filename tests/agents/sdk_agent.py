@@ -11,7 +11,13 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, Agent, run_agent, text_block, update_agent_message
 from acp.interfaces import Client
-from acp.schema import AgentCapabilities, Implementation, InitializeResponse, NewSessionResponse, PromptResponse
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+)
 
 
 class EchoAgent(Agent):

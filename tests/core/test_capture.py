@@ -10,10 +10,34 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_bridge.core import DROP, Direction, Emit, Forward, Frame, Relay, Replace, Rewrite, Session, Verdict
+from acp_bridge.core import (
+    DROP,
+    Direction,
+    Emit,
+    Forward,
+    Frame,
+    Relay,
+    Replace,
+    Rewrite,
+    Session,
+    Verdict,
+)
 from acp_bridge.core.capture import CaptureEncoder, header_record
-from acp_bridge.core.capture_read import CaptureStats, RecordFilter, detail_lines, load_record, record_bytes, summarize
-from acp_bridge.core.redaction import PROMPT_REDACTED, REDACTED, Redactor, mask_argv, parse_pointer
+from acp_bridge.core.capture_read import (
+    CaptureStats,
+    RecordFilter,
+    detail_lines,
+    load_record,
+    record_bytes,
+    summarize,
+)
+from acp_bridge.core.redaction import (
+    PROMPT_REDACTED,
+    REDACTED,
+    Redactor,
+    mask_argv,
+    parse_pointer,
+)
 from acp_bridge.core.rewrites.base import Outcome
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT

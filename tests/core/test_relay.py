@@ -8,7 +8,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.core import (
-    DROP, Direction, Emit, Forward, Frame, Relay, Replace, Rewrite, Session, Verdict,
+    DROP,
+    Direction,
+    Emit,
+    Forward,
+    Frame,
+    Relay,
+    Replace,
+    Rewrite,
+    Session,
+    Verdict,
 )
 from acp_bridge.core.session import Pending
 from tests.core.test_framing import split_at
@@ -251,8 +260,8 @@ def per_line(forwards: list[Forward]) -> list[tuple[Direction, bytes, Verdict, t
        direction=st.sampled_from([A, C]))
 def test_bulk_runs_equal_the_per_line_path(lines: list[bytes], cuts: list[int], direction: Direction) -> None:
     """The shortcut for runs of untouched lines gives exactly what line-by-line relaying gives."""
-    from acp_bridge.core.rewrites import build_rewrites
     from acp_bridge.config import Config, SuggestionsConfig, SystemPromptConfig
+    from acp_bridge.core.rewrites import build_rewrites
 
     config = Config(suggestions=SuggestionsConfig(unlock_legacy_agent=True),
                     system_prompt=SystemPromptConfig(text="be brief"))
