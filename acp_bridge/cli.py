@@ -47,6 +47,9 @@ class BridgeGroup(click.Group):
         """As click's, but a usage error is one line on stderr (spec/interface.md), exit 2."""
         try:
             status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `acp-bridge`: the help
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            sys.exit(0)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "acp-bridge"
             click.echo(f"acp-bridge: {exc.format_message()} (see '{where} --help')", err=True)
@@ -165,7 +168,8 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
         changes["verbosity"] = options["verbose"]
     config = with_overrides(config, **changes)
     if not config.agent.command:
-        raise ConfigError("no agent command: put it after `--` (acp-bridge run -- AGENT) or set [agent] command")
+        raise ConfigError("no agent command: put it after `--` (acp-bridge run -- AGENT) or set [agent] "
+                          "command; to see the bridge at work with its bundled agent, run `acp-bridge demo`")
     return config
 
 

@@ -261,3 +261,10 @@ def test_log_lines_wait_for_a_full_non_blocking_stderr() -> None:
     os.close(read_end)
     os.close(write_end)
     assert drained.endswith(b"the line\n")
+
+
+def test_bare_command_prints_help_and_exits_0() -> None:
+    result = CliRunner().invoke(main, [], prog_name="acp-bridge")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("Usage: acp-bridge [OPTIONS] COMMAND [ARGS]...")
+    assert "demo" in result.stdout and result.stderr == ""
