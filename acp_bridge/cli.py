@@ -44,7 +44,11 @@ class BridgeGroup(click.Group):
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
-        """As click's, but a usage error is one line on stderr (spec/interface.md), exit 2."""
+        """As click's, but a usage error is one line on stderr (spec/interface.md), exit 2, and
+        `acp-bridge -- AGENT` is short for `acp-bridge run -- AGENT` (bridge-rules.md 0)."""
+        args = list(sys.argv[1:] if args is None else args)
+        if args[:1] == ["--"]:
+            args.insert(0, "run")
         try:
             status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:  # bare `acp-bridge`: the help

@@ -268,3 +268,8 @@ def test_bare_command_prints_help_and_exits_0() -> None:
     assert result.exit_code == 0
     assert result.stdout.startswith("Usage: acp-bridge [OPTIONS] COMMAND [ARGS]...")
     assert "demo" in result.stdout and result.stderr == ""
+
+
+async def test_dash_dash_alone_is_short_for_run() -> None:
+    result = await run_cli(["--", *agent_cmd("echo", "--exit", "4")], b'{"x":1}\n')
+    assert (result.returncode, result.stdout) == (4, b'{"x":1}\n')
