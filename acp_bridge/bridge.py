@@ -64,8 +64,7 @@ class Outlet:
     def __init__(self, stream: SendStream, name: str) -> None:
         self.stream = stream
         self.name = name
-        self.broken = False  # the reader went away; later writes are dropped and counted
-        self.dropped_bytes = 0
+        self.broken = False  # the reader went away; later writes are dropped
         self._lock = trio.StrictFIFOLock()
         self._closed = False
         target = stream.send_stream if isinstance(stream, trio.StapledStream) else stream
@@ -93,7 +92,6 @@ class Outlet:
             await self._lock.acquire()
         try:
             if self.broken or self._closed:
-                self.dropped_bytes += len(data)
                 return
             try:
                 if yielded and self._fd is not None:
@@ -104,7 +102,6 @@ class Outlet:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 # The reader is gone; that ends this direction, it is not a crash.
                 self.broken = True
-                self.dropped_bytes += len(data)
                 log.debug("%s: reader went away", self.name)
         finally:
             self._lock.release()

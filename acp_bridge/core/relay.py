@@ -295,8 +295,7 @@ class Relay:
         if dropped:
             verdict, data = Verdict.DROP, b""
             if request is not None and frame.kind is Kind.REQUEST:
-                request.forwarded = False
-                self.session.forget(request)
+                self.session.forget(request)  # the bridge answered it, or nobody will
         elif current is frame:
             verdict, data = Verdict.PASS, frame.raw
         else:

@@ -25,7 +25,6 @@ class Pending:
     method: str
     params: Any
     at: float = 0.0  # the shell's clock when the request went through
-    forwarded: bool = True  # False when the bridge answered it itself
 
     @property
     def session_id(self) -> Any:
