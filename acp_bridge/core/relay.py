@@ -11,7 +11,6 @@ from __future__ import annotations
 import enum
 import logging
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +52,7 @@ class Forward:
     rules: tuple[str, ...] = ()
     request: Pending | None = None  # for a response: the request it answers
     error: str | None = None
-    count: int = 1  # lines in `data`: a run of untouched lines travels as one Forward
+    run: bool = False  # `data` is a run of one or more untouched lines, travelling as one
 
     @property
     def source(self) -> Direction:
@@ -62,15 +61,13 @@ class Forward:
 
     def lines(self) -> list[Forward]:
         """One Forward per line (a run of untouched lines split up, e.g. for the capture)."""
-        if self.count == 1:
+        if not self.run:
             return [self]
         return [Forward(self.direction, line, line, Verdict.PASS) for line in _complete_lines(self.raw)]
 
 
 @dataclass(frozen=True, slots=True)
 class RelayStatistics:
-    lines: dict[str, int]
-    verdicts: dict[str, int]
     pending_to_agent: int
     pending_to_client: int
     unpaired_responses: int
@@ -125,9 +122,6 @@ class Relay:
         }
         triggers = {t for rw in self.rewrites for t in rw.triggers}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(triggers))
-        # Keyed by the enum members themselves: `.value` on an enum is a slow descriptor.
-        self._lines: Counter[Kind] = Counter({kind: 0 for kind in Kind})
-        self._verdicts: Counter[Verdict] = Counter({verdict: 0 for verdict in Verdict})
 
     def __repr__(self) -> str:
         names = ", ".join(rw.name for rw in self.rewrites)
@@ -210,9 +204,8 @@ class Relay:
             pos = stop
 
     def _run(self, direction: Direction, run: bytes, out: list[Forward]) -> None:
-        count = run.count(b"\n")
-        self._verdicts[Verdict.PASS] += count
-        out.append(Forward(direction, run, run, Verdict.PASS, count=count))
+        # Not even its lines are counted: that would be one more pass over every byte.
+        out.append(Forward(direction, run, run, Verdict.PASS, run=True))
 
     def feed_eof(self, direction: Direction, now: float = 0.0) -> list[Forward]:
         """The stream travelling `direction` ended: flush a partial last line as it is."""
@@ -231,28 +224,24 @@ class Relay:
             out = []
         for piece in pieces:
             if isinstance(piece, Opaque):
-                self._verdicts[Verdict.OPAQUE] += 1
                 out.append(Forward(direction, piece.data, piece.data, Verdict.OPAQUE))
             elif self.needs_parse(piece) or not piece.startswith(b"{"):
                 # Anything that does not even start like an object is parsed too, so that
-                # banners and other stray output are seen (and counted) as what they are.
+                # banners and other stray output are seen as what they are (and warned about).
                 self._line(classify(direction, piece), now, out)
             else:
-                self._verdicts[Verdict.PASS] += 1
                 out.append(Forward(direction, piece, piece, Verdict.PASS))
         return out
 
     # -- one parsed line ------------------------------------------------------------------------
 
     def _line(self, frame: Frame, now: float, out: list[Forward]) -> None:
-        self._lines[frame.kind] += 1
         request: Pending | None = None
         if frame.kind is Kind.REQUEST:
             request = self.session.on_request(frame, now)
         elif frame.kind is Kind.RESPONSE:
             request = self.session.on_response(frame)
         elif frame.kind is Kind.OTHER:
-            self._verdicts[Verdict.OTHER] += 1
             out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
             return
 
@@ -285,7 +274,6 @@ class Relay:
                 if self.strict:
                     raise
                 log.exception("rule failed on %r; forwarding the original", frame)
-                self._verdicts[Verdict.ERROR] += 1
                 out.append(
                     Forward(frame.direction, frame.raw, frame.raw, Verdict.ERROR, frame,
                             tuple(rules), request, error=f"{type(exc).__name__}: {exc}")
@@ -301,13 +289,11 @@ class Relay:
         else:
             assert current.msg is not None
             verdict, data = Verdict.REWRITE, encode(current.msg, frame.terminator)
-        self._verdicts[verdict] += 1
         out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules) if rules else (), request))
         if not emits:
             return
         terminator = frame.terminator or b"\n"
         for emit in emits:
-            self._verdicts[Verdict.EMIT] += 1
             out.append(
                 Forward(emit.direction, encode(emit.msg, terminator), b"", Verdict.EMIT,
                         None, tuple(rules))
@@ -321,7 +307,6 @@ class Relay:
         for request in self.session.pending(Direction.TO_AGENT):
             self.session.forget(request)
             msg = p.error_response(request.id, p.INTERNAL_ERROR, message, data)
-            self._verdicts[Verdict.EMIT] += 1
             out.append(Forward(Direction.TO_CLIENT, encode(msg), b"", Verdict.EMIT, None,
                                ("bridge",), request))
         return out
@@ -329,8 +314,6 @@ class Relay:
     def statistics(self) -> RelayStatistics:
         stats = self.session.statistics()
         return RelayStatistics(
-            lines={kind.value: n for kind, n in self._lines.items() if n},
-            verdicts={verdict.value: n for verdict, n in self._verdicts.items() if n},
             pending_to_agent=stats.pending_to_agent,
             pending_to_client=stats.pending_to_client,
             unpaired_responses=stats.unpaired_responses,

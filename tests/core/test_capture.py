@@ -141,7 +141,7 @@ def test_a_run_of_untouched_lines_gives_one_record_per_line() -> None:
     lines = [NOTE, note2] * 20  # a chunk long enough for the relay to make a run of it
     relay = Relay()
     forwards = relay.feed(C, b"".join(lines))
-    assert len(forwards) == 1 and forwards[0].count == len(lines)
+    assert len(forwards) == 1 and forwards[0].run and len(forwards[0].lines()) == len(lines)
     out = CaptureEncoder().encode_batch(WALL, 0.0, forwards)
     got = [orjson.loads(x) for x in out.splitlines()]
     assert [r["seq"] for r in got] == list(range(1, len(lines) + 1))
@@ -462,7 +462,7 @@ run_lines = st.one_of(
 def test_run_records_equal_per_line_records(lines: list[bytes], secret: str) -> None:
     """The lean path for runs writes exactly the records the per-line path writes."""
     data = b"".join(lines)
-    run = Forward(C, data, data, Verdict.PASS, count=len(lines))
+    run = Forward(C, data, data, Verdict.PASS, run=True)
     fast = CaptureEncoder(Redactor(secret=secret or None)).encode_batch(1.0, 2.0, [run])
     slow = CaptureEncoder(Redactor(secret=secret or None)).encode_batch(1.0, 2.0, run.lines())
     assert fast == slow

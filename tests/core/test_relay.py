@@ -283,7 +283,7 @@ def test_a_run_of_untouched_lines_is_one_forward() -> None:
     chunk = UPDATE * MANY + b'{"partial'
     relay = Relay([Tag("t")], strict=True)
     (run,) = relay.feed(C, chunk)
-    assert (run.count, run.data, run.verdict) == (MANY, chunk[: chunk.rindex(b"\n") + 1], Verdict.PASS)
+    assert (run.run, run.data, run.verdict) == (True, chunk[: chunk.rindex(b"\n") + 1], Verdict.PASS)
     assert [f.data for f in run.lines()] == [UPDATE] * MANY
     (rest,) = relay.feed_eof(C)
     assert rest.data == b'{"partial'
@@ -304,7 +304,7 @@ def test_a_line_that_needs_a_look_splits_the_run_around_it() -> None:
              + UPDATE * 3)
     relay = Relay([Tag("t")], strict=True)
     out = relay.feed(C, chunk)
-    assert [(f.verdict, f.count) for f in out] == [
+    assert [(f.verdict, len(f.lines())) for f in out] == [
         (Verdict.PASS, MANY), (Verdict.PASS, 1), (Verdict.OTHER, 1), (Verdict.PASS, 3)]
     assert out[1].frame is not None and out[1].request is not None
     assert b"".join(f.data for f in out) == chunk
