@@ -252,6 +252,26 @@ def test_pending_request_keeps_the_time_it_went_through() -> None:
     assert isinstance(fwd.request, Pending) and fwd.request.at == 12.5
 
 
+@pytest.mark.parametrize(
+    ("line", "session_id", "params"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}\r\n',
+         "s1", {"sessionId": "s1", "prompt": []}),
+        (b'{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":7}}\n', 7, {"sessionId": 7}),
+        (b'{"jsonrpc":"2.0","id":3,"method":"x","params":[1,2]}\n', None, [1, 2]),
+        (b'{"jsonrpc":"2.0","id":4,"method":"x"}\n', None, None),
+    ],
+)
+def test_pending_request_reads_its_params_from_its_line(line: bytes, session_id: object, params: object) -> None:
+    """A request in flight keeps its line, not the parsed object; params parse on demand."""
+    relay = Relay()
+    (fwd,) = relay.feed(A, line)
+    request = fwd.request
+    assert request is not None and request.raw == line
+    assert (request.session_id, request.params) == (session_id, params)
+    assert request.params is request.params  # parsed once
+
+
 def per_line(forwards: list[Forward]) -> list[tuple[Direction, bytes, Verdict, tuple[str, ...]]]:
     return [(f.direction, f.data, f.verdict, f.rules) for fwd in forwards for f in fwd.lines()]
 

@@ -282,8 +282,7 @@ class SystemPrompt(Rewrite):
     def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
         """Only reads: learns new session ids, re-arms a refused first prompt, logs."""
         msg = frame.msg
-        if (request.origin is not Direction.TO_AGENT or not session.client_ready
-                or msg is None or not isinstance(request.params, dict)):
+        if request.origin is not Direction.TO_AGENT or not session.client_ready or msg is None:
             return PASS
         if request.method == p.SESSION_PROMPT:
             state = _existing_state(session, request.session_id)
@@ -293,7 +292,7 @@ class SystemPrompt(Rewrite):
             if state is not None and state.first_prompt_request == id_key(request.id):
                 state.first_prompt_request = None
             return PASS
-        if request.method not in setup_methods(session.v2):
+        if request.method not in setup_methods(session.v2) or not isinstance(request.params, dict):
             return PASS
         plan = self.plan(session)
         injected = plan.dialect in (Dialect.SPEC, Dialect.META) and inject_setup(
