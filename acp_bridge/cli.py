@@ -7,14 +7,13 @@ but protocol bytes to stdout while `run` is relaying (messages go to stderr or -
 
 from __future__ import annotations
 
-import json
+import gc
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
-import trio
 
 from acp_bridge import __version__
 from acp_bridge.config import (
@@ -216,7 +215,17 @@ def setup_logging(config: Config) -> None:
 
 def run_and_report(config: Config) -> int:
     """Run the bridge; map what happened to an exit status."""
-    from acp_bridge.process import run_bridge
+    # trio and the bridge are imported only here: the other commands do not need them. The
+    # imports build thousands of objects that live as long as the process; collecting while
+    # they pile up cost about 10 ms of start-up, and frozen, no later collection visits them.
+    gc.disable()
+    try:
+        import trio
+
+        from acp_bridge.process import run_bridge
+    finally:
+        gc.freeze()
+        gc.enable()
 
     status = EXIT_BRIDGE
     try:
@@ -262,6 +271,8 @@ def check_config(file: str) -> None:
     settings = config.as_dict()
     if config.system_prompt.text is not None:
         settings["system_prompt"]["text"] = f"<{len(config.system_prompt.text)} characters>"
+    import json
+
     click.echo(json.dumps(settings, indent=2))
 
 

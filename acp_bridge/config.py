@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import string
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +113,8 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
         raise ConfigError(f"{file}: config file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: cannot read config file: {exc}") from None
+    import tomllib  # only here: a run without a file does not pay for it
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

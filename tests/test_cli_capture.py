@@ -179,3 +179,12 @@ def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path:
 
 def test_records_are_json(capture: Path) -> None:
     assert all(orjson.loads(line) for line in capture.read_bytes().splitlines())
+
+
+def test_capture_tools_start_without_trio() -> None:
+    """Reading a capture needs neither trio nor the relay: they cost ~100 ms of start-up."""
+    code = ("import sys\nfrom acp_bridge.cli import main\n"
+            "try:\n    main(['show', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('trio', 'acp_bridge.process', 'tomllib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True).stdout
+    assert out.splitlines()[-1] == b"[]"

@@ -17,7 +17,6 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction, Frame, id_key
 from acp_bridge.core.protocol import Json
 
-
 _UNREAD: Any = object()
 
 
