@@ -27,6 +27,7 @@ from bench import workloads as w
 
 PY = sys.executable
 BRIDGE = [PY, "-m", "acp_bridge", "run"]
+TRIO_RELAY = [PY, "-m", "bench.trio_relay"]  # the floor: a trio process that only copies bytes
 
 
 @dataclass
@@ -115,8 +116,9 @@ def latency(tmp: Path, pairs: int) -> list[Row]:
     rounds = 3
     direct: dict[float, float] = {}
     bridged: dict[float, float] = {}
+    floor: dict[float, float] = {}
     for _ in range(rounds):
-        for times, cmd in ((direct, pong), (bridged, BRIDGE + ["--"] + pong)):
+        for times, cmd in ((direct, pong), (bridged, BRIDGE + ["--"] + pong), (floor, TRIO_RELAY + pong)):
             values = run(cmd)
             for p in (0.50, 0.99):
                 times[p] = min(times.get(p, float("inf")), pct(values, p))
@@ -127,6 +129,10 @@ def latency(tmp: Path, pairs: int) -> list[Row]:
         rows.append(Row(f"4. added round trip {label}", round(bridged[p] * 1e6, 1),
                         round(direct[p] * 1e6, 1), "us", round(added, 1), f"<= {goal:.0f} us added",
                         added <= goal, f"{pairs} pairs, best of {rounds} rounds"))
+    added = (floor[0.50] - direct[0.50]) * 1e6
+    rows.append(Row("4b. floor: bare trio relay, added p50", round(floor[0.50] * 1e6, 1),
+                    round(direct[0.50] * 1e6, 1), "us", round(added, 1), "report", True,
+                    "bench/trio_relay.py: copies bytes, parses nothing"))
     return rows
 
 
@@ -157,10 +163,13 @@ def startup(repeat: int) -> list[Row]:
 
     base = median_time(["true"])
     bridged = median_time(BRIDGE + ["--", "true"])
+    floor = median_time(TRIO_RELAY + ["true"])
     STARTUP["s"] = bridged - base
     added = (bridged - base) * 1000
     return [Row("6. start-up, run -- true", round(bridged * 1000, 1), round(base * 1000, 1), "ms",
-                round(added, 1), "<= 150 ms added", added <= 150)]
+                round(added, 1), "<= 150 ms added", added <= 150),
+            Row("6b. floor: bare trio relay -- true", round(floor * 1000, 1), round(base * 1000, 1), "ms",
+                round((floor - base) * 1000, 1), "report", True, "bench/trio_relay.py")]
 
 
 def machine() -> str:
