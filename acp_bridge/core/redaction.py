@@ -34,6 +34,8 @@ _BY_METHOD: dict[str, tuple[Path, ...]] = {
     p.TERMINAL_CREATE: (("params", "env", _ANY, "value"),),
 }
 _WHOLE_PARAMS = frozenset({p.AUTHENTICATE, p.AUTH_LOGIN})  # every member of params is masked
+# Methods whose messages may be masked beyond `_ALWAYS` and the configured pointers.
+MASKED_METHODS = frozenset(_BY_METHOD) | _WHOLE_PARAMS
 
 _SECRET_OPTIONS = ("--system-prompt",)
 _SECRET_WORDS = ("token", "secret", "password", "passwd", "auth", "key", "credential")
