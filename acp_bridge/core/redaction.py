@@ -37,6 +37,7 @@ _WHOLE_PARAMS = frozenset({p.AUTHENTICATE, p.AUTH_LOGIN})  # every member of par
 # Methods whose messages may be masked beyond `_ALWAYS` and the configured pointers.
 MASKED_METHODS = frozenset(_BY_METHOD) | _WHOLE_PARAMS
 
+_BACKSLASH = ord("\\")  # an int: `in` tries an operand as an int before as bytes
 _SECRET_OPTIONS = ("--system-prompt",)
 _SECRET_WORDS = ("token", "secret", "password", "passwd", "auth", "key", "credential")
 
@@ -182,7 +183,14 @@ class Redactor:
 
     def may_hold_secret(self, line: bytes) -> bool:
         """Cheap test: could this line contain the secret text? False is certain."""
-        return any(needle in line for needle in self._needles)
+        if not self._needles:
+            return False
+        plain, *escaped = self._needles
+        if plain in line:
+            return True
+        # Every other spelling has a backslash, and a one-byte search runs at memchr speed
+        # where the two-byte ones cost ~0.9 ns a byte: most runs are spared them.
+        return _BACKSLASH in line and any(needle in line for needle in escaped)
 
     def mask_line(self, line: bytes, msg: Any) -> tuple[bytes, list[str]]:
         """The line with secrets masked; the very same bytes object if nothing was."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import orjson
@@ -340,6 +341,32 @@ def test_secret_never_survives_masking(value: Any, secret: str) -> None:
     walk(orjson.loads(masked))
     assert not any(secret in s for s in strings if s != PROMPT_REDACTED)
 
+
+
+@given(st.text(max_size=12), st.text(min_size=1, max_size=4), st.text(max_size=12),
+       st.sampled_from(["orjson", "ascii", "slash"]))
+def test_may_hold_secret_finds_every_spelling(before: str, secret: str, after: str, spelling: str) -> None:
+    """A line holding the secret in a JSON string, however the string is escaped, is never
+    waved through by the cheap test (False must be certain)."""
+    text = before + secret + after
+    if spelling == "orjson":
+        line = orjson.dumps({"t": text})
+    else:
+        line = json.dumps({"t": text}, ensure_ascii=spelling == "ascii").encode()
+        if spelling == "slash":
+            line = line.replace(b"/", b"\\/")
+    assert Redactor((), secret).may_hold_secret(line)
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    (b'{"t":"say terse now"}', True),
+    (b'{"t":"say \\u0074erse now"}', True),
+    (b'{"t":"say tense now"}', False),
+    (b'{"t":"a \\n b"}', False),
+])
+def test_may_hold_secret_is_cheap_only_where_it_may(line: bytes, expected: bool) -> None:
+    assert Redactor((), "terse").may_hold_secret(line) is expected
+    assert Redactor((), None).may_hold_secret(line) is False
 
 # -- reading: summaries and stats --------------------------------------------------------------
 
