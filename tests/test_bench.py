@@ -1,0 +1,49 @@
+"""The benchmark harness runs, and its floor relay is a faithful byte pump (real processes)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+TRIO_RELAY = [sys.executable, "-m", "bench.trio_relay"]
+
+
+@pytest.mark.parametrize("data", [b"", b'{"jsonrpc":"2.0","method":"x"}\n', bytes(range(256)) * 4096])
+def test_trio_relay_copies_bytes_exactly(data: bytes) -> None:
+    done = subprocess.run(TRIO_RELAY + ["cat"], input=data, capture_output=True, cwd=ROOT, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, data, b"")
+
+
+def test_trio_relay_passes_the_agent_exit_status_on() -> None:
+    done = subprocess.run(TRIO_RELAY + [sys.executable, "-c", "raise SystemExit(3)"],
+                          stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 3
+
+
+def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
+    """A small pass over the throughput and latency rows: every row, as a ratio of a
+    baseline measured in the same run."""
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--lines", "3000", "--pairs", "30", "--repeat", "1",
+         "--skip", "startup", "memory", "--json", str(out)],
+        capture_output=True, cwd=ROOT, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    rows = json.loads(out.read_text())["rows"]
+    names = [row["name"] for row in rows]
+    assert names == [
+        "1. to client, all rules", "1b. to client, all rules vs no rules",
+        "2. to client, capture on", "3. to agent, all rules",
+        "7. to client, SDK relay vs acp-bridge",
+        "4. added round trip p50", "4. added round trip p99", "4b. floor: bare trio relay, added p50",
+    ]
+    assert all(row["bridge"] > 0 and row["baseline"] > 0 for row in rows)
+    printed = done.stdout.decode()
+    assert all(name in printed for name in names)
