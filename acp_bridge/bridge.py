@@ -184,7 +184,7 @@ class Bridge:
         log.warning(
             "the agent wrote a line that is not JSON-RPC to stdout: %r. It was forwarded as it "
             "is, but strict clients may fail on it: agents must log to stderr, not stdout "
-            "(further such lines are counted, not reported)", sample,
+            "(further such lines are not reported; -vv and a capture show them)", sample,
         )
 
     async def pump(self, source: ReceiveStream, direction: Direction, *, close: bool = True) -> None:
