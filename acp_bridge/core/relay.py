@@ -153,7 +153,8 @@ class Relay:
             return out
         body = chunk if end == len(chunk) else chunk[:end]
         if end < SMALL:  # a message or two (interactive traffic): nothing to gain from runs
-            self._pieces(direction, _complete_lines(body), now, out)
+            one = body.find(b"\n") + 1 == end  # the usual case: one message, no copy
+            self._pieces(direction, (body,) if one else _complete_lines(body), now, out)
         else:
             self._runs(direction, body, now, out)
         if end < len(chunk):

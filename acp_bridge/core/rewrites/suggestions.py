@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_bridge.suggestions")
 
 
+# Requests after `initialize` that change what the client holds: a new prompt withdraws the
+# list, a history replay empties it (bridge-rules 2.4; `is_replay` tells which load/resume does).
+_SESSION_REQUESTS = frozenset({p.SESSION_PROMPT, p.SESSION_LOAD, p.SESSION_RESUME})
+
+
 def client_form(session: Session) -> str | None:
     """The form this client reads (bridge-rules 2.1): NEW, LEGACY, or None for neither."""
     if session.client_suggestions is not None:
@@ -94,6 +99,8 @@ class PromptSuggestions(Rewrite):
         method, params = frame.method or "", frame.params
         if method == p.INITIALIZE:
             return self._initialize(frame.msg, session)
+        if method not in _SESSION_REQUESTS:  # the rest of the requests concern no rule here
+            return PASS
         form = client_form(session)
         session_id = p.get_path(params, "sessionId")
         if form is None or session_id is None:
