@@ -75,6 +75,9 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     bare = timed(f"cat {init} | {q(BRIDGE + ['--no-suggestions', '--', 'cat', str(chunks)])} | cat > /dev/null", repeat)
     rows.append(Row("1b. to client, all rules vs no rules", round(plain, 3), round(bare, 3), "s",
                     round(bare / plain, 3), "report", True, "baseline = the bridge with no rules"))
+    floor = timed(f"cat {init} | {q(TRIO_RELAY + ['cat', str(chunks)])} | cat > /dev/null", repeat)
+    rows.append(Row("1c. floor: bare trio relay, to client", round(floor, 3), round(base, 3), "s",
+                    round(base / floor, 3), "report", True, "bench/trio_relay.py: copies bytes, parses nothing"))
     captured = timed(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--capture', str(capture), '--', 'cat', str(chunks)])}"
                      f" | cat > /dev/null", repeat)
     rows.append(ratio_row("2. to client, capture on", captured, base, 0.30,
