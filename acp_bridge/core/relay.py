@@ -237,12 +237,13 @@ class Relay:
     # -- one parsed line ------------------------------------------------------------------------
 
     def _line(self, frame: Frame, now: float, out: list[Forward]) -> None:
+        kind = frame.kind
         request: Pending | None = None
-        if frame.kind is Kind.REQUEST:
+        if kind is Kind.REQUEST:
             request = self.session.on_request(frame, now)
-        elif frame.kind is Kind.RESPONSE:
+        elif kind is Kind.RESPONSE:
             request = self.session.on_response(frame)
-        elif frame.kind is Kind.OTHER:
+        elif kind is Kind.OTHER:
             out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
             return
 
@@ -250,13 +251,13 @@ class Relay:
         rules: list[str] = []
         emits: list[Emit] = []
         dropped = False
-        hooks = self._hooks[frame.kind]
-        if frame.kind is Kind.RESPONSE and request is None:
+        hooks = self._hooks[kind]
+        if kind is Kind.RESPONSE and request is None:
             hooks = ()  # unpaired: nothing to go on, so nothing to change
         if hooks:
             try:
                 for name, hook in hooks:
-                    if frame.kind is Kind.RESPONSE:
+                    if kind is Kind.RESPONSE:
                         assert request is not None
                         outcome = hook(current, request, self.session)
                     else:
@@ -283,7 +284,7 @@ class Relay:
 
         if dropped:
             verdict, data = Verdict.DROP, b""
-            if request is not None and frame.kind is Kind.REQUEST:
+            if request is not None and kind is Kind.REQUEST:
                 self.session.forget(request)  # the bridge answered it, or nobody will
         elif current is frame:
             verdict, data = Verdict.PASS, frame.raw

@@ -56,6 +56,7 @@ META_READERS = frozenset({
 # Session setup requests that carry `systemPrompt` (acp-notes.md 7.1): v2 has no session/load.
 SETUP_V1 = frozenset({p.SESSION_NEW, p.SESSION_LOAD, p.SESSION_RESUME, p.SESSION_FORK})
 SETUP_V2 = frozenset({p.SESSION_NEW, p.SESSION_RESUME, p.SESSION_FORK})
+ANY_SETUP = SETUP_V1 | SETUP_V2  # a first test that spares most messages the version lookup
 # Setup requests whose response names a session that did not exist before.
 CREATES = frozenset({p.SESSION_NEW, p.SESSION_FORK})
 
@@ -250,7 +251,7 @@ class SystemPrompt(Rewrite):
         method = frame.method
         if method == p.SESSION_PROMPT:
             return self._prompt(frame, msg, session)
-        if method not in setup_methods(session.v2):
+        if method not in ANY_SETUP or method not in setup_methods(session.v2):
             return PASS
         plan = self.plan(session)
         if plan.error is not None:
@@ -292,7 +293,8 @@ class SystemPrompt(Rewrite):
             if state is not None and state.first_prompt_request == id_key(request.id):
                 state.first_prompt_request = None
             return PASS
-        if request.method not in setup_methods(session.v2) or not isinstance(request.params, dict):
+        if (request.method not in ANY_SETUP or request.method not in setup_methods(session.v2)
+                or not isinstance(request.params, dict)):
             return PASS
         plan = self.plan(session)
         injected = plan.dialect in (Dialect.SPEC, Dialect.META) and inject_setup(
