@@ -86,6 +86,9 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     sink = [PY, "-c", "import sys,shutil; shutil.copyfileobj(sys.stdin.buffer, open('/dev/null','wb'), 1<<20)"]
     into = timed(f"cat {to_agent} | {q(BRIDGE + ['-c', str(rules), '--'] + sink)} > /dev/null", repeat)
     rows.append(ratio_row("3. to agent, all rules", into, base_in, 0.60))
+    floor_in = timed(f"cat {to_agent} | {q(TRIO_RELAY + sink)} > /dev/null", repeat)
+    rows.append(Row("3b. floor: bare trio relay, to agent", round(floor_in, 3), round(base_in, 3), "s",
+                    round(base_in / floor_in, 3), "report", True, "bench/trio_relay.py: copies bytes, parses nothing"))
     sdk = timed(f"cat {chunks} | {q([PY, '-m', 'bench.sdk_relay', 'cat'])} | cat > /dev/null", 1)
     rows.append(Row("7. to client, SDK relay vs acp-bridge", round(plain, 3), round(sdk, 3), "s",
                     round(sdk / plain, 2), "report", True, "baseline = the SDK relay; ratio > 1: acp-bridge is faster"))
