@@ -8,6 +8,8 @@ anything that is not a single JSON-RPC object is `Kind.OTHER` and passes through
 from __future__ import annotations
 
 import enum
+import json
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -62,6 +64,7 @@ class Frame:
     raw: bytes
     kind: Kind
     msg: Json | None = None
+    batch: list[Any] | None = None  # a line that is a JSON array: its elements (v2 batches)
 
     def __repr__(self) -> str:
         what = self.method or (f"id={self.id!r}" if self.kind is Kind.RESPONSE else "")
@@ -102,7 +105,7 @@ def classify(direction: Direction, raw: bytes) -> Frame:
     except orjson.JSONDecodeError:
         return Frame(direction, raw, Kind.OTHER)
     if not isinstance(msg, dict):  # batches, scalars: forwarded, never rewritten
-        return Frame(direction, raw, Kind.OTHER)
+        return Frame(direction, raw, Kind.OTHER, batch=msg if isinstance(msg, list) else None)
     if "method" in msg:
         if not isinstance(msg["method"], str):
             return Frame(direction, raw, Kind.OTHER, msg)
@@ -114,13 +117,85 @@ def classify(direction: Direction, raw: bytes) -> Frame:
     return Frame(direction, raw, kind, msg)
 
 
-def encode(msg: Json, terminator: bytes = b"\n") -> bytes:
-    """Serialise a message the bridge wrote or changed, ending it like the line it replaces."""
-    return orjson.dumps(msg) + terminator
+class Unencodable(ValueError):
+    """A message that cannot be written back faithfully (nested past orjson's 254 levels,
+    or numbers that cannot be kept as they were written); the caller forwards the original."""
+
+
+def encode(msg: Json, terminator: bytes = b"\n", *, source: Frame | None = None) -> bytes:
+    """Serialise a message the bridge wrote or changed, ending it like the line it replaces.
+
+    With `source`, the line `msg` was made from: every number taken from it is written as
+    it was written there (orjson would turn `1e3` into `1000.0` and an integer beyond 64
+    bits into a float, and a client could no longer match such an id).
+
+    Raises:
+        Unencodable: when that is not possible; nothing of the message has gone out.
+    """
+    try:
+        if source is not None and source.msg is not None:
+            literals = number_literals(source.raw, source.msg)
+            if literals:
+                msg = _with_literals(msg, literals, 0)
+        return orjson.dumps(msg) + terminator
+    except (TypeError, ValueError, RecursionError) as exc:  # orjson.JSONEncodeError is a TypeError
+        raise Unencodable(str(exc)) from exc
+
+
+# A number orjson may write differently from how it was read: a fraction or an exponent
+# (`1.50`, `1e3`), or 19 digits and more (beyond 64 bits it reads a float). Searched only in
+# lines the bridge re-encodes, which are few.
+_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
+
+
+class _Literal:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def number_literals(raw: bytes, parsed: Any) -> dict[int, bytes]:
+    """Map each float object in `parsed` (orjson's reading of `raw`) to its text in `raw`.
+
+    Floats are fresh objects per parse, so identity finds them again in a rewritten copy
+    that kept them (rewrites copy on write).
+    """
+    if _INEXACT_NUMBER.search(raw) is None:
+        return {}
+    exact = json.loads(raw, parse_float=_Literal, parse_int=_Literal)  # RecursionError: caller
+    found: dict[int, bytes] = {}
+    stack = [(parsed, exact)]
+    while stack:
+        ours, theirs = stack.pop()
+        if type(ours) is float and isinstance(theirs, _Literal):
+            found[id(ours)] = theirs.text.encode()
+        elif type(ours) is dict and type(theirs) is dict:
+            stack.extend((v, theirs[k]) for k, v in ours.items() if k in theirs)
+        elif type(ours) is list and type(theirs) is list:
+            stack.extend(zip(ours, theirs, strict=False))
+    return found
+
+
+def _with_literals(value: Any, literals: dict[int, bytes], depth: int) -> Any:
+    if depth > 255:  # orjson writes no deeper either
+        raise Unencodable("nested too deep to write")
+    kind = type(value)
+    if kind is float:
+        text = literals.get(id(value))
+        return value if text is None else orjson.Fragment(text)
+    if kind is dict:
+        return {k: _with_literals(v, literals, depth + 1) for k, v in value.items()}
+    if kind is list:
+        return [_with_literals(v, literals, depth + 1) for v in value]
+    return value
 
 
 def id_key(id_: Any) -> tuple[type, Any]:
     """A dict key for a JSON-RPC id: `1`, `1.0`, `true` and `"1"` are all different ids."""
     if isinstance(id_, (dict, list)):  # not a valid id, but it must not crash the bridge
-        return (type(id_), orjson.dumps(id_, option=orjson.OPT_SORT_KEYS))
+        try:
+            return (type(id_), orjson.dumps(id_, option=orjson.OPT_SORT_KEYS))
+        except TypeError:  # nested past what orjson writes: such ids pair with nothing
+            return (type(id_), None)
     return (type(id_), id_)

@@ -15,9 +15,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, Kind, classify, encode
+from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify, encode
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
+from acp_bridge.core.members import MemberScanner, Members, json_value
 from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
 from acp_bridge.core.session import Pending, Session
 
@@ -122,6 +125,15 @@ class Relay:
         }
         triggers = {t for rw in self.rewrites for t in rw.triggers}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(triggers))
+        # What the bridge writes itself must land between whole lines of its destination:
+        # held back while a long line is streaming there, and after a line the source left
+        # unterminated at its end, preceded by the newline it lacked.
+        self._held: dict[Direction, list[Forward]] = {d: [] for d in Direction}
+        self._torn = dict.fromkeys(Direction, False)
+        self._long: dict[Direction, MemberScanner | None] = dict.fromkeys(Direction)
+        self._now = 0.0
+        self.agent_gone: tuple[str, Any] | None = None  # (message, data) once the agent is gone
+        self.unencodable = 0  # lines a rule changed that could not be written back
 
     def __repr__(self) -> str:
         names = ", ".join(rw.name for rw in self.rewrites)
@@ -209,8 +221,21 @@ class Relay:
         out.append(Forward(direction, run, run, Verdict.PASS, run=True))
 
     def feed_eof(self, direction: Direction, now: float = 0.0) -> list[Forward]:
-        """The stream travelling `direction` ended: flush a partial last line as it is."""
-        return self._pieces(direction, self._splitters[direction].feed_eof(), now)
+        """The stream travelling `direction` ended: flush a partial last line as it is.
+
+        A torn last line goes on as it came, unterminated; only if the bridge then writes a
+        message of its own the same way (an answer to a request left in flight) does a
+        newline go first, so that the message is a line of its own.
+        """
+        splitter = self._splitters[direction]
+        torn = not splitter.idle
+        out = self._pieces(direction, splitter.feed_eof(), now)
+        if torn:
+            last = next((f for f in reversed(out) if f.source is direction and f.verdict is not Verdict.EMIT), None)
+            if last is not None and last.verdict is not Verdict.DROP and not last.data.endswith(b"\n"):
+                self._torn[direction] = True
+            self._release_held(direction, out)
+        return out
 
     def needs_parse(self, line: bytes) -> bool:
         """Could this line concern the session or a rewrite? False means: forward as is."""
@@ -225,7 +250,7 @@ class Relay:
             out = []
         for piece in pieces:
             if isinstance(piece, Opaque):
-                out.append(Forward(direction, piece.data, piece.data, Verdict.OPAQUE))
+                self._opaque(direction, piece, now, out)
             elif self.needs_parse(piece) or not piece.startswith(b"{"):
                 # Anything that does not even start like an object is parsed too, so that
                 # banners and other stray output are seen as what they are (and warned about).
@@ -240,11 +265,14 @@ class Relay:
         kind = frame.kind
         request: Pending | None = None
         if kind is Kind.REQUEST:
+            if self.agent_gone is not None and frame.direction is Direction.TO_AGENT:
+                self._refuse(frame, frame.id, None, out)
+                return
             request = self.session.on_request(frame, now)
         elif kind is Kind.RESPONSE:
             request = self.session.on_response(frame)
         elif kind is Kind.OTHER:
-            out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
+            self._other(frame, now, out)
             return
 
         current = frame
@@ -276,41 +304,145 @@ class Relay:
                 if self.strict:
                     raise
                 log.exception("rule failed on %r; forwarding the original", frame)
-                out.append(
-                    Forward(frame.direction, frame.raw, frame.raw, Verdict.ERROR, frame,
-                            tuple(rules), request, error=f"{type(exc).__name__}: {exc}")
-                )
+                self._fail_open(frame, rules, request, f"{type(exc).__name__}: {exc}", out)
                 return
 
-        if dropped:
-            verdict, data = Verdict.DROP, b""
-            if request is not None and kind is Kind.REQUEST:
-                self.session.forget(request)  # the bridge answered it, or nobody will
-        elif current is frame:
-            verdict, data = Verdict.PASS, frame.raw
-        else:
-            assert current.msg is not None
-            verdict, data = Verdict.REWRITE, encode(current.msg, frame.terminator)
-        out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules) if rules else (), request))
-        if not emits:
-            return
+        # A message the bridge writes is always a whole line: the line's own terminator, or
+        # a newline where the line had none (the last line of a stream).
         terminator = frame.terminator or b"\n"
-        for emit in emits:
-            out.append(
-                Forward(emit.direction, encode(emit.msg, terminator), b"", Verdict.EMIT,
-                        None, tuple(rules))
-            )
+        try:
+            if dropped:
+                verdict, data = Verdict.DROP, b""
+            elif current is frame:
+                verdict, data = Verdict.PASS, frame.raw
+            else:
+                assert current.msg is not None
+                verdict, data = Verdict.REWRITE, encode(current.msg, terminator, source=frame)
+            written = [(emit.direction, encode(emit.msg, terminator, source=frame)) for emit in emits]
+        except Unencodable as exc:
+            self.unencodable += 1
+            if self.unencodable == 1:
+                log.warning("a message the rules changed cannot be written back (%s); it was "
+                            "forwarded as it came, unchanged (further ones are not reported)", exc)
+            self._fail_open(frame, rules, request, f"cannot re-encode: {exc}", out)
+            return
+        if dropped and request is not None and kind is Kind.REQUEST:
+            self.session.forget(request)  # the bridge answered it, or nobody will
+        if data and not data.endswith(b"\n"):
+            self._torn[frame.direction] = True  # an unterminated last line, passed on as it came
+        out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules) if rules else (), request))
+        for direction, message in written:
+            self._emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules)), out)
+
+    def _fail_open(self, frame: Frame, rules: list[str], request: Pending | None, error: str,
+                   out: list[Forward]) -> None:
+        out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.ERROR, frame,
+                           tuple(rules), request, error=error))
+
+    def _emit(self, fwd: Forward, out: list[Forward]) -> None:
+        """Place a message the bridge wrote: never inside a line of its destination."""
+        direction = fwd.direction
+        if self._long[direction] is not None:  # a long line is streaming there: after it
+            self._held[direction].append(fwd)
+            return
+        if self._torn[direction]:
+            self._torn[direction] = False
+            fwd.data = b"\n" + fwd.data
+        out.append(fwd)
+
+    def _release_held(self, direction: Direction, out: list[Forward]) -> None:
+        held, self._held[direction] = self._held[direction], []
+        for fwd in held:
+            self._emit(fwd, out)
+
+    # -- lines the parser could not take whole ----------------------------------------------
+
+    def _opaque(self, direction: Direction, piece: Opaque, now: float, out: list[Forward]) -> None:
+        """A piece of a line over the parse limit: forwarded at once, and scanned for its id
+        and method, so that a long request is answered too if the agent dies."""
+        scanner = self._long[direction]
+        if scanner is None:
+            scanner = self._long[direction] = MemberScanner()
+        scanner.feed(piece.data)
+        out.append(Forward(direction, piece.data, piece.data, Verdict.OPAQUE))
+        if not piece.end:
+            return
+        self._long[direction] = None
+        self._bookkeep(direction, scanner.finish(), piece.data, now, out)
+        self._release_held(direction, out)
+
+    def _other(self, frame: Frame, now: float, out: list[Forward]) -> None:
+        """Not one JSON-RPC message the rules may read: forwarded as it came. A batch's
+        requests and responses, and a message orjson rejects for a detail (a lone surrogate,
+        NaN), are still paired, so that every request is answered if the agent dies."""
+        out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
+        if frame.batch is not None:
+            for element in frame.batch:
+                if isinstance(element, dict) and "id" in element:
+                    self._bookkeep_element(frame, element, now, out)
+        elif frame.msg is None and (b'"id"' in frame.raw or _has_escape(frame.raw)):
+            self._bookkeep(frame.direction, MemberScanner.scan(frame.raw), frame.raw, now, out)
+
+    def _bookkeep_element(self, frame: Frame, element: Any, now: float, out: list[Forward]) -> None:
+        method = element.get("method")
+        if isinstance(method, str):
+            if self.agent_gone is not None and frame.direction is Direction.TO_AGENT:
+                self._refuse(frame, element["id"], None, out)
+                return
+            params = element.get("params")
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            self.session.track(Pending(frame.direction, element["id"], method, session_id, b"", now))
+        elif "result" in element or "error" in element:
+            self.session.pair(frame.direction, element["id"])
+
+    def _bookkeep(self, direction: Direction, found: Members, raw: bytes, now: float,
+                  out: list[Forward]) -> None:
+        if not (found.is_request or found.is_response):
+            return
+        try:
+            id_ = found.value("id")
+            method = found.value("method") if found.is_request else None
+        except (ValueError, RecursionError):
+            return  # not a value anyone could match an answer to
+        if found.is_response:
+            self.session.pair(direction, id_)
+            return
+        if not isinstance(method, str):
+            return
+        id_text = orjson.Fragment(found.literals["id"])
+        if self.agent_gone is not None and direction is Direction.TO_AGENT:
+            self._refuse(None, id_text, method, out)
+            return
+        self.session.track(Pending(direction, id_, method, None, b"", now, id_text))
+
+    def _refuse(self, frame: Frame | None, id_: Any, method: str | None, out: list[Forward]) -> None:
+        """The agent is gone: answer a client request here instead of forwarding it."""
+        assert self.agent_gone is not None
+        message, data = self.agent_gone
+        if frame is not None and frame.kind is Kind.REQUEST:
+            out.append(Forward(frame.direction, b"", frame.raw, Verdict.DROP, frame, ("bridge",)))
+        self._emit(self._answer(id_, message, data, frame), out)
+
+    def _answer(self, id_: Any, message: str, data: Any, source: Frame | None = None) -> Forward:
+        msg = p.error_response(id_, p.INTERNAL_ERROR, message, data)
+        try:
+            encoded = encode(msg, source=source)
+        except Unencodable:  # an id nested past what can be written: JSON-RPC's null id
+            encoded = encode(p.error_response(None, p.INTERNAL_ERROR, message, data))
+        return Forward(Direction.TO_CLIENT, encoded, b"", Verdict.EMIT, None, ("bridge",))
 
     # -- faults ---------------------------------------------------------------------------------
 
     def fail_pending(self, message: str, data: Any = None) -> list[Forward]:
-        """Answer every client request still in flight with a JSON-RPC error, oldest first."""
-        out = []
+        """The agent is gone: answer every client request still in flight with a JSON-RPC
+        error, oldest first, and every later one as it comes (nothing else can answer)."""
+        self.agent_gone = (message, data)
+        out: list[Forward] = []
         for request in self.session.pending(Direction.TO_AGENT):
             self.session.forget(request)
-            msg = p.error_response(request.id, p.INTERNAL_ERROR, message, data)
-            out.append(Forward(Direction.TO_CLIENT, encode(msg), b"", Verdict.EMIT, None,
-                               ("bridge",), request))
+            answer = self._answer(request.reply_id, message, data)
+            answer.request = request
+            self._emit(answer, out)
         return out
 
     def statistics(self) -> RelayStatistics:

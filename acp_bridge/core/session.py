@@ -14,10 +14,19 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, id_key
+from acp_bridge.core.frames import Direction, Frame, id_key, number_literals
 from acp_bridge.core.protocol import Json
 
 _UNREAD: Any = object()
+
+
+def _id_text(frame: Frame) -> Any:
+    """The request's id as written, if writing the parsed one back would change it."""
+    try:
+        text = number_literals(frame.raw, frame.msg).get(id(frame.id))
+    except (ValueError, RecursionError):
+        return None
+    return None if text is None else orjson.Fragment(text)
 
 
 @dataclass(slots=True)
@@ -37,7 +46,16 @@ class Pending:
     session_id: Any = None  # `params.sessionId`
     raw: bytes = b""  # the request's line as it came
     at: float = 0.0  # the shell's clock when the request went through
+    # The id exactly as written, when the parsed `id` would not write back the same (an
+    # integer beyond 64 bits, which orjson reads as a float; a lone surrogate): an
+    # `orjson.Fragment`, so that an answer from the bridge carries the client's own id.
+    id_text: Any = None
     _params: Any = field(default=_UNREAD, repr=False, compare=False)
+
+    @property
+    def reply_id(self) -> Any:
+        """The id to put in an answer to this request."""
+        return self.id if self.id_text is None else self.id_text
 
     @property
     def params(self) -> Any:
@@ -72,6 +90,9 @@ class Session:
 
     def __init__(self) -> None:
         self._pending: dict[tuple[Direction, Any], Pending] = {}
+        # Requests whose id was already in flight from the same side (a client bug): each
+        # still gets its answer, in order. Empty in any correct connection.
+        self._same_id: dict[tuple[Direction, Any], list[Pending]] = {}
         self.client_init: Json | None = None  # initialize params, as the client sent them
         self.agent_init: Json | None = None  # initialize result, as the agent sent it
         self.states: dict[Any, SessionState] = {}
@@ -92,31 +113,74 @@ class Session:
     def on_request(self, frame: Frame, at: float = 0.0) -> Pending:
         method = frame.method or ""
         params = frame.params
-        pending = Pending(frame.direction, frame.id, method, p.get_path(params, "sessionId"), frame.raw, at)
-        self._pending[(frame.direction, id_key(frame.id))] = pending
+        id_text = None
+        if type(frame.id) is float and frame.msg is not None:  # maybe an integer orjson could not hold
+            id_text = _id_text(frame)
+        pending = self.track(
+            Pending(frame.direction, frame.id, method, p.get_path(params, "sessionId"), frame.raw, at, id_text)
+        )
         if method == p.INITIALIZE and frame.direction is Direction.TO_AGENT:
             self.client_init = params if isinstance(params, dict) else {}
         return pending
 
+    def track(self, pending: Pending) -> Pending:
+        """Note a request in flight (also one the relay knows only by its id and method)."""
+        key = (pending.origin, id_key(pending.id))
+        if key in self._pending:
+            self._same_id.setdefault(key, []).append(pending)
+        else:
+            self._pending[key] = pending
+        return pending
+
     def on_response(self, frame: Frame) -> Pending | None:
         """Pair a response with the request it answers (sent the other way), at most once."""
-        pending = self._pending.pop((frame.direction.reverse, id_key(frame.id)), None)
+        pending = self.pair(frame.direction, frame.id)
         if pending is None:
-            self.unpaired_responses += 1
             return None
         if pending.method == p.INITIALIZE and pending.origin is Direction.TO_AGENT:
             result = frame.msg.get("result") if frame.msg else None
             if isinstance(result, dict):
                 self.agent_init = result
+        elif pending.method == p.SESSION_CLOSE and frame.msg is not None and "result" in frame.msg:
+            self.states.pop(id_key(pending.session_id), None)  # nothing more will concern it
+        return pending
+
+    def pair(self, direction: Direction, id_: Any) -> Pending | None:
+        """The oldest request in flight that a response travelling `direction` with `id_` answers."""
+        key = (direction.reverse, id_key(id_))
+        pending = self._pending.pop(key, None)
+        if pending is None:
+            self.unpaired_responses += 1
+            return None
+        if self._same_id:
+            later = self._same_id.get(key)
+            if later:
+                self._pending[key] = later.pop(0)
+                if not later:
+                    del self._same_id[key]
         return pending
 
     def forget(self, pending: Pending) -> None:
         """The bridge answered this request itself; no response is expected any more."""
-        self._pending.pop((pending.origin, id_key(pending.id)), None)
+        key = (pending.origin, id_key(pending.id))
+        if self._pending.get(key) is pending:
+            self._pending.pop(key)
+            later = self._same_id.get(key)
+            if later:
+                self._pending[key] = later.pop(0)
+                if not later:
+                    del self._same_id[key]
+        elif pending in self._same_id.get(key, ()):
+            self._same_id[key].remove(pending)
+            if not self._same_id[key]:
+                del self._same_id[key]
 
     def pending(self, origin: Direction) -> list[Pending]:
-        """Requests in flight that `origin`'s side sent, oldest first."""
-        return [req for req in self._pending.values() if req.origin is origin]
+        """Requests in flight that `origin`'s side sent (same ids in the order they came)."""
+        out = [req for req in self._pending.values() if req.origin is origin]
+        for later in self._same_id.values():
+            out.extend(req for req in later if req.origin is origin)
+        return out
 
     def in_flight(self, method: str, session_id: Any, origin: Direction = Direction.TO_AGENT) -> list[Pending]:
         key = id_key(session_id)  # "1" is not 1, and 1 is not true: compare as JSON values
