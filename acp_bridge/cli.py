@@ -20,8 +20,11 @@ from acp_bridge.config import (
     SYSTEM_PROMPT_MODES,
     Config,
     check_capture_template,
+    command_problem,
     load_config,
+    read_config,
     read_prompt_file,
+    settle,
     with_overrides,
 )
 from acp_bridge.errors import BridgeError, ConfigError
@@ -95,8 +98,9 @@ def main() -> None:
               help="Write the traffic as JSONL to PATH; {time} and {pid} are filled in.")
 @click.option("--system-prompt", metavar="TEXT", envvar="ACP_BRIDGE_SYSTEM_PROMPT",
               help="System prompt text to inject into session setup.")
-@click.option("--system-prompt-file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_SYSTEM_PROMPT_FILE",
-              help="Read the system prompt from FILE (UTF-8; trailing newlines dropped).")
+@click.option("--system-prompt-file", metavar="FILE", envvar="ACP_BRIDGE_SYSTEM_PROMPT_FILE",
+              help="Read the system prompt from FILE (UTF-8; trailing newlines dropped). Text or file: "
+                   "the command line replaces the environment, which replaces the config file.")
 @click.option("--system-prompt-mode", type=click.Choice(SYSTEM_PROMPT_MODES), envvar="ACP_BRIDGE_SYSTEM_PROMPT_MODE",
               help="append (default) adds to the agent's instructions; override replaces them.")
 @click.option("--unlock-legacy-agent", is_flag=True, default=None, envvar="ACP_BRIDGE_UNLOCK_LEGACY_AGENT",
@@ -105,7 +109,9 @@ def main() -> None:
 @click.option("--no-suggestions", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_SUGGESTIONS",
               help="Leave prompt suggestions of either form untouched.")
 @click.option("--strict", is_flag=True, default=None, envvar="ACP_BRIDGE_STRICT",
-              help="A rule that fails stops the bridge (for tests and conformance runs).")
+              help="Every strictness at once (tests, conformance runs): a rule that fails stops the "
+                   "bridge, and implies system_prompt.strict (no silent downgrade of override to "
+                   "append). Same as [bridge] strict; ACP_BRIDGE_STRICT=0 turns it off.")
 @click.option("--log-file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_LOG_FILE",
               help="Write the bridge's log to FILE instead of stderr.")
 @click.option("-v", "--verbose", count=True, help="More log: -v rewrites and drops, -vv every frame.")
@@ -128,52 +134,102 @@ def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], 
     except ConfigError as exc:
         click.echo(f"acp-bridge: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
-    setup_logging(config)
+    try:
+        setup_logging(config)
+    except (OSError, ValueError) as exc:
+        where = spelling(ctx, "log_file") if given(ctx, "log_file") else f"{config.source}: bridge.log_file"
+        click.echo(f"acp-bridge: {where}: cannot open {config.log_file}: {_reason(exc)}", err=True)
+        ctx.exit(EXIT_USAGE)
     ctx.exit(run_and_report(config))
+
+
+# Where a run option's value came from, highest first (spec/interface.md: the command line,
+# then ACP_BRIDGE_* variables, then the file, then the default).
+LAYERS = {"COMMANDLINE": 2, "ENVIRONMENT": 1}
+
+
+def layer(ctx: click.Context, name: str) -> int:
+    """2: given on the command line, 1: in the environment, 0: not given (file or default)."""
+    source = ctx.get_parameter_source(name)
+    return LAYERS.get(source.name, 0) if source is not None else 0
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    return layer(ctx, name) > 0
+
+
+def spelling(ctx: click.Context, name: str) -> str:
+    """How the user wrote an option: `--system-prompt`, or `ACP_BRIDGE_SYSTEM_PROMPT`."""
+    param = next(p for p in ctx.command.params if p.name == name)
+    if layer(ctx, name) == 1 and isinstance(param, click.Option) and isinstance(param.envvar, str):
+        return param.envvar
+    return max(param.opts, key=len)
 
 
 def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str, ...],
                    options: dict[str, Any]) -> Config:
-    """Merge defaults, the file, the environment and the command line into one Config."""
-    config = load_config(config_file)
+    """Merge defaults, the file, the environment and the command line into one Config.
 
-    def given(name: str) -> bool:
-        source = ctx.get_parameter_source(name)
-        return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
-
+    A higher layer's value replaces a lower one's, and for the system prompt that holds for
+    the pair: text from one layer replaces a file from a lower one and the other way round.
+    Only two spellings in the same layer conflict (`--system-prompt` with
+    `--system-prompt-file`, `ACP_BRIDGE_SYSTEM_PROMPT` with `ACP_BRIDGE_SYSTEM_PROMPT_FILE`,
+    `text` with `file` in the file, `-v` with `-q`). `settle` runs once, on the merged result.
+    """
+    config = read_config(config_file)
     changes: dict[str, Any] = {}
     if agent:
+        problem = command_problem(agent)
+        if problem:
+            raise ConfigError(f"the agent command after `--`: {problem}")
         changes["agent__command"] = tuple(agent)
-    if given("capture"):
-        check_capture_template(options["capture"], lambda problem: ConfigError(f"--capture: {problem}"))
+    if given(ctx, "capture"):
+        label = spelling(ctx, "capture")
+        check_capture_template(options["capture"], lambda problem: ConfigError(f"{label}: {problem}"))
         changes["capture__path"] = options["capture"]
-    if given("system_prompt") and given("system_prompt_file"):
-        raise ConfigError("--system-prompt and --system-prompt-file: give only one")
-    if given("system_prompt"):
-        if not options["system_prompt"].strip():
-            raise ConfigError("--system-prompt: is empty")
-        changes["system_prompt__text"] = options["system_prompt"]
-    if given("system_prompt_file"):
-        changes["system_prompt__text"] = read_prompt_file(Path(options["system_prompt_file"]), "--system-prompt-file")
-    if given("system_prompt_mode"):
+    text_layer, file_layer = layer(ctx, "system_prompt"), layer(ctx, "system_prompt_file")
+    if text_layer and text_layer == file_layer:
+        raise ConfigError(f"{spelling(ctx, 'system_prompt')} and {spelling(ctx, 'system_prompt_file')}: "
+                          "give only one")
+    if text_layer > file_layer:
+        label, text = spelling(ctx, "system_prompt"), options["system_prompt"]
+        if not text.strip():
+            raise ConfigError(f"{label}: is empty")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # argv bytes that are not UTF-8 arrive as lone surrogates
+            raise ConfigError(f"{label}: is not valid UTF-8 text") from None
+        changes["system_prompt__text"] = text
+    elif file_layer > text_layer:
+        changes["system_prompt__text"] = read_prompt_file(
+            Path(options["system_prompt_file"]), spelling(ctx, "system_prompt_file"))
+    if given(ctx, "system_prompt_mode"):
         changes["system_prompt__mode"] = options["system_prompt_mode"]
-    if given("unlock_legacy_agent") and options["unlock_legacy_agent"]:
-        changes["suggestions__unlock_legacy_agent"] = True
-    if given("no_suggestions") and options["no_suggestions"]:
-        changes["suggestions__enabled"] = False
-    if given("strict") and options["strict"]:
-        changes["strict"] = True
-    if options.get("log_file"):
+    # Flags: the command line can only say yes; ACP_BRIDGE_STRICT=0 (false, no, off) says no,
+    # and that replaces what the file says too.
+    if given(ctx, "unlock_legacy_agent"):
+        changes["suggestions__unlock_legacy_agent"] = bool(options["unlock_legacy_agent"])
+    if given(ctx, "no_suggestions"):
+        changes["suggestions__enabled"] = not options["no_suggestions"]
+    if given(ctx, "strict"):
+        changes["strict"] = bool(options["strict"])
+    if given(ctx, "log_file"):
         changes["log_file"] = options["log_file"]
+    if options.get("quiet") and options.get("verbose"):
+        raise ConfigError("-v/--verbose and -q/--quiet: give only one")
     if options.get("quiet"):
         changes["verbosity"] = -1
     elif options.get("verbose"):
         changes["verbosity"] = options["verbose"]
-    config = with_overrides(config, **changes)
+    config = settle(with_overrides(config, **changes))
     if not config.agent.command:
         raise ConfigError("no agent command: put it after `--` (acp-bridge run -- AGENT) or set [agent] "
                           "command; to see the bridge at work with its bundled agent, run `acp-bridge demo`")
     return config
+
+
+def _reason(exc: BaseException) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 class StderrHandler(logging.Handler):
@@ -261,19 +317,18 @@ def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
 def check_config(file: str) -> None:
     """Validate a config FILE and print the effective settings as JSON.
 
-    Exits 0 for a valid file and 2 for an invalid one (the error names the key).
+    Exits 0 for a valid file and 2 for an invalid one (the error names the key). The values
+    are the effective ones ([bridge] strict shows as system_prompt.strict too); secrets are
+    masked: agent.env values print as "<redacted>" and the system prompt text as its length.
     """
     try:
         config = load_config(file)
     except ConfigError as exc:
         click.echo(f"acp-bridge: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None
-    settings = config.as_dict()
-    if config.system_prompt.text is not None:
-        settings["system_prompt"]["text"] = f"<{len(config.system_prompt.text)} characters>"
     import json
 
-    click.echo(json.dumps(settings, indent=2))
+    click.echo(json.dumps(config.printable(), indent=2))
 
 
 @main.command()

@@ -8,6 +8,7 @@ at load time, so a session never fails on configuration. Must never: start anyth
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import string
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ SYSTEM_PROMPT_MODES = ("append", "override")
 CLIENT_PROMPT_POLICIES = ("merge", "keep", "replace")
 ON_UNSUPPORTED = ("auto", "meta", "first-prompt", "error", "skip")
 CAPTURE_FIELDS = frozenset({"time", "pid"})
+REDACTED = "<redacted>"
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,9 @@ class Config:
     system_prompt: SystemPromptConfig = SystemPromptConfig()
     capture: CaptureConfig = CaptureConfig()
     relay: RelayConfig = RelayConfig()
-    strict: bool = False  # a rule that raises is fatal (tests, conformance runs)
+    # Every strictness at once: a rule that raises is fatal (tests, conformance runs), and
+    # `settle` makes it imply `system_prompt.strict` (no silent downgrade either).
+    strict: bool = False
     log_file: str | None = None
     verbosity: int = 0  # -1 quiet, 0 warnings, 1 rewrites, 2 frames
     source: str | None = None  # the config file, if any
@@ -77,12 +81,29 @@ class Config:
         """A short, stable fingerprint of the effective settings (for the capture header)."""
         import hashlib  # here: loading OpenSSL costs every `run` a few milliseconds
 
-        blob = orjson.dumps(self.as_dict(), option=orjson.OPT_SORT_KEYS)
+        try:
+            blob = orjson.dumps(self.as_dict(), option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            # A command-line value that is not UTF-8 (an agent argument such as a file name
+            # in another encoding reaches Python as a lone surrogate): orjson refuses it.
+            import json
+
+            blob = json.dumps(self.as_dict(), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
     def as_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["agent"]["env"] = dict(self.agent.env)
+        return data
+
+    def printable(self) -> dict[str, Any]:
+        """`as_dict` for people: what `check-config` prints. Secrets are masked: each
+        `agent.env` value becomes "<redacted>" (the names stay), and the system prompt text
+        becomes "<N characters>"."""
+        data = self.as_dict()
+        data["agent"]["env"] = {name: REDACTED for name in self.agent.env}
+        if self.system_prompt.text is not None:
+            data["system_prompt"]["text"] = f"<{len(self.system_prompt.text)} characters>"
         return data
 
 
@@ -103,7 +124,26 @@ _SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
 
 
 def load_config(path: str | os.PathLike[str] | None) -> Config:
-    """Read and validate a TOML file (None: the defaults). Raises ConfigError."""
+    """Read and validate a TOML file (None: the defaults), as it takes effect on its own
+    (`settle`d). Raises ConfigError."""
+    return settle(read_config(path))
+
+
+def settle(config: Config) -> Config:
+    """The effective settings, once every layer has been merged.
+
+    `strict` (`--strict`, `ACP_BRIDGE_STRICT`, `[bridge] strict`) asks for every strictness
+    at once (spec/interface.md), so it implies `system_prompt.strict`; `system_prompt.strict`
+    alone only refuses the override-to-append downgrade. Apply this after the last layer,
+    not to each one: a higher layer may still turn `strict` off (`ACP_BRIDGE_STRICT=0`).
+    """
+    if config.strict and not config.system_prompt.strict:
+        return with_overrides(config, system_prompt__strict=True)
+    return config
+
+
+def read_config(path: str | os.PathLike[str] | None) -> Config:
+    """One layer: the TOML file as written, validated but not `settle`d. Raises ConfigError."""
     if path is None:
         return Config()
     file = Path(path)
@@ -111,7 +151,11 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{file}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except IsADirectoryError:
+        raise ConfigError(f"{file}: is a directory, not a config file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 (TOML files are UTF-8): {exc}") from None
+    except (OSError, ValueError) as exc:
         raise ConfigError(f"{file}: cannot read config file: {exc}") from None
     import tomllib  # only here: a run without a file does not pay for it
 
@@ -131,7 +175,8 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Confi
 
     for table, values in data.items():
         if table not in _SCHEMA:
-            raise fail(table, f"unknown table (known: {', '.join(_SCHEMA)})")
+            what = "unknown table" if isinstance(values, dict) else "unknown key"
+            raise fail(table, f"{what} (known tables: {', '.join(_SCHEMA)})")
         if not isinstance(values, dict):
             raise fail(table, "must be a table")
         for key, value in values.items():
@@ -149,15 +194,26 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Confi
         command = (command,)
     if not all(isinstance(arg, str) for arg in command):
         raise fail("agent.command", "every item must be a string")
-    if "command" in agent and not command:
-        raise fail("agent.command", "must not be empty")
+    if "command" in agent:
+        problem = command_problem(command)
+        if problem:
+            raise fail("agent.command", problem)
     env = agent.get("env", {})
     for name, value in env.items():
+        key = f"agent.env.{name}" if name.isprintable() else f"agent.env.{name!r}"
         if not isinstance(value, str):
-            raise fail(f"agent.env.{name}", f"expected a string, got {type(value).__name__}")
+            raise fail(key, f"expected a string, got {type(value).__name__}")
+        if not name or "=" in name or "\0" in name:
+            raise fail(key, "not a valid environment variable name (empty, or has = or NUL)")
+        if "\0" in value:
+            raise fail(key, "has a NUL character, which an environment value cannot hold")
     cwd = agent.get("cwd")
     if cwd is not None:
-        cwd = str((base / cwd).resolve())
+        _path_chars(cwd, lambda problem: fail("agent.cwd", problem))
+        try:
+            cwd = str((base / cwd).resolve())
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+            raise fail("agent.cwd", f"cannot resolve {cwd}: {exc}") from None
         if not Path(cwd).is_dir():
             raise fail("agent.cwd", f"not a directory: {cwd}")
 
@@ -174,6 +230,7 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Confi
     if "text" in sp and "file" in sp:
         raise fail("system_prompt", "give text or file, not both")
     if "file" in sp:
+        _path_chars(sp["file"], lambda problem: fail("system_prompt.file", problem))
         text = read_prompt_file(base / sp["file"], f"{where}: system_prompt.file")
     if text is not None and not text.strip():
         raise fail("system_prompt.text", "is empty")
@@ -195,8 +252,11 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Confi
         capture_path = str(base / capture_path)
     redact = tuple(cap.get("redact", ()))
     for pointer in redact:
-        if not isinstance(pointer, str) or not (pointer == "" or pointer.startswith("/")):
-            raise fail("capture.redact", f"{pointer!r} is not a JSON pointer (RFC 6901: starts with /)")
+        if not isinstance(pointer, str):
+            raise fail("capture.redact", f"{pointer!r} is not a JSON pointer (a string, RFC 6901)")
+        problem = pointer_problem(pointer)
+        if problem:
+            raise fail("capture.redact", f"{pointer!r} is not a JSON pointer ({problem})")
     capture = CaptureConfig(
         path=capture_path,
         redact=redact,
@@ -207,14 +267,13 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Confi
     rel = data.get("relay", {})
     limit = rel.get("parse_limit_mib", 16)
     if limit < 1:
-        raise fail("relay.parse_limit_mib", "must be at least 1")
-    grace = float(rel.get("grace_seconds", 5.0))
-    if grace < 0:
-        raise fail("relay.grace_seconds", "must not be negative")
+        raise fail("relay.parse_limit_mib", f"must be a positive whole number of MiB, got {limit}")
+    grace = _seconds(rel.get("grace_seconds", 5.0), lambda problem: fail("relay.grace_seconds", problem))
 
     own = data.get("bridge", {})
     log_file = own.get("log_file")
     if log_file is not None:
+        _path_chars(log_file, lambda problem: fail("bridge.log_file", problem))
         log_file = str(base / log_file)
     verbosity = own.get("verbosity", 0)
     if not -1 <= verbosity <= 2:
@@ -233,11 +292,54 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Confi
     )
 
 
+def command_problem(command: tuple[str, ...] | list[str]) -> str | None:
+    """What makes an agent command line unusable before trying it, or None."""
+    if not command:
+        return "must not be empty"
+    if not command[0]:
+        return "the program (the first item) is an empty string"
+    if any("\0" in arg for arg in command):
+        return "has a NUL character, which a command line cannot hold"
+    return None
+
+
+def pointer_problem(pointer: str) -> str | None:
+    """RFC 6901: "" or "/..." tokens, in which "~" is only ever "~0" or "~1"."""
+    if pointer and not pointer.startswith("/"):
+        return "RFC 6901: starts with /"
+    rest = pointer.replace("~0", "").replace("~1", "")
+    if "~" in rest:
+        return "RFC 6901: ~ is written ~0 and / is written ~1"
+    return None
+
+
+def _seconds(value: int | float, fail: Any) -> float:
+    """A duration from the file: finite, not negative (TOML allows nan and inf)."""
+    try:
+        seconds = float(value)
+    except OverflowError:
+        raise fail(f"is too large ({value})") from None
+    if not math.isfinite(seconds):
+        raise fail(f"must be a finite number of seconds, got {value}")
+    if seconds < 0:
+        raise fail(f"must not be negative, got {value}")
+    return seconds
+
+
+def _path_chars(path: str, fail: Any) -> None:
+    if "\0" in path:
+        raise fail("has a NUL character, which a file name cannot hold")
+
+
 def read_prompt_file(path: Path, label: str) -> str:
     """A system prompt file: UTF-8, trailing newlines dropped, not empty."""
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except IsADirectoryError:
+        raise ConfigError(f"{label}: {path} is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{label}: {path} is not UTF-8: {exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
         raise ConfigError(f"{label}: cannot read {path}: {exc}") from None
     text = text.rstrip("\r\n")
     if not text.strip():
@@ -246,6 +348,8 @@ def read_prompt_file(path: Path, label: str) -> str:
 
 
 def check_capture_template(template: str, fail: Any) -> None:
+    """Raise `fail(problem)` unless `capture_path` can fill in `template` at run time."""
+    _path_chars(template, fail)
     try:
         names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
     except ValueError as exc:
@@ -253,6 +357,12 @@ def check_capture_template(template: str, fail: Any) -> None:
     unknown = names - CAPTURE_FIELDS
     if unknown:
         raise fail(f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {{time}}, {{pid}})")
+    try:  # a format spec or conversion that does not fit the value: {pid:s}, {time:d}
+        filled = template.format(time="20260101T000000Z", pid=4194304)
+    except (ValueError, TypeError) as exc:
+        raise fail(f"bad template {template!r}: {exc}") from None
+    if len(filled) > 4096:
+        raise fail(f"bad template {template!r}: the file name would be {len(filled)} characters long")
 
 
 def capture_path(template: str, now: float, pid: int) -> str:

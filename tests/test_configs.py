@@ -24,7 +24,7 @@ FILES = sorted(CONFIGS.glob("*.toml"))
 EXPECTED: dict[str, dict[str, Any]] = {
     "claude-new-client.toml": {
         "agent.command": ["claude-agent-acp"],
-        "agent.env": {"CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION": "true"},
+        "agent.env": {"CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION": "<redacted>"},  # names only
         "suggestions.enabled": True,
         "suggestions.unlock_legacy_agent": True,
         "system_prompt.mode": "append",
@@ -52,6 +52,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "relay.grace_seconds": 5.0,
     },
     "strict-conformance.toml": {
+        "strict": True,  # [bridge] strict: every strictness at once
         "suggestions.unlock_legacy_agent": False,
         "system_prompt.mode": "override",
         "system_prompt.strict": True,
@@ -88,8 +89,10 @@ def test_config_is_valid_and_sets_what_it_says(path: Path) -> None:
     settings = check_config(path)
     assert settings["source"] == str(path)
     for dotted, expected in EXPECTED[path.name].items():
-        table, key = dotted.split(".")
-        assert settings[table][key] == expected, dotted
+        value = settings
+        for key in dotted.split("."):
+            value = value[key]
+        assert value == expected, dotted
     text = settings["system_prompt"]["text"]
     if path.name in WITH_PROMPT:
         assert MASKED_TEXT.fullmatch(text), text

@@ -190,3 +190,45 @@ async def test_without_a_system_prompt_nothing_changes(tmp_path: Path) -> None:
         await client.call(V1_INIT)
         await client.call(V1_NEW)
     assert received(tmp_path) == [V1_INIT, V1_NEW]
+
+
+# -- the layers of the setting, and what --strict means (issue 12) ----------------------------
+
+AGENT_APPEND_ONLY = example("v1-initialize-response-agent-system-prompt-append-only")["result"]  # my-agent
+
+
+async def test_the_command_lines_file_beats_the_environments_text(tmp_path: Path) -> None:
+    """ACP_BRIDGE_SYSTEM_PROMPT plus --system-prompt-file used to be a usage error; the command
+    line wins (spec/interface.md), whatever spelling each layer uses."""
+    prompt = tmp_path / "team.md"
+    prompt.write_text("From the file.\n", encoding="utf-8")
+    async with bridge(["--system-prompt-file", str(prompt)], scripted(tmp_path, AGENT_WITH_CAP), tmp_path,
+                      env={"ACP_BRIDGE_SYSTEM_PROMPT": "From the environment."}) as client:
+        await client.call(V1_INIT)
+        await client.call(V1_NEW)
+    assert client.returncode == 0, bytes(client.stderr)
+    assert received(tmp_path)[1] == new_with(systemPrompt={
+        "mode": "append", "content": [{"type": "text", "text": "From the file."}]})
+
+
+async def test_strict_option_refuses_the_override_downgrade(tmp_path: Path) -> None:
+    """--strict asks for every strictness: an append-only agent gets no silent downgrade of
+    override; the client is answered with an error and the agent never sees the request."""
+    async with bridge(["--strict", "--system-prompt", TEXT, "--system-prompt-mode", "override"],
+                      scripted(tmp_path, AGENT_APPEND_ONLY), tmp_path) as client:
+        await client.call(V1_INIT)
+        answer = await client.call(V1_NEW)
+    assert answer["error"]["code"] == -32603
+    assert "system_prompt.strict forbids falling back to append" in answer["error"]["message"]
+    assert received(tmp_path) == [V1_INIT]
+    assert client.returncode == 0
+
+
+async def test_without_strict_the_override_is_downgraded_with_a_warning(tmp_path: Path) -> None:
+    """The control for the test above: the same run without --strict."""
+    async with bridge(["--system-prompt", TEXT, "--system-prompt-mode", "override"],
+                      scripted(tmp_path, AGENT_APPEND_ONLY), tmp_path) as client:
+        await client.call(V1_INIT)
+        await client.call(V1_NEW)
+    assert received(tmp_path)[1] == new_with(systemPrompt=SP_APPEND)
+    assert b"sent in append mode" in client.stderr

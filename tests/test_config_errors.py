@@ -1,0 +1,215 @@
+"""Configuration the user got wrong: exit 2, one line naming the file, the key and the problem,
+before the agent starts; never a traceback (spec/interface.md, "Exit status of `run`").
+
+Each case here crashed, or was let through to crash later, before it was checked at load time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from acp_bridge.cli import main
+from tests.conftest import agent_cmd, run_cli
+
+
+def one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "problem"),
+    [
+        # numbers: TOML has nan and inf, and a negative or zero value makes no sense
+        pytest.param("[relay]\ngrace_seconds = nan\n", "relay.grace_seconds", "must be a finite number of seconds, got nan", id="grace-nan"),
+        pytest.param("[relay]\ngrace_seconds = -nan\n", "relay.grace_seconds", "must be a finite number", id="grace-minus-nan"),
+        pytest.param("[relay]\ngrace_seconds = inf\n", "relay.grace_seconds", "must be a finite number of seconds, got inf", id="grace-inf"),
+        pytest.param("[relay]\ngrace_seconds = -1\n", "relay.grace_seconds", "must not be negative, got -1", id="grace-negative"),
+        pytest.param("[relay]\ngrace_seconds = -0.5\n", "relay.grace_seconds", "must not be negative", id="grace-negative-float"),
+        pytest.param("[relay]\ngrace_seconds = true\n", "relay.grace_seconds", "expected an integer or a number, got a boolean", id="grace-bool"),
+        pytest.param("[relay]\nparse_limit_mib = 0\n", "relay.parse_limit_mib", "must be a positive whole number of MiB, got 0", id="limit-zero"),
+        pytest.param("[relay]\nparse_limit_mib = -3\n", "relay.parse_limit_mib", "must be a positive whole number", id="limit-negative"),
+        pytest.param("[relay]\nparse_limit_mib = nan\n", "relay.parse_limit_mib", "expected an integer, got float", id="limit-nan"),
+        pytest.param("[relay]\nparse_limit_mib = inf\n", "relay.parse_limit_mib", "expected an integer, got float", id="limit-inf"),
+        pytest.param("[relay]\nparse_limit_mib = true\n", "relay.parse_limit_mib", "expected an integer, got a boolean", id="limit-bool"),
+        pytest.param("[bridge]\nverbosity = true\n", "bridge.verbosity", "expected an integer, got a boolean", id="verbosity-bool"),
+        # the agent's command line, environment and folder
+        pytest.param("[agent]\ncommand = []\n", "agent.command", "must not be empty", id="command-empty-list"),
+        pytest.param('[agent]\ncommand = [""]\n', "agent.command", "the program (the first item) is an empty string", id="command-empty-program"),
+        pytest.param('[agent]\ncommand = ["a", "b\\u0000c"]\n', "agent.command", "has a NUL character", id="command-nul"),
+        pytest.param('[agent]\ncommand = ["a"]\nenv = { "A=B" = "x" }\n', "agent.env.A=B", "not a valid environment variable name", id="env-name-equals"),
+        pytest.param('[agent]\ncommand = ["a"]\nenv = { "" = "x" }\n', "agent.env.", "not a valid environment variable name", id="env-name-empty"),
+        pytest.param('[agent]\ncommand = ["a"]\nenv = { A = "x\\u0000y" }\n', "agent.env.A", "has a NUL character", id="env-value-nul"),
+        pytest.param('[agent]\ncommand = ["a"]\nenv = { A = 1 }\n', "agent.env.A", "expected a string, got int", id="env-value-int"),
+        pytest.param('[agent]\ncommand = ["a"]\ncwd = "a\\u0000b"\n', "agent.cwd", "has a NUL character", id="cwd-nul"),
+        pytest.param('[agent]\ncommand = ["a"]\ncwd = "missing"\n', "agent.cwd", "not a directory", id="cwd-missing"),
+        # files named in the config
+        pytest.param('[system_prompt]\nfile = "a\\u0000b"\n', "system_prompt.file", "has a NUL character", id="prompt-file-nul"),
+        pytest.param('[system_prompt]\nfile = "."\n', "system_prompt.file", "is a directory, not a file", id="prompt-file-directory"),
+        pytest.param('[system_prompt]\nfile = "latin1.md"\n', "system_prompt.file", "is not UTF-8", id="prompt-file-not-utf8"),
+        pytest.param('[system_prompt]\nfile = "loop.md"\n', "system_prompt.file", "Too many levels of symbolic links", id="prompt-file-symlink-loop"),
+        pytest.param('[bridge]\nlog_file = "a\\u0000b"\n', "bridge.log_file", "has a NUL character", id="log-file-nul"),
+        pytest.param('[capture]\npath = "a\\u0000b"\n', "capture.path", "has a NUL character", id="capture-nul"),
+        pytest.param('[capture]\npath = "x-{pid:s}.jsonl"\n', "capture.path", "bad template 'x-{pid:s}.jsonl'", id="capture-format-spec"),
+        pytest.param('[capture]\npath = "x-{time:d}.jsonl"\n', "capture.path", "bad template", id="capture-format-spec-time"),
+        pytest.param('[capture]\npath = "x-{}.jsonl"\n', "capture.path", "unknown placeholder {}", id="capture-positional"),
+        pytest.param('[capture]\nredact = ["/a~2b"]\n', "capture.redact", "'/a~2b' is not a JSON pointer (RFC 6901: ~ is written ~0", id="pointer-bad-escape"),
+        pytest.param('[capture]\nredact = [1]\n', "capture.redact", "1 is not a JSON pointer", id="pointer-not-string"),
+        # shapes
+        pytest.param("strict = true\n", "strict", "unknown key (known tables:", id="top-level-key"),
+        pytest.param("relay = 3\n", "relay", "must be a table", id="table-not-table"),
+    ],
+)
+def test_bad_value_is_exit_2_with_file_and_key_before_the_agent_starts(
+        tmp_path: Path, toml: str, key: str, problem: str) -> None:
+    """run and check-config both refuse the file, in one line, and the agent never starts."""
+    (tmp_path / "latin1.md").write_bytes("Caf\xe9 rules".encode("latin-1"))
+    (tmp_path / "loop.md").symlink_to(tmp_path / "loop.md")
+    marker = tmp_path / "started"
+    config = tmp_path / "bad.toml"
+    config.write_text(toml, encoding="utf-8")
+    agent = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    for args in (["run", "-c", str(config), "--", *agent], ["check-config", str(config)]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (args, result.output, result.exception)
+        line = one_line(result.stderr)
+        assert line.startswith(f"acp-bridge: {config}: {key}"), line
+        assert problem in line, line
+    assert not marker.exists()
+
+
+async def test_nan_grace_seconds_is_refused_by_the_real_cli(tmp_path: Path) -> None:
+    """`grace_seconds = nan` used to pass check-config and crash the bridge at shutdown."""
+    config = tmp_path / "bridge.toml"
+    config.write_text("[relay]\ngrace_seconds = nan\n")
+    pidfile = tmp_path / "agent.pid"
+    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("echo")], b'{"x":1}\n',
+                           env={"FAKE_AGENT_PIDFILE": str(pidfile)})
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr == (f"acp-bridge: {config}: relay.grace_seconds: must be a finite number of "
+                             "seconds, got nan\n").encode()
+    assert not pidfile.exists()
+    checked = await run_cli(["check-config", str(config)])
+    assert (checked.returncode, checked.stdout) == (2, b"")
+
+
+@pytest.mark.parametrize(("toml", "expected"), [
+    pytest.param("[relay]\ngrace_seconds = 0\n", 0.0, id="zero-grace"),
+    pytest.param("[relay]\ngrace_seconds = 0.25\n", 0.25, id="fraction"),
+    pytest.param("[relay]\ngrace_seconds = 86400\n", 86400.0, id="a-day"),
+])
+def test_sound_grace_seconds_are_kept(tmp_path: Path, toml: str, expected: float) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(toml)
+    result = CliRunner().invoke(main, ["check-config", str(config)])
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["relay"]["grace_seconds"] == expected
+
+
+def test_a_config_file_that_is_not_utf8(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_bytes(b'[system_prompt]\ntext = "caf\xe9"\n')
+    result = CliRunner().invoke(main, ["check-config", str(config)])
+    assert result.exit_code == 2
+    assert one_line(result.stderr).startswith(f"acp-bridge: {config}: not UTF-8 (TOML files are UTF-8)")
+
+
+def test_a_config_file_that_is_a_symlink_loop(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.symlink_to(config)
+    result = CliRunner().invoke(main, ["run", "-c", str(config), "--", "agent"])
+    assert result.exit_code == 2
+    assert one_line(result.stderr).startswith(f"acp-bridge: {config}: cannot read config file:")
+
+
+def test_agent_cwd_that_is_a_symlink_loop(tmp_path: Path) -> None:
+    (tmp_path / "w").symlink_to(tmp_path / "w")
+    config = tmp_path / "c.toml"
+    config.write_text('[agent]\ncommand = ["a"]\ncwd = "w"\n')
+    result = CliRunner().invoke(main, ["check-config", str(config)])
+    assert result.exit_code == 2
+    assert one_line(result.stderr).startswith(f"acp-bridge: {config}: agent.cwd: ")
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    pytest.param(["--system-prompt-file", "."], {}, "acp-bridge: --system-prompt-file: . is a directory, not a file",
+                 id="prompt-file-option-directory"),
+    pytest.param([], {"ACP_BRIDGE_SYSTEM_PROMPT_FILE": "."},
+                 "acp-bridge: ACP_BRIDGE_SYSTEM_PROMPT_FILE: . is a directory, not a file", id="prompt-file-env-directory"),
+    pytest.param(["--system-prompt-file", "loop.md"], {}, "acp-bridge: --system-prompt-file: cannot read loop.md:",
+                 id="prompt-file-option-symlink-loop"),
+    pytest.param(["--system-prompt-file", "latin1.md"], {}, "acp-bridge: --system-prompt-file: latin1.md is not UTF-8",
+                 id="prompt-file-option-not-utf8"),
+    pytest.param(["--capture", "x-{pid:s}"], {}, "acp-bridge: --capture: bad template", id="capture-option-format-spec"),
+    pytest.param([], {"ACP_BRIDGE_CAPTURE": "x-{when}"}, "acp-bridge: ACP_BRIDGE_CAPTURE: unknown placeholder {when}",
+                 id="capture-env-placeholder"),
+    pytest.param(["-v", "-q"], {}, "acp-bridge: -v/--verbose and -q/--quiet: give only one", id="verbose-and-quiet"),
+])
+def test_bad_run_options_are_exit_2_naming_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      args: list[str], env: dict[str, str], message: str) -> None:
+    (tmp_path / "latin1.md").write_bytes("Caf\xe9".encode("latin-1"))
+    (tmp_path / "loop.md").symlink_to(tmp_path / "loop.md")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", *args, "--", "agent"], env=env)
+    assert result.exit_code == 2, result.output
+    assert one_line(result.stderr).startswith(message), result.stderr
+
+
+def test_an_empty_agent_program_after_dash_dash_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["run", "--", ""])
+    assert result.exit_code == 2
+    assert one_line(result.stderr) == ("acp-bridge: the agent command after `--`: the program (the first item) "
+                                       "is an empty string")
+
+
+@pytest.mark.parametrize("where", ["option", "file"])
+async def test_a_log_file_that_cannot_be_opened_is_exit_2_not_a_traceback(tmp_path: Path, where: str) -> None:
+    """It used to end in an uncaught IsADirectoryError / FileNotFoundError traceback."""
+    pidfile = tmp_path / "agent.pid"
+    if where == "option":
+        args = ["--log-file", str(tmp_path / "missing" / "bridge.log")]
+        expected = f"acp-bridge: --log-file: cannot open {tmp_path / 'missing' / 'bridge.log'}: No such file or directory\n"
+    else:
+        config = tmp_path / "c.toml"
+        config.write_text('[bridge]\nlog_file = "."\n')
+        args = ["-c", str(config)]
+        expected = f"acp-bridge: {config}: bridge.log_file: cannot open {tmp_path}: Is a directory\n"
+    result = await run_cli(["run", *args, "--", *agent_cmd("echo")], b'{"x":1}\n',
+                           env={"FAKE_AGENT_PIDFILE": str(pidfile)})
+    assert (result.returncode, result.stdout, result.stderr.decode()) == (2, b"", expected)
+    assert not pidfile.exists()
+
+
+async def test_a_system_prompt_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
+    """argv bytes that are not UTF-8 reach Python as lone surrogates, which JSON cannot carry:
+    the rule would fail on every session setup request."""
+    import trio
+
+    pidfile = tmp_path / "agent.pid"
+    env = {**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)}
+    with trio.fail_after(30):
+        proc = await trio.run_process(
+            [os.fsencode(sys.executable), b"-m", b"acp_bridge", b"run", b"--system-prompt", b"caf\xe9",
+             b"--", *map(os.fsencode, agent_cmd("echo"))],
+            stdin=b"", capture_stdout=True, capture_stderr=True, check=False, env=env)
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr == b"acp-bridge: --system-prompt: is not valid UTF-8 text\n"
+    assert not pidfile.exists()
+
+
+def test_digest_survives_a_command_line_that_is_not_utf8() -> None:
+    """An agent argument such as a Latin-1 file name is a legitimate argv; the capture
+    header's config digest must not fail on it."""
+    from acp_bridge.config import AgentConfig, Config
+
+    config = Config(agent=AgentConfig(command=("agent", os.fsdecode(b"caf\xe9.txt"))))
+    assert len(config.digest()) == 16
+    assert config.digest() != Config(agent=AgentConfig(command=("agent", "cafe.txt"))).digest()
