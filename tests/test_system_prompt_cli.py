@@ -232,3 +232,17 @@ async def test_without_strict_the_override_is_downgraded_with_a_warning(tmp_path
         await client.call(V1_NEW)
     assert received(tmp_path)[1] == new_with(systemPrompt=SP_APPEND)
     assert b"sent in append mode" in client.stderr
+
+
+async def test_a_client_system_prompt_given_as_a_string_is_merged(tmp_path: Path) -> None:
+    """A client on the RFD's first draft sends `systemPrompt` as a string; merge used to drop
+    the configured prompt without a word. Now the agent gets the spec object: the client's
+    text, then the configured text, and -v says what was sent (not the text)."""
+    async with bridge(["-v", "--system-prompt", TEXT], scripted(tmp_path, AGENT_WITH_CAP), tmp_path) as client:
+        await client.call(V1_INIT)
+        await client.call(new_with(systemPrompt="Be terse."))
+    assert received(tmp_path)[1] == new_with(systemPrompt={"mode": "append", "content": [
+        {"type": "text", "text": "Be terse."}, {"type": "text", "text": TEXT}]})
+    assert (b"INFO: session/new 1: the client's systemPrompt was a string (the RFD's first draft), not an "
+            b"object; sent the ACP object instead: mode append, 2 content blocks") in client.stderr
+    assert TEXT.encode() not in client.stderr

@@ -502,14 +502,148 @@ def test_known_meta_readers() -> None:
 
 @pytest.mark.parametrize(("client", "policy", "expected"), [
     pytest.param(None, "keep", SP_APPEND, id="absent-keep"),
-    pytest.param({"mode": "append", "content": "x"}, "merge", UNCHANGED, id="merge-malformed"),
-    pytest.param("text", "merge", UNCHANGED, id="merge-not-object"),
+    pytest.param({"mode": "append", "content": "x"}, "merge",
+                 {"mode": "append", "content": [{"type": "text", "text": "x"}, *SP_APPEND["content"]]},
+                 id="merge-string-content"),
+    pytest.param("text", "merge", {"mode": "append", "content": [{"type": "text", "text": "text"},
+                                                                 *SP_APPEND["content"]]},
+                 id="merge-string"),
     pytest.param({"mode": "_custom", "content": [], "_meta": {"k": 1}}, "merge",
                  {"mode": "_custom", "content": [{"type": "text", "text": TEXT}], "_meta": {"k": 1}},
                  id="merge-keeps-unknown-mode-and-meta"),
+    pytest.param({"mode": "append", "content": {"type": "text"}}, "merge", UNCHANGED, id="merge-object-content"),
+    pytest.param({"mode": ["append"], "content": []}, "merge", UNCHANGED, id="merge-list-mode"),
+    pytest.param(3, "merge", UNCHANGED, id="merge-number"),
 ])
 def test_combine_spec(client: Any, policy: str, expected: Any) -> None:
     assert combine_spec(client, SP_APPEND, policy) == expected
+
+
+# -- a client systemPrompt of another shape (issue 12) ----------------------------------------
+# The spec's value is an object {"mode", "content": [blocks]} (acp-notes.md 7.1); clients
+# built on earlier drafts of the RFD send a string or a bare list (7.2), and a client may send
+# anything. Each shape, under each policy: what the agent receives, and what is logged.
+
+CLIENT_BLOCK = {"type": "text", "text": "Be terse."}
+OURS = {"type": "text", "text": TEXT}
+
+
+def sp(mode: Any, *content: Any, **extra: Any) -> dict[str, Any]:
+    return {"mode": mode, "content": list(content), **extra}
+
+
+INFO, WARNING = logging.INFO, logging.WARNING
+
+SHAPES = [
+    # (client systemPrompt, extra params, merged value or None for "left as the client sent it", log)
+    pytest.param("Be terse.", {}, sp("append", CLIENT_BLOCK, OURS),
+                 (INFO, "a string (the RFD's first draft), not an object; sent the ACP object instead: "
+                        "mode append, 2 content blocks"), id="string"),
+    pytest.param("", {}, sp("append", {"type": "text", "text": ""}, OURS),
+                 (INFO, "a string (the RFD's first draft)"), id="empty-string"),
+    pytest.param([CLIENT_BLOCK], {}, sp("append", CLIENT_BLOCK, OURS),
+                 (INFO, "a list of blocks (the RFD's July draft), not an object; sent the ACP object instead"),
+                 id="list"),
+    pytest.param([CLIENT_BLOCK], {"systemPromptMode": "override"}, sp("override", CLIENT_BLOCK, OURS),
+                 (INFO, "a list of blocks"), id="list-with-july-mode"),
+    pytest.param([CLIENT_BLOCK], {"systemPromptMode": 7}, sp("append", CLIENT_BLOCK, OURS),
+                 (INFO, "a list of blocks"), id="list-with-odd-july-mode"),
+    pytest.param(["Be terse.", 3], {}, sp("append", "Be terse.", 3, OURS),
+                 (INFO, "a list of blocks"), id="list-of-non-objects"),
+    pytest.param(sp("append", "Be terse.", None), {}, sp("append", "Be terse.", None, OURS),
+                 None, id="blocks-that-are-not-objects-kept"),
+    pytest.param({"content": [CLIENT_BLOCK]}, {}, sp("append", CLIENT_BLOCK, OURS),
+                 (INFO, "an object without a mode; sent the ACP object instead: mode append"), id="no-mode"),
+    pytest.param({"mode": None, "content": [CLIENT_BLOCK]}, {}, sp("append", CLIENT_BLOCK, OURS),
+                 (INFO, "an object without a mode"), id="null-mode"),
+    pytest.param({"mode": "override"}, {}, sp("override", OURS),
+                 (INFO, "an object without content"), id="no-content"),
+    pytest.param({"mode": "append", "content": None, "_meta": {"k": 1}}, {}, sp("append", OURS, _meta={"k": 1}),
+                 (INFO, "an object without content"), id="null-content"),
+    pytest.param({"mode": "append", "content": "Be terse."}, {}, sp("append", CLIENT_BLOCK, OURS),
+                 (INFO, "an object whose content is a string"), id="string-content"),
+    pytest.param({}, {}, sp("append", OURS), (INFO, "an object without a mode"), id="empty-object"),
+    # no sensible reading: left for the agent to judge, and said
+    pytest.param({"mode": "append", "content": CLIENT_BLOCK}, {}, None,
+                 (WARNING, "an object whose content is an object, which cannot be merged with the configured "
+                           "one; forwarded as the client sent it, WITHOUT the configured prompt"),
+                 id="object-content"),
+    pytest.param({"mode": "append", "content": 5}, {}, None,
+                 (WARNING, "an object whose content is a number"), id="number-content"),
+    pytest.param({"mode": 1, "content": [CLIENT_BLOCK]}, {}, None,
+                 (WARNING, "an object whose mode is a number"), id="number-mode"),
+    pytest.param({"mode": {"append": {}}, "content": [CLIENT_BLOCK]}, {}, None,
+                 (WARNING, "an object whose mode is an object"), id="object-mode"),
+    pytest.param(42, {}, None, (WARNING, "systemPrompt is a number, which cannot be merged"), id="number"),
+    pytest.param(True, {}, None, (WARNING, "systemPrompt is a boolean"), id="boolean"),
+    # null is no value (acp-notes.md 7.1: omitted = null)
+    pytest.param(None, {}, sp("append", OURS), None, id="null"),
+]
+
+
+@pytest.mark.parametrize(("client", "extra", "merged", "logged"), SHAPES)
+@pytest.mark.parametrize("policy", ["merge", "keep", "replace"])
+@pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
+def test_client_system_prompt_shapes(caplog: pytest.LogCaptureFixture, policy: str, v2: bool, client: Any,
+                                     extra: dict[str, Any], merged: Any, logged: tuple[int, str] | None) -> None:
+    """merge never loses the configured prompt without saying so, keep leaves the client's
+    value, replace sends only the configured one; and no shape makes the rule raise."""
+    caplog.set_level(logging.INFO, "acp_bridge.system_prompt")
+    relay = started(cfg(client_prompt=policy), V2_INIT if v2 else V1_INIT,
+                    V2_AGENT_OVERRIDE if v2 else V1_AGENT_OVERRIDE)
+    new = v2_new if v2 else v1_new
+    sent = new(systemPrompt=client, **extra)
+    [(direction, got)] = transcript(relay, [(A, sent)])
+    assert direction is A
+    if policy == "replace" or client is None:
+        expected = new(systemPrompt=SP_APPEND, **extra)
+    elif policy == "keep" or merged is None:
+        expected = sent
+    else:
+        expected = new(systemPrompt=merged, **extra)
+    assert got == expected
+    setup_logs = [(level, text) for level, text in messages(caplog) if text.startswith("session/new 1: ")]
+    if policy == "merge" and logged is not None:
+        [(level, text)] = setup_logs
+        assert level == logged[0] and logged[1] in text, text
+        assert TEXT not in text and "Be terse" not in text  # what was sent, never the text
+    else:
+        assert setup_logs == []
+
+
+@pytest.mark.parametrize(("meta", "expected", "logged"), [
+    pytest.param({"systemPrompt": ["Be terse."]}, None, "_meta.systemPrompt is a list, which cannot be merged",
+                 id="list"),
+    pytest.param({"systemPrompt": 3}, None, "_meta.systemPrompt is a number", id="number"),
+    pytest.param({"systemPrompt": {"append": 3}}, None, "_meta.systemPrompt is an object whose append is not a string",
+                 id="odd-append"),
+    pytest.param("x", None, "_meta is a string", id="meta-not-object"),
+    pytest.param({"systemPrompt": "Be terse."}, {"systemPrompt": "Be terse.\n\n" + TEXT}, None, id="string"),
+    pytest.param({"systemPrompt": None}, {"systemPrompt": {"append": TEXT}}, None, id="null"),
+])
+def test_meta_dialect_client_shapes(caplog: pytest.LogCaptureFixture, meta: Any, expected: Any,
+                                    logged: str | None) -> None:
+    caplog.set_level(logging.INFO, "acp_bridge.system_prompt")
+    relay = started(cfg(on_unsupported="meta"), V1_INIT, V1_AGENT_NONE)
+    sent = v1_new(_meta=meta)
+    [(_, got)] = transcript(relay, [(A, sent)])
+    assert got == (sent if expected is None else v1_new(_meta=expected))
+    warnings = [text for level, text in messages(caplog) if level == WARNING and text.startswith("session/new 1: ")]
+    if logged is None:
+        assert warnings == []
+    else:
+        [text] = warnings
+        assert logged in text and "WITHOUT the configured prompt" in text
+
+
+def test_unmergeable_client_prompt_is_not_reported_as_kept(caplog: pytest.LogCaptureFixture) -> None:
+    """The once-per-session line must not say `client_prompt = keep` when merge was asked."""
+    caplog.set_level(logging.INFO, "acp_bridge.system_prompt")
+    relay = started(cfg(), V1_INIT, V1_AGENT_OVERRIDE)
+    transcript(relay, [(A, v1_new(systemPrompt=42)), (C, V1_NEW_RESP)])
+    assert (WARNING, "session sess_abc123: the client's own systemPrompt could not be merged; the configured "
+                     "prompt was not added") in messages(caplog)
+    assert not any("client_prompt = keep" in text for _, text in messages(caplog))
 
 
 @pytest.mark.parametrize(("client", "mode", "expected"), [

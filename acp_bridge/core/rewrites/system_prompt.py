@@ -138,21 +138,93 @@ class _Unchanged:
 UNCHANGED = _Unchanged()
 
 
-def combine_spec(client: Any, ours: Json, policy: str) -> Any:
+def text_block(text: str) -> Json:
+    return {"type": "text", "text": text}
+
+
+def combine_spec(client: Any, ours: Json, policy: str, sibling_mode: Any = None) -> Any:
     """The `systemPrompt` to send, given the client's own (None: it sent none).
 
-    merge: the client's object (its mode, its `_meta`) with our blocks after its blocks;
-    keep: the client's, untouched; replace: ours only. UNCHANGED when the value stays as
-    the client sent it (kept, or a shape we cannot merge into).
+    merge: see `merge_spec`; keep: the client's, untouched; replace: ours only. UNCHANGED
+    when the value stays as the client sent it (kept, or a shape we cannot merge into).
+    `sibling_mode` is the request's `systemPromptMode`, which the RFD's July draft sent
+    beside a bare list of blocks.
     """
     if client is None or policy == "replace":
         return ours
     if policy == "keep":
         return UNCHANGED
-    content = client.get("content") if isinstance(client, dict) else None
-    if not isinstance(content, list):
+    return merge_spec(client, ours, sibling_mode)
+
+
+def merge_spec(client: Any, ours: Json, sibling_mode: Any = None) -> Any:
+    """The client's prompt with our blocks after its blocks, as the ACP object.
+
+    The spec's object keeps its mode, its `_meta` and its blocks as they are (blocks that are
+    not objects too: they are the client's, and the agent judges them). Earlier drafts of the
+    RFD (acp-notes.md 7.2) are read as what they meant, so the configured prompt is not lost:
+    a string is one text block, a list is the blocks (its mode from `systemPromptMode` if that
+    is a string), and each gets the configured mode; an object without `mode` gets the
+    configured mode, and `content` that is missing, null or a string reads as `[]` or one
+    text block. UNCHANGED for what has no sensible reading (a number, a boolean, a mode or
+    content of another type): the agent then judges the client's value as without the bridge.
+    """
+    blocks = ours["content"]
+    if isinstance(client, str):
+        return {"mode": ours["mode"], "content": [text_block(client), *blocks]}
+    if isinstance(client, list):
+        mode = sibling_mode if isinstance(sibling_mode, str) else ours["mode"]
+        return {"mode": mode, "content": [*client, *blocks]}
+    if not isinstance(client, dict):
         return UNCHANGED
-    return {**client, "content": [*content, *ours["content"]]}
+    mode = client.get("mode")
+    if mode is None:
+        mode = ours["mode"]
+    elif not isinstance(mode, str):
+        return UNCHANGED
+    content = client.get("content")
+    if content is None:
+        content = []
+    elif isinstance(content, str):
+        content = [text_block(content)]
+    elif not isinstance(content, list):
+        return UNCHANGED
+    return {**client, "mode": mode, "content": [*content, *blocks]}
+
+
+def odd_shape(value: Any) -> str | None:
+    """How a client's `systemPrompt` differs from the spec's object, for the log; None when
+    it is the spec's shape (a string `mode`, a list `content`)."""
+    if isinstance(value, str):
+        return "a string (the RFD's first draft), not an object"
+    if isinstance(value, list):
+        return "a list of blocks (the RFD's July draft), not an object"
+    if not isinstance(value, dict):
+        return _json_type(value)
+    mode, content = value.get("mode"), value.get("content")
+    if mode is None:
+        return "an object without a mode"
+    if not isinstance(mode, str):
+        return f"an object whose mode is {_json_type(mode)}"
+    if content is None:
+        return "an object without content"
+    if not isinstance(content, list):
+        return f"an object whose content is {_json_type(content)}"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
 
 
 def combine_meta(client: Any, text: str, mode: str, policy: str) -> Any:
@@ -207,7 +279,8 @@ def inject_setup(msg: Json, plan: Plan, config: SystemPromptConfig) -> Json | No
     params = msg["params"]
     if plan.dialect is Dialect.SPEC:
         client = params.get(p.SYSTEM_PROMPT)
-        value = combine_spec(client, spec_value(config.text, plan.mode), config.client_prompt)
+        value = combine_spec(client, spec_value(config.text, plan.mode), config.client_prompt,
+                             params.get("systemPromptMode"))
         return None if value is UNCHANGED else set_param(msg, p.SYSTEM_PROMPT, value)
     if plan.dialect is Dialect.META:
         client = p.get_path(params, p.META, p.SYSTEM_PROMPT)
@@ -266,7 +339,37 @@ class SystemPrompt(Rewrite):
                         "sent in append mode (system_prompt.strict = true refuses instead)",
                         _who(session))
         changed = inject_setup(msg, plan, self.config)
+        if self.config.client_prompt == "merge" and plan.dialect in (Dialect.SPEC, Dialect.META):
+            self._log_merge(method, frame.id, plan, msg["params"], changed)
         return PASS if changed is None else Replace(changed)
+
+    def _log_merge(self, method: str, id_: Any, plan: Plan, params: Json, changed: Json | None) -> None:
+        """Say what was sent when the client's own prompt was not the plain shape to merge
+        into, so that neither its prompt nor ours is lost without a word. Never the text."""
+        if plan.dialect is Dialect.SPEC:
+            client = params.get(p.SYSTEM_PROMPT)
+            shape = None if client is None else odd_shape(client)
+            if shape is None:
+                return
+            if changed is None:
+                log.warning("%s %r: the client's systemPrompt is %s, which cannot be merged with the "
+                            "configured one; forwarded as the client sent it, WITHOUT the configured "
+                            "prompt (client_prompt = replace would send only the configured one)",
+                            method, id_, shape)
+                return
+            sent = changed["params"][p.SYSTEM_PROMPT]
+            log.info("%s %r: the client's systemPrompt was %s; sent the ACP object instead: mode %s, "
+                     "%d content blocks (the client's, then the configured text)",
+                     method, id_, shape, sent["mode"], len(sent["content"]))
+            return
+        meta = params.get(p.META)
+        client = p.get_path(meta, p.SYSTEM_PROMPT)
+        if changed is None and (client is not None or meta is not None):
+            what = (f"_meta is {_json_type(meta)}" if not isinstance(meta, dict)
+                    else f"_meta.systemPrompt is {_json_type(client)}"
+                    + (" whose append is not a string" if isinstance(client, dict) else ""))
+            log.warning("%s %r: the client's %s, which cannot be merged with the configured prompt; "
+                        "forwarded as the client sent it, WITHOUT the configured prompt", method, id_, what)
 
     def _prompt(self, frame: Frame, msg: Json, session: Session) -> Outcome:
         state = _existing_state(session, msg["params"].get("sessionId"))
@@ -327,18 +430,24 @@ class SystemPrompt(Rewrite):
             if injected:
                 log.info("session %s: system prompt sent in the systemPrompt field (mode %s, "
                          "client_prompt %s)", sid, plan.mode, self.config.client_prompt)
-            else:
+            elif self.config.client_prompt == "keep":
                 log.info("session %s: the client's own systemPrompt was kept (client_prompt = "
                          "keep); the configured prompt was not added", sid)
+            else:
+                log.warning("session %s: the client's own systemPrompt could not be merged; the "
+                            "configured prompt was not added", sid)
             return
         missing = f"{_who(session)} does not advertise the systemPrompt capability"
         if plan.dialect is Dialect.META:
             if injected:
                 log.warning("session %s: %s; system prompt sent as _meta.systemPrompt "
                             "(claude-agent-acp dialect, mode %s)", sid, missing, plan.mode)
-            else:
+            elif self.config.client_prompt == "keep":
                 log.warning("session %s: %s; the client's own _meta.systemPrompt was kept "
                             "(client_prompt = keep)", sid, missing)
+            else:
+                log.warning("session %s: %s; the client's own _meta.systemPrompt could not be "
+                            "merged, so the configured prompt was not added", sid, missing)
         elif plan.dialect is Dialect.FIRST_PROMPT:
             if method in CREATES:
                 note = " (override cannot be expressed this way: the text is added as is)" \
