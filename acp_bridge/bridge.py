@@ -59,22 +59,43 @@ def _what(fwd: Forward) -> str:
 
 
 class Outlet:
-    """The single way into one destination stream: ordered writes, explicit end of stream."""
+    """The single way into one destination stream: writes in the order the relay decided
+    them, and an explicit end of stream.
+
+    Data is queued with `put` the moment the relay returns it (no await in between), so the
+    queue's order is the order of the relay's decisions even when both pumps write here;
+    `flush` writes the queue. The pump that owns this direction flushes and waits, which is
+    what carries backpressure to the side it reads; the other pump only queues what it has
+    for here (a withdrawal, an answer) and leaves the write to a background task, so that a
+    reader who stalls on one side never stalls the traffic going the other way.
+    """
 
     def __init__(self, stream: SendStream, name: str) -> None:
         self.stream = stream
         self.name = name
         self.broken = False  # the reader went away; later writes are dropped
         self._lock = trio.StrictFIFOLock()
+        self._queue: list[bytes] = []
         self._closed = False
+        self._flushing_soon = False
         target = stream.send_stream if isinstance(stream, trio.StapledStream) else stream
         self._fd = target.fileno() if isinstance(target, FdStream) else None
 
     def __repr__(self) -> str:
-        return f"<Outlet {self.name} broken={self.broken} closed={self._closed}>"
+        return f"<Outlet {self.name} queued={len(self._queue)} broken={self.broken} closed={self._closed}>"
+
+    def put(self, data: bytes) -> None:
+        """Queue `data` behind everything queued before it (never blocks)."""
+        if data and not self.broken and not self._closed:
+            self._queue.append(data)
 
     async def send_all(self, data: bytes, *, yielded: bool = False) -> None:
-        """Write `data` in order with every other write to this stream.
+        """Queue `data` and write the queue."""
+        self.put(data)
+        await self.flush(yielded=yielded)
+
+    async def flush(self, *, yielded: bool = False) -> None:
+        """Write everything queued, in order (including what is queued while writing).
 
         `yielded`: the caller has just been through the scheduler (it waited for its
         input), so the write may go straight to the file descriptor when the pipe has room,
@@ -82,7 +103,7 @@ class Outlet:
         message, which shows in the round-trip latency. A pump that did not wait always goes
         through `send_all`, so no task can starve the others.
         """
-        if not data:
+        if not self._queue:
             return
         # Uncontended (the usual case), take the lock without the extra trip through the
         # scheduler that `async with` costs: it shows in the per-message latency.
@@ -91,20 +112,40 @@ class Outlet:
         except trio.WouldBlock:
             await self._lock.acquire()
         try:
+            await self._write_queue(yielded)
+        finally:
+            self._lock.release()
+
+    def flush_soon(self, nursery: trio.Nursery) -> None:
+        """Have the queue written by a background task, without waiting for it."""
+        if self._queue and not self._flushing_soon:
+            self._flushing_soon = True
+            nursery.start_soon(self._flush_in_background)
+
+    async def _flush_in_background(self) -> None:
+        try:
+            await self.flush()
+        finally:
+            self._flushing_soon = False
+
+    async def _write_queue(self, yielded: bool) -> None:
+        while self._queue:
+            data = self._queue[0] if len(self._queue) == 1 else b"".join(self._queue)
+            self._queue.clear()
             if self.broken or self._closed:
                 return
             try:
                 if yielded and self._fd is not None:
+                    yielded = False
                     data = self._write_nowait(data)
                     if not data:
-                        return
+                        continue
                 await self.stream.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 # The reader is gone; that ends this direction, it is not a crash.
                 self.broken = True
+                self._queue.clear()
                 log.debug("%s: reader went away", self.name)
-        finally:
-            self._lock.release()
 
     def _write_nowait(self, data: bytes) -> bytes:
         """Write what the pipe takes at once; return the rest."""
@@ -118,9 +159,11 @@ class Outlet:
         return data[written:]
 
     async def send_eof(self) -> None:
+        """Write what is queued, then end the stream."""
         async with self._lock:
             if self._closed:
                 return
+            await self._write_queue(False)
             self._closed = True
             try:
                 if isinstance(self.stream, HalfCloseableStream):
@@ -142,6 +185,7 @@ class Bridge:
     on_agent_output: Callable[[], None] | None = None  # called whenever the agent writes
     client_closed: trio.Event = field(default_factory=trio.Event)
     agent_closed: trio.Event = field(default_factory=trio.Event)
+    background: trio.Nursery | None = None  # where writes for the other side run
 
     warned_stray_output: bool = False
 
@@ -149,25 +193,31 @@ class Bridge:
         return self.to_agent if direction is Direction.TO_AGENT else self.to_client
 
     async def deliver(self, forwards: Sequence[Forward], wall: float, mono: float,
-                      *, yielded: bool = False) -> None:
-        """Write each run of forwards with one destination in one `send_all`, in order.
+                      *, own: Direction | None = None, yielded: bool = False) -> None:
+        """Queue each forward's bytes on its destination, in order, then write them.
 
-        `yielded`: see `Outlet.send_all`; it applies to the first write only.
+        `own`: the direction of the pump that calls; what it has for its own destination is
+        written before it returns (backpressure), what it has for the other side is left to
+        a background task (see `Outlet`). Without `own`, everything is written before
+        returning. `yielded`: see `Outlet.flush`.
         """
-        run: list[bytes] = []
-        run_dir: Direction | None = None
+        others = False
         for fwd in forwards:
             if fwd.verdict is Verdict.OTHER and not self.warned_stray_output:
                 self._flag_stray_output(fwd)
-            if fwd.direction is not run_dir and run:
-                assert run_dir is not None
-                await self.outlet(run_dir).send_all(b"".join(run), yielded=yielded)
-                yielded = False
-                run = []
-            run_dir = fwd.direction
-            run.append(fwd.data)
-        if run and run_dir is not None:
-            await self.outlet(run_dir).send_all(b"".join(run), yielded=yielded)
+            if fwd.data:
+                self.outlet(fwd.direction).put(fwd.data)
+                others = others or fwd.direction is not own
+        if own is not None:
+            await self.outlet(own).flush(yielded=yielded)
+        if others:
+            for outlet in (self.to_agent, self.to_client):
+                if own is not None and outlet is self.outlet(own):
+                    continue
+                if own is not None and self.background is not None:
+                    outlet.flush_soon(self.background)
+                else:
+                    await outlet.flush()
         if log.isEnabledFor(logging.INFO):
             log_forwards(forwards)
         if self.capture is not None and forwards:
@@ -205,11 +255,12 @@ class Bridge:
                 if direction is Direction.TO_CLIENT and self.on_agent_output is not None:
                     self.on_agent_output()
                 if not chunk:
-                    await self.deliver(self.relay.feed_eof(direction, mono), wall, mono)
+                    await self.deliver(self.relay.feed_eof(direction, mono), wall, mono, own=direction)
                     break
                 if not isinstance(chunk, bytes):  # FdStream gives bytes; other streams may not
                     chunk = bytes(chunk)
-                await self.deliver(self.relay.feed(direction, chunk, mono), wall, mono, yielded=reader.waited)
+                await self.deliver(self.relay.feed(direction, chunk, mono), wall, mono, own=direction,
+                                   yielded=reader.waited)
         finally:
             done.set()
         if close:
@@ -259,6 +310,7 @@ async def bridge_streams(
     """
     bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), capture)
     async with trio.open_nursery() as nursery:
+        bridge.background = nursery
         nursery.start_soon(bridge.pump, client, Direction.TO_AGENT)
         await bridge.pump(agent, Direction.TO_CLIENT)
         nursery.cancel_scope.cancel()

@@ -31,7 +31,6 @@ from acp_bridge.bridge import Bridge, CaptureBatch, Outlet
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
-from acp_bridge.core.rewrites.unavailable import AgentUnavailable
 
 log = logging.getLogger("acp_bridge.process")
 
@@ -42,6 +41,7 @@ PIPE_SIZE = 1024 * 1024
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 STDERR_LINGER = 1.0  # seconds to wait for the agent's last stderr bytes after it exits
+STDOUT_LINGER = 1.0  # ... and for the EOF of its stdout (a process it started may hold it)
 
 
 def exit_status(returncode: int) -> int:
@@ -198,7 +198,7 @@ async def serve(
             reason = f"cannot start agent {command[0]!r}: {exc.strerror or exc}"
             log.error("%s", reason)
             why = {"command": command, "reason": exc.strerror or str(exc), "errno": exc.errno}
-            await _serve_unavailable(client, relay, capture, AgentUnavailable(reason, why))
+            await _serve_unavailable(client, relay, capture, reason, why)
             return EXIT_NOT_FOUND
         log.info("agent started: pid %d: %s", proc.pid, " ".join(command))
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -211,14 +211,33 @@ async def serve(
 
         stderr_done = trio.Event()
         async with trio.open_nursery() as pumps:
+            bridge.background = pumps
             pumps.start_soon(bridge.pump, client, Direction.TO_AGENT)
             pumps.start_soon(_stop_when_told, bridge, proc, stopping, grace)
             pumps.start_soon(pass_stderr, proc.stderr, tail, stderr_fd, stderr_done)
             await pumps.start(_forward_signals, proc, stopping)
-            await bridge.pump(proc.stdout, Direction.TO_CLIENT, close=False)
-            # The agent closed its stdout: it is done with us. Wait for its status, and
-            # briefly for the rest of its stderr (something it started may hold it open).
-            returncode = await proc.wait()
+            if not await _read_agent(bridge, proc):
+                # Its stdout stayed open after it exited: something it started holds the
+                # pipe. Nothing more is waited for; a line it left torn goes on as it is.
+                log.warning("agent exited but its stdout stayed open (a process it started "
+                            "holds it); not waiting for it")
+                await bridge.deliver(relay.feed_eof(Direction.TO_CLIENT, time.monotonic()),
+                                     time.time(), time.monotonic())
+            with trio.move_on_after(STDOUT_LINGER):  # an EOF usually means it is exiting
+                await proc.wait()
+            if proc.returncode is None:
+                # It closed its stdout and runs on: no answer can come from it any more.
+                await _answer_in_flight(bridge, "agent closed its stdout before answering",
+                                        {"reason": "the agent closed its stdout and kept running"})
+                await bridge.to_client.send_eof()
+                with trio.move_on_after(grace):
+                    await proc.wait()
+                if proc.returncode is None:
+                    log.warning("agent still running %gs after closing its stdout; sending SIGTERM", grace)
+                    await terminate(proc, grace=grace)
+            assert proc.returncode is not None
+            returncode = proc.returncode
+            _signal_group(proc, signal.SIGKILL, quiet=True)  # leftovers holding our pipes
             with trio.move_on_after(STDERR_LINGER):
                 await stderr_done.wait()
             status = exit_status(returncode)
@@ -228,14 +247,35 @@ async def serve(
                 data["signal"] = signal.Signals(-returncode).name
             if stderr_text := tail.text(config.system_prompt.text):
                 data["stderr"] = stderr_text
-            forwards = relay.fail_pending(f"agent {describe_exit(returncode)} before answering", data)
-            if forwards:
-                log.warning("agent %s; answered %d request(s) left in flight", describe_exit(returncode),
-                            len(forwards))
-                await bridge.deliver(forwards, time.time(), time.monotonic())
+            await _answer_in_flight(bridge, f"agent {describe_exit(returncode)} before answering", data,
+                                    describe_exit(returncode))
             await bridge.to_client.send_eof()
             pumps.cancel_scope.cancel()
         return status
+
+
+async def _read_agent(bridge: Bridge, proc: trio.Process) -> bool:
+    """Relay the agent's stdout until its EOF; True if it came, False if the agent exited
+    and its stdout stayed open past `STDOUT_LINGER` (then reading stops)."""
+    assert proc.stdout is not None
+    async with trio.open_nursery() as nursery:
+        async def exited() -> None:
+            await proc.wait()
+            await trio.sleep(STDOUT_LINGER)  # a timeout, not an ordering: its last output
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(exited)
+        await bridge.pump(proc.stdout, Direction.TO_CLIENT, close=False)
+        nursery.cancel_scope.cancel()
+        return True
+    return False
+
+
+async def _answer_in_flight(bridge: Bridge, message: str, data: dict[str, Any], why: str | None = None) -> None:
+    forwards = bridge.relay.fail_pending(message, data)
+    if forwards:
+        log.warning("agent %s; answered %d request(s) left in flight", why or message, len(forwards))
+        await bridge.deliver(forwards, time.time(), time.monotonic())
 
 
 async def pass_stderr(source: trio.abc.ReceiveStream, tail: StderrTail, fd: int, done: trio.Event) -> None:
@@ -329,9 +369,10 @@ async def _forward_signals(proc: trio.Process, stopping: trio.Event,
 
 async def _serve_unavailable(client: trio.abc.HalfCloseableStream, relay: Relay,
                              capture: trio.MemorySendChannel[CaptureBatch] | None,
-                             answer: AgentUnavailable) -> None:
+                             reason: str, why: Any) -> None:
     """Answer every client request with the reason until the client closes."""
-    relay = Relay([answer], max_line=relay.max_line)
+    relay = Relay(max_line=relay.max_line)
+    relay.fail_pending(reason, why)  # none in flight yet: this answers every later one
     bridge = Bridge(relay, Outlet(_Discard(), "agent"), Outlet(client, "client"), capture)
     await bridge.pump(client, Direction.TO_AGENT)
     await bridge.to_client.send_eof()

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,3 +55,53 @@ def example(name: str) -> dict:
 def line(msg: dict) -> bytes:
     """A message as one wire line."""
     return orjson.dumps(msg) + b"\n"
+
+
+class BridgeProcess:
+    """A real `python -m acp_bridge` process driven line by line (see `open_bridge`)."""
+
+    def __init__(self, proc: trio.Process) -> None:
+        self.proc = proc
+        self.received = bytearray()
+
+    async def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        await self.proc.stdin.send_all(data)
+
+    async def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        await self.proc.stdin.aclose()
+
+    async def read_until(self, wanted: bytes) -> bytes:
+        """Read stdout until `wanted` has been received; return everything so far."""
+        assert self.proc.stdout is not None
+        while wanted not in self.received:
+            chunk = await self.proc.stdout.receive_some(1 << 20)
+            if not chunk:
+                raise AssertionError(f"EOF before {wanted!r}; got {bytes(self.received)[-300:]!r}")
+            self.received += chunk
+        return bytes(self.received)
+
+    async def read_all(self) -> bytes:
+        assert self.proc.stdout is not None
+        while chunk := await self.proc.stdout.receive_some(1 << 20):
+            self.received += chunk
+        return bytes(self.received)
+
+
+@asynccontextmanager
+async def open_bridge(args: Sequence[str], *, env: dict[str, str] | None = None) -> AsyncIterator[BridgeProcess]:
+    """Start the bridge with pipes on stdin and stdout (stderr goes to the test's own)."""
+    import subprocess
+
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "acp_bridge", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        yield BridgeProcess(proc)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        with trio.CancelScope(shield=True):
+            await proc.wait()

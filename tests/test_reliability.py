@@ -1,0 +1,276 @@
+"""Reliability through the real CLI: whole lines, an answer for every request, no crash on
+input, no wait on an orphan (issue "Reliability", docs/faults.md).
+
+Each test runs `python -m acp_bridge run` in front of a small agent written for it.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import trio
+
+from tests.conftest import agent_cmd, line, open_bridge, run_cli
+
+INIT_NEW_CLIENT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": 1,
+                              "clientCapabilities": {"session": {"promptSuggestions": {}}}}}
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+
+
+def agent(code: str) -> list[str]:
+    """An agent written for one test: Python code with `out(bytes)` and `lines` (stdin)."""
+    prelude = (
+        "import os, sys, time, subprocess\n"
+        "def out(b):\n    sys.stdout.buffer.write(b); sys.stdout.buffer.flush()\n"
+        "lines = iter(sys.stdin.buffer.readline, b'')\n"
+    )
+    return [sys.executable, "-u", "-c", prelude + code]
+
+
+# Answers initialize with the spec's systemPrompt capability, then echoes every line.
+SYSTEM_PROMPT_ECHO = agent(
+    "next(lines); out(b'{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1,"
+    "\"agentCapabilities\":{\"sessionCapabilities\":{\"systemPrompt\":{}}}}}\\n')\n"
+    "for l in lines: out(l)\n"
+)
+
+
+async def after_initialize(options: list[str], then: bytes) -> bytes:
+    """Initialize through the bridge (so the agent's capabilities are known), send `then`,
+    close, and return what the client received."""
+    with trio.fail_after(30):
+        async with open_bridge(["run", *options, "--", *SYSTEM_PROMPT_ECHO]) as bridge:
+            await bridge.send(line(INIT_NEW_CLIENT))
+            await bridge.read_until(b"\n")
+            await bridge.send(then)
+            await bridge.close_stdin()
+            out = await bridge.read_all()
+            assert await bridge.proc.wait() == 0
+    return out
+
+
+def answer(id_text: bytes, message: bytes, data: bytes) -> bytes:
+    return (b'{"jsonrpc":"2.0","id":' + id_text + b',"error":{"code":-32603,"message":"' + message
+            + b'","data":' + data + b"}}\n")
+
+
+def exited(status: int) -> tuple[bytes, bytes]:
+    return b"agent exited with status %d before answering" % status, b'{"exitStatus":%d}' % status
+
+
+# -- framing: what the bridge writes is always whole lines ---------------------------------------
+
+
+async def test_agent_dying_mid_line_leaves_the_fragment_and_a_whole_answer_line() -> None:
+    """The torn fragment goes on as it came; the answer to the request in flight follows on
+    a line of its own (before: `..."met{"jsonrpc":"2.0","id":0,"error":...`)."""
+    result = await run_cli(["run", "--", *agent_cmd("crash-after", "1")], line(INIT))
+    assert result.returncode == 3
+    assert result.stdout == line(INIT) + b'{"jsonrpc":"2.0","met' + b"\n" + answer(b"0", *exited(3))
+
+
+async def test_a_rewritten_last_line_without_newline_is_not_glued_to_what_follows() -> None:
+    """A legacy suggestion on the agent's unterminated last line, converted for a new client:
+    the stripped update and the added one are two lines."""
+    update = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {
+        "sessionUpdate": "session_info_update", "title": "T",
+        "_meta": {"promptSuggestions": {"suggestions": [{"text": "next"}]}}}}}
+    init_result = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}\n'
+    code = f"next(lines); out({init_result!r}); out({orjson.dumps(update)!r})"
+    result = await run_cli(["run", "--", *agent(code)], line(INIT_NEW_CLIENT))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.split(b"\n")
+    assert out[-1] == b""  # every line whole
+    assert [orjson.loads(x)["params"]["update"] for x in out[1:-1]] == [
+        {"sessionUpdate": "session_info_update", "title": "T"},
+        {"sessionUpdate": "prompt_suggestions_update",
+         "suggestions": [{"prompt": [{"type": "text", "text": "next"}]}]},
+    ]
+
+
+async def test_withdrawal_waits_for_a_long_line_streaming_to_the_client(tmp_path: Path) -> None:
+    """The client prompts while an over-limit agent line is half sent: the withdrawal goes
+    after that line, not into it."""
+    config = tmp_path / "c.toml"
+    config.write_text("[relay]\nparse_limit_mib = 1\n")
+    offer = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {
+        "sessionUpdate": "prompt_suggestions_update",
+        "suggestions": [{"prompt": [{"type": "text", "text": "go on"}]}]}}}
+    head = b'{"jsonrpc":"2.0","method":"session/update","params":{"x":"'
+    long_head = head + b"a" * (2 << 20)
+    code = (
+        "next(lines); out(b'{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}\\n')\n"
+        f"out({line(offer)!r})\n"
+        f"out({head!r} + b'a' * (2 << 20))\n"
+        "next(lines)\n"  # the prompt: the bridge has decided the withdrawal by now
+        "out(b'b' * 100 + b'\"}}\\n')\n"
+        "next(lines, None)\n"
+    )
+    prompt = {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+              "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}}
+    with trio.fail_after(30):
+        async with open_bridge(["run", "-c", str(config), "--", *agent(code)]) as bridge:
+            await bridge.send(line(INIT_NEW_CLIENT))
+            await bridge.read_until(b"a" * 1000)  # the long line is streaming
+            await bridge.send(line(prompt))
+            await bridge.close_stdin()
+            out = await bridge.read_all()
+    lines = out.split(b"\n")
+    assert lines[2] == long_head + b"b" * 100 + b'"}}'
+    assert orjson.loads(lines[3])["params"]["update"] == {
+        "sessionUpdate": "prompt_suggestions_update", "suggestions": []}
+
+
+async def test_a_client_that_stops_reading_does_not_stall_its_own_requests(tmp_path: Path) -> None:
+    """The agent floods a client that is not reading; the client prompts (a withdrawal is
+    due toward it) and sends 200 more lines: all of them still reach the agent."""
+    seen = tmp_path / "seen"
+    offer = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {
+        "sessionUpdate": "prompt_suggestions_update",
+        "suggestions": [{"prompt": [{"type": "text", "text": "go on"}]}]}}}
+    chunk = b'{"jsonrpc":"2.0","method":"session/update","params":{"x":"' + b"f" * 1000 + b'"}}\n'
+    code = (
+        "import threading\n"
+        "next(lines); out(b'{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}\\n')\n"
+        f"out({line(offer)!r})\n"
+        f"threading.Thread(target=lambda: [out({chunk!r}) for _ in range(20000)], daemon=True).start()\n"
+        f"n = 0\n"
+        f"for l in lines:\n"
+        f"    n += 1\n"
+        f"    open({str(seen)!r}, 'w').write(str(n))\n"
+    )
+    prompt = {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+              "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}}
+    probe = b'{"jsonrpc":"2.0","method":"_probe","params":{}}\n'
+    with trio.fail_after(30):
+        async with open_bridge(["run", "--", *agent(code)]) as bridge:
+            await bridge.send(line(INIT_NEW_CLIENT))
+            await bridge.read_until(b'"go on"')  # offered; from now on the client reads nothing
+            await bridge.send(line(prompt) + probe * 200)
+            while not (seen.exists() and seen.read_text() == "201"):
+                await trio.sleep(0.05)  # polling a condition, with the deadline above
+
+
+# -- never crash on input -------------------------------------------------------------------
+
+
+def nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+async def test_json_nested_1000_deep_passes_with_every_feature_off_and_on() -> None:
+    deep_id = b'{"jsonrpc":"2.0","id":' + nested(1000) + b',"method":"x"}\n'
+    deep_meta = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"_meta":' + nested(1000) + b"}}\n"
+    stream = deep_meta + deep_id
+    for options in (["--no-suggestions"], ["--system-prompt", "Be brief."]):
+        result = await run_cli(["run", *options, "--", *agent_cmd("echo")], stream)
+        assert result.returncode == 0, result.stderr
+        # Both requests come back (echoed) as they went, then the bridge answers both; the
+        # id nested past what can be written back gets JSON-RPC's null id.
+        assert result.stdout == stream + answer(b"1", *exited(0)) + answer(b"null", *exited(0))
+        assert b"Traceback" not in result.stderr
+
+
+async def test_a_rule_that_cannot_write_back_a_deep_message_forwards_it_unchanged() -> None:
+    """A legacy suggestion with a deep `_meta`, converted for a new client, and a
+    session/new with a deep `_meta` that gets a system prompt: forwarded as they came."""
+    deep_new = b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[],"_meta":{"d":' + nested(600) + b"}}}\n"
+    out = await after_initialize(["--system-prompt", "Be brief."], deep_new)
+    assert out.split(b"\n", 1)[1].startswith(deep_new)
+
+
+async def test_integers_beyond_64_bits_survive_rewrites_and_answers() -> None:
+    big = b"1" + b"0" * 99
+    new = (b'{"jsonrpc":"2.0","id":' + big + b',"method":"session/new","params":{"cwd":"/",'
+           b'"mcpServers":[],"_meta":{"n":-' + big + b',"f":1.50e3}}}\n')
+    out = await after_initialize(["--system-prompt", "Be brief."], new)
+    lines = out.split(b"\n")
+    # The echoed (rewritten) session/new keeps every number as written...
+    assert b'"id":' + big + b"," in lines[1] and b'"n":-' + big + b"," in lines[1]
+    assert b'"f":1.50e3' in lines[1] and b"systemPrompt" in lines[1]
+    # ...and so does the bridge's own answer when the agent exits without answering.
+    assert answer(big, *exited(0)) in out
+
+
+# -- an answer for every request ----------------------------------------------------------------
+
+
+async def test_agent_exit_answers_in_flight_even_when_a_child_holds_stdout_open() -> None:
+    """The agent starts a child that inherits its stdout, then dies with a prompt in flight:
+    the prompt is answered and the bridge exits, without waiting for the child."""
+    code = "subprocess.Popen(['sleep', '20'], start_new_session=True); next(lines); sys.exit(3)"
+    start = time.monotonic()
+    result = await run_cli(["run", "--", *agent(code)], line(INIT), timeout=20)
+    assert result.returncode == 3
+    assert result.stdout == answer(b"0", *exited(3))
+    assert time.monotonic() - start < 10
+
+
+async def test_agent_closing_stdout_but_running_on_gets_requests_answered() -> None:
+    code = "next(lines); os.close(1); time.sleep(60)"
+    with trio.fail_after(30):
+        async with open_bridge(["run", "--", *agent(code)]) as bridge:
+            await bridge.send(line(INIT))
+            out = await bridge.read_all()  # the bridge closes our stdin's peer when done
+            await bridge.close_stdin()
+            status = await bridge.proc.wait()
+    assert out == answer(b"0", b"agent closed its stdout before answering",
+                         b'{"reason":"the agent closed its stdout and kept running"}')
+    assert status == 128 + signal.SIGTERM
+
+
+async def test_requests_in_a_batch_long_or_with_a_lone_surrogate_are_answered_when_the_agent_dies(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[relay]\nparse_limit_mib = 1\n")
+    batch = b'[{"jsonrpc":"2.0","id":11,"method":"a"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":"12","method":"b"}]\n'
+    surrogate = b'{"jsonrpc":"2.0","id":"\\ud83d","method":"c","params":{"t":"\\ud83d"}}\n'
+    long = b'{"jsonrpc":"2.0","method":"session/prompt","params":{"t":"' + b"p" * (2 << 20) + b'"},"id":13}\n'
+    code = "n = 0\nfor l in lines:\n    n += 1\n    if n == 3: sys.exit(5)"
+    result = await run_cli(["run", "-c", str(config), "--", *agent(code)], batch + surrogate + long)
+    assert result.returncode == 5
+    message, data = b"agent exited with status 5 before answering", b'{"exitStatus":5}'
+    assert sorted(result.stdout.splitlines(keepends=True)) == sorted(
+        [answer(i, message, data) for i in (b"11", b'"12"', b'"\\ud83d"', b"13")])
+
+
+async def test_requests_the_parser_rejects_are_answered_when_the_agent_cannot_start(tmp_path: Path) -> None:
+    batch = b'[{"jsonrpc":"2.0","id":1,"method":"a"}]\n'
+    surrogate = b'{"jsonrpc":"2.0","id":2,"method":"c","params":{"t":"\\udc00"}}\n'
+    result = await run_cli(["run", "--", str(tmp_path / "no-such-agent")], batch + surrogate)
+    assert result.returncode == 127
+    ids = [orjson.loads(x)["id"] for x in result.stdout.splitlines()]
+    assert ids == [1, 2]
+
+
+async def test_two_requests_with_the_same_id_each_get_an_answer() -> None:
+    prompt = b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
+    code = "next(lines); next(lines); sys.exit(4)"
+    result = await run_cli(["run", "--", *agent(code)], prompt + prompt)
+    assert result.returncode == 4
+    assert result.stdout == answer(b"7", *exited(4)) * 2
+
+
+async def test_sigterm_ends_a_bridge_whose_agent_left_an_orphan_on_stdout() -> None:
+    """SIGTERM is passed to the agent, which dies of it; a process it started in a session of
+    its own still holds stdout: the prompt in flight is answered and the bridge exits."""
+    code = ("subprocess.Popen(['sleep', '20'], start_new_session=True)\n"
+            "next(lines); out(b'{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}\\n')\n"
+            "time.sleep(60)")
+    prompt = b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
+    with trio.fail_after(30):
+        async with open_bridge(["run", "--", *agent(code)]) as bridge:
+            await bridge.send(line(INIT))
+            await bridge.read_until(b'"result":{}}\n')  # running, signal handlers in place
+            await bridge.send(prompt)
+            bridge.proc.send_signal(signal.SIGTERM)
+            out = await bridge.read_all()
+            status = await bridge.proc.wait()
+    assert status == 128 + signal.SIGTERM
+    assert out.splitlines()[1:] == [answer(
+        b"1", b"agent died of SIGTERM (status 143) before answering",
+        b'{"exitStatus":143,"signal":"SIGTERM"}').rstrip(b"\n")]
