@@ -21,7 +21,6 @@ from acp_bridge.config import SuggestionsConfig, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
 from acp_bridge.core.rewrites.suggestions import PromptSuggestions
 from acp_bridge.core.rewrites.system_prompt import SystemPrompt
-from acp_bridge.core.rewrites.unavailable import AgentUnavailable
 from tests.conftest import ROOT, example, line
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -117,6 +116,7 @@ def test_errors_for_requests_left_in_flight_are_valid(version: int) -> None:
     relay.feed(A, line(example(f"v{version}-session-prompt-request")))
     (fwd,) = relay.fail_pending("agent exited with status 3 before answering", {"exitStatus": 3, "stderr": "boom\n"})
     validate(orjson.loads(fwd.data), version, unstable=False)
-    unavailable = Relay([AgentUnavailable("cannot start agent 'x': No such file or directory", {"errno": 2})])
+    unavailable = Relay([])
+    assert unavailable.fail_pending("cannot start agent 'x': No such file or directory", {"errno": 2}) == []
     (_, answer) = unavailable.feed(A, line(example(f"v{version}-initialize-request-client-plain")))
     validate(orjson.loads(answer.data), version, unstable=False)
