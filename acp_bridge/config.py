@@ -148,7 +148,7 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
         return Config()
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_text_file(file)
     except FileNotFoundError:
         raise ConfigError(f"{file}: config file not found") from None
     except IsADirectoryError:
@@ -163,6 +163,8 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
+        raise ConfigError(f"{file}: not valid TOML: arrays or tables nested too deeply") from None
     return config_from_dict(data, file)
 
 
@@ -331,10 +333,27 @@ def _path_chars(path: str, fail: Any) -> None:
         raise fail("has a NUL character, which a file name cannot hold")
 
 
+# A config or system prompt file larger than this is a mistake (a device such as /dev/zero,
+# a log named by accident), and reading it whole would exhaust memory.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+
+
+def read_text_file(path: Path) -> str:
+    """A UTF-8 file the user named, at most MAX_FILE_BYTES. Raises OSError (ValueError for
+    an oversized file or a NUL in the name, UnicodeDecodeError for other bytes)."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    # Universal newlines, as open() in text mode would give: a prompt written on Windows
+    # reaches the agent with "\n" line ends.
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def read_prompt_file(path: Path, label: str) -> str:
     """A system prompt file: UTF-8, trailing newlines dropped, not empty."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)
     except IsADirectoryError:
         raise ConfigError(f"{label}: {path} is a directory, not a file") from None
     except UnicodeDecodeError as exc:

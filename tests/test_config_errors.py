@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -213,3 +214,38 @@ def test_digest_survives_a_command_line_that_is_not_utf8() -> None:
     config = Config(agent=AgentConfig(command=("agent", os.fsdecode(b"caf\xe9.txt"))))
     assert len(config.digest()) == 16
     assert config.digest() != Config(agent=AgentConfig(command=("agent", "cafe.txt"))).digest()
+
+
+def test_toml_nested_too_deeply_is_exit_2_not_a_recursion_error(tmp_path: Path) -> None:
+    """tomllib reads nested arrays recursively: a deep one raised RecursionError."""
+    config = tmp_path / "c.toml"
+    config.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    result = CliRunner().invoke(main, ["check-config", str(config)])
+    assert result.exit_code == 2
+    assert one_line(result.stderr) == f"acp-bridge: {config}: not valid TOML: arrays or tables nested too deeply"
+
+
+@pytest.mark.parametrize("how", ["config", "prompt-option", "prompt-key"])
+def test_a_file_without_end_is_refused_not_read_into_memory(tmp_path: Path, how: str) -> None:
+    """/dev/zero (or any file over 16 MiB) named as a config or prompt file used to be read
+    until memory ran out."""
+    config = tmp_path / "c.toml"
+    config.write_text('[system_prompt]\nfile = "/dev/zero"\n')
+    args = {"config": ["-c", "/dev/zero"], "prompt-option": ["--system-prompt-file", "/dev/zero"],
+            "prompt-key": ["-c", str(config)]}[how]
+    result = CliRunner().invoke(main, ["run", *args, "--", "agent"])
+    assert result.exit_code == 2
+    line = one_line(result.stderr)
+    assert "/dev/zero" in line and line.endswith(": larger than 16 MiB"), line
+
+
+def test_a_prompt_file_with_windows_line_ends_reads_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_bridge import cli
+
+    seen: list[Any] = []
+    monkeypatch.setattr(cli, "run_and_report", lambda config: seen.append(config) or 0)
+    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    prompt = tmp_path / "p.md"
+    prompt.write_bytes(b"One.\r\nTwo.\r\n\r\n")
+    CliRunner().invoke(main, ["run", "--system-prompt-file", str(prompt), "--", "agent"])
+    assert [c.system_prompt.text for c in seen] == ["One.\nTwo."]
