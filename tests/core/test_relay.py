@@ -340,3 +340,112 @@ def test_dense_lines_that_need_a_look_are_relayed_line_by_line() -> None:
     assert [f.request.id for f in out if f.request is not None] == list(range(20))
     assert b"".join(f.data for f in out) == requests + tail
     assert per_line(out) == per_line(Relay([Tag("t")], strict=True, bulk=False).feed(A, requests + tail))
+
+
+# -- whole lines, answers, inputs that cannot be written back --------------------------------
+
+
+class Withdraw(Rewrite):
+    """Emits a fixed notification toward the client for every client request."""
+
+    name = "withdraw"
+
+    def request(self, frame: Frame, session: Session) -> Replace:
+        assert frame.msg is not None
+        return Replace(frame.msg, then=(Emit(C, {"jsonrpc": "2.0", "method": "w"}),))
+
+
+W = b'{"jsonrpc":"2.0","method":"w"}\n'
+
+
+def test_an_emit_waits_for_the_long_line_streaming_to_its_destination() -> None:
+    relay = Relay([Withdraw()], strict=True, max_line=64)
+    head = relay.feed(C, b'{"long":"' + b"x" * 100)
+    assert [f.verdict for f in head] == [Verdict.OPAQUE]
+    request = b'{"jsonrpc":"2.0","id":1,"method":"p"}\n'
+    during = relay.feed(A, request)
+    assert [(f.direction, f.data) for f in during] == [(A, request)]  # the emit is held back
+    tail = relay.feed(C, b'"}\n{"a":1}\n')
+    assert [f.data for f in tail] == [b'"}\n', W, b'{"a":1}\n']
+
+
+def test_an_emit_after_a_torn_last_line_starts_a_line_of_its_own() -> None:
+    relay = Relay([Withdraw()], strict=True)
+    assert sent(relay.feed(C, b'{"torn":'), C) == b""
+    assert sent(relay.feed_eof(C), C) == b'{"torn":'
+    assert sent(relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"p"}\n'), C) == b"\n" + W
+    assert sent(relay.feed(A, b'{"jsonrpc":"2.0","id":2,"method":"p"}\n'), C) == W  # once only
+
+
+def test_a_rewritten_unterminated_last_line_gets_a_newline() -> None:
+    relay = Relay([Rename()], strict=True)
+    out = relay.feed_eof(A) + relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"old"}')
+    out += relay.feed_eof(A)
+    assert sent(out, A) == b'{"jsonrpc":"2.0","id":1,"method":"new"}\n'
+
+
+class Rename(Rewrite):
+    name = "rename"
+
+    def request(self, frame: Frame, session: Session) -> Replace:
+        assert frame.msg is not None
+        return Replace({**frame.msg, "method": "new"})
+
+
+def test_numbers_keep_their_spelling_when_a_line_is_rewritten() -> None:
+    relay = Relay([Rename()], strict=True)
+    raw = b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"old","params":[1.50,1e3,-0.0,7]}\n'
+    (fwd,) = relay.feed(A, raw)
+    assert fwd.data == (b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"new",'
+                        b'"params":[1.50,1e3,-0.0,7]}\n')
+
+
+def test_a_message_too_deep_to_write_back_is_forwarded_as_it_came_even_when_strict() -> None:
+    relay = Relay([Rename()], strict=True)
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"old","params":' + b"[" * 300 + b"]" * 300 + b"}\n"
+    (fwd,) = relay.feed(A, raw)
+    assert (fwd.verdict, fwd.data) == (Verdict.ERROR, raw)
+    assert fwd.error is not None and fwd.error.startswith("cannot re-encode")
+
+
+def test_the_bridge_answers_a_big_integer_id_with_the_id_as_written() -> None:
+    relay = Relay([], strict=True)
+    relay.feed(A, b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"p"}\n')
+    (fwd,) = relay.fail_pending("gone")
+    assert fwd.data == b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"error":{"code":-32603,"message":"gone"}}\n'
+
+
+def test_requests_with_the_same_id_are_each_answered_once_in_order() -> None:
+    relay = Relay([], strict=True)
+    relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"first"}\n{"jsonrpc":"2.0","id":1,"method":"second"}\n')
+    (answer,) = relay.feed(C, b'{"jsonrpc":"2.0","id":1,"result":{}}\n')
+    assert answer.request is not None and answer.request.method == "first"
+    (left,) = relay.fail_pending("gone")
+    assert left.request is not None and left.request.method == "second"
+    assert relay.fail_pending("gone") == []
+
+
+def test_a_batch_is_paired_element_by_element() -> None:
+    relay = Relay([], strict=True)
+    relay.feed(A, b'[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"}]\n')
+    relay.feed(C, b'[{"jsonrpc":"2.0","id":1,"result":{}}]\n')
+    assert [r.method for r in relay.session.pending(A)] == ["b"]
+
+
+def test_once_the_agent_is_gone_every_request_is_answered_by_the_bridge() -> None:
+    relay = Relay([], strict=True, max_line=64)
+    assert relay.fail_pending("gone") == []
+    out = relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"a"}\n{"jsonrpc":"2.0","method":"n"}\n'
+                        b'{"jsonrpc":"2.0","id":"\\udc00","method":"b"}\n'
+                        b'{"jsonrpc":"2.0","id":3,"method":"c","params":"' + b"x" * 100 + b'"}\n')
+    answers = [orjson.loads(f.data.replace(b"\\udc00", b"?")) for f in out if f.direction is C]
+    assert [a["id"] for a in answers] == [1, "?", 3]
+
+
+def test_closing_a_session_frees_its_state() -> None:
+    relay = Relay([], strict=True)
+    for n in range(1000):
+        relay.session.state(f"s{n}").offered = [{"text": "x"}]
+        relay.feed(A, b'{"jsonrpc":"2.0","id":%d,"method":"session/close","params":{"sessionId":"s%d"}}\n' % (n, n))
+        relay.feed(C, b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % n)
+    assert relay.session.states == {}
