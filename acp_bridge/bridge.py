@@ -1,7 +1,7 @@
 """The trio shell around the relay: one pump per direction, one way into each stream.
 
 Owns: reading from the client and the agent, feeding the relay, writing what it returns to
-the right stream, end-of-stream handling, and handing every Forward to the capture channel.
+the right stream, end-of-stream handling, and handing every Forward to the capture first.
 Must never: interpret messages (that is the core's job) or write anything to the client
 that did not come out of the relay.
 """
@@ -13,18 +13,27 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import trio
 from trio.abc import HalfCloseableStream, ReceiveStream, SendStream
 from trio.lowlevel import FdStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
+from acp_bridge.core.frames import brief
 
 log = logging.getLogger("acp_bridge.bridge")
 
 READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 
 CaptureBatch = tuple[float, float, list[Forward]]  # wall time, monotonic time, forwards
+
+
+class CaptureSink(Protocol):
+    """Where the bridge records forwards (acp_bridge.capture_writer.CaptureFile)."""
+
+    def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
+        """Write the records now (synchronously); raises CaptureError only when required."""
 
 
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
@@ -54,8 +63,8 @@ def _what(fwd: Forward) -> str:
         return "line"
     if frame.kind is Kind.RESPONSE:
         method = fwd.request.method if fwd.request is not None else "?"
-        return f"response #{frame.id!r} ({method})"
-    return f"{frame.method} #{frame.id!r}" if frame.kind is Kind.REQUEST else str(frame.method)
+        return f"response #{brief(frame.id)} ({method})"
+    return f"{frame.method} #{brief(frame.id)}" if frame.kind is Kind.REQUEST else str(frame.method)
 
 
 class Outlet:
@@ -181,7 +190,7 @@ class Bridge:
     relay: Relay
     to_agent: Outlet
     to_client: Outlet
-    capture: trio.MemorySendChannel[CaptureBatch] | None = None
+    capture: CaptureSink | None = None
     on_agent_output: Callable[[], None] | None = None  # called whenever the agent writes
     client_closed: trio.Event = field(default_factory=trio.Event)
     agent_closed: trio.Event = field(default_factory=trio.Event)
@@ -201,6 +210,9 @@ class Bridge:
         a background task (see `Outlet`). Without `own`, everything is written before
         returning. `yielded`: see `Outlet.flush`.
         """
+        if self.capture is not None and forwards:
+            # On disk before anything is sent: a SIGKILL loses at most what was not yet read.
+            self.capture.record(wall, mono, forwards)
         others = False
         for fwd in forwards:
             if fwd.verdict is Verdict.OTHER and not self.warned_stray_output:
@@ -220,11 +232,6 @@ class Bridge:
                     await outlet.flush()
         if log.isEnabledFor(logging.INFO):
             log_forwards(forwards)
-        if self.capture is not None and forwards:
-            try:
-                await self.capture.send((wall, mono, list(forwards)))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self.capture = None  # the writer stopped (it said why); relaying goes on
 
     def _flag_stray_output(self, fwd: Forward) -> None:
         if fwd.source is not Direction.TO_CLIENT or not fwd.raw.strip():
@@ -301,7 +308,7 @@ async def bridge_streams(
     client: HalfCloseableStream,
     agent: HalfCloseableStream,
     relay: Relay,
-    capture: trio.MemorySendChannel[CaptureBatch] | None = None,
+    capture: CaptureSink | None = None,
 ) -> None:
     """Relay between two streams until both directions have ended.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import json
 import re
+import reprlib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -67,7 +68,7 @@ class Frame:
     batch: list[Any] | None = None  # a line that is a JSON array: its elements (v2 batches)
 
     def __repr__(self) -> str:
-        what = self.method or (f"id={self.id!r}" if self.kind is Kind.RESPONSE else "")
+        what = self.method or (f"id={brief(self.id)}" if self.kind is Kind.RESPONSE else "")
         return f"<Frame {self.direction.arrow} {self.kind.value} {what} {len(self.raw)}B>"
 
     @property
@@ -189,6 +190,16 @@ def _with_literals(value: Any, literals: dict[int, bytes], depth: int) -> Any:
     if kind is list:
         return [_with_literals(v, literals, depth + 1) for v in value]
     return value
+
+
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 3, 60, 60
+
+
+def brief(value: Any) -> str:
+    """A short repr of a value from the wire, for logs: bounded in depth and length (a
+    plain repr of an id nested 1,000 deep raises RecursionError)."""
+    return _BRIEF.repr(value)
 
 
 def id_key(id_: Any) -> tuple[type, Any]:

@@ -24,7 +24,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame
+from acp_bridge.core.frames import Direction, Frame, brief
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
@@ -170,7 +170,7 @@ class PromptSuggestions(Rewrite):
         if form is None:
             return DROP  # the client never advertised the update (v1's union is closed)
         if not isinstance(suggestions, list):
-            log.debug("dropped a prompt_suggestions_update without a suggestions list (%r)", session_id)
+            log.debug("dropped a prompt_suggestions_update without a suggestions list (%s)", brief(session_id))
             return DROP  # cannot be vetted, so it is not delivered
         state = session.state(session_id)
         state.agent_forms.add(NEW)

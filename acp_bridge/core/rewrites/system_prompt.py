@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, id_key
+from acp_bridge.core.frames import Direction, Frame, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
 
@@ -328,8 +328,8 @@ class SystemPrompt(Rewrite):
             return PASS
         plan = self.plan(session)
         if plan.error is not None:
-            log.warning("answered %s %r with an error instead of forwarding it: %s",
-                        method, frame.id, plan.error.removeprefix("acp-bridge: "))
+            log.warning("answered %s %s with an error instead of forwarding it: %s",
+                        method, brief(frame.id), plan.error.removeprefix("acp-bridge: "))
             answer = p.error_response(frame.id, p.INTERNAL_ERROR, plan.error,
                                       refusal_data(method, _agent_name(session), session.v2))
             return Replace(None, then=(Emit(Direction.TO_CLIENT, answer),))
@@ -352,15 +352,15 @@ class SystemPrompt(Rewrite):
             if shape is None:
                 return
             if changed is None:
-                log.warning("%s %r: the client's systemPrompt is %s, which cannot be merged with the "
+                log.warning("%s %s: the client's systemPrompt is %s, which cannot be merged with the "
                             "configured one; forwarded as the client sent it, WITHOUT the configured "
                             "prompt (client_prompt = replace would send only the configured one)",
-                            method, id_, shape)
+                            method, brief(id_), shape)
                 return
             sent = changed["params"][p.SYSTEM_PROMPT]
-            log.info("%s %r: the client's systemPrompt was %s; sent the ACP object instead: mode %s, "
+            log.info("%s %s: the client's systemPrompt was %s; sent the ACP object instead: mode %s, "
                      "%d content blocks (the client's, then the configured text)",
-                     method, id_, shape, sent["mode"], len(sent["content"]))
+                     method, brief(id_), shape, sent["mode"], len(sent["content"]))
             return
         meta = params.get(p.META)
         client = p.get_path(meta, p.SYSTEM_PROMPT)
@@ -368,8 +368,8 @@ class SystemPrompt(Rewrite):
             what = (f"_meta is {_json_type(meta)}" if not isinstance(meta, dict)
                     else f"_meta.systemPrompt is {_json_type(client)}"
                     + (" whose append is not a string" if isinstance(client, dict) else ""))
-            log.warning("%s %r: the client's %s, which cannot be merged with the configured prompt; "
-                        "forwarded as the client sent it, WITHOUT the configured prompt", method, id_, what)
+            log.warning("%s %s: the client's %s, which cannot be merged with the configured prompt; "
+                        "forwarded as the client sent it, WITHOUT the configured prompt", method, brief(id_), what)
 
     def _prompt(self, frame: Frame, msg: Json, session: Session) -> Outcome:
         state = _existing_state(session, msg["params"].get("sessionId"))
@@ -425,7 +425,7 @@ class SystemPrompt(Rewrite):
     def _log_dialect(self, session: Session, session_id: Any, method: str, plan: Plan,
                      injected: bool) -> None:
         """Once per session: which dialect carried the prompt, so a user can tell it took."""
-        sid = session_id
+        sid = brief(session_id)
         if plan.dialect is Dialect.SPEC:
             if injected:
                 log.info("session %s: system prompt sent in the systemPrompt field (mode %s, "
