@@ -167,6 +167,18 @@ class Outlet:
             raise trio.BrokenResourceError(str(exc)) from exc
         return data[written:]
 
+    async def abandon(self) -> None:
+        """The reader is gone for good (the agent): drop what is queued and close the
+        stream, which also ends a write blocked on it (the pump that made it reads on)."""
+        self.broken = True
+        self._queue.clear()
+        self._closed = True
+        with trio.CancelScope(shield=True):
+            try:
+                await self.stream.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
     async def send_eof(self) -> None:
         """Write what is queued, then end the stream."""
         async with self._lock:
@@ -195,6 +207,7 @@ class Bridge:
     client_closed: trio.Event = field(default_factory=trio.Event)
     agent_closed: trio.Event = field(default_factory=trio.Event)
     background: trio.Nursery | None = None  # where writes for the other side run
+    readers: dict[Direction, Reader] = field(default_factory=dict)
 
     warned_stray_output: bool = False
 
@@ -251,7 +264,7 @@ class Bridge:
         that, after it has written whatever must still go out (answers to pending requests).
         """
         done = self.client_closed if direction is Direction.TO_AGENT else self.agent_closed
-        reader = Reader(source)
+        reader = self.readers[direction] = Reader(source)
         try:
             while True:
                 try:
@@ -270,8 +283,27 @@ class Bridge:
                                    yielded=reader.waited)
         finally:
             done.set()
+            reader.wake()
         if close:
             await self.outlet(direction).send_eof()
+
+    async def wait_input_drained(self, direction: Direction, timeout: float) -> None:
+        """Wait until the pump reading `direction` has read all that its source had written
+        so far (it waits for more, or has reached EOF), or `timeout` has passed.
+
+        Used before answering for a gone agent, so that requests already written by the
+        client, but not yet read, are answered too. Only a pump reading a file descriptor
+        can tell; for other streams this returns at once.
+        """
+        reader = self.readers.get(direction)
+        done = self.client_closed if direction is Direction.TO_AGENT else self.agent_closed
+        if reader is None or reader.fd is None or done.is_set() or reader.blocked:
+            return
+        event = trio.Event()
+        reader.on_block = event.set
+        with trio.move_on_after(timeout):
+            await event.wait()
+        reader.on_block = None
 
 
 class Reader:
@@ -289,6 +321,12 @@ class Reader:
         self.stream = stream
         self.fd = stream.fileno() if isinstance(stream, FdStream) else None
         self.waited = True  # receive_some always passes through the scheduler
+        self.blocked = False  # waiting for input: everything written so far has been read
+        self.on_block: Callable[[], None] | None = None
+
+    def wake(self) -> None:
+        if self.on_block is not None:
+            self.on_block()
 
     async def receive(self, max_bytes: int) -> bytes | bytearray:
         if self.fd is None:
@@ -298,8 +336,12 @@ class Reader:
             try:
                 return os.read(self.fd, max_bytes)
             except BlockingIOError:
-                self.waited = True
-                await trio.lowlevel.wait_readable(self.fd)
+                self.waited = self.blocked = True
+                self.wake()
+                try:
+                    await trio.lowlevel.wait_readable(self.fd)
+                finally:
+                    self.blocked = False
             except OSError as exc:  # closed under us (EBADF) or broken: the end of input
                 raise trio.BrokenResourceError(str(exc)) from exc
 

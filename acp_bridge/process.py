@@ -27,7 +27,7 @@ from typing import Any
 import trio
 from trio.lowlevel import FdStream
 
-from acp_bridge.bridge import Bridge, CaptureBatch, Outlet
+from acp_bridge.bridge import Bridge, CaptureSink, Outlet
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
@@ -42,6 +42,7 @@ M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt para
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 STDERR_LINGER = 1.0  # seconds to wait for the agent's last stderr bytes after it exits
 STDOUT_LINGER = 1.0  # ... and for the EOF of its stdout (a process it started may hold it)
+DRAIN_TIMEOUT = 1.0  # ... and for the client pump to read what the client had already written
 
 
 def exit_status(returncode: int) -> int:
@@ -170,15 +171,16 @@ async def run_bridge(config: Config, *, stdin_fd: int = 0, stdout_fd: int = 1) -
         open_capture,  # only then: it costs start-up time
     )
 
-    async with open_capture(config) as capture, open_stdio(stdin_fd, stdout_fd) as client:
-        return await serve(config, relay, client, capture)
+    with open_capture(config) as capture:
+        async with open_stdio(stdin_fd, stdout_fd) as client:
+            return await serve(config, relay, client, capture)
 
 
 async def serve(
     config: Config,
     relay: Relay,
     client: trio.abc.HalfCloseableStream,
-    capture: trio.MemorySendChannel[CaptureBatch] | None = None,
+    capture: CaptureSink | None = None,
     *,
     stderr_fd: int = 2,
 ) -> int:
@@ -272,6 +274,10 @@ async def _read_agent(bridge: Bridge, proc: trio.Process) -> bool:
 
 
 async def _answer_in_flight(bridge: Bridge, message: str, data: dict[str, Any], why: str | None = None) -> None:
+    """The agent is gone: answer what is in flight, including what the client wrote and the
+    bridge has not read yet (its pump may have been blocked writing to the agent)."""
+    await bridge.to_agent.abandon()
+    await bridge.wait_input_drained(Direction.TO_AGENT, DRAIN_TIMEOUT)
     forwards = bridge.relay.fail_pending(message, data)
     if forwards:
         log.warning("agent %s; answered %d request(s) left in flight", why or message, len(forwards))
@@ -368,7 +374,7 @@ async def _forward_signals(proc: trio.Process, stopping: trio.Event,
 
 
 async def _serve_unavailable(client: trio.abc.HalfCloseableStream, relay: Relay,
-                             capture: trio.MemorySendChannel[CaptureBatch] | None,
+                             capture: CaptureSink | None,
                              reason: str, why: Any) -> None:
     """Answer every client request with the reason until the client closes."""
     relay = Relay(max_line=relay.max_line)
