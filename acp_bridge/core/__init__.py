@@ -7,10 +7,10 @@ from acp_bridge.core.frames import Direction, Frame, Kind, classify, encode
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.relay import Forward, Relay, RelayStatistics, Verdict
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
-from acp_bridge.core.session import Pending, Session, SessionState
+from acp_bridge.core.session import Pending, Session
 
 __all__ = [
     "DROP", "MIB", "PASS", "Direction", "Emit", "Forward", "Frame", "Kind", "LineSplitter",
     "Opaque", "Outcome", "Pending", "Relay", "RelayStatistics", "Replace", "Rewrite",
-    "Session", "SessionState", "Verdict", "classify", "encode",
+    "Session", "Verdict", "classify", "encode",
 ]

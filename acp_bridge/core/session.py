@@ -9,7 +9,7 @@ Must never: change a message, or decide what a rule does with these facts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -18,6 +18,7 @@ from acp_bridge.core.frames import Direction, Frame, id_key, number_literals
 from acp_bridge.core.protocol import Json
 
 _UNREAD: Any = object()
+T = TypeVar("T")
 
 
 def _id_text(frame: Frame) -> Any:
@@ -65,18 +66,6 @@ class Pending:
         return self._params
 
 
-@dataclass(slots=True)
-class SessionState:
-    """Per ACP session (`sessionId`) facts that rewrites keep between messages."""
-
-    offered: list[Any] = field(default_factory=list)  # suggestions the client now holds
-    offered_form: str | None = None  # "new" or "legacy", the form `offered` was sent in
-    agent_forms: set[str] = field(default_factory=set)  # suggestion forms the agent sent here
-    first_prompt_due: bool = False  # first-prompt dialect: inject into the next prompt
-    first_prompt_request: Any = None  # id_key of the prompt that carried it, until answered
-    system_prompt_dialect: str | None = None  # how the system prompt reached it (logged once)
-
-
 @dataclass(frozen=True, slots=True)
 class SessionStatistics:
     pending_to_agent: int
@@ -95,7 +84,9 @@ class Session:
         self._same_id: dict[tuple[Direction, Any], list[Pending]] = {}
         self.client_init: Json | None = None  # initialize params, as the client sent them
         self.agent_init: Json | None = None  # initialize result, as the agent sent it
-        self.states: dict[Any, SessionState] = {}
+        # Per ACP session (`sessionId`, compared as a JSON value), each rule's own state,
+        # keyed by the rule's state class: a rule keeps its facts in its own module.
+        self._states: dict[Any, dict[type, Any]] = {}
         self.unpaired_responses = 0
         self._version: tuple[tuple[Json | None, Json | None], int | None] = ((None, None), None)
         self._client_caps: tuple[Json | None, Json] = (None, {})
@@ -104,7 +95,7 @@ class Session:
     def __repr__(self) -> str:
         return (
             f"<Session v{self.protocol_version} pending={len(self._pending)} "
-            f"sessions={len(self.states)} client_init={self.client_init is not None} "
+            f"sessions={len(self._states)} client_init={self.client_init is not None} "
             f"agent_init={self.agent_init is not None}>"
         )
 
@@ -142,7 +133,7 @@ class Session:
             if isinstance(result, dict):
                 self.agent_init = result
         elif pending.method == p.SESSION_CLOSE and frame.msg is not None and "result" in frame.msg:
-            self.states.pop(id_key(pending.session_id), None)  # nothing more will concern it
+            self._states.pop(id_key(pending.session_id), None)  # nothing more will concern it
         return pending
 
     def pair(self, direction: Direction, id_: Any) -> Pending | None:
@@ -190,19 +181,35 @@ class Session:
             if req.origin is origin and req.method == method and id_key(req.session_id) == key
         ]
 
-    def state(self, session_id: Any) -> SessionState:
+    def state_for(self, kind: type[T], session_id: Any) -> T:
+        """The state of type `kind` (a rule's own class) for this session, made on first use."""
         key = id_key(session_id)
-        state = self.states.get(key)
+        states = self._states.get(key)
+        if states is None:
+            states = self._states[key] = {}
+        state = states.get(kind)
         if state is None:
-            state = self.states[key] = SessionState()
+            state = states[kind] = kind()
         return state
+
+    def existing_state(self, kind: type[T], session_id: Any) -> T | None:
+        """The state of type `kind` for this session if a rule made one, without making it."""
+        if session_id is None:
+            return None
+        states = self._states.get(id_key(session_id))
+        return None if states is None else states.get(kind)
+
+    @property
+    def session_count(self) -> int:
+        """ACP sessions some rule holds state for."""
+        return len(self._states)
 
     def statistics(self) -> SessionStatistics:
         return SessionStatistics(
             pending_to_agent=len(self.pending(Direction.TO_AGENT)),
             pending_to_client=len(self.pending(Direction.TO_CLIENT)),
             unpaired_responses=self.unpaired_responses,
-            sessions=len(self.states),
+            sessions=len(self._states),
         )
 
     # -- negotiated facts -----------------------------------------------------------------
@@ -253,36 +260,3 @@ class Session:
         if info is None:
             info = p.get_path(self.agent_init, "info")
         return info if isinstance(info, dict) else {}
-
-    @property
-    def client_suggestions(self) -> Json | None:
-        """The client's `session.promptSuggestions` capability, or None if not advertised."""
-        value = p.get_path(self.client_caps, "session", p.PROMPT_SUGGESTIONS)
-        return value if isinstance(value, dict) else None
-
-    @property
-    def legacy_client(self) -> bool:
-        """The client carries the JetBrains AIR marker (`_meta.jetbrains.air` is an object)."""
-        return isinstance(p.get_path(self.client_caps, p.META, "jetbrains", "air"), dict)
-
-    def agent_accepts(self, capability: str) -> bool:
-        """Does the agent accept this prompt content type (`image`, `audio`, `embeddedContext`)?
-
-        v1 uses booleans under `promptCapabilities`; v2 uses `{}` markers under
-        `capabilities.session.prompt` (present and non-null = supported).
-        """
-        caps = self.agent_caps
-        v1 = p.get_path(caps, "promptCapabilities", capability)
-        if v1 is True:
-            return True
-        v2 = p.get_path(caps, "session", "prompt", capability)
-        return isinstance(v2, dict)
-
-    @property
-    def agent_system_prompt(self) -> Json | None:
-        """The agent's `systemPrompt` session capability, or None if not advertised."""
-        caps = self.agent_caps
-        value = p.get_path(caps, "sessionCapabilities", p.SYSTEM_PROMPT)
-        if value is None:
-            value = p.get_path(caps, "session", p.SYSTEM_PROMPT)
-        return value if isinstance(value, dict) else None

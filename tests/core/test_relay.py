@@ -20,6 +20,7 @@ from acp_bridge.core import (
     Verdict,
 )
 from acp_bridge.core.session import Pending
+from acp_bridge.core.rewrites.suggestions import SuggestionsState
 from tests.core.test_framing import split_at
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
@@ -445,7 +446,7 @@ def test_once_the_agent_is_gone_every_request_is_answered_by_the_bridge() -> Non
 def test_closing_a_session_frees_its_state() -> None:
     relay = Relay([], strict=True)
     for n in range(1000):
-        relay.session.state(f"s{n}").offered = [{"text": "x"}]
+        relay.session.state_for(SuggestionsState, f"s{n}").offered = [{"text": "x"}]
         relay.feed(A, b'{"jsonrpc":"2.0","id":%d,"method":"session/close","params":{"sessionId":"s%d"}}\n' % (n, n))
         relay.feed(C, b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % n)
-    assert relay.session.states == {}
+    assert relay.session.session_count == 0

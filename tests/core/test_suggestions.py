@@ -23,7 +23,7 @@ from acp_bridge.core.frames import Direction
 from acp_bridge.core.relay import Forward, Relay, Verdict
 from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
-from acp_bridge.core.rewrites.suggestions import PromptSuggestions
+from acp_bridge.core.rewrites.suggestions import PromptSuggestions, SuggestionsState, agent_accepts
 from tests.conftest import example, line
 
 TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
@@ -451,7 +451,7 @@ def test_disabled_rule_not_in_chain() -> None:
 def test_state_records_offered_list() -> None:
     relay = make_relay("v1-air", "v1")
     relay.feed(TO_CLIENT, line(N1))
-    state = relay.session.state(SID)
+    state = relay.session.state_for(SuggestionsState, SID)
     assert (state.offered, state.offered_form, state.agent_forms) == ([item(RUN)], "legacy", {"new"})
 
 
@@ -531,7 +531,7 @@ def test_chain_never_delivers_forbidden_blocks(suggestions: list[Any], client_op
     relay = Relay([PromptSuggestions(SuggestionsConfig())], strict=True)
     relay.feed(TO_AGENT, line(init_with_caps({"session": {"promptSuggestions": client_opt_ins}}, version)))
     relay.feed(TO_CLIENT, line(example(AGENTS[agent])))
-    allowed = shapes.allowed_block_types(client_opt_ins, relay.session.agent_accepts)
+    allowed = shapes.allowed_block_types(client_opt_ins, lambda c: agent_accepts(relay.session, c))
     for fwd in relay.feed(TO_CLIENT, wire(new_upd(*suggestions))):
         if not fwd.data:
             continue

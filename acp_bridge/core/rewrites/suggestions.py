@@ -21,6 +21,7 @@ After (<- client):
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core import protocol as p
@@ -28,7 +29,7 @@ from acp_bridge.core.frames import Direction, Frame, brief
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
-from acp_bridge.core.session import Pending, Session, SessionState
+from acp_bridge.core.session import Pending, Session
 
 if TYPE_CHECKING:
     from acp_bridge.config import SuggestionsConfig
@@ -41,11 +42,43 @@ log = logging.getLogger("acp_bridge.suggestions")
 _SESSION_REQUESTS = frozenset({p.SESSION_PROMPT, p.SESSION_LOAD, p.SESSION_RESUME})
 
 
+@dataclass(slots=True)
+class SuggestionsState:
+    """What this rule keeps per ACP session (`Session.state_for(SuggestionsState, id)`)."""
+
+    offered: list[Any] = field(default_factory=list)  # suggestions the client now holds
+    offered_form: str | None = None  # NEW or LEGACY, the form `offered` was sent in
+    agent_forms: set[str] = field(default_factory=set)  # suggestion forms the agent sent here
+
+
+def client_suggestions(session: Session) -> p.Json | None:
+    """The client's `session.promptSuggestions` capability, or None if not advertised."""
+    value = p.get_path(session.client_caps, "session", p.PROMPT_SUGGESTIONS)
+    return value if isinstance(value, dict) else None
+
+
+def legacy_client(session: Session) -> bool:
+    """The client carries the JetBrains AIR marker (`_meta.jetbrains.air` is an object)."""
+    return isinstance(p.get_path(session.client_caps, p.META, "jetbrains", "air"), dict)
+
+
+def agent_accepts(session: Session, capability: str) -> bool:
+    """Does the agent accept this prompt content type (`image`, `audio`, `embeddedContext`)?
+
+    v1 uses booleans under `promptCapabilities`; v2 uses `{}` markers under
+    `capabilities.session.prompt` (present and non-null = supported).
+    """
+    caps = session.agent_caps
+    if p.get_path(caps, "promptCapabilities", capability) is True:
+        return True
+    return isinstance(p.get_path(caps, "session", "prompt", capability), dict)
+
+
 def client_form(session: Session) -> str | None:
     """The form this client reads (bridge-rules 2.1): NEW, LEGACY, or None for neither."""
-    if session.client_suggestions is not None:
+    if client_suggestions(session) is not None:
         return NEW
-    if session.legacy_client:
+    if legacy_client(session):
         return LEGACY
     return None
 
@@ -65,10 +98,11 @@ def replaying(session: Session, session_id: Any) -> bool:
 
 
 def allowed_types(session: Session) -> frozenset[str]:
-    return shapes.allowed_block_types(session.client_suggestions or {}, session.agent_accepts)
+    return shapes.allowed_block_types(client_suggestions(session) or {},
+                                      lambda capability: agent_accepts(session, capability))
 
 
-def offer(state: SessionState, form: str, items: list[Any]) -> bool:
+def offer(state: SuggestionsState, form: str, items: list[Any]) -> bool:
     """Record `items` as the client's list; False (send nothing) when it already holds exactly
     that list, which also covers a withdrawal of an empty list (bridge-rules 2.4)."""
     if items == state.offered:
@@ -106,9 +140,9 @@ class PromptSuggestions(Rewrite):
         if form is None or session_id is None:
             return PASS
         if method == p.SESSION_PROMPT:
-            return self._withdraw_on_prompt(frame.msg, session.state(session_id), form, session_id)
+            return self._withdraw_on_prompt(frame.msg, session.state_for(SuggestionsState, session_id), form, session_id)
         if is_replay(method, params, session.v2):
-            session.state(session_id).offered = []  # a replayed session starts with an empty list
+            session.state_for(SuggestionsState, session_id).offered = []  # a replayed session starts with an empty list
         return PASS
 
     def _initialize(self, msg: p.Json, session: Session) -> Outcome:
@@ -120,11 +154,11 @@ class PromptSuggestions(Rewrite):
         if form == LEGACY:
             # The agent may speak the new form; ask for it, and convert it back (2.5).
             changed = shapes.with_suggestions_capability(params)
-        elif form == NEW and self.config.unlock_legacy_agent and not session.legacy_client:
+        elif form == NEW and self.config.unlock_legacy_agent and not legacy_client(session):
             changed = shapes.with_air_marker(params)
         return PASS if changed is None else Replace({**msg, "params": changed})
 
-    def _withdraw_on_prompt(self, msg: p.Json, state: SessionState, form: str, session_id: Any) -> Outcome:
+    def _withdraw_on_prompt(self, msg: p.Json, state: SuggestionsState, form: str, session_id: Any) -> Outcome:
         """A prompt makes the offered list out of date: withdraw it toward the client."""
         if not state.offered:
             return PASS
@@ -139,7 +173,7 @@ class PromptSuggestions(Rewrite):
             and request.session_id is not None
             and is_replay(request.method, request.params, session.v2)
         ):
-            session.state(request.session_id).offered = []
+            session.state_for(SuggestionsState, request.session_id).offered = []
         return PASS
 
     # -- agent -> client -------------------------------------------------------------------------
@@ -172,7 +206,7 @@ class PromptSuggestions(Rewrite):
         if not isinstance(suggestions, list):
             log.debug("dropped a prompt_suggestions_update without a suggestions list (%s)", brief(session_id))
             return DROP  # cannot be vetted, so it is not delivered
-        state = session.state(session_id)
+        state = session.state_for(SuggestionsState, session_id)
         state.agent_forms.add(NEW)
         if replaying(session, session_id):
             state.offered = []
@@ -201,7 +235,7 @@ class PromptSuggestions(Rewrite):
         rest = Replace(None if stripped is None else shapes.with_update(msg, stripped))
         if form is None or legacy.items is None:
             return rest
-        state = session.state(session_id)
+        state = session.state_for(SuggestionsState, session_id)
         state.agent_forms.add(LEGACY)
         items = shapes.clean_legacy(legacy.items)
         if replaying(session, session_id):

@@ -36,7 +36,7 @@ from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
 
 if TYPE_CHECKING:
     from acp_bridge.config import SystemPromptConfig
-    from acp_bridge.core.session import Pending, Session, SessionState
+    from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.system_prompt")
 
@@ -84,6 +84,25 @@ class Plan:
 
 
 # -- pure functions -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SystemPromptState:
+    """What this rule keeps per ACP session (`Session.state_for(SystemPromptState, id)`)."""
+
+    first_prompt_due: bool = False  # first-prompt dialect: inject into the next prompt
+    first_prompt_request: Any = None  # id_key of the prompt that carried it, until answered
+    dialect: str | None = None  # how the system prompt reached it (logged once)
+
+
+def agent_system_prompt(session: Session) -> Json | None:
+    """The agent's `systemPrompt` session capability (v1 `sessionCapabilities`, v2
+    `session`), or None if not advertised."""
+    caps = session.agent_caps
+    value = p.get_path(caps, "sessionCapabilities", p.SYSTEM_PROMPT)
+    if value is None:
+        value = p.get_path(caps, "session", p.SYSTEM_PROMPT)
+    return value if isinstance(value, dict) else None
 
 
 def supports_override(capability: Json) -> bool:
@@ -314,7 +333,7 @@ class SystemPrompt(Rewrite):
         self._warned_downgrade = False
 
     def plan(self, session: Session) -> Plan:
-        return choose_plan(self.config, session.agent_system_prompt, _agent_name(session), session.v2)
+        return choose_plan(self.config, agent_system_prompt(session), _agent_name(session), session.v2)
 
     def request(self, frame: Frame, session: Session) -> Outcome:
         msg = frame.msg
@@ -372,7 +391,7 @@ class SystemPrompt(Rewrite):
                         "forwarded as the client sent it, WITHOUT the configured prompt", method, brief(id_), what)
 
     def _prompt(self, frame: Frame, msg: Json, session: Session) -> Outcome:
-        state = _existing_state(session, msg["params"].get("sessionId"))
+        state = session.existing_state(SystemPromptState, msg["params"].get("sessionId"))
         if state is None or not state.first_prompt_due:
             return PASS
         assert self.config.text is not None
@@ -389,7 +408,7 @@ class SystemPrompt(Rewrite):
         if request.origin is not Direction.TO_AGENT or not session.client_ready or msg is None:
             return PASS
         if request.method == p.SESSION_PROMPT:
-            state = _existing_state(session, request.session_id)
+            state = session.existing_state(SystemPromptState, request.session_id)
             if (state is not None and "error" in msg
                     and state.first_prompt_request == id_key(request.id)):
                 state.first_prompt_due = True  # the agent refused the prompt: try the next one
@@ -407,25 +426,25 @@ class SystemPrompt(Rewrite):
                 error = msg.get("error")
                 log.warning("the agent answered %s carrying the system prompt (%s dialect) with an "
                             "error, passed to the client unchanged: %s",
-                            request.method, plan.dialect.value, error)
+                            request.method, plan.dialect.value, brief(error))
             return PASS
         session_id = p.get_path(msg.get("result"), "sessionId")
         if request.method not in CREATES:
             session_id = request.session_id
         if session_id is None:
             return PASS
-        state = session.state(session_id)
+        state = session.state_for(SystemPromptState, session_id)
         if plan.dialect is Dialect.FIRST_PROMPT and request.method in CREATES:
             state.first_prompt_due = True
-        if state.system_prompt_dialect is None:
-            state.system_prompt_dialect = plan.dialect.value
+        if state.dialect is None:
+            state.dialect = plan.dialect.value
             self._log_dialect(session, session_id, request.method, plan, injected)
         return PASS
 
     def _log_dialect(self, session: Session, session_id: Any, method: str, plan: Plan,
                      injected: bool) -> None:
         """Once per session: which dialect carried the prompt, so a user can tell it took."""
-        sid = brief(session_id)
+        sid = session_id if isinstance(session_id, str) else brief(session_id)
         if plan.dialect is Dialect.SPEC:
             if injected:
                 log.info("session %s: system prompt sent in the systemPrompt field (mode %s, "
@@ -471,10 +490,3 @@ def _agent_name(session: Session) -> str | None:
 def _who(session: Session) -> str:
     name = _agent_name(session)
     return f'agent "{name}"' if name else "the agent"
-
-
-def _existing_state(session: Session, session_id: Any) -> SessionState | None:
-    """The state of a session the bridge already knows, without creating one."""
-    if session_id is None:
-        return None
-    return session.states.get(id_key(session_id))
