@@ -450,3 +450,32 @@ def test_closing_a_session_frees_its_state() -> None:
         relay.feed(A, b'{"jsonrpc":"2.0","id":%d,"method":"session/close","params":{"sessionId":"s%d"}}\n' % (n, n))
         relay.feed(C, b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % n)
     assert relay.session.session_count == 0
+
+
+def test_a_notification_hook_without_triggers_is_refused_at_definition() -> None:
+    """Without triggers the hook would run only on lines parsed for another reason."""
+    with pytest.raises(TypeError, match="declares no triggers"):
+        class Silent(Rewrite):  # noqa: F841 - defining it is the test
+            def notification(self, frame: Frame, session: Session) -> Replace:
+                return DROP
+
+
+def test_every_line_triggers_see_every_notification_even_in_runs() -> None:
+    from acp_bridge.core.rewrites import EVERY_LINE
+
+    class Count(Rewrite):
+        name = "count"
+        triggers = EVERY_LINE
+
+        def __init__(self) -> None:
+            self.seen = 0
+
+        def notification(self, frame: Frame, session: Session) -> Replace:
+            self.seen += 1
+            assert frame.msg is not None
+            return Replace(frame.msg)
+
+    rule = Count()
+    relay = Relay([rule], strict=True)
+    relay.feed(C, UPDATE * MANY)
+    assert rule.seen == MANY

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite
 
 if TYPE_CHECKING:
     from acp_bridge.config import Config
 
-__all__ = ["DROP", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "build_rewrites"]
+__all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "build_rewrites"]
 
 
 def build_rewrites(config: Config) -> list[Rewrite]:

@@ -44,17 +44,31 @@ PASS = _Pass()
 DROP = Replace(None)
 Outcome = _Pass | Replace
 
+# `triggers` for a rule whose `notification` must see every notification: the empty string
+# is in every line, so every line is parsed (and the relay's shortcut for runs of untouched
+# lines never applies). Costly on streamed chunks: name real trigger bytes where you can.
+EVERY_LINE: tuple[bytes, ...] = (b"",)
+
 
 class Rewrite:
     """Base class: override only the hooks you need; each returns PASS by default.
 
     `triggers` lists byte strings that a notification must contain for `notification` to be
     able to concern this rewrite; the relay skips parsing lines that contain none of them.
-    Requests and responses are always parsed.
+    Requests and responses are always parsed. A subclass that overrides `notification` must
+    declare its triggers (or `EVERY_LINE`): without them it would be called only on lines
+    that happen to be parsed for another reason, so defining one is a `TypeError`.
     """
 
     name = "rewrite"
     triggers: tuple[bytes, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.notification is not Rewrite.notification and not cls.triggers:
+            raise TypeError(
+                f"{cls.__name__} overrides notification() but declares no triggers: name the "
+                "bytes a notification it acts on must contain, or use EVERY_LINE")
 
     def request(self, frame: Frame, session: Session) -> Outcome:
         return PASS
