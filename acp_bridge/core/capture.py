@@ -1,32 +1,38 @@
 """Capture records: Forwards in, JSONL bytes out (docs/capture-format.md).
 
-Owns: the header record, one record per forwarded line, the trailer, and the lean path for
-runs of untouched lines. Redaction lives in `redaction`, reading in `capture_read`.
-Must never: do IO, read a clock (times are passed in), import trio or click, or touch the
-bytes the relay forwards: redaction changes the record only. A line nothing needs to mask is
-stored as it came (decoded, never parsed and re-encoded), so `raw` round-trips to its bytes.
+Owns: the header record, one record per forwarded line (one for a whole line over the
+parse limit, however many pieces it went out in), the trailer, and the lean path for runs of
+untouched lines. Redaction lives in `redaction`, reading in `capture_read`.
+Must never: do IO, read a clock (times are passed in), import trio or click, touch the bytes
+the relay forwards (redaction changes the record only), or raise on anything from the wire:
+a record that cannot be written as it should be is still written, with what could be. A line
+nothing needs to mask is stored as it came (decoded, never parsed and re-encoded), so `raw`
+round-trips to its bytes.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from acp_bridge import __version__
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Frame, Kind, classify
+from acp_bridge.core.frames import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.redaction import (
     MASKED_METHODS,
     PROMPT_REDACTED,
     REDACTED,
+    WHOLE,
     Redactor,
+    ascii_view,
     mask_argv,
 )
 from acp_bridge.core.relay import Forward, Verdict
@@ -35,6 +41,12 @@ __all__ = ["FORMAT_VERSION", "PROMPT_REDACTED", "REDACTED", "CaptureEncoder", "R
            "dumps", "header_record", "mask_argv"]
 
 FORMAT_VERSION = 1
+HEAD_BYTES = 4096  # of a line over the parse limit, kept in its record
+
+# Method names a notification's record must be masked for, as they may be spelled in it.
+_MASKED_NAMES = tuple(name.encode() for name in sorted(MASKED_METHODS))
+# Numbers orjson reads inexactly (see redaction): an id with one is read again, exactly.
+_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
 
 # -- writing ----------------------------------------------------------------------------------
 
@@ -44,6 +56,46 @@ def _put_text(record: Json, key: str, data: bytes) -> None:
         record[key] = data.decode("utf-8")
     except UnicodeDecodeError:
         record[f"{key}_b64"] = base64.b64encode(data).decode("ascii")
+
+
+def _put_head(record: Json, head: bytes) -> None:
+    """The first bytes of a long line as `raw`: text if they are UTF-8 but for a character
+    cut in two at the end (dropped), else base64."""
+    try:
+        record["raw"] = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.end == len(head) and exc.start >= len(head) - 3 and exc.reason == "unexpected end of data":
+            record["raw"] = head[:exc.start].decode("utf-8")
+        else:
+            record["raw_b64"] = base64.b64encode(head).decode("ascii")
+
+
+def printable(text: str) -> str:
+    """`text` as valid UTF-8: a command-line argument or a value read by the stdlib may
+    hold lone surrogates, which orjson refuses to write; they become backslash escapes."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        data = text.encode("utf-8", "surrogateescape")  # argv bytes that were not UTF-8
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "surrogatepass")
+    return data.decode("utf-8", "backslashreplace")
+
+
+def _exact_id(raw: bytes, value: Any) -> Any:
+    """The id as it was written: orjson reads an integer beyond 64 bits as a float, so such
+    an id is read again exactly and written back as its own text."""
+    if type(value) is not float or _INEXACT_NUMBER.search(raw) is None:
+        return value
+    try:
+        exact = json.loads(raw, parse_int=orjson.Fragment, parse_float=orjson.Fragment)
+    except (ValueError, RecursionError):
+        return value
+    literal = exact.get("id") if isinstance(exact, dict) else None
+    return literal if isinstance(literal, orjson.Fragment) else value
 
 
 def _session_of(msg: Any, kind: Kind, request: Any) -> Any:
@@ -66,7 +118,7 @@ def header_record(*, wall: float, mono: float, argv: Sequence[str], config_diges
         "time": wall,
         "mono": mono,
         "pid": pid,
-        "argv": mask_argv(argv),
+        "argv": [printable(arg) for arg in mask_argv(argv)],
         "config": config_digest,
         "redact": list(redact),
         "include_system_prompt": include_system_prompt,
@@ -76,6 +128,41 @@ def header_record(*, wall: float, mono: float, argv: Sequence[str], config_diges
 def dumps(record: Json) -> bytes:
     """One record as one JSONL line."""
     return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
+def safe_dumps(record: Json) -> bytes:
+    """`dumps`, for a record that may hold what cannot be written (an id nested past 254
+    levels, a method with a lone surrogate): those values give way, and it is said in
+    `error`. Never raises."""
+    try:
+        return dumps(record)
+    except TypeError:
+        pass
+    record = dict(record)
+    notes = []
+    for key in ("id", "session"):
+        if key in record and not _encodable(record[key]):
+            record[key] = None
+            notes.append(f"capture: the {key} cannot be written (nested too deep, or not UTF-8)")
+    for key in ("method", "error"):
+        if isinstance(record.get(key), str):
+            record[key] = printable(record[key])
+    record["rules"] = [printable(str(rule)) for rule in record.get("rules") or ()]
+    if notes:
+        record["error"] = "; ".join([record["error"], *notes] if record.get("error") else notes)
+    try:
+        return dumps(record)
+    except TypeError:
+        return dumps({"type": record.get("type"), "seq": record.get("seq"), "time": record.get("time"),
+                      "mono": record.get("mono"), "error": "capture: this record cannot be written"})
 
 
 # -- the lean path for runs -------------------------------------------------------------------
@@ -112,6 +199,12 @@ def _plain_notification(line: bytes) -> tuple[str, Any, bytes] | None:
         return None
     method = msg.get("method")
     if type(method) is not str or method in MASKED_METHODS:
+        return None
+    # Another member of the same name, earlier in the line, could still make it one of those.
+    for name in _MASKED_NAMES:
+        if name in line:
+            return None
+    if _BACKSLASH in line and any(name in ascii_view(line) for name in _MASKED_NAMES):
         return None
     params = msg.get("params")
     session = params.get("sessionId") if type(params) is dict else None
@@ -176,6 +269,22 @@ class _Template:
                               orjson.dumps(self.suffix.decode())[1:-1])
 
 
+@dataclass(slots=True)
+class _LongLine:
+    """A line over the parse limit while its pieces go by: what its one record needs."""
+
+    size: int = 0
+    head: bytearray = field(default_factory=bytearray)  # the first HEAD_BYTES
+    tail: bytes = b""  # the last bytes seen, for a needle cut in two between pieces
+    secret: bool = False  # it could hold a secret: the head is withheld
+
+
+def _ends_line(piece: bytes) -> bool:
+    """Whether an opaque piece is the last of its line: framing cuts a long line's pieces
+    at its newline, and ends one cut short by the end of the stream with an empty piece."""
+    return not piece or piece.endswith(b"\n")
+
+
 class CaptureEncoder:
     """Turns Forward batches into record lines, numbering them. No IO: the shell writes."""
 
@@ -183,21 +292,77 @@ class CaptureEncoder:
         self.redactor = redactor or Redactor()
         self.seq = 0
         self._template: _Template | None = None  # what the streamed notifications look like
+        self._long: dict[Direction, _LongLine] = {}  # lines over the parse limit, by direction
 
     def __repr__(self) -> str:
         return f"<CaptureEncoder seq={self.seq} {self.redactor!r}>"
 
     def encode_batch(self, wall: float, mono: float, forwards: Iterable[Forward]) -> bytes:
-        """Every forward of one read as record lines, ready for a single write."""
+        """Every forward of one read as record lines, ready for a single write. Never
+        raises: whatever the forwards hold, each line gets a record."""
         # One growing buffer rather than a list of small bytes objects: each record's bytes
         # are freed at once and their memory reused, which measured ~0.6 us a line faster.
         out = bytearray()
         for fwd in forwards:
-            if fwd.run:  # a run of untouched lines: one record a line
-                self._encode_run(fwd, wall, mono, out)
-            else:
-                out += dumps(self.record(fwd, wall, mono))
+            mark, seq = len(out), self.seq
+            try:
+                if fwd.verdict is Verdict.OPAQUE:  # a piece of a long line: one record a line
+                    self._long_piece(fwd, wall, mono, out)
+                elif fwd.untouched_lines:  # a run of untouched lines: one record a line
+                    self._encode_run(fwd, wall, mono, out)
+                else:
+                    out += safe_dumps(self.record(fwd, wall, mono))
+            except Exception:  # a capture bug: each line on the full path, which cannot fail
+                del out[mark:]
+                self.seq = seq
+                for line in fwd.lines():
+                    out += safe_dumps(self.record(line, wall, mono))
         return bytes(out)
+
+    def _long_piece(self, fwd: Forward, wall: float, mono: float, out: bytearray) -> None:
+        """Take one piece of a line over the parse limit; its record comes with the last.
+
+        Every piece is searched for what could make the line hold a secret (the needles of
+        `Redactor.could_hold_secret`, also across the cut between two pieces): the head is
+        parsed by nobody, so it is kept only when the whole line is clear of them."""
+        long = self._long.get(fwd.direction)
+        if long is None:
+            long = self._long[fwd.direction] = _LongLine()
+        data = fwd.raw
+        long.size += len(data)
+        room = HEAD_BYTES - len(long.head)
+        if room > 0:
+            long.head += data[:room]
+        if data and not long.secret:
+            redactor = self.redactor
+            overlap = redactor.overlap
+            long.secret = (redactor.could_hold_secret(long.tail + data[:overlap])
+                           or redactor.could_hold_secret(data))
+            long.tail = data[-overlap:] if len(data) >= overlap else (long.tail + data)[-overlap:]
+        if _ends_line(data):
+            del self._long[fwd.direction]
+            out += safe_dumps(self._long_record(fwd.direction, long, wall, mono))
+
+    def _long_record(self, direction: Direction, long: _LongLine, wall: float, mono: float,
+                     *, unfinished: bool = False) -> Json:
+        self.seq += 1
+        record: Json = {
+            "type": "message", "seq": self.seq, "time": wall, "mono": mono,
+            "direction": direction.value, "kind": Kind.OTHER.value, "verdict": Verdict.OPAQUE.value,
+            "method": None, "id": None, "session": None, "rules": [], "size": long.size,
+        }
+        head = bytes(long.head)
+        if long.secret:
+            record["raw"] = REDACTED
+        else:
+            _put_head(record, head)
+        if long.size > len(head):
+            record["truncated"] = True
+        if unfinished:
+            record["unfinished"] = True
+        if long.secret:
+            record["redacted"] = WHOLE
+        return record
 
     def _encode_run(self, fwd: Forward, wall: float, mono: float, out: bytearray) -> None:
         """The records of a run, on a lean path: the relay already knows that each line
@@ -210,7 +375,7 @@ class CaptureEncoder:
         body = fwd.raw
         if redactor.secret and redactor.may_hold_secret(body):
             for piece in fwd.lines():  # the text to mask may be anywhere: the full path finds it
-                out += dumps(self.record(piece, wall, mono))
+                out += safe_dumps(self.record(piece, wall, mono))
             return
         # With no backslash, control character or non-ASCII byte in the run, the body of a
         # line that fits is a valid string body, and its own escaped text, unless it holds a quote.
@@ -246,7 +411,7 @@ class CaptureEncoder:
             if plain is None:
                 self.seq = seq
                 line += b"\n"
-                out += dumps(self.record(Forward(fwd.direction, line, line, Verdict.PASS), wall, mono))
+                out += safe_dumps(self.record(Forward(fwd.direction, line, line, Verdict.PASS), wall, mono))
                 seq = self.seq
                 continue
             method, session, raw = plain
@@ -271,7 +436,13 @@ class CaptureEncoder:
         self.seq = seq
 
     def trailer(self, wall: float, mono: float, **facts: Any) -> bytes:
-        return dumps({"type": "end", "time": wall, "mono": mono, "records": self.seq, **facts})
+        """The records of long lines cut short (`unfinished`), then the `end` record."""
+        out = bytearray()
+        for direction, long in list(self._long.items()):
+            del self._long[direction]
+            out += safe_dumps(self._long_record(direction, long, wall, mono, unfinished=True))
+        out += safe_dumps({"type": "end", "time": wall, "mono": mono, "records": self.seq, **facts})
+        return bytes(out)
 
     def record(self, fwd: Forward, wall: float, mono: float) -> Json:
         """The record of one forwarded piece (never raises: a bad record is still a record)."""
@@ -280,9 +451,35 @@ class CaptureEncoder:
             return self._record(fwd, wall, mono)
         except Exception as exc:  # a capture bug must not lose the line or stop the relay
             record = self._base(fwd, wall, mono, Kind.OTHER)
-            _put_text(record, "raw", fwd.raw)
+            withheld = False
+            if fwd.verdict is not Verdict.EMIT:
+                withheld |= self._put_masked(record, "raw", fwd.raw, None) is None
+            if fwd.data != fwd.raw:
+                if fwd.verdict is Verdict.DROP or not fwd.data:
+                    record["out"] = None
+                else:
+                    withheld |= self._put_masked(record, "out", fwd.data, None) is None
+                record["out_size"] = len(fwd.data)
+            if withheld:
+                self._withhold(record)
             record["error"] = f"capture: {type(exc).__name__}: {exc}"
             return record
+
+    def _put_masked(self, record: Json, key: str, data: bytes, msg: Any) -> list[str] | None:
+        """Put `data`, masked, in `record` as `key`; return the pointers masked, or None
+        when it was withheld whole."""
+        masked, hits = self.redactor.mask_line(data, msg)
+        _put_text(record, key, masked)
+        return hits
+
+    @staticmethod
+    def _withhold(record: Json) -> None:
+        """Withhold a record's line whole: `raw`, and `out` if something else went out."""
+        for key in ("raw", "out"):
+            if record.get(key) is not None or f"{key}_b64" in record:
+                record.pop(f"{key}_b64", None)
+                record[key] = REDACTED
+        record["redacted"] = WHOLE
 
     def _base(self, fwd: Forward, wall: float, mono: float, kind: Kind) -> Json:
         return {
@@ -309,27 +506,38 @@ class CaptureEncoder:
         elif frame is not None:
             record["method"] = frame.method
         if kind in (Kind.REQUEST, Kind.RESPONSE) and isinstance(msg, dict):
-            record["id"] = msg.get("id")
+            record["id"] = _exact_id(fwd.data if fwd.verdict is Verdict.EMIT else fwd.raw, msg.get("id"))
         record["session"] = _session_of(msg, kind, request)
 
         hits: list[str] = []
+        withheld = False
         if fwd.verdict is not Verdict.EMIT:
-            raw, raw_hits = self.redactor.mask_line(fwd.raw, msg)
-            hits += raw_hits
-            _put_text(record, "raw", raw)
+            parsed = msg if msg is not None or frame is None else frame.batch
+            raw_hits = self._put_masked(record, "raw", fwd.raw, parsed)
+            if raw_hits is None:
+                withheld = True
+            else:
+                hits += raw_hits
         if fwd.data is not fwd.raw and fwd.data != fwd.raw:
             if fwd.verdict is Verdict.DROP or not fwd.data:
                 record["out"] = None
             else:
-                try:
-                    out_msg = orjson.loads(fwd.data)
-                except orjson.JSONDecodeError:
-                    out_msg = None
-                out, out_hits = self.redactor.mask_line(fwd.data, out_msg)
-                hits += out_hits
-                _put_text(record, "out", out)
+                if fwd.verdict is Verdict.EMIT:
+                    out_msg = msg
+                else:
+                    try:
+                        out_msg = orjson.loads(fwd.data)
+                    except orjson.JSONDecodeError:
+                        out_msg = None
+                out_hits = self._put_masked(record, "out", fwd.data, out_msg)
+                if out_hits is None:
+                    withheld = True
+                else:
+                    hits += out_hits
             record["out_size"] = len(fwd.data)
-        if hits:
+        if withheld:
+            self._withhold(record)
+        elif hits:
             record["redacted"] = sorted(set(hits))
         if fwd.error is not None:
             record["error"] = fwd.error

@@ -18,10 +18,12 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core.chain import Chain
+from acp_bridge.core.chain import Outcome as ChainOutcome
 from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify, encode
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.members import MemberScanner, Members, json_value
-from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
+from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.relay")
@@ -55,7 +57,7 @@ class Forward:
     rules: tuple[str, ...] = ()
     request: Pending | None = None  # for a response: the request it answers
     error: str | None = None
-    run: bool = False  # `data` is a run of one or more untouched lines, travelling as one
+    untouched_lines: bool = False  # `data` is one or more untouched lines, travelling as one
 
     @property
     def source(self) -> Direction:
@@ -64,7 +66,7 @@ class Forward:
 
     def lines(self) -> list[Forward]:
         """One Forward per line (a run of untouched lines split up, e.g. for the capture)."""
-        if not self.run:
+        if not self.untouched_lines:
             return [self]
         return [Forward(self.direction, line, line, Verdict.PASS) for line in _complete_lines(self.raw)]
 
@@ -76,11 +78,12 @@ class RelayStatistics:
     unpaired_responses: int
 
 
-# Bytes that every request and response contains (the `"id"` member), and the escape that
-# could hide any key from a substring test: a line with neither can only be a notification
-# or not JSON-RPC at all, so it is parsed only if a rewrite's trigger bytes appear in it.
+# Bytes that every request and response contains (the `"id"` member): a line without them
+# (and without an escape, which could spell any key: `_has_escape`) can only be a
+# notification or not JSON-RPC at all, so it is parsed only if a rule's trigger bytes
+# appear in it.
 _ALWAYS_PARSE = (b'"id"',)
-SMALL = 2048  # below this many bytes of complete lines, the per-line path is the faster one
+RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is the faster one
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"
 
@@ -107,24 +110,17 @@ class Relay:
         strict: bool = False,
         max_line: int = 16 * MIB,
         bulk: bool = True,
+        run_min: int = RUN_MIN,
     ) -> None:
-        self.rewrites = tuple(rewrites)
+        self.chain = Chain(rewrites)
+        self.rewrites = self.chain.rewrites
         self.strict = strict
         self.bulk = bulk
+        self.run_min = run_min
         self.max_line = max_line
         self.session = Session()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
-        # Per kind, only the hooks a rewrite overrides, in chain order: no call for nothing.
-        self._hooks: dict[Kind, tuple[tuple[str, Any], ...]] = {
-            kind: tuple(
-                (rw.name, getattr(rw, hook)) for rw in self.rewrites
-                if getattr(type(rw), hook) is not getattr(Rewrite, hook)
-            )
-            for kind, hook in ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"),
-                               (Kind.NOTIFICATION, "notification"))
-        }
-        triggers = {t for rw in self.rewrites for t in rw.triggers}
-        self._triggers = _ALWAYS_PARSE + tuple(sorted(triggers))
+        self._triggers = _ALWAYS_PARSE + tuple(sorted(self.chain.triggers))
         # What the bridge writes itself must land between whole lines of its destination:
         # held back while a long line is streaming there, and after a line the source left
         # unterminated at its end, preceded by the newline it lacked.
@@ -136,7 +132,7 @@ class Relay:
         self.unencodable = 0  # lines a rule changed that could not be written back
 
     def __repr__(self) -> str:
-        names = ", ".join(rw.name for rw in self.rewrites)
+        names = ", ".join(rw.name for rw in self.chain.rewrites)
         return f"<Relay [{names}] strict={self.strict} {self.session!r}>"
 
     # -- input ------------------------------------------------------------------------------
@@ -164,16 +160,16 @@ class Relay:
             out.extend(self._pieces(direction, splitter.feed(chunk), now))
             return out
         body = chunk if end == len(chunk) else chunk[:end]
-        if end < SMALL:  # a message or two (interactive traffic): nothing to gain from runs
+        if end < self.run_min:  # a message or two (interactive traffic): nothing to gain from runs
             one = body.find(b"\n") + 1 == end  # the usual case: one message, no copy
             self._pieces(direction, (body,) if one else _complete_lines(body), now, out)
         else:
-            self._runs(direction, body, now, out)
+            self._relay_body(direction, body, now, out)
         if end < len(chunk):
             out.extend(self._pieces(direction, splitter.feed(chunk[end:]), now))
         return out
 
-    def _runs(self, direction: Direction, body: bytes, now: float, out: list[Forward]) -> None:
+    def _relay_body(self, direction: Direction, body: bytes, now: float, out: list[Forward]) -> None:
         """Complete lines: each one that needs a look goes the per-line way, and the runs of
         lines between them leave whole.
 
@@ -204,21 +200,21 @@ class Relay:
             if pos == 0 and not body.startswith(b"{"):
                 first = 0
             if first < 0:
-                self._run(direction, body[pos:] if pos else body, out)
+                self._pass_untouched(direction, body[pos:] if pos else body, out)
                 return
             start = body.rfind(b"\n", pos, first) + 1 or pos
             stop = body.find(b"\n", first) + 1
             if start > pos:
-                self._run(direction, body[pos:start], out)
+                self._pass_untouched(direction, body[pos:start], out)
                 adjacent = 0
             else:
                 adjacent += 1
             self._pieces(direction, (body[start:stop],), now, out)
             pos = stop
 
-    def _run(self, direction: Direction, run: bytes, out: list[Forward]) -> None:
+    def _pass_untouched(self, direction: Direction, run: bytes, out: list[Forward]) -> None:
         # Not even its lines are counted: that would be one more pass over every byte.
-        out.append(Forward(direction, run, run, Verdict.PASS, run=True))
+        out.append(Forward(direction, run, run, Verdict.PASS, untouched_lines=True))
 
     def feed_eof(self, direction: Direction, now: float = 0.0) -> list[Forward]:
         """The stream travelling `direction` ended: flush a partial last line as it is.
@@ -275,50 +271,36 @@ class Relay:
             self._other(frame, now, out)
             return
 
-        current = frame
-        rules: list[str] = []
-        emits: list[Emit] = []
-        dropped = False
-        hooks = self._hooks[kind]
-        if kind is Kind.RESPONSE and request is None:
-            hooks = ()  # unpaired: nothing to go on, so nothing to change
-        if hooks:
-            try:
-                for name, hook in hooks:
-                    if kind is Kind.RESPONSE:
-                        assert request is not None
-                        outcome = hook(current, request, self.session)
-                    else:
-                        outcome = hook(current, self.session)
-                    if outcome is PASS:
-                        continue
-                    assert isinstance(outcome, Replace)
-                    rules.append(name)
-                    emits.extend(outcome.then)
-                    if outcome.msg is None:
-                        dropped = True
-                        break
-                    if outcome.msg is not current.msg:  # Replace(same msg, then=...) only emits
-                        current = current.with_msg(outcome.msg)
-            except Exception as exc:
-                if self.strict:
-                    raise
-                log.exception("rule failed on %r; forwarding the original", frame)
-                self._fail_open(frame, rules, request, f"{type(exc).__name__}: {exc}", out)
-                return
+        if kind is Kind.RESPONSE and request is None or not self.chain.wants(kind):
+            out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.PASS, frame, (), request))
+            return  # unpaired responses: nothing to go on, so nothing to change
+        try:
+            outcome = self.chain.run(frame, request, self.session)
+        except Exception as exc:
+            if self.strict:
+                raise
+            log.exception("rule failed on %r; forwarding the original", frame)
+            self._fail_open(frame, [], request, f"{type(exc).__name__}: {exc}", out)
+            return
+        self._verdict(frame, outcome, request, out)
 
+    def _verdict(self, frame: Frame, outcome: ChainOutcome, request: Pending | None,
+                 out: list[Forward]) -> None:
+        """Turn what the rules decided into bytes: the very line, its re-encoding, nothing;
+        then the messages the rules asked the bridge to send."""
+        current, rules = outcome.frame, outcome.rules
         # A message the bridge writes is always a whole line: the line's own terminator, or
         # a newline where the line had none (the last line of a stream).
         terminator = frame.terminator or b"\n"
         try:
-            if dropped:
+            if outcome.dropped:
                 verdict, data = Verdict.DROP, b""
             elif current is frame:
                 verdict, data = Verdict.PASS, frame.raw
             else:
                 assert current.msg is not None
                 verdict, data = Verdict.REWRITE, encode(current.msg, terminator, source=frame)
-            written = [(emit.direction, encode(emit.msg, terminator, source=frame)) for emit in emits]
+            written = [(emit.direction, encode(emit.msg, terminator, source=frame)) for emit in outcome.emits]
         except Unencodable as exc:
             self.unencodable += 1
             if self.unencodable == 1:
@@ -326,11 +308,11 @@ class Relay:
                             "forwarded as it came, unchanged (further ones are not reported)", exc)
             self._fail_open(frame, rules, request, f"cannot re-encode: {exc}", out)
             return
-        if dropped and request is not None and kind is Kind.REQUEST:
+        if outcome.dropped and request is not None and frame.kind is Kind.REQUEST:
             self.session.forget(request)  # the bridge answered it, or nobody will
         if data and not data.endswith(b"\n"):
             self._torn[frame.direction] = True  # an unterminated last line, passed on as it came
-        out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules) if rules else (), request))
+        out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))
         for direction, message in written:
             self._emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules)), out)
 

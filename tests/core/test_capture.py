@@ -142,7 +142,7 @@ def test_a_run_of_untouched_lines_gives_one_record_per_line() -> None:
     lines = [NOTE, note2] * 20  # a chunk long enough for the relay to make a run of it
     relay = Relay()
     forwards = relay.feed(C, b"".join(lines))
-    assert len(forwards) == 1 and forwards[0].run and len(forwards[0].lines()) == len(lines)
+    assert len(forwards) == 1 and forwards[0].untouched_lines and len(forwards[0].lines()) == len(lines)
     out = CaptureEncoder().encode_batch(WALL, 0.0, forwards)
     got = [orjson.loads(x) for x in out.splitlines()]
     assert [r["seq"] for r in got] == list(range(1, len(lines) + 1))
@@ -481,7 +481,7 @@ def test_load_record_rejects_non_records() -> None:
 def encoded(lines: list[bytes], *, per_line: bool = False) -> bytes:
     """The records of a run of `lines`: on the lean path, or line by line on the full path."""
     data = b"".join(lines)
-    run = Forward(C, data, data, Verdict.PASS, run=True)
+    run = Forward(C, data, data, Verdict.PASS, untouched_lines=True)
     return CaptureEncoder().encode_batch(1.5, 2.25, run.lines() if per_line else [run])
 
 
@@ -610,7 +610,7 @@ def test_streamed_lines_are_recorded_without_a_parse_each(parsed: list[bytes]) -
                                       "content": {"type": "text", "text": f"chunk {i}\n"}}}}) + b"\n"
              for i in range(50)]
     data = b"".join(lines)
-    run = Forward(C, data, data, Verdict.PASS, run=True)
+    run = Forward(C, data, data, Verdict.PASS, untouched_lines=True)
     per_line = CaptureEncoder()
     expected = [per_line.encode_batch(1.5, 2.25, run.lines()) for _ in range(2)]
     parsed.clear()
@@ -697,5 +697,5 @@ def test_run_records_equal_per_line_records(runs: list[tuple[Direction, list[byt
     fast, slow = CaptureEncoder(redactor), CaptureEncoder(redactor)
     for direction, lines in runs:
         data = b"".join(lines)
-        run = Forward(direction, data, data, Verdict.PASS, run=True)
+        run = Forward(direction, data, data, Verdict.PASS, untouched_lines=True)
         assert fast.encode_batch(wall, 2.0, [run]) == slow.encode_batch(wall, 2.0, run.lines())

@@ -279,34 +279,46 @@ def per_line(forwards: list[Forward]) -> list[tuple[Direction, bytes, Verdict, t
     return [(f.direction, f.data, f.verdict, f.rules) for fwd in forwards for f in fwd.lines()]
 
 
-@given(lines=st.lists(line_strategy, max_size=40), cuts=st.lists(st.integers(0, 4000), max_size=12),
-       direction=st.sampled_from([A, C]))
-def test_bulk_runs_equal_the_per_line_path(lines: list[bytes], cuts: list[int], direction: Direction) -> None:
-    """The shortcut for runs of untouched lines gives exactly what line-by-line relaying gives."""
+NEUTRAL_CHUNK = (b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+                 b'{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"ok"}}}}\n')
+
+
+@given(lines=st.lists(line_strategy, max_size=40), at=st.integers(0, 40), neutral=st.integers(26, 40),
+       cuts=st.lists(st.integers(0, 9000), max_size=12), direction=st.sampled_from([A, C]))
+def test_bulk_runs_equal_the_per_line_path(lines: list[bytes], at: int, neutral: int, cuts: list[int],
+                                           direction: Direction) -> None:
+    """The shortcut for runs of untouched lines gives exactly what line-by-line relaying gives.
+
+    Every example reaches the shortcut (asserted): a block of untouched lines, more than the
+    cuts can split into single lines, sits among arbitrary ones, and runs start at 64 bytes.
+    """
     from acp_bridge.config import Config, SuggestionsConfig, SystemPromptConfig
     from acp_bridge.core.rewrites import build_rewrites
 
     config = Config(suggestions=SuggestionsConfig(unlock_legacy_agent=True),
                     system_prompt=SystemPromptConfig(text="be brief"))
     init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"session":{"promptSuggestions":{}}}}}\n'
+    lines.insert(min(at, len(lines)), NEUTRAL_CHUNK * neutral)
     data = b"".join(lines)
     results = []
     for bulk in (True, False):
-        relay = Relay(build_rewrites(config), strict=True, max_line=512, bulk=bulk)
+        relay = Relay(build_rewrites(config), strict=True, max_line=1 << 20, bulk=bulk, run_min=64)
         relay.feed(A, init)
-        results.append(per_line(feed_all(relay, direction, split_at(data, cuts))))
+        out = feed_all(relay, direction, split_at(data, cuts))
+        assert any(f.untouched_lines for f in out) is bulk  # the shortcut was taken, or not
+        results.append(per_line(out))
     assert results[0] == results[1]
 
 
 UPDATE = b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n'
-MANY = 50  # lines enough to make a chunk longer than relay.SMALL, where runs start
+MANY = 50  # lines enough to make a chunk longer than relay.RUN_MIN, where runs start
 
 
 def test_a_run_of_untouched_lines_is_one_forward() -> None:
     chunk = UPDATE * MANY + b'{"partial'
     relay = Relay([Tag("t")], strict=True)
     (run,) = relay.feed(C, chunk)
-    assert (run.run, run.data, run.verdict) == (True, chunk[: chunk.rindex(b"\n") + 1], Verdict.PASS)
+    assert (run.untouched_lines, run.data, run.verdict) == (True, chunk[: chunk.rindex(b"\n") + 1], Verdict.PASS)
     assert [f.data for f in run.lines()] == [UPDATE] * MANY
     (rest,) = relay.feed_eof(C)
     assert rest.data == b'{"partial'

@@ -1,0 +1,73 @@
+"""Chain: the ordered rewrites run over one parsed message.
+
+Owns: which hooks each kind of message calls (only those a rewrite overrides, in the order
+`build_rewrites` gave), running them with each seeing the previous one's output, and
+collecting what they decided. Must never: encode, choose what goes on the wire, or catch a
+rule's exception (the relay decides whether a failing rule fails open or stops the bridge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_bridge.core.frames import Frame, Kind
+from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
+from acp_bridge.core.session import Pending, Session
+
+_HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICATION, "notification"))
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the rules made of one message: `frame` as it now reads (the input itself when
+    no rule changed it), whether it is dropped, what the bridge must also send, and who."""
+
+    frame: Frame
+    dropped: bool = False
+    rules: list[str] = field(default_factory=list)
+    emits: list[Emit] = field(default_factory=list)
+
+
+class Chain:
+    def __init__(self, rewrites: Sequence[Rewrite]) -> None:
+        self.rewrites = tuple(rewrites)
+        # Per kind, only the hooks a rewrite overrides, in chain order: no call for nothing.
+        self._hooks: dict[Kind, tuple[tuple[str, Callable[..., Any]], ...]] = {
+            kind: tuple(
+                (rw.name, getattr(rw, hook)) for rw in self.rewrites
+                if getattr(type(rw), hook) is not getattr(Rewrite, hook)
+            )
+            for kind, hook in _HOOKS
+        }
+        self.triggers = frozenset(t for rw in self.rewrites for t in rw.triggers)
+
+    def __repr__(self) -> str:
+        return f"<Chain [{', '.join(rw.name for rw in self.rewrites)}]>"
+
+    def wants(self, kind: Kind) -> bool:
+        """Does any rule look at this kind of message?"""
+        return bool(self._hooks.get(kind))
+
+    def run(self, frame: Frame, request: Pending | None, session: Session) -> Outcome:
+        """Run the hooks for `frame`'s kind in order; a drop stops the chain. Raises what a
+        rule raises (a bug in that rule)."""
+        outcome = Outcome(frame)
+        kind = frame.kind
+        for name, hook in self._hooks[kind]:
+            if kind is Kind.RESPONSE:
+                result = hook(outcome.frame, request, session)
+            else:
+                result = hook(outcome.frame, session)
+            if result is PASS:
+                continue
+            assert isinstance(result, Replace)
+            outcome.rules.append(name)
+            outcome.emits.extend(result.then)
+            if result.msg is None:
+                outcome.dropped = True
+                break
+            if result.msg is not outcome.frame.msg:  # Replace(same msg, then=...) only emits
+                outcome.frame = outcome.frame.with_msg(result.msg)
+        return outcome
