@@ -8,13 +8,16 @@ at load time, so a session never fails on configuration. Must never: start anyth
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import string
-from collections.abc import Mapping
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, TypeVar
 
 import orjson
 
@@ -24,7 +27,9 @@ SYSTEM_PROMPT_MODES = ("append", "override")
 CLIENT_PROMPT_POLICIES = ("merge", "keep", "replace")
 ON_UNSUPPORTED = ("auto", "meta", "first-prompt", "error", "skip")
 CAPTURE_FIELDS = frozenset({"time", "pid"})
+T = TypeVar("T")
 REDACTED = "<redacted>"
+IN_FILE = "in_file"  # field metadata: False for a field of `Config` the file cannot set
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class Config:
     strict: bool = False
     log_file: str | None = None
     verbosity: int = 0  # -1 quiet, 0 warnings, 1 rewrites, 2 frames
-    source: str | None = None  # the config file, if any
+    source: str | None = field(default=None, metadata={IN_FILE: False})  # the config file, if any
 
     def digest(self) -> str:
         """A short, stable fingerprint of the effective settings (for the capture header)."""
@@ -107,20 +112,93 @@ class Config:
         return data
 
 
-# -- loading --------------------------------------------------------------------------------
+# -- the file's schema -----------------------------------------------------------------------
+#
+# Derived from the dataclasses, so that a field is a key: a field of `Config` whose type is a
+# dataclass is a table ([agent], [relay], ...), each of its fields a key; the other fields of
+# `Config` are the bridge's own settings, the keys of [bridge].
 
-_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
-    "agent": {"command": (list, str), "env": (dict,), "cwd": (str,)},
-    "suggestions": {"enabled": (bool,), "unlock_legacy_agent": (bool,)},
-    "system_prompt": {
-        "text": (str,), "file": (str,), "mode": (str,), "client_prompt": (str,),
-        "on_unsupported": (str,), "strict": (bool,), "dialect": (str,),
-    },
-    "capture": {"path": (str,), "redact": (list,), "include_system_prompt": (bool,), "required": (bool,)},
-    "relay": {"parse_limit_mib": (int,), "grace_seconds": (int, float)},
-    # The run options that are about the bridge itself rather than a feature.
-    "bridge": {"strict": (bool,), "log_file": (str,), "verbosity": (int,)},
+Schema = dict[str, dict[str, tuple[type, ...]]]
+Fail = Callable[[str], Exception]
+
+BRIDGE_TABLE = "bridge"
+# Keys of the file that are no field of their table's dataclass: the prompt as a file (read
+# into `text`), and the old name of `on_unsupported`.
+FILE_ONLY_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
+    "system_prompt": {"file": (str,), "dialect": (str,)},
 }
+# A second shape the file may give a field in: a command without arguments as one string.
+ALSO_ACCEPTED: dict[tuple[str, str], tuple[type, ...]] = {("agent", "command"): (str,)}
+# The TOML values that can stand for each Python type (TOML's integers are numbers too).
+_FILE_TYPES: dict[Any, tuple[type, ...]] = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+
+
+def table_classes() -> dict[str, type[Any]]:
+    """The tables of the file and the dataclass each one reads into, in the order of `Config`."""
+    return {name: hint for name, hint in _settable_fields(Config).items()
+            if isinstance(hint, type) and dataclasses.is_dataclass(hint)}
+
+
+@functools.cache
+def schema() -> Schema:
+    """Every table of the file, its keys, and the TOML types each key accepts."""
+    tables = {name: _keys(name, cls) for name, cls in table_classes().items()}
+    tables[BRIDGE_TABLE] = {name: file_types(hint) for name, hint in _settable_fields(Config).items()
+                            if name not in tables}
+    return tables
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """`cls`'s field types, resolved (this module postpones annotations)."""
+    return typing.get_type_hints(cls)
+
+
+def _settable_fields(cls: type) -> dict[str, Any]:
+    """`cls`'s fields that the file may set, with their types."""
+    hints = _hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.metadata.get(IN_FILE, True)}
+
+
+def _keys(table: str, cls: type[Any]) -> dict[str, tuple[type, ...]]:
+    keys = {name: file_types(hint) for name, hint in _settable_fields(cls).items()}
+    for (also_table, name), types in ALSO_ACCEPTED.items():
+        if also_table == table:
+            keys[name] = (*keys[name], *types)
+    return {**keys, **FILE_ONLY_KEYS.get(table, {})}
+
+
+def file_types(hint: Any) -> tuple[type, ...]:
+    """The TOML values a field of type `hint` is given as: `float` takes 1 and 1.5, a tuple
+    an array, a mapping a table; None is the absence of the key, so `str | None` is `str`."""
+    types: list[type] = []
+    for one in _alternatives(hint):
+        origin = typing.get_origin(one) or one
+        if origin in (tuple, list):
+            types.append(list)
+        elif origin in (dict, Mapping):
+            types.append(dict)
+        elif one in _FILE_TYPES:
+            types.extend(_FILE_TYPES[one])
+        else:
+            raise TypeError(f"no TOML type for {one!r}: teach file_types() how the file spells it")
+    return tuple(dict.fromkeys(types))
+
+
+def _alternatives(hint: Any) -> tuple[Any, ...]:
+    """The types of a union but None (`str | None`: `str`), or the type itself."""
+    if isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union:
+        return tuple(arg for arg in typing.get_args(hint) if arg is not type(None))
+    return (hint,)
+
+
+def _type_names(types: tuple[type, ...]) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "an array", dict: "a table"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+# -- loading --------------------------------------------------------------------------------
 
 
 def load_config(path: str | os.PathLike[str] | None) -> Config:
@@ -138,7 +216,7 @@ def settle(config: Config) -> Config:
     not to each one: a higher layer may still turn `strict` off (`ACP_BRIDGE_STRICT=0`).
     """
     if config.strict and not config.system_prompt.strict:
-        return with_overrides(config, system_prompt__strict=True)
+        return dataclasses.replace(config, system_prompt=dataclasses.replace(config.system_prompt, strict=True))
     return config
 
 
@@ -168,130 +246,205 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
     return config_from_dict(data, file)
 
 
+@dataclass(frozen=True)
+class _File:
+    """The file being read: how errors name it, and where its relative paths start."""
+
+    name: str
+    base: Path
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.name}: {key}: {problem}")
+
+    def fail(self, key: str) -> Fail:
+        """`error` for one key, for the checks that take a `fail(problem)`."""
+        return lambda problem: self.error(key, problem)
+
+
 def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Config:
-    where = str(file) if file else "<config>"
-    base = file.parent if file else Path.cwd()
+    """The settings of a parsed TOML document (`file`: where it came from, None for none).
 
-    def fail(key: str, problem: str) -> ConfigError:
-        return ConfigError(f"{where}: {key}: {problem}")
+    First the shape against `schema()` (tables, keys, types), then each table's reader,
+    in the order of `Config`. Raises ConfigError naming the file, the key and the problem.
+    """
+    src = _File(str(file) if file else "<config>", file.parent if file else Path.cwd())
+    tables = _check_shape(data, src)
+    settings: dict[str, Any] = {}
+    for name, cls in table_classes().items():
+        values = tables.get(name, {})
+        read = _READERS.get(name)
+        settings[name] = read(values, src) if read else _build(cls, values, src, name)
+    settings.update(_bridge(tables.get(BRIDGE_TABLE, {}), src))
+    return Config(**settings, source=str(file) if file else None)
 
+
+def _check_shape(data: Mapping[str, Any], src: _File) -> dict[str, dict[str, Any]]:
+    """`data` as tables of known keys with values of the right type, or ConfigError."""
+    known = schema()
     for table, values in data.items():
-        if table not in _SCHEMA:
+        if table not in known:
             what = "unknown table" if isinstance(values, dict) else "unknown key"
-            raise fail(table, f"{what} (known tables: {', '.join(_SCHEMA)})")
+            raise src.error(table, f"{what} (known tables: {', '.join(known)})")
         if not isinstance(values, dict):
-            raise fail(table, "must be a table")
+            raise src.error(table, "must be a table")
         for key, value in values.items():
-            types = _SCHEMA[table].get(key)
+            types = known[table].get(key)
             if types is None:
-                raise fail(f"{table}.{key}", f"unknown key (known: {', '.join(_SCHEMA[table])})")
-            if isinstance(value, bool) and bool not in types:
-                raise fail(f"{table}.{key}", f"expected {_type_names(types)}, got a boolean")
-            if not isinstance(value, types):
-                raise fail(f"{table}.{key}", f"expected {_type_names(types)}, got {type(value).__name__}")
+                raise src.error(f"{table}.{key}", f"unknown key (known: {', '.join(known[table])})")
+            if not _is_a(value, types):
+                got = "a boolean" if isinstance(value, bool) else type(value).__name__
+                raise src.error(f"{table}.{key}", f"expected {_type_names(types)}, got {got}")
+    return dict(data)
 
-    agent = data.get("agent", {})
-    command = agent.get("command", ())
-    if isinstance(command, str):
-        command = (command,)
-    if not all(isinstance(arg, str) for arg in command):
-        raise fail("agent.command", "every item must be a string")
-    if "command" in agent:
+
+# One reader per table: it checks what a type cannot say (a path, a choice, a range), turns
+# the file's spelling into the field's value, and leaves the rest to `_build`.
+
+
+def _agent(values: dict[str, Any], src: _File) -> AgentConfig:
+    values = dict(values)
+    if "command" in values:
+        command = values["command"]
+        command = (command,) if isinstance(command, str) else tuple(command)
+        if not all(isinstance(arg, str) for arg in command):
+            raise src.error("agent.command", "every item must be a string")
         problem = command_problem(command)
         if problem:
-            raise fail("agent.command", problem)
-    env = agent.get("env", {})
-    for name, value in env.items():
+            raise src.error("agent.command", problem)
+        values["command"] = command
+    for name, value in values.get("env", {}).items():
         key = f"agent.env.{name}" if name.isprintable() else f"agent.env.{name!r}"
         if not isinstance(value, str):
-            raise fail(key, f"expected a string, got {type(value).__name__}")
+            raise src.error(key, f"expected a string, got {type(value).__name__}")
         if not name or "=" in name or "\0" in name:
-            raise fail(key, "not a valid environment variable name (empty, or has = or NUL)")
+            raise src.error(key, "not a valid environment variable name (empty, or has = or NUL)")
         if "\0" in value:
-            raise fail(key, "has a NUL character, which an environment value cannot hold")
-    cwd = agent.get("cwd")
-    if cwd is not None:
-        _path_chars(cwd, lambda problem: fail("agent.cwd", problem))
+            raise src.error(key, "has a NUL character, which an environment value cannot hold")
+    if "cwd" in values:
+        cwd = values["cwd"]
+        _path_chars(cwd, src.fail("agent.cwd"))
         try:
-            cwd = str((base / cwd).resolve())
+            cwd = str((src.base / cwd).resolve())
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
-            raise fail("agent.cwd", f"cannot resolve {cwd}: {exc}") from None
+            raise src.error("agent.cwd", f"cannot resolve {cwd}: {exc}") from None
         if not Path(cwd).is_dir():
-            raise fail("agent.cwd", f"not a directory: {cwd}")
+            raise src.error("agent.cwd", f"not a directory: {cwd}")
+        values["cwd"] = cwd
+    return _build(AgentConfig, values, src, "agent")
 
-    sugg = data.get("suggestions", {})
-    suggestions = SuggestionsConfig(
-        enabled=sugg.get("enabled", True),
-        unlock_legacy_agent=sugg.get("unlock_legacy_agent", False),
-    )
 
-    sp = data.get("system_prompt", {})
-    if "dialect" in sp and "on_unsupported" in sp:
-        raise fail("system_prompt.dialect", "is the old name of on_unsupported; give only one")
-    text: str | None = sp.get("text")
-    if "text" in sp and "file" in sp:
-        raise fail("system_prompt", "give text or file, not both")
-    if "file" in sp:
-        _path_chars(sp["file"], lambda problem: fail("system_prompt.file", problem))
-        text = read_prompt_file(base / sp["file"], f"{where}: system_prompt.file")
+def _suggestions(values: dict[str, Any], src: _File) -> SuggestionsConfig:
+    return _build(SuggestionsConfig, values, src, "suggestions")  # two booleans: the types say it all
+
+
+def _system_prompt(values: dict[str, Any], src: _File) -> SystemPromptConfig:
+    values = dict(values)
+    if "dialect" in values:
+        if "on_unsupported" in values:
+            raise src.error("system_prompt.dialect", "is the old name of on_unsupported; give only one")
+        values["on_unsupported"] = values.pop("dialect")
+    if "file" in values:
+        if "text" in values:
+            raise src.error("system_prompt", "give text or file, not both")
+        file = values.pop("file")
+        _path_chars(file, src.fail("system_prompt.file"))
+        values["text"] = read_prompt_file(src.base / file, f"{src.name}: system_prompt.file")
+    text = values.get("text")
     if text is not None and not text.strip():
-        raise fail("system_prompt.text", "is empty")
-    system_prompt = SystemPromptConfig(
-        text=text,
-        mode=_choice(sp, "mode", SYSTEM_PROMPT_MODES, fail, "system_prompt"),
-        client_prompt=_choice(sp, "client_prompt", CLIENT_PROMPT_POLICIES, fail, "system_prompt"),
-        on_unsupported=_choice(
-            {"on_unsupported": sp.get("on_unsupported", sp.get("dialect", "auto"))},
-            "on_unsupported", ON_UNSUPPORTED, fail, "system_prompt",
-        ),
-        strict=sp.get("strict", False),
-    )
+        raise src.error("system_prompt.text", "is empty")
+    for key, allowed in (("mode", SYSTEM_PROMPT_MODES), ("client_prompt", CLIENT_PROMPT_POLICIES),
+                         ("on_unsupported", ON_UNSUPPORTED)):
+        if key in values and values[key] not in allowed:
+            raise src.error(f"system_prompt.{key}", f"{values[key]!r} is not one of {', '.join(allowed)}")
+    return _build(SystemPromptConfig, values, src, "system_prompt")
 
-    cap = data.get("capture", {})
-    capture_path = cap.get("path")
-    if capture_path is not None:
-        check_capture_template(capture_path, lambda problem: fail("capture.path", problem))
-        capture_path = str(base / capture_path)
-    redact = tuple(cap.get("redact", ()))
-    for pointer in redact:
-        if not isinstance(pointer, str):
-            raise fail("capture.redact", f"{pointer!r} is not a JSON pointer (a string, RFC 6901)")
-        problem = pointer_problem(pointer)
-        if problem:
-            raise fail("capture.redact", f"{pointer!r} is not a JSON pointer ({problem})")
-    capture = CaptureConfig(
-        path=capture_path,
-        redact=redact,
-        include_system_prompt=cap.get("include_system_prompt", False),
-        required=cap.get("required", False),
-    )
 
-    rel = data.get("relay", {})
-    limit = rel.get("parse_limit_mib", 16)
-    if limit < 1:
-        raise fail("relay.parse_limit_mib", f"must be a positive whole number of MiB, got {limit}")
-    grace = _seconds(rel.get("grace_seconds", 5.0), lambda problem: fail("relay.grace_seconds", problem))
+def _capture(values: dict[str, Any], src: _File) -> CaptureConfig:
+    values = dict(values)
+    if "path" in values:
+        check_capture_template(values["path"], src.fail("capture.path"))
+        values["path"] = str(src.base / values["path"])
+    if "redact" in values:
+        from acp_bridge.core.pointer import parse_pointer  # only here: `run` imports the core later
 
-    own = data.get("bridge", {})
-    log_file = own.get("log_file")
-    if log_file is not None:
-        _path_chars(log_file, lambda problem: fail("bridge.log_file", problem))
-        log_file = str(base / log_file)
-    verbosity = own.get("verbosity", 0)
-    if not -1 <= verbosity <= 2:
-        raise fail("bridge.verbosity", "must be -1 (quiet), 0, 1 or 2")
+        for pointer in values["redact"]:
+            if not isinstance(pointer, str):
+                raise src.error("capture.redact", f"{pointer!r} is not a JSON pointer (a string, RFC 6901)")
+            try:
+                parse_pointer(pointer)
+            except ValueError as exc:
+                raise src.error("capture.redact", str(exc)) from None
+    return _build(CaptureConfig, values, src, "capture")
 
-    return Config(
-        strict=own.get("strict", False),
-        log_file=log_file,
-        verbosity=verbosity,
-        agent=AgentConfig(command=tuple(command), env=dict(env), cwd=cwd),
-        suggestions=suggestions,
-        system_prompt=system_prompt,
-        capture=capture,
-        relay=RelayConfig(parse_limit_mib=limit, grace_seconds=grace),
-        source=str(file) if file else None,
-    )
+
+def _relay(values: dict[str, Any], src: _File) -> RelayConfig:
+    values = dict(values)
+    if values.get("parse_limit_mib", RelayConfig.parse_limit_mib) < 1:
+        raise src.error("relay.parse_limit_mib",
+                        f"must be a positive whole number of MiB, got {values['parse_limit_mib']}")
+    if "grace_seconds" in values:
+        values["grace_seconds"] = _seconds(values["grace_seconds"], src.fail("relay.grace_seconds"))
+    return _build(RelayConfig, values, src, "relay")
+
+
+def _bridge(values: dict[str, Any], src: _File) -> dict[str, Any]:
+    """[bridge]: the settings of `Config` itself, as keyword arguments for it."""
+    values = dict(values)
+    if "log_file" in values:
+        _path_chars(values["log_file"], src.fail("bridge.log_file"))
+        values["log_file"] = str(src.base / values["log_file"])
+    if not -1 <= values.get("verbosity", Config.verbosity) <= 2:
+        raise src.error("bridge.verbosity", "must be -1 (quiet), 0, 1 or 2")
+    return _field_values(Config, values, src, BRIDGE_TABLE)
+
+
+_READERS: dict[str, Callable[[dict[str, Any], _File], object]] = {
+    "agent": _agent, "suggestions": _suggestions, "system_prompt": _system_prompt,
+    "capture": _capture, "relay": _relay,
+}
+
+
+def _build(cls: type[T], values: Mapping[str, Any], src: _File, table: str) -> T:
+    """`cls` from a table's checked values; the dataclass's defaults for the keys not given."""
+    return cls(**_field_values(cls, values, src, table))
+
+
+def _field_values(cls: type, values: Mapping[str, Any], src: _File, table: str) -> dict[str, Any]:
+    """The file's values as `cls`'s fields hold them: an array as a tuple, an integer as a
+    float where the field is a float; each item of an array or table must be of its type."""
+    hints = _hints(cls)
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        hint = hints[key]
+        item_type = _item_type(hint)
+        if item_type in _FILE_TYPES:
+            items, what = (value.values(), "value") if isinstance(value, dict) else (value, "item")
+            allowed = _FILE_TYPES[item_type]
+            if not all(_is_a(item, allowed) for item in items):
+                raise src.error(f"{table}.{key}", f"every {what} must be {_type_names(allowed)}")
+        if isinstance(value, list):
+            value = tuple(value)
+        elif isinstance(value, dict):
+            value = dict(value)
+        elif isinstance(value, int) and not isinstance(value, bool) and float in _alternatives(hint):
+            value = float(value)
+        out[key] = value
+    return out
+
+
+def _item_type(hint: Any) -> Any:
+    """The type of each item of a `tuple[X, ...]` or `Mapping[str, X]` field, else None."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return args[0]
+    if origin in (dict, Mapping) and len(args) == 2:
+        return args[1]
+    return None
+
+
+def _is_a(value: Any, types: tuple[type, ...]) -> bool:
+    """isinstance, except that a boolean is no integer (TOML's true is not 1)."""
+    return isinstance(value, types) and (bool in types or not isinstance(value, bool))
 
 
 def command_problem(command: tuple[str, ...] | list[str]) -> str | None:
@@ -305,17 +458,7 @@ def command_problem(command: tuple[str, ...] | list[str]) -> str | None:
     return None
 
 
-def pointer_problem(pointer: str) -> str | None:
-    """RFC 6901: "" or "/..." tokens, in which "~" is only ever "~0" or "~1"."""
-    if pointer and not pointer.startswith("/"):
-        return "RFC 6901: starts with /"
-    rest = pointer.replace("~0", "").replace("~1", "")
-    if "~" in rest:
-        return "RFC 6901: ~ is written ~0 and / is written ~1"
-    return None
-
-
-def _seconds(value: int | float, fail: Any) -> float:
+def _seconds(value: int | float, fail: Fail) -> float:
     """A duration from the file: finite, not negative (TOML allows nan and inf)."""
     try:
         seconds = float(value)
@@ -328,7 +471,7 @@ def _seconds(value: int | float, fail: Any) -> float:
     return seconds
 
 
-def _path_chars(path: str, fail: Any) -> None:
+def _path_chars(path: str, fail: Fail) -> None:
     if "\0" in path:
         raise fail("has a NUL character, which a file name cannot hold")
 
@@ -366,7 +509,7 @@ def read_prompt_file(path: Path, label: str) -> str:
     return text
 
 
-def check_capture_template(template: str, fail: Any) -> None:
+def check_capture_template(template: str, fail: Fail) -> None:
     """Raise `fail(problem)` unless `capture_path` can fill in `template` at run time."""
     _path_chars(template, fail)
     try:
@@ -392,18 +535,6 @@ def capture_path(template: str, now: float, pid: int) -> str:
     return template.format(time=stamp, pid=pid)
 
 
-def _choice(section: Mapping[str, Any], key: str, allowed: tuple[str, ...], fail: Any, table: str) -> str:
-    value = section.get(key, allowed[0])
-    if value not in allowed:
-        raise fail(f"{table}.{key}", f"{value!r} is not one of {', '.join(allowed)}")
-    return str(value)
-
-
-def _type_names(types: tuple[type, ...]) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-             list: "an array", dict: "a table"}
-    return " or ".join(names.get(t, t.__name__) for t in types)
-
 
 def with_overrides(config: Config, **changes: Any) -> Config:
     """Apply dotted overrides (`system_prompt__mode="override"`) to a frozen Config."""
@@ -418,5 +549,3 @@ def with_overrides(config: Config, **changes: Any) -> Config:
     for section, values in sections.items():
         top[section] = dataclasses.replace(getattr(config, section), **values)
     return dataclasses.replace(config, **top)
-
-
