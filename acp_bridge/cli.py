@@ -7,6 +7,7 @@ but protocol bytes to stdout while `run` is relaying (messages go to stderr or -
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import sys
@@ -19,13 +20,15 @@ from acp_bridge import __version__
 from acp_bridge.config import (
     SYSTEM_PROMPT_MODES,
     Config,
+    Overrides,
+    PromptFile,
+    PromptText,
+    apply_overrides,
     check_capture_template,
     command_problem,
     load_config,
     read_config,
-    read_prompt_file,
     settle,
-    with_overrides,
 )
 from acp_bridge.errors import BridgeError, ConfigError
 
@@ -145,7 +148,8 @@ def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], 
 
 # Where a run option's value came from, highest first (spec/interface.md: the command line,
 # then ACP_BRIDGE_* variables, then the file, then the default).
-LAYERS = {"COMMANDLINE": 2, "ENVIRONMENT": 1}
+COMMAND_LINE, ENVIRONMENT = 2, 1
+LAYERS = {"COMMANDLINE": COMMAND_LINE, "ENVIRONMENT": ENVIRONMENT}
 
 
 def layer(ctx: click.Context, name: str) -> int:
@@ -176,56 +180,71 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
     `--system-prompt-file`, `ACP_BRIDGE_SYSTEM_PROMPT` with `ACP_BRIDGE_SYSTEM_PROMPT_FILE`,
     `text` with `file` in the file, `-v` with `-q`). `settle` runs once, on the merged result.
     """
-    config = read_config(config_file)
-    changes: dict[str, Any] = {}
-    if agent:
-        problem = command_problem(agent)
-        if problem:
-            raise ConfigError(f"the agent command after `--`: {problem}")
-        changes["agent__command"] = tuple(agent)
-    if given(ctx, "capture"):
-        label = spelling(ctx, "capture")
-        check_capture_template(options["capture"], lambda problem: ConfigError(f"{label}: {problem}"))
-        changes["capture__path"] = options["capture"]
-    text_layer, file_layer = layer(ctx, "system_prompt"), layer(ctx, "system_prompt_file")
-    if text_layer and text_layer == file_layer:
-        raise ConfigError(f"{spelling(ctx, 'system_prompt')} and {spelling(ctx, 'system_prompt_file')}: "
-                          "give only one")
-    if text_layer > file_layer:
-        label, text = spelling(ctx, "system_prompt"), options["system_prompt"]
-        if not text.strip():
-            raise ConfigError(f"{label}: is empty")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # argv bytes that are not UTF-8 arrive as lone surrogates
-            raise ConfigError(f"{label}: is not valid UTF-8 text") from None
-        changes["system_prompt__text"] = text
-    elif file_layer > text_layer:
-        changes["system_prompt__text"] = read_prompt_file(
-            Path(options["system_prompt_file"]), spelling(ctx, "system_prompt_file"))
-    if given(ctx, "system_prompt_mode"):
-        changes["system_prompt__mode"] = options["system_prompt_mode"]
-    # Flags: the command line can only say yes; ACP_BRIDGE_STRICT=0 (false, no, off) says no,
-    # and that replaces what the file says too.
-    if given(ctx, "unlock_legacy_agent"):
-        changes["suggestions__unlock_legacy_agent"] = bool(options["unlock_legacy_agent"])
-    if given(ctx, "no_suggestions"):
-        changes["suggestions__enabled"] = not options["no_suggestions"]
-    if given(ctx, "strict"):
-        changes["strict"] = bool(options["strict"])
-    if given(ctx, "log_file"):
-        changes["log_file"] = options["log_file"]
-    if options.get("quiet") and options.get("verbose"):
-        raise ConfigError("-v/--verbose and -q/--quiet: give only one")
-    if options.get("quiet"):
-        changes["verbosity"] = -1
-    elif options.get("verbose"):
-        changes["verbosity"] = options["verbose"]
-    config = settle(with_overrides(config, **changes))
+    file = read_config(config_file)
+    agent_command, verbosity = _agent_command(agent), _verbosity(options)
+    command_line = dataclasses.replace(layer_overrides(ctx, options, COMMAND_LINE),
+                                       agent_command=agent_command, verbosity=verbosity)
+    environment = layer_overrides(ctx, options, ENVIRONMENT)
+    config = settle(apply_overrides(file, command_line.over(environment)))
     if not config.agent.command:
         raise ConfigError("no agent command: put it after `--` (acp-bridge run -- AGENT) or set [agent] "
                           "command; to see the bridge at work with its bundled agent, run `acp-bridge demo`")
     return config
+
+
+def _agent_command(agent: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The agent command after `--`, or None for none (then [agent] command is used)."""
+    if not agent:
+        return None
+    problem = command_problem(agent)
+    if problem:
+        raise ConfigError(f"the agent command after `--`: {problem}")
+    return tuple(agent)
+
+
+def _verbosity(options: dict[str, Any]) -> int | None:
+    """-q: -1, -v: 1, -vv: 2 (the command line only), or None for neither."""
+    if options.get("quiet") and options.get("verbose"):
+        raise ConfigError("-v/--verbose and -q/--quiet: give only one")
+    if options.get("quiet"):
+        return -1
+    return int(options["verbose"]) if options.get("verbose") else None
+
+
+def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> Overrides:
+    """What the run options given in layer `which` (COMMAND_LINE or ENVIRONMENT) say.
+
+    click shows one value per option, from the highest layer that gives it, so a value
+    given in both layers appears only in the higher one, which is where it takes effect.
+    """
+    def pick(name: str) -> Any:
+        return options[name] if layer(ctx, name) == which else None
+
+    text, prompt_file = pick("system_prompt"), pick("system_prompt_file")
+    if text is not None and prompt_file is not None:
+        raise ConfigError(f"{spelling(ctx, 'system_prompt')} and {spelling(ctx, 'system_prompt_file')}: "
+                          "give only one")
+    prompt: PromptText | PromptFile | None = None
+    if text is not None:
+        prompt = PromptText(text, spelling(ctx, "system_prompt"))
+    elif prompt_file is not None:
+        prompt = PromptFile(Path(prompt_file), spelling(ctx, "system_prompt_file"))
+    capture = pick("capture")
+    if capture is not None:
+        label = spelling(ctx, "capture")
+        check_capture_template(capture, lambda problem: ConfigError(f"{label}: {problem}"))
+    # Flags: the command line can only say yes; ACP_BRIDGE_STRICT=0 (false, no, off) says no,
+    # and that replaces what the file says too.
+    unlock, no_suggestions, strict = pick("unlock_legacy_agent"), pick("no_suggestions"), pick("strict")
+    return Overrides(
+        capture_path=capture,
+        system_prompt=prompt,
+        system_prompt_mode=pick("system_prompt_mode"),
+        suggestions_enabled=None if no_suggestions is None else not no_suggestions,
+        unlock_legacy_agent=None if unlock is None else bool(unlock),
+        strict=None if strict is None else bool(strict),
+        log_file=pick("log_file"),
+    )
 
 
 def _reason(exc: BaseException) -> str:

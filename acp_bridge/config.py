@@ -535,17 +535,94 @@ def capture_path(template: str, now: float, pid: int) -> str:
     return template.format(time=stamp, pid=pid)
 
 
+# -- the layers above the file ----------------------------------------------------------------
 
-def with_overrides(config: Config, **changes: Any) -> Config:
-    """Apply dotted overrides (`system_prompt__mode="override"`) to a frozen Config."""
-    sections: dict[str, dict[str, Any]] = {}
-    top: dict[str, Any] = {}
-    for key, value in changes.items():
-        if "__" in key:
-            section, name = key.split("__", 1)
-            sections.setdefault(section, {})[name] = value
-        else:
-            top[key] = value
-    for section, values in sections.items():
-        top[section] = dataclasses.replace(getattr(config, section), **values)
-    return dataclasses.replace(config, **top)
+
+@dataclass(frozen=True)
+class PromptText:
+    """System prompt text given above the file; `label` is how (`--system-prompt`, ...)."""
+
+    text: str
+    label: str
+
+    def read(self) -> str:
+        if not self.text.strip():
+            raise ConfigError(f"{self.label}: is empty")
+        try:
+            self.text.encode("utf-8")
+        except UnicodeEncodeError:  # argv bytes that are not UTF-8 arrive as lone surrogates
+            raise ConfigError(f"{self.label}: is not valid UTF-8 text") from None
+        return self.text
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    """A system prompt file given above the file; `label` is how (`--system-prompt-file`, ...)."""
+
+    path: Path
+    label: str
+
+    def read(self) -> str:
+        return read_prompt_file(self.path, self.label)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What one layer above the file says: the `ACP_BRIDGE_*` environment, or the command
+    line. None: this layer does not say. `over` stacks two layers and `apply_overrides` puts
+    the result over the file's settings, so the order is written out once:
+    `apply_overrides(file, command_line.over(environment))`.
+
+    The system prompt is one setting however it is given: text from one layer replaces a file
+    from a lower one and the other way round. It is checked (text) or read (a file) only once
+    it is known to take effect, so a lower layer's prompt that is replaced never matters.
+    """
+
+    agent_command: tuple[str, ...] | None = None
+    capture_path: str | None = None
+    system_prompt: PromptText | PromptFile | None = None
+    system_prompt_mode: str | None = None
+    suggestions_enabled: bool | None = None
+    unlock_legacy_agent: bool | None = None
+    strict: bool | None = None
+    log_file: str | None = None
+    verbosity: int | None = None
+
+    def over(self, lower: Overrides) -> Overrides:
+        """This layer on top of `lower`: each setting this one gives replaces lower's."""
+        return Overrides(
+            agent_command=_given(self.agent_command, lower.agent_command),
+            capture_path=_given(self.capture_path, lower.capture_path),
+            system_prompt=_given(self.system_prompt, lower.system_prompt),
+            system_prompt_mode=_given(self.system_prompt_mode, lower.system_prompt_mode),
+            suggestions_enabled=_given(self.suggestions_enabled, lower.suggestions_enabled),
+            unlock_legacy_agent=_given(self.unlock_legacy_agent, lower.unlock_legacy_agent),
+            strict=_given(self.strict, lower.strict),
+            log_file=_given(self.log_file, lower.log_file),
+            verbosity=_given(self.verbosity, lower.verbosity),
+        )
+
+
+def apply_overrides(config: Config, given: Overrides) -> Config:
+    """`config` with each setting `given` gives replaced. Raises ConfigError for a system
+    prompt that is empty or cannot be read. Not `settle`d: that comes after the last layer."""
+    text = given.system_prompt.read() if given.system_prompt is not None else config.system_prompt.text
+    return dataclasses.replace(
+        config,
+        agent=dataclasses.replace(config.agent, command=_given(given.agent_command, config.agent.command)),
+        suggestions=dataclasses.replace(
+            config.suggestions,
+            enabled=_given(given.suggestions_enabled, config.suggestions.enabled),
+            unlock_legacy_agent=_given(given.unlock_legacy_agent, config.suggestions.unlock_legacy_agent),
+        ),
+        system_prompt=dataclasses.replace(
+            config.system_prompt, text=text, mode=_given(given.system_prompt_mode, config.system_prompt.mode)),
+        capture=dataclasses.replace(config.capture, path=_given(given.capture_path, config.capture.path)),
+        strict=_given(given.strict, config.strict),
+        log_file=_given(given.log_file, config.log_file),
+        verbosity=_given(given.verbosity, config.verbosity),
+    )
+
+
+def _given(value: T | None, otherwise: T) -> T:
+    return otherwise if value is None else value

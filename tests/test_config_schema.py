@@ -1,4 +1,5 @@
-"""The configuration file's schema is derived from the dataclasses of `Config`.
+"""The configuration file's schema is derived from the dataclasses of `Config`, and the layers
+above the file are typed `Overrides`.
 
 The tables here are written out by hand, on purpose: they are what a user may put in the
 file (spec/interface.md). The first test checks that they name every field of every
@@ -19,6 +20,10 @@ import pytest
 from acp_bridge.config import (
     FILE_ONLY_KEYS,
     Config,
+    Overrides,
+    PromptFile,
+    PromptText,
+    apply_overrides,
     file_types,
     read_config,
     schema,
@@ -225,3 +230,66 @@ def test_file_types_of_a_field(hint: Any, types: tuple[type, ...]) -> None:
 def test_a_field_type_the_file_cannot_spell_is_a_bug_not_a_silent_key() -> None:
     with pytest.raises(TypeError, match="no TOML type"):
         file_types(datetime.date)
+
+
+# -- the layers above the file --------------------------------------------------------------
+
+# Every setting an `Overrides` can give, the field of `Config` it sets, and two values.
+OVERRIDES: dict[str, tuple[str, Any, Any, Any]] = {
+    # name: (the field of Config, the upper layer's, the lower layer's, the effect of upper's)
+    "agent_command": ("agent.command", ("upper",), ("lower",), ("upper",)),
+    "capture_path": ("capture.path", "upper.jsonl", "lower.jsonl", "upper.jsonl"),
+    "system_prompt": ("system_prompt.text", PromptText("upper", "--system-prompt"),
+                      PromptFile(Path("/nonexistent/lower.md"), "ACP_BRIDGE_SYSTEM_PROMPT_FILE"), "upper"),
+    "system_prompt_mode": ("system_prompt.mode", "override", "append", "override"),
+    "suggestions_enabled": ("suggestions.enabled", False, True, False),
+    "unlock_legacy_agent": ("suggestions.unlock_legacy_agent", True, False, True),
+    "strict": ("strict", True, False, True),
+    "log_file": ("log_file", "upper.log", "lower.log", "upper.log"),
+    "verbosity": ("verbosity", 2, -1, 2),
+}
+UPPER = Overrides(**{name: upper for name, (_, upper, _, _) in OVERRIDES.items()})
+LOWER = Overrides(**{name: lower for name, (_, _, lower, _) in OVERRIDES.items()})
+
+
+def test_the_overrides_table_names_every_setting() -> None:
+    assert set(OVERRIDES) == {f.name for f in dataclasses.fields(Overrides)}
+
+
+@pytest.mark.parametrize("name", sorted(OVERRIDES))
+def test_the_upper_layer_wins_each_setting_it_gives(name: str) -> None:
+    assert getattr(UPPER.over(LOWER), name) == getattr(UPPER, name)
+    only_lower = Overrides().over(LOWER)
+    assert getattr(only_lower, name) == getattr(LOWER, name)
+
+
+def test_an_empty_layer_changes_nothing() -> None:
+    assert Overrides().over(LOWER) == LOWER
+    assert UPPER.over(Overrides()) == UPPER
+    config = Config(verbosity=1, log_file="file.log")
+    assert apply_overrides(config, Overrides()) == config
+
+
+@pytest.mark.parametrize("name", sorted(OVERRIDES))
+def test_each_setting_reaches_its_field(name: str) -> None:
+    path, upper, _, effect = OVERRIDES[name]
+    applied = apply_overrides(Config(), Overrides(**{name: upper}))
+    assert field_value(applied, path) == effect
+    assert field_value(Config(), path) != effect
+
+
+def test_a_replaced_prompt_file_is_never_read() -> None:
+    """The lower layer's file does not exist: only the upper layer's text is used."""
+    assert apply_overrides(Config(), UPPER.over(LOWER)).system_prompt.text == "upper"
+    with pytest.raises(ConfigError, match="ACP_BRIDGE_SYSTEM_PROMPT_FILE: cannot read"):
+        apply_overrides(Config(), LOWER)
+
+
+@pytest.mark.parametrize(("prompt", "message"), [
+    (PromptText("  ", "--system-prompt"), "--system-prompt: is empty"),
+    (PromptText("caf\udce9", "ACP_BRIDGE_SYSTEM_PROMPT"), "ACP_BRIDGE_SYSTEM_PROMPT: is not valid UTF-8 text"),
+])
+def test_prompt_text_is_checked_where_it_takes_effect(prompt: PromptText, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        apply_overrides(Config(), Overrides(system_prompt=prompt))
+    assert str(caught.value) == message
