@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 from trio.abc import HalfCloseableStream, ReceiveStream, SendStream
@@ -25,6 +25,8 @@ from acp_bridge.core.frames import brief
 log = logging.getLogger("acp_bridge.bridge")
 
 READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
+OUTPUT_LINGER = 1.0  # seconds to wait for the agent's output to end once it is gone
+DRAIN_TIMEOUT = 1.0  # ... and for the client pump to read what the client had already written
 
 CaptureBatch = tuple[float, float, list[Forward]]  # wall time, monotonic time, forwards
 
@@ -287,6 +289,17 @@ class Bridge:
         if close:
             await self.outlet(direction).send_eof()
 
+    async def answer_in_flight(self, message: str, data: Any) -> None:
+        """The agent is gone: answer every client request in flight with an error, including
+        what the client wrote and the bridge has not read yet (its pump may have been
+        blocked writing to the agent), and every later one."""
+        await self.to_agent.abandon()
+        await self.wait_input_drained(Direction.TO_AGENT, DRAIN_TIMEOUT)
+        forwards = self.relay.fail_pending(message, data)
+        if forwards:
+            log.warning("%s: answered %d request(s) left in flight", message, len(forwards))
+            await self.deliver(forwards, time.time(), time.monotonic())
+
     async def wait_input_drained(self, direction: Direction, timeout: float) -> None:
         """Wait until the pump reading `direction` has read all that its source had written
         so far (it waits for more, or has reached EOF), or `timeout` has passed.
@@ -346,20 +359,72 @@ class Reader:
                 raise trio.BrokenResourceError(str(exc)) from exc
 
 
+class Peer:
+    """What the wiring needs to know about the agent beyond its two streams. This base is a
+    bare stream (tests, replay): nothing runs beside it, it is gone when its output ends,
+    and requests still in flight then are answered as unanswerable. `process.AgentProcess`
+    is the real agent: a process that can exit while its stdout stays open, with signals,
+    a stop ladder and an exit status."""
+
+    async def start_beside(self, bridge: Bridge, nursery: trio.Nursery) -> None:
+        """Start what runs beside the two pumps (in `nursery`, cancelled at the end)."""
+
+    async def wait_gone(self) -> None:
+        """Return once the agent is gone even if its output is still open."""
+        await trio.sleep_forever()
+
+    async def ended(self, bridge: Bridge) -> tuple[str, Any]:
+        """Its output has ended: settle its fate; return the error message and data with
+        which the bridge answers the requests still in flight."""
+        return "agent closed its output before answering", None
+
+
 async def bridge_streams(
     client: HalfCloseableStream,
     agent: HalfCloseableStream,
     relay: Relay,
     capture: CaptureSink | None = None,
-) -> None:
-    """Relay between two streams until both directions have ended.
+    peer: Peer | None = None,
+) -> Bridge:
+    """Relay between the client and the agent until the agent side has ended; the one wiring
+    of both pumps, for the real agent process and for any pair of streams.
 
-    Client EOF half-closes the agent side and keeps the agent's output flowing; agent EOF
-    half-closes the client side and then stops reading the client.
+    Client EOF half-closes the agent's input and keeps the agent's output flowing. When the
+    agent's output ends (or the agent is gone and its output stays open: `peer.wait_gone`),
+    every client request still in flight is answered with an error (`peer.ended` says
+    which), the client's side is closed, and the client is no longer read.
     """
+    peer = peer if peer is not None else Peer()
     bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), capture)
     async with trio.open_nursery() as nursery:
         bridge.background = nursery
         nursery.start_soon(bridge.pump, client, Direction.TO_AGENT)
-        await bridge.pump(agent, Direction.TO_CLIENT)
+        await peer.start_beside(bridge, nursery)
+        if not await _read_agent(bridge, agent, peer):
+            # The agent is gone but its output stayed open: something it started holds the
+            # pipe. Nothing more is waited for; a line it left torn goes on as it is.
+            log.warning("agent exited but its stdout stayed open (a process it started "
+                        "holds it); not waiting for it")
+            await bridge.deliver(relay.feed_eof(Direction.TO_CLIENT, time.monotonic()),
+                                 time.time(), time.monotonic())
+        message, data = await peer.ended(bridge)
+        await bridge.answer_in_flight(message, data)
+        await bridge.to_client.send_eof()
         nursery.cancel_scope.cancel()
+    return bridge
+
+
+async def _read_agent(bridge: Bridge, agent: ReceiveStream, peer: Peer) -> bool:
+    """Relay the agent's output until its EOF (True), or until the peer is gone and its
+    output stayed open past `OUTPUT_LINGER` (False: reading stops)."""
+    async with trio.open_nursery() as nursery:
+        async def gone() -> None:
+            await peer.wait_gone()
+            await trio.sleep(OUTPUT_LINGER)  # a timeout, not an ordering: its last output
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(gone)
+        await bridge.pump(agent, Direction.TO_CLIENT, close=False)
+        nursery.cancel_scope.cancel()
+        return True
+    return False

@@ -27,7 +27,7 @@ from typing import Any
 import trio
 from trio.lowlevel import FdStream
 
-from acp_bridge.bridge import Bridge, CaptureSink, Outlet
+from acp_bridge.bridge import Bridge, CaptureSink, Outlet, Peer, bridge_streams
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
@@ -41,8 +41,7 @@ PIPE_SIZE = 1024 * 1024
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 STDERR_LINGER = 1.0  # seconds to wait for the agent's last stderr bytes after it exits
-STDOUT_LINGER = 1.0  # ... and for the EOF of its stdout (a process it started may hold it)
-DRAIN_TIMEOUT = 1.0  # ... and for the client pump to read what the client had already written
+STDOUT_LINGER = 1.0  # ... and for it to exit after its stdout's EOF
 
 
 def exit_status(returncode: int) -> int:
@@ -207,81 +206,62 @@ async def serve(
         for pipe in (proc.stdin, proc.stdout):
             if isinstance(pipe, FdStream):
                 widen_pipe(pipe.fileno())
-        bridge = Bridge(relay, Outlet(proc.stdin, "agent"), Outlet(client, "client"), capture)
-        tail = StderrTail()
-        stopping = trio.Event()
+        peer = AgentProcess(proc, config, stderr_fd)
+        agent = trio.StapledStream(proc.stdin, proc.stdout)
+        await bridge_streams(client, agent, relay, capture, peer)
+        assert peer.status is not None
+        return peer.status
 
-        stderr_done = trio.Event()
-        async with trio.open_nursery() as pumps:
-            bridge.background = pumps
-            pumps.start_soon(bridge.pump, client, Direction.TO_AGENT)
-            pumps.start_soon(_stop_when_told, bridge, proc, stopping, grace)
-            pumps.start_soon(pass_stderr, proc.stderr, tail, stderr_fd, stderr_done)
-            await pumps.start(_forward_signals, proc, stopping)
-            if not await _read_agent(bridge, proc):
-                # Its stdout stayed open after it exited: something it started holds the
-                # pipe. Nothing more is waited for; a line it left torn goes on as it is.
-                log.warning("agent exited but its stdout stayed open (a process it started "
-                            "holds it); not waiting for it")
-                await bridge.deliver(relay.feed_eof(Direction.TO_CLIENT, time.monotonic()),
-                                     time.time(), time.monotonic())
-            with trio.move_on_after(STDOUT_LINGER):  # an EOF usually means it is exiting
+
+class AgentProcess(Peer):
+    """The agent as a process: stderr passed through, signals forwarded, the stop ladder
+    once the client has closed, and its exit status as the bridge's."""
+
+    def __init__(self, proc: trio.Process, config: Config, stderr_fd: int) -> None:
+        self.proc = proc
+        self.config = config
+        self.stderr_fd = stderr_fd
+        self.grace = config.relay.grace_seconds
+        self.tail = StderrTail()
+        self.stderr_done = trio.Event()
+        self.stopping = trio.Event()
+        self.status: int | None = None
+
+    async def start_beside(self, bridge: Bridge, nursery: trio.Nursery) -> None:
+        assert self.proc.stderr is not None
+        nursery.start_soon(_stop_when_told, bridge, self.proc, self.stopping, self.grace)
+        nursery.start_soon(pass_stderr, self.proc.stderr, self.tail, self.stderr_fd, self.stderr_done)
+        await nursery.start(_forward_signals, self.proc, self.stopping)
+
+    async def wait_gone(self) -> None:
+        await self.proc.wait()
+
+    async def ended(self, bridge: Bridge) -> tuple[str, Any]:
+        proc = self.proc
+        with trio.move_on_after(STDOUT_LINGER):  # an EOF usually means it is exiting
+            await proc.wait()
+        if proc.returncode is None:
+            # It closed its stdout and runs on: no answer can come from it any more.
+            await bridge.answer_in_flight("agent closed its stdout before answering",
+                                          {"reason": "the agent closed its stdout and kept running"})
+            await bridge.to_client.send_eof()
+            with trio.move_on_after(self.grace):
                 await proc.wait()
             if proc.returncode is None:
-                # It closed its stdout and runs on: no answer can come from it any more.
-                await _answer_in_flight(bridge, "agent closed its stdout before answering",
-                                        {"reason": "the agent closed its stdout and kept running"})
-                await bridge.to_client.send_eof()
-                with trio.move_on_after(grace):
-                    await proc.wait()
-                if proc.returncode is None:
-                    log.warning("agent still running %gs after closing its stdout; sending SIGTERM", grace)
-                    await terminate(proc, grace=grace)
-            assert proc.returncode is not None
-            returncode = proc.returncode
-            _signal_group(proc, signal.SIGKILL, quiet=True)  # leftovers holding our pipes
-            with trio.move_on_after(STDERR_LINGER):
-                await stderr_done.wait()
-            status = exit_status(returncode)
-            # Nobody else can answer the requests still in flight now, so we do.
-            data: dict[str, Any] = {"exitStatus": status}
-            if returncode < 0:
-                data["signal"] = signal.Signals(-returncode).name
-            if stderr_text := tail.text(config.system_prompt.text):
-                data["stderr"] = stderr_text
-            await _answer_in_flight(bridge, f"agent {describe_exit(returncode)} before answering", data,
-                                    describe_exit(returncode))
-            await bridge.to_client.send_eof()
-            pumps.cancel_scope.cancel()
-        return status
-
-
-async def _read_agent(bridge: Bridge, proc: trio.Process) -> bool:
-    """Relay the agent's stdout until its EOF; True if it came, False if the agent exited
-    and its stdout stayed open past `STDOUT_LINGER` (then reading stops)."""
-    assert proc.stdout is not None
-    async with trio.open_nursery() as nursery:
-        async def exited() -> None:
-            await proc.wait()
-            await trio.sleep(STDOUT_LINGER)  # a timeout, not an ordering: its last output
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(exited)
-        await bridge.pump(proc.stdout, Direction.TO_CLIENT, close=False)
-        nursery.cancel_scope.cancel()
-        return True
-    return False
-
-
-async def _answer_in_flight(bridge: Bridge, message: str, data: dict[str, Any], why: str | None = None) -> None:
-    """The agent is gone: answer what is in flight, including what the client wrote and the
-    bridge has not read yet (its pump may have been blocked writing to the agent)."""
-    await bridge.to_agent.abandon()
-    await bridge.wait_input_drained(Direction.TO_AGENT, DRAIN_TIMEOUT)
-    forwards = bridge.relay.fail_pending(message, data)
-    if forwards:
-        log.warning("agent %s; answered %d request(s) left in flight", why or message, len(forwards))
-        await bridge.deliver(forwards, time.time(), time.monotonic())
+                log.warning("agent still running %gs after closing its stdout; sending SIGTERM", self.grace)
+                await terminate(proc, grace=self.grace)
+        assert proc.returncode is not None
+        returncode = proc.returncode
+        _signal_group(proc, signal.SIGKILL, quiet=True)  # leftovers holding our pipes
+        with trio.move_on_after(STDERR_LINGER):
+            await self.stderr_done.wait()
+        self.status = exit_status(returncode)
+        data: dict[str, Any] = {"exitStatus": self.status}
+        if returncode < 0:
+            data["signal"] = signal.Signals(-returncode).name
+        if stderr_text := self.tail.text(self.config.system_prompt.text):
+            data["stderr"] = stderr_text
+        return f"agent {describe_exit(returncode)} before answering", data
 
 
 async def pass_stderr(source: trio.abc.ReceiveStream, tail: StderrTail, fd: int, done: trio.Event) -> None:

@@ -74,3 +74,32 @@ async def test_backpressure_reaches_the_agent_when_the_client_does_not_read() ->
             await trio.testing.wait_all_tasks_blocked()
             assert sent == [b"one\n", b"two\n"]
             nursery.cancel_scope.cancel()
+
+
+async def test_a_gone_peer_with_open_output_ends_the_session_and_requests_are_answered() -> None:
+    """The one wiring, as the real agent process uses it: the peer says the agent is gone
+    while its output stays open; the bridge stops reading it and answers what is in flight
+    with the peer's message."""
+    from acp_bridge.bridge import Peer
+
+    gone = trio.Event()
+
+    class Gone(Peer):
+        async def wait_gone(self) -> None:
+            await gone.wait()
+
+        async def ended(self, bridge: object) -> tuple[str, object]:
+            return "agent died", {"exitStatus": 9}
+
+    client_ours, client_bridge = trio.testing.memory_stream_pair()
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge_streams, client_bridge, agent_bridge, Relay(), None, Gone())
+            await client_ours.send_all(b'{"jsonrpc":"2.0","id":4,"method":"session/prompt"}\n')
+            assert await agent_ours.receive_some() == b'{"jsonrpc":"2.0","id":4,"method":"session/prompt"}\n'
+            await agent_ours.send_all(b'{"jsonrpc":"2.0","method":"n"}\n{"torn')
+            gone.set()  # the agent's output is never closed
+            assert await read_all(client_ours) == (
+                b'{"jsonrpc":"2.0","method":"n"}\n{"torn\n'
+                b'{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"agent died","data":{"exitStatus":9}}}\n')
