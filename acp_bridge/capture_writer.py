@@ -1,41 +1,89 @@
-"""The capture writer (trio): Forward batches in from the pumps, JSONL records out to a file.
+"""The capture file: creating it safely, and writing each batch of records before it is sent.
 
-Owns: creating the capture file (mode 0600, parent directories made), the header and trailer
-records, the task that drains the capture channel with one write per batch, and what happens
-when the file cannot be written (said once, capture stops, relay goes on; or `CaptureError`
-when `capture.required`). Must never: hold a record back (each batch is handed to the OS as it
-arrives, so a SIGKILLed bridge leaves valid JSONL), or make a capture failure stop the relay
-unless the configuration says it must.
+Owns: creating the capture file (mode 0600, parent directories made, never through a
+symbolic link, never over an existing file), the header and trailer records, the synchronous
+write of each read's records, and what happens when the file cannot be written (said once,
+capture stops, relay goes on; or `CaptureError` when `capture.required`). Must never: hold a
+record back (a batch is on disk before its bytes are sent, so a SIGKILLed bridge loses at
+most what it had not yet read), truncate or follow anything already at the path, or make a
+capture failure stop the relay unless the configuration says it must.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
-import trio
-
-from acp_bridge.bridge import CaptureBatch
 from acp_bridge.config import Config, capture_path
 from acp_bridge.core.capture import CaptureEncoder, Redactor, dumps, header_record
+from acp_bridge.core.relay import Forward
 from acp_bridge.errors import CaptureError
 
 log = logging.getLogger("acp_bridge.capture")
 
-# Batches (one per read) the pumps may be ahead of the writer before they wait for it.
-BUFFER_BATCHES = 64
+# Names tried after the one asked for is taken: PATH-1 ... PATH-N (before the extension).
+MAX_FRESH_NAMES = 1000
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class SymlinkRefused(OSError):
+    """The capture path is a symbolic link: the bridge writes nothing through one."""
+
+
+def create_new(path: str) -> tuple[str, int]:
+    """Create a new file for the capture (mode 0600) at `path`, or, if something is there
+    already, at the first free `STEM-N.EXT`; return the name used and a descriptor.
+
+    O_CREAT|O_EXCL makes each attempt atomic: of two processes racing for one name, one
+    gets it and the other moves on, and nothing that exists is opened, truncated or
+    followed (a symbolic link, dangling or not, counts as existing). A symbolic link at
+    `path` itself is refused rather than stepped around: the user meant that path.
+
+    Raises:
+        SymlinkRefused: `path` is a symbolic link.
+        OSError: anything else (a missing directory is made first, mode 0700).
+    """
+    stem, ext = os.path.splitext(path)
+    candidate = path
+    for n in range(MAX_FRESH_NAMES + 1):
+        candidate = path if n == 0 else f"{stem}-{n}{ext}"
+        try:
+            fd = _open_new(candidate)
+        except FileExistsError:
+            if n == 0 and os.path.islink(path):
+                raise SymlinkRefused(errno.ELOOP, "it is a symbolic link", path) from None
+            continue
+        try:
+            os.fchmod(fd, 0o600)  # exactly: a umask may have taken bits away
+        except OSError:
+            os.close(fd)
+            raise
+        return candidate, fd
+    raise FileExistsError(errno.EEXIST, f"it and {MAX_FRESH_NAMES} fresh names exist", path)
+
+
+def _open_new(path: str) -> int:
+    try:
+        return os.open(path, _CREATE, 0o600)
+    except FileNotFoundError:
+        # Only a missing directory is made (private, like the file); any other reason
+        # the open failed is the one worth reporting.
+        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+        return os.open(path, _CREATE, 0o600)
 
 
 class CaptureFile:
     """An open capture: the file descriptor, its encoder, and whether it still works.
 
-    Writes are plain `os.write` calls on the event loop thread: a regular file write lands in
-    the page cache and returns at once, and a thread hop per batch would cost more than it
-    saves. Nothing is buffered in Python, so whatever was written survives a SIGKILL.
+    `record` encodes one read's forwards and writes them with one `os.write` before the
+    bridge sends them on, on the event loop thread: a regular file write lands in the page
+    cache and returns at once, and a thread hop per batch would cost more than it saves.
+    Nothing is buffered in Python, so whatever was sent is on disk when a SIGKILL comes.
     """
 
     def __init__(self, path: str, fd: int, encoder: CaptureEncoder, required: bool) -> None:
@@ -50,21 +98,21 @@ class CaptureFile:
 
     @classmethod
     def create(cls, path: str, encoder: CaptureEncoder, required: bool) -> CaptureFile:
-        """Create (or truncate) `path` with mode 0600. Raises OSError."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:
-            # Only a missing directory is made (private, like the file); any other reason
-            # the open failed is the one worth reporting.
-            os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
-            fd = os.open(path, flags, 0o600)
-        try:
-            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_TRUNC
-        except OSError:
-            os.close(fd)
-            raise
-        return cls(path, fd, encoder, required)
+        """A new file at `path` or a fresh name beside it (see `create_new`). Raises OSError."""
+        actual, fd = create_new(path)
+        return cls(actual, fd, encoder, required)
+
+    def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
+        """Write the records of one read's forwards, now (nothing once the capture failed).
+
+        Raises:
+            CaptureError: the write failed and `capture.required` is set.
+        """
+        if self.fd is None:
+            return
+        data = self.encoder.encode_batch(wall, mono, forwards)
+        if data:
+            self.write(data)
 
     def write(self, data: bytes) -> bool:
         """Write all of `data`; on failure say so once and stop (or raise when required)."""
@@ -88,6 +136,12 @@ class CaptureFile:
             raise CaptureError(f"capture: cannot write {self.path}: {reason} (capture.required is set)") from exc
         log.error("capture: cannot write %s: %s; capture stopped, relaying goes on", self.path, reason)
 
+    def finish(self, wall: float, mono: float) -> None:
+        """Write the records of long lines cut short and the trailer, then close."""
+        if self.fd is not None:
+            self.write(self.encoder.trailer(wall, mono))
+        self.close()
+
     def close(self) -> None:
         if self.fd is not None:
             fd, self.fd = self.fd, None
@@ -96,36 +150,15 @@ class CaptureFile:
             except OSError:  # pragma: no cover - nothing left to report it to
                 pass
 
-    async def drain(self, receive: trio.MemoryReceiveChannel[CaptureBatch]) -> None:
-        """Write every batch as it arrives until the channel ends; then the trailer.
-
-        Cancelled (the bridge is going down hard), it still writes what is already queued:
-        that takes no waiting, because the writes are synchronous.
-        """
-        with receive:
-            try:
-                async for wall, mono, forwards in receive:
-                    if not self.write(self.encoder.encode_batch(wall, mono, forwards)):
-                        return  # closing `receive` tells the pumps to stop capturing
-            finally:
-                self._drain_nowait(receive)
-                if self.fd is not None:
-                    self.write(self.encoder.trailer(time.time(), time.monotonic()))
-                self.close()
-
-    def _drain_nowait(self, receive: trio.MemoryReceiveChannel[CaptureBatch]) -> None:
-        while self.fd is not None:
-            try:
-                wall, mono, forwards = receive.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                return
-            self.write(self.encoder.encode_batch(wall, mono, forwards))
-
 
 def start_capture(config: Config, *, argv: Sequence[str] | None = None,
                   wall: float | None = None, mono: float | None = None,
                   pid: int | None = None) -> CaptureFile | None:
-    """Open the capture file and write its header; None when it cannot be (said once)."""
+    """Create the capture file and write its header; None when it cannot be (said once).
+
+    Raises:
+        CaptureError: it cannot be created and `capture.required` is set.
+    """
     assert config.capture.path is not None
     wall = time.time() if wall is None else wall
     mono = time.monotonic() if mono is None else mono
@@ -137,9 +170,10 @@ def start_capture(config: Config, *, argv: Sequence[str] | None = None,
         capture = CaptureFile.create(path, encoder, config.capture.required)
     except OSError as exc:
         reason = exc.strerror or str(exc)
+        verb = "refusing" if isinstance(exc, SymlinkRefused) else "cannot create"
         if config.capture.required:
-            raise CaptureError(f"capture: cannot create {path}: {reason} (capture.required is set)") from exc
-        log.error("capture: cannot create %s: %s; relaying without a capture", path, reason)
+            raise CaptureError(f"capture: {verb} {path}: {reason} (capture.required is set)") from exc
+        log.error("capture: %s %s: %s; relaying without a capture", verb, path, reason)
         return None
     header = header_record(
         wall=wall, mono=mono, argv=list(sys.argv if argv is None else argv),
@@ -148,19 +182,20 @@ def start_capture(config: Config, *, argv: Sequence[str] | None = None,
     )
     if not capture.write(dumps(header)):
         return None
-    log.info("capture: writing %s", path)
+    if capture.path != path:
+        log.info("capture: %s exists; writing %s", path, capture.path)
+    else:
+        log.info("capture: writing %s", path)
     return capture
 
 
-@asynccontextmanager
-async def open_capture(config: Config, *, argv: Sequence[str] | None = None,
-                       ) -> AsyncIterator[trio.MemorySendChannel[CaptureBatch] | None]:
-    """Yield a channel to send capture batches to, or None when capture is off.
+@contextmanager
+def open_capture(config: Config, *, argv: Sequence[str] | None = None) -> Iterator[CaptureFile | None]:
+    """The capture for one session, or None when capture is off or failed to start.
 
-    The writer runs in a nursery outside the bridge's, so it keeps draining after the pumps
-    are done; leaving the block closes the channel, and the block ends once every batch sent
-    is on disk. With `capture.required`, a failed write raises `CaptureError` (in the
-    nursery's ExceptionGroup) and ends the session.
+    Leaving the block writes the trailer and closes the file, however the session ended.
+    With `capture.required`, a capture that cannot be created or written raises
+    `CaptureError`, which ends the session.
     """
     if config.capture.path is None:
         yield None
@@ -169,8 +204,7 @@ async def open_capture(config: Config, *, argv: Sequence[str] | None = None,
     if capture is None:
         yield None
         return
-    send, receive = trio.open_memory_channel[CaptureBatch](BUFFER_BATCHES)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(capture.drain, receive)
-        with send:
-            yield send
+    try:
+        yield capture
+    finally:
+        capture.finish(time.time(), time.monotonic())

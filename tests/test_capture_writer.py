@@ -80,7 +80,7 @@ async def relay_through(cfg: Config, to_agent: list[bytes]) -> bytes:
             pass
 
     with trio.fail_after(10):
-        async with open_capture(cfg, argv=["acp-bridge", "run", "--system-prompt", "hush"]) as capture:
+        with open_capture(cfg, argv=["acp-bridge", "run", "--system-prompt", "hush"]) as capture:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(agent_side)
                 nursery.start_soon(client_side)
@@ -95,21 +95,26 @@ async def test_capture_file_is_private_complete_jsonl(tmp_path: Path) -> None:
     sent = await relay_through(config(path), [REQ, NOTE])
     assert sent == REQ + NOTE
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    header, first, second, end = lines_of(path)
+    header, first, second, answer, end = lines_of(path)  # the bridge answers the request left
+    assert (answer["verdict"], answer["id"], answer["method"]) == ("emit", 1, "session/new")
     assert header["type"] == "header" and header["argv"] == ["acp-bridge", "run", "--system-prompt", "<redacted>"]
     assert first["seq"] == 1 and first["method"] == "session/new" and "s3cret" not in first["raw"]
     assert first["redacted"] == ["/params/mcpServers/0/env/0/value"]
     assert record_bytes(second, "raw") == NOTE
-    assert end == {**end, "type": "end", "records": 2}
+    assert end == {**end, "type": "end", "records": 3}
 
 
-async def test_existing_file_is_truncated_and_made_private(tmp_path: Path) -> None:
+async def test_an_existing_file_is_left_alone_and_a_fresh_name_used(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     path.write_text("old\n" * 100)
     path.chmod(0o644)
+    (tmp_path / "c-1.jsonl").symlink_to(tmp_path / "elsewhere")  # a fresh name that is taken
     await relay_through(config(path), [NOTE])
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert [r["type"] for r in lines_of(path)] == ["header", "message", "end"]
+    assert path.read_text() == "old\n" * 100 and stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert not (tmp_path / "elsewhere").exists()
+    fresh = tmp_path / "c-2.jsonl"
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+    assert [r["type"] for r in lines_of(fresh)] == ["header", "message", "end"]
 
 
 async def test_path_template_is_filled_in(tmp_path: Path) -> None:
@@ -181,22 +186,25 @@ async def test_required_capture_that_cannot_be_created_raises(tmp_path: Path) ->
 
 
 async def test_no_capture_configured_yields_none() -> None:
-    async with open_capture(Config()) as capture:
+    with open_capture(Config()) as capture:
         assert capture is None
 
 
-async def test_batches_queued_at_cancellation_are_still_written(tmp_path: Path) -> None:
-    """The writer drains what is already queued even when the session is torn down hard."""
+async def test_each_batch_is_on_disk_when_record_returns_and_the_trailer_comes_however_it_ends(
+        tmp_path: Path) -> None:
+    """Nothing is queued: a record is written before `record` returns (so before the bridge
+    sends the line), and leaving the block, even cancelled, writes the trailer."""
     path = tmp_path / "c.jsonl"
     relay = Relay()
     with trio.CancelScope() as scope:
-        async with open_capture(config(path)) as capture:
+        with open_capture(config(path)) as capture:
             assert capture is not None
-            for _ in range(5):
-                capture.send_nowait((1.0, 2.0, relay.feed(Direction.TO_AGENT, NOTE)))
+            for i in range(5):
+                capture.record(1.0, 2.0, relay.feed(Direction.TO_AGENT, NOTE))
+                assert [r["type"] for r in lines_of(path)] == ["header"] + ["message"] * (i + 1)
             scope.cancel()
             await trio.sleep_forever()
-    assert [r["type"] for r in lines_of(path)].count("message") == 5
+    assert [r["type"] for r in lines_of(path)] == ["header"] + ["message"] * 5 + ["end"]
 
 
 # -- end to end, through the real CLI ------------------------------------------------------------

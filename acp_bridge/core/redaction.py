@@ -2,14 +2,17 @@
 
 Owns: the default secrets of ACP messages (MCP server env and headers, `authenticate` and
 `auth/login` params, `terminal/create` env), configured RFC 6901 pointers, the configured
-system prompt text, and secret-looking command-line values. Must never: touch the bytes the
-relay forwards (it masks copies, for the capture and the export only), or do IO.
+system prompt text, secret-looking command-line values and `key=value` text, and the rule
+for lines that cannot be masked precisely (they are withheld whole when they could hold a
+secret). Must never: touch the bytes the relay forwards (it masks copies, for the capture
+and the export only), do IO, or raise on anything read from the wire.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +22,8 @@ from acp_bridge.core import protocol as p
 
 REDACTED = "<redacted>"
 PROMPT_REDACTED = "<redacted: system prompt>"
+WHOLE = "whole"  # a record's `redacted` when its raw (and out) were withheld whole
+WITHHELD = REDACTED.encode()  # what a record holds instead of a line withheld whole
 
 # -- redaction ------------------------------------------------------------------------------
 
@@ -37,7 +42,18 @@ _WHOLE_PARAMS = frozenset({p.AUTHENTICATE, p.AUTH_LOGIN})  # every member of par
 # Methods whose messages may be masked beyond `_ALWAYS` and the configured pointers.
 MASKED_METHODS = frozenset(_BY_METHOD) | _WHOLE_PARAMS
 
+# What a line must mention to hold one of the default secrets: the methods and the key that
+# lead to them. A line that cannot be parsed is searched for these and for `_LOOSE` too
+# (the keys right above a secret, which a message written over several lines has alone).
+_KEYS = (*sorted(MASKED_METHODS), "mcpServers")
+_LOOSE = ("env", "headers")
+
 _BACKSLASH = ord("\\")  # an int: `in` tries an operand as an int before as bytes
+# ASCII spelled as a \u escape, and an escaped slash: how a key can hide from a byte search.
+_ASCII_ESCAPE = re.compile(rb"\\u00([2-7][0-9a-fA-F])")
+# Numbers orjson may write differently from how they came (`1.50`, `1e3`, 19 digits and
+# more, which it reads as a float): a line with one is re-read exactly before re-encoding.
+_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
 _SECRET_OPTIONS = ("--system-prompt",)
 _SECRET_WORDS = ("token", "secret", "password", "passwd", "auth", "key", "credential")
 
@@ -128,12 +144,59 @@ def _mask_text(obj: Any, text: str, here: str, hits: list[str]) -> Any:
     return obj
 
 
+def spellings(text: str) -> tuple[bytes, ...]:
+    """The ways JSON writers spell `text` inside a string: as it is, escaped the minimal way
+    (orjson, JavaScript), and with everything beyond ASCII as \\u escapes (Python's json)."""
+    found: list[bytes] = []
+    for spelling in (text.encode("utf-8", "surrogatepass"), orjson.dumps(text)[1:-1],
+                     json.dumps(text)[1:-1].encode("ascii")):
+        if spelling not in found:
+            found.append(spelling)
+    return tuple(found)
+
+
+def ascii_view(data: bytes) -> bytes:
+    """`data` with ASCII written as \\u00XX escapes and escaped slashes decoded (`data`
+    itself when it has no backslash): a key or method spelled that way shows in it."""
+    if _BACKSLASH not in data:
+        return data
+    return _ASCII_ESCAPE.sub(lambda m: bytes([int(m[1], 16)]), data).replace(b"\\/", b"/")
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> None:
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise _Duplicate
+
+
+def has_duplicate_keys(line: bytes) -> bool:
+    """Whether some object of `line` (valid JSON) names a member twice; True also when
+    that cannot be told (nested too deep). orjson keeps only the last of the two."""
+    try:
+        json.loads(line, object_pairs_hook=_reject_duplicates,
+                   parse_int=len, parse_float=len, parse_constant=len)
+    except (_Duplicate, ValueError, RecursionError):
+        return True
+    return False
+
+
+def _pointer_needle(pointer: str) -> str:
+    """The text a line must hold for `pointer` to find a value in it: its last step that is
+    a name ("" when every step is an array index: any line may then hold it)."""
+    names = [token for token in parse_pointer(pointer) if not token.isdigit()]
+    return names[-1] if names else ""
+
+
 @dataclass(frozen=True)
 class Redactor:
     """What the capture masks: the defaults, configured pointers, and maybe a private text.
 
     Args:
-        pointers: RFC 6901 pointers matched against each whole message.
+        pointers: RFC 6901 pointers matched against each whole message (each message of a
+            batch).
         secret: text (the configured system prompt) that must not appear in clear; None if
             it may.
     """
@@ -142,44 +205,73 @@ class Redactor:
     secret: str | None = None
     _paths: tuple[Path, ...] = field(init=False, repr=False)
     _needles: tuple[bytes, ...] = field(init=False, repr=False)
+    _spellings: tuple[bytes, ...] = field(init=False, repr=False)  # of the secret text
+    _keys: tuple[bytes, ...] = field(init=False, repr=False)  # what a masked value hides behind
+    _loose: tuple[bytes, ...] = field(init=False, repr=False)  # _keys and _LOOSE
+    overlap: int = field(init=False, repr=False)  # bytes a spelled needle can span
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_paths", tuple(parse_pointer(ptr) for ptr in self.pointers))
         needles: tuple[bytes, ...] = ()
+        secret_spellings: tuple[bytes, ...] = ()
         if self.secret:
             # Without `\u` or `\/` escapes a JSON string has exactly one spelling, so these
             # two substrings (plain and JSON-escaped) find the text wherever it can be.
-            plain = self.secret.encode("utf-8")
+            plain = self.secret.encode("utf-8", "surrogatepass")
             needles = (plain, orjson.dumps(self.secret)[1:-1], b"\\u", b"\\/")
+            secret_spellings = spellings(self.secret)
         object.__setattr__(self, "_needles", needles)
+        object.__setattr__(self, "_spellings", secret_spellings)
+        keys = [s for text in (*_KEYS, *map(_pointer_needle, self.pointers)) for s in spellings(text)]
+        loose = keys + [s for text in _LOOSE for s in spellings(text)]
+        object.__setattr__(self, "_keys", tuple(dict.fromkeys(keys)))
+        object.__setattr__(self, "_loose", tuple(dict.fromkeys(loose)))
+        longest = max(map(len, (*loose, *secret_spellings)))
+        object.__setattr__(self, "overlap", 6 * longest)
 
     def mask(self, msg: Any, *, text: bool = True) -> tuple[Any, list[str]]:
         """The message with secrets masked (the original is never changed), and where.
 
-        `text=False` skips the search for the private text (the caller knows it is absent).
+        A batch (a list) has each of its messages masked. `text=False` skips the search for
+        the private text (the caller knows it is absent). Raises RecursionError on a
+        message nested deeper than Python's recursion allows.
         """
         hits: list[str] = []
+        if isinstance(msg, list):
+            new: list[Any] | None = None
+            for index, item in enumerate(msg):
+                before = len(hits)
+                masked = self._mask_message(item, f"/{index}", hits)
+                if len(hits) != before:
+                    new = new if new is not None else list(msg)
+                    new[index] = masked
+            msg = msg if new is None else new
+        else:
+            msg = self._mask_message(msg, "", hits)
+        if self.secret and text:
+            msg = _mask_text(msg, self.secret, "", hits)
+        return msg, hits
+
+    def _mask_message(self, msg: Any, here: str, hits: list[str]) -> Any:
         if isinstance(msg, dict):
             for path in _ALWAYS:
-                msg = _mask_path(msg, path, 0, "", hits, REDACTED)
+                msg = _mask_path(msg, path, 0, here, hits, REDACTED)
             method = msg.get("method")
             if isinstance(method, str):
                 for path in _BY_METHOD.get(method, ()):
-                    msg = _mask_path(msg, path, 0, "", hits, REDACTED)
+                    msg = _mask_path(msg, path, 0, here, hits, REDACTED)
                 params = msg.get("params")
                 if method in _WHOLE_PARAMS and params is not None:
                     masked: Any = REDACTED
                     if isinstance(params, dict):
                         masked = {key: REDACTED for key in params}
-                        hits.extend(f"/params/{_escape(key)}" for key in params)
+                        hits.extend(f"{here}/params/{_escape(key)}" for key in params)
                     else:
-                        hits.append("/params")
+                        hits.append(f"{here}/params")
                     msg = {**msg, "params": masked}
         for path in self._paths:
-            msg = _mask_path(msg, path, 0, "", hits, REDACTED)
-        if self.secret and text:
-            msg = _mask_text(msg, self.secret, "", hits)
-        return msg, hits
+            msg = _mask_path(msg, path, 0, here, hits, REDACTED)
+        return msg
 
     def may_hold_secret(self, line: bytes) -> bool:
         """Cheap test: could this line contain the secret text? False is certain."""
@@ -192,26 +284,102 @@ class Redactor:
         # where the two-byte ones cost ~0.9 ns a byte: most runs are spared them.
         return _BACKSLASH in line and any(needle in line for needle in escaped)
 
-    def mask_line(self, line: bytes, msg: Any) -> tuple[bytes, list[str]]:
-        """The line with secrets masked; the very same bytes object if nothing was."""
+    def shows_secret(self, data: bytes) -> bool:
+        """Does `data` hold the secret text in a spelling a reader would recognise?"""
+        if not self._spellings:
+            return False
+        return _any_in(self._spellings, data) or (
+            _BACKSLASH in data and _any_in(self._spellings, ascii_view(data)))
+
+    def could_hold_secret(self, data: bytes) -> bool:
+        """Could `data`, not parsed (or not parsable), hold a secret? It could if it
+        mentions what leads to one (a masked method, `mcpServers`, `env`, `headers`, a
+        configured pointer's last name, also spelled with escapes) or the secret text.
+        Errs towards yes: false is certain, true is often wrong."""
+        if _any_in(self._loose, data) or self.shows_secret(data):
+            return True
+        return _BACKSLASH in data and _any_in(self._loose, ascii_view(data))
+
+    def mask_line(self, line: bytes, msg: Any) -> tuple[bytes, list[str] | None]:
+        """The line with secrets masked and where (the very same bytes and [] if nothing
+        was); `msg` is the line parsed, None when it does not parse.
+
+        Hits None: the line could hold a secret that cannot be masked precisely (it does not
+        parse, it names a member twice, it cannot be re-encoded), so it is withheld whole:
+        the bytes are `WITHHELD`. Never raises.
+        """
         if msg is None:
-            # Not JSON: only the private text can be found, as bytes.
-            if not self.secret or not self.may_hold_secret(line):
+            return self._mask_unparsed(line)
+        maybe = self.may_hold_secret(line)
+        try:
+            masked, hits = self.mask(msg, text=maybe)
+            if not hits:
+                # orjson keeps the last of two members with one name: an earlier one could
+                # hold what the parse shows no more.
+                keys = _any_in(self._keys, line) or (
+                    _BACKSLASH in line and _any_in(self._keys, ascii_view(line)))
+                if keys and has_duplicate_keys(line):
+                    return WITHHELD, None
+                if maybe and self.shows_secret(line) and has_duplicate_keys(line):
+                    return WITHHELD, None
                 return line, []
-            out = line
-            for needle in self._needles[:2]:
-                out = out.replace(needle, PROMPT_REDACTED.encode())
-            return (line, []) if out == line else (out, [""])
-        masked, hits = self.mask(msg, text=self.may_hold_secret(line))
-        if not hits:
+            if _INEXACT_NUMBER.search(line) is not None:
+                # Mask an exact reading instead, so that every number stays as written.
+                exact = json.loads(line, parse_int=orjson.Fragment, parse_float=orjson.Fragment)
+                masked, hits = self.mask(exact, text=maybe)
+            out = orjson.dumps(masked) + _terminator(line)
+        except (TypeError, ValueError, RecursionError):  # orjson.JSONEncodeError is a TypeError
+            return WITHHELD, None  # nested too deep to mask or to write back
+        return out, hits
+
+    def _mask_unparsed(self, line: bytes) -> tuple[bytes, list[str] | None]:
+        if _any_in(self._loose, line) or (_BACKSLASH in line and _any_in(self._loose, ascii_view(line))):
+            return WITHHELD, None
+        if not self.may_hold_secret(line):
             return line, []
-        return orjson.dumps(masked) + _terminator(line), hits
+        out = line
+        for spelling in self._spellings:
+            out = out.replace(spelling, PROMPT_REDACTED.encode())
+        if self.shows_secret(out):
+            return WITHHELD, None
+        return (line, []) if out == line else (out, [""])
+
+
+def _any_in(needles: Iterable[bytes], data: bytes) -> bool:
+    for needle in needles:  # a loop: any() with a generator costs more per call
+        if needle in data:
+            return True
+    return False
 
 
 def _terminator(line: bytes) -> bytes:
     if line.endswith(b"\r\n"):
         return b"\r\n"
     return b"\n" if line.endswith(b"\n") else b""
+
+
+# -- text and command lines -----------------------------------------------------------------
+
+_SECRET_KEY = (r"(?:[a-z0-9_.-]*(?:api[_-]?key|token|secret|password|passwd|credential)s?"
+               r"|(?:proxy-)?authorization)")
+_AUTH_SCHEME = r"(?:bearer|basic|token|digest|negotiate)"
+# `key=value`, `key: value`, `"key": "value"`, `Authorization: Bearer value`: group 2 is
+# the value (up to a quote, a space, `,`, `;` or `&`).
+_SECRET_VALUE = re.compile(
+    rf"(?i)\b({_SECRET_KEY}[\"']?\s*[:=]\s*[\"']?(?:{_AUTH_SCHEME}\s+)?)([^\s'\",;&]+)")
+# A secret's name and separator with the value still to come (the next argument).
+_DANGLING = re.compile(rf"(?i)\b{_SECRET_KEY}[\"']?\s*[:=]\s*[\"']?(?:{_AUTH_SCHEME})?\s*$")
+_COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\s*:\s*)([^\r\n]+)")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
+
+
+def mask_text_secrets(text: str) -> str:
+    """`text` with secret-looking values masked: `KEY=value` and `"token": "value"` where
+    the name says secret, HTTP `Authorization` (any scheme) and `Cookie` values, and the
+    user and password of a URL (`https://<redacted>@host`)."""
+    text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    text = _COOKIE.sub(lambda m: m.group(1) + REDACTED, text)
+    return _SECRET_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
 
 
 def _secret_name(name: str) -> bool:
@@ -223,7 +391,10 @@ def _secret_name(name: str) -> bool:
 
 def mask_argv(argv: Sequence[str]) -> list[str]:
     """The command line with secret-looking values masked: `--system-prompt X`,
-    `--api-key X`, `--token=X`, `API_KEY=X` (the bridge's options and the agent's alike)."""
+    `--api-key X`, `--token=X`, `API_KEY=X` (the bridge's options and the agent's alike),
+    header values (`-H 'Authorization: Bearer X'`, `--header=X-Api-Key: X`, a header name
+    whose value is the next argument), and what `mask_text_secrets` finds in any argument
+    (a URL's user and password, `--env=API_KEY=X`)."""
     out: list[str] = []
     hide_next = False
     for arg in argv:
@@ -237,5 +408,11 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
                 out.append(f"{name}={REDACTED}")
                 continue
             hide_next = name.startswith("-")
-        out.append(arg)
+            out.append(arg)
+            continue
+        if _DANGLING.search(arg):  # `Authorization:Bearer` `X`: the value is the next one
+            hide_next = True
+            out.append(arg)
+            continue
+        out.append(mask_text_secrets(arg))
     return out
