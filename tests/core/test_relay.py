@@ -54,6 +54,7 @@ NEUTRAL = [
 ]
 
 
+@pytest.mark.detail
 @pytest.mark.parametrize("raw", NEUTRAL)
 @pytest.mark.parametrize("direction", [A, C])
 def test_untouched_line_leaves_as_the_same_bytes_object(raw: bytes, direction: Direction) -> None:
@@ -180,6 +181,7 @@ def test_drop_stops_the_chain_and_emits_follow() -> None:
     assert emitted.data == b'{"jsonrpc":"2.0","method":"dropped"}\n'
 
 
+@pytest.mark.detail
 def test_lines_without_triggers_are_not_parsed() -> None:
     relay = Relay([Tag("one")], strict=True)
     (fwd,) = relay.feed(C, b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n')
@@ -255,6 +257,7 @@ def test_pending_request_keeps_the_time_it_went_through() -> None:
     assert isinstance(fwd.request, Pending) and fwd.request.at == 12.5
 
 
+@pytest.mark.detail
 @pytest.mark.parametrize(
     ("line", "session_id", "params"),
     [
@@ -290,7 +293,8 @@ def test_bulk_runs_equal_the_per_line_path(lines: list[bytes], at: int, neutral:
     """The shortcut for runs of untouched lines gives exactly what line-by-line relaying gives.
 
     Every example reaches the shortcut (asserted): a block of untouched lines, more than the
-    cuts can split into single lines, sits among arbitrary ones, and runs start at 64 bytes.
+    cuts can split into single lines, opens the stream (and another sits among the arbitrary
+    lines), and runs start at 64 bytes.
     """
     from acp_bridge.config import Config, SuggestionsConfig, SystemPromptConfig
     from acp_bridge.core.rewrites import build_rewrites
@@ -299,6 +303,7 @@ def test_bulk_runs_equal_the_per_line_path(lines: list[bytes], at: int, neutral:
                     system_prompt=SystemPromptConfig(text="be brief"))
     init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"session":{"promptSuggestions":{}}}}}\n'
     lines.insert(min(at, len(lines)), NEUTRAL_CHUNK * neutral)
+    lines.insert(0, NEUTRAL_CHUNK * neutral)
     data = b"".join(lines)
     results = []
     for bulk in (True, False):
@@ -314,6 +319,7 @@ UPDATE = b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n'
 MANY = 50  # lines enough to make a chunk longer than relay.RUN_MIN, where runs start
 
 
+@pytest.mark.detail
 def test_a_run_of_untouched_lines_is_one_forward() -> None:
     chunk = UPDATE * MANY + b'{"partial'
     relay = Relay([Tag("t")], strict=True)
@@ -332,6 +338,7 @@ def test_in_flight_compares_session_ids_as_json_values() -> None:
     assert relay.session.in_flight("session/prompt", "1") == []
 
 
+@pytest.mark.detail
 def test_a_line_that_needs_a_look_splits_the_run_around_it() -> None:
     chunk = (b'{"jsonrpc":"2.0","method":"session/update","params":{"t":"a\\nb"}}\n' * MANY
              + b'{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{}}\n'

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from acp_bridge.config import SystemPromptConfig
 from acp_bridge.core.frames import Direction
 from acp_bridge.core.relay import Relay, Verdict
-from acp_bridge.core.rewrites.system_prompt import (
+from acp_bridge.core.rewrites.system_prompt import SystemPrompt
+from acp_bridge.core.rewrites.system_prompt_shapes import (
     META_READERS,
     UNCHANGED,
     Dialect,
     Plan,
-    SystemPrompt,
     choose_plan,
     combine_meta,
     combine_spec,
