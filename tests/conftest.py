@@ -1,3 +1,14 @@
+"""Shared by the suite: the stand-in agents' command lines, the real CLI as a process
+(`run_cli`, `open_bridge`), spec examples, and the Hypothesis profiles (`HYPOTHESIS_PROFILE`
+= fast or deep).
+
+`@pytest.mark.detail` labels a test that guards an implementation detail kept for speed (a
+line not parsed or parsed once, a bytes object passed on rather than copied, a run of lines
+forwarded as one), not behaviour a client or agent can see. When such a test fails and the
+behaviour tests pass, the question is whether the speed is still wanted, not whether the
+bridge is wrong. `pytest -m "not detail"` runs the behaviour alone; `-m detail` lists them.
+"""
+
 from __future__ import annotations
 
 import os

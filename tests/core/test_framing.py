@@ -72,6 +72,7 @@ def test_opaque_line_cut_by_eof_is_closed() -> None:
     assert splitter.feed_eof() == [Opaque(b"", end=True)]
 
 
+@pytest.mark.detail
 def test_many_small_chunks_of_one_long_line_stay_linear() -> None:
     """A line fed a byte at a time is joined once, not re-copied per chunk."""
     splitter = LineSplitter()
