@@ -19,7 +19,7 @@ from acp_bridge.config import AgentConfig, Config, RelayConfig
 from acp_bridge.core import Frame, Relay, Rewrite, Session
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.process import StderrTail, serve
-from tests.conftest import SCRIPTED_AGENT, agent_cmd, line, run_cli
+from tests.conftest import SCRIPTED_AGENT, BridgeProcess, agent_cmd, line, run_cli
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
 NEW = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}}
@@ -113,21 +113,36 @@ async def test_agent_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 async def test_signals_to_the_bridge_reach_the_agent(tmp_path: Path, signum: int) -> None:
+    """The signal is passed to the agent, the bridge exits with 128+N, and says so.
+
+    The bridge installs its signal handlers before it reads the agent's stdout, so a line
+    echoed back through it proves they are in place: only then is the signal sent. The grace
+    is longer than the test may take, so the agent can only have died of the signal passed
+    on, not of the shutdown ladder's SIGTERM."""
+    config = tmp_path / "c.toml"
+    config.write_text("[relay]\ngrace_seconds = 60\n")
     pidfile = tmp_path / "pid"
     env = {**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)}
-    with trio.fail_after(20):
-        proc = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "acp_bridge", "run", "--", *agent_cmd("echo")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        while not pidfile.exists() or not pidfile.read_text():
-            await trio.sleep(0.02)
-        await trio.sleep(0.2)  # the bridge installs its signal handlers right after the start
-        proc.send_signal(signum)
-        await proc.wait()
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "acp_bridge", "run", "-c", str(config), "--", *agent_cmd("echo")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        with trio.fail_after(20):
+            bridge = BridgeProcess(proc)
+            await bridge.send(b'{"x":1}\n')
+            await bridge.read_until(b'{"x":1}\n')  # the agent runs and the handlers are in place
+            proc.send_signal(signum)
+            assert proc.stderr is not None
+            err = b""
+            while chunk := await proc.stderr.receive_some():
+                err += chunk
+            await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     assert proc.returncode == 128 + signum
     assert gone(int(pidfile.read_text()))
-    assert proc.stderr is not None
-    err = await proc.stderr.receive_some()
     assert f"received {signal.Signals(signum).name}".encode() in err
 
 
@@ -228,25 +243,54 @@ async def test_verbose_logs_what_the_rules_did(tmp_path: Path) -> None:
     assert b"acp-bridge: INFO: -> rewrite initialize #0 by suggestions" in result.stderr
 
 
+STEADY = 0.5  # seconds a blocked write must stay blocked to count as held back
+
+
+async def held_back(progress: Path, total: int) -> int:
+    """Wait until the flood-watch agent is held back; return the bytes it got out by then.
+
+    Held back: its write has blocked, and still blocks `STEADY` seconds later, having got
+    nothing more out. A bridge that kept reading would have let the write through by then
+    (then it blocks again at another count, or the agent finishes: `total` comes back)."""
+    seen = ""
+    while True:
+        now = progress.read_text() if progress.exists() else ""  # "" also while it is rewritten
+        if now == str(total):
+            return total
+        if now.endswith(" blocked") and now == seen:
+            return int(now.split()[0])
+        if now.endswith(" blocked"):
+            seen = now
+            await trio.sleep(STEADY)
+        else:
+            await trio.sleep(0.02)  # polling a condition, with the caller's deadline
+
+
 async def test_a_client_that_does_not_read_holds_the_agent_back(tmp_path: Path) -> None:
     """Backpressure through real pipes: the bridge buffers a few MiB at most, so an agent
-    writing 64 MiB to a client that reads nothing is soon blocked, and nothing is lost."""
+    writing 64 MiB to a client that reads nothing is soon blocked, and nothing is lost. The
+    agent says when its writes block, and the check waits for that: a slow start cannot make
+    it pass before anything was written."""
     progress = tmp_path / "progress"
     lines = 64 * 1024
     size = len(b'{"jsonrpc":"2.0","method":"session/update","params":{"x":""}}\n') + 980  # fake_agent's line
-    with trio.fail_after(60):
-        proc = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "acp_bridge", "run", "--", *agent_cmd("flood", str(lines), str(progress))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        await trio.sleep(1.5)
-        held_back = int(progress.read_text() or 0) if progress.exists() else 0
-        assert held_back < lines // 4, f"the agent wrote {held_back} of {lines} lines unread"
-        assert proc.stdout is not None and proc.stdin is not None
-        received = 0
-        while chunk := await proc.stdout.receive_some(1 << 20):
-            received += len(chunk)
-            if received == lines * size:
-                await proc.stdin.aclose()
-        await proc.wait()
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "acp_bridge", "run", "--", *agent_cmd("flood-watch", str(lines), str(progress))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        with trio.fail_after(60):
+            held = await held_back(progress, lines * size)
+            assert held < lines * size // 4, f"the agent wrote {held} of {lines * size} bytes unread"
+            received = 0
+            while chunk := await proc.stdout.receive_some(1 << 20):
+                received += len(chunk)
+                if received == lines * size:
+                    await proc.stdin.aclose()
+            await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     assert received == lines * size
-    assert progress.read_text() == str(lines)
+    assert progress.read_text() == str(lines * size)

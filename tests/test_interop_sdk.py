@@ -16,9 +16,18 @@ acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test
 class RecordingClient:
     def __init__(self) -> None:
         self.updates: list[Any] = []
+        self._changed = asyncio.Condition()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.updates.append((session_id, update))
+        async with self._changed:
+            self.updates.append((session_id, update))
+            self._changed.notify_all()
+
+    async def wait_for_updates(self, count: int) -> None:
+        """The SDK dispatches each notification in a task of its own, so those that preceded
+        a reply may still be on their way when the reply is returned: wait for them."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: len(self.updates) >= count)
 
     async def request_permission(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
         raise NotImplementedError
@@ -36,7 +45,10 @@ async def converse() -> tuple[Any, Any, Any, RecordingClient, int]:
         session = await asyncio.wait_for(conn.new_session(cwd="/tmp", mcp_servers=[]), 30)
         reply = await asyncio.wait_for(
             conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hello bridge")]), 30)
-        await asyncio.sleep(0.05)  # let the notifications that preceded the reply be dispatched
+        try:
+            await asyncio.wait_for(client.wait_for_updates(2), 10)  # the agent streams two chunks
+        except TimeoutError:
+            pass  # the assertions show what did not come
     return init, session, reply, client, process.returncode
 
 

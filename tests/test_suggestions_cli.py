@@ -57,17 +57,16 @@ def prompt(id_: int) -> dict[str, Any]:
             "params": {"sessionId": SID, "prompt": [{"type": "text", "text": "hi"}]}}
 
 
-def script(tmp_path: Path, after_prompt: list[dict[str, Any]], *, before_answer: float = 0) -> tuple[Path, Path]:
+def script(tmp_path: Path, after_prompt: list[dict[str, Any]]) -> tuple[Path, Path]:
     """An agent that answers initialize (v1, no prompt content caps), session/new, and each
     prompt, then runs `after_prompt` steps."""
     log = tmp_path / "agent-received.jsonl"
-    steps: list[dict[str, Any]] = [{"sleep": before_answer}] if before_answer else []
     data = {
         "log": str(log),
         "on": {
             "initialize": [{"respond": V1_AGENT_INIT}],
             "session/new": [{"respond": {"sessionId": SID}}],
-            "session/prompt": [*steps, {"respond": {"stopReason": "end_turn"}}, *after_prompt],
+            "session/prompt": [{"respond": {"stopReason": "end_turn"}}, *after_prompt],
         },
     }
     path = tmp_path / "script.json"
@@ -188,7 +187,8 @@ async def test_next_prompt_withdraws_offered_suggestion(tmp_path: Path) -> None:
     """When the client sends its next prompt while it holds a suggestion, the bridge withdraws
     it toward the client right after forwarding the prompt, and the agent's own clear that
     follows is not repeated (2.4). Interactive, so the suggestion is held before the next
-    prompt is written."""
+    prompt is written. The agent answers at once: the withdrawal is queued toward the client
+    as the prompt goes through, so the answer, which comes after, cannot overtake it."""
     clear = update({"sessionUpdate": "session_info_update", "_meta": {"promptSuggestions": {"suggestions": []}}})
     log = tmp_path / "agent-received.jsonl"
     data = {
@@ -197,8 +197,7 @@ async def test_next_prompt_withdraws_offered_suggestion(tmp_path: Path) -> None:
             "initialize": [{"respond": V1_AGENT_INIT}],
             "session/new": [{"respond": {"sessionId": SID}}],
             # each turn: the answer, the agent's own (late) clear, then its next prediction
-            "session/prompt": [{"sleep": 0.05}, {"respond": {"stopReason": "end_turn"}}, {"send": clear},
-                               {"send": LEGACY}],
+            "session/prompt": [{"respond": {"stopReason": "end_turn"}}, {"send": clear}, {"send": LEGACY}],
         },
     }
     path = tmp_path / "script.json"

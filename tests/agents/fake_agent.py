@@ -11,6 +11,8 @@
     fake_agent.py crash-after K        echo K lines, then write half a line and exit 3
     fake_agent.py answer               answer every request with {"result": {}}
     fake_agent.py flood N FILE         write N lines of 1 KiB, noting progress in FILE
+    fake_agent.py flood-watch N FILE   the same, but FILE reads "B blocked" (B bytes written)
+                                       while stdout is full, else B
 
 With FAKE_AGENT_PIDFILE set, the agent first writes its pid there.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -51,17 +54,17 @@ def main(argv: list[str]) -> int:
     if mode == "signal":
         echo()
         os.kill(os.getpid(), int(argv[2]))
-        time.sleep(5)
+        time.sleep(5)  # a deadline, not an ordering: the signal should end it before this does
         return 1
     if mode == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         echo()
         while True:
-            time.sleep(1)
+            time.sleep(1)  # idle until killed: what this mode is for
     if mode == "ignore-eof":
         echo()
         while True:
-            time.sleep(1)
+            time.sleep(1)  # idle until SIGTERM: what this mode is for
     if mode == "huge":
         size = int(argv[2])
         block = b"x" * 65536
@@ -95,6 +98,29 @@ def main(argv: list[str]) -> int:
                     f.write(str(i))
         with open(progress, "w") as f:
             f.write(str(count))
+        return 0
+    if mode == "flood-watch":
+        # As "flood", but PROGRESS tells whether the agent is held back: while a write would
+        # block (stdout is non-blocking), it reads "B blocked", B the bytes written so far.
+        count, progress = int(argv[2]), argv[3]
+        line = b'{"jsonrpc":"2.0","method":"session/update","params":{"x":"' + b"y" * 980 + b'"}}\n'
+        os.set_blocking(1, False)
+        written = 0
+        for _ in range(count):
+            rest = memoryview(line)
+            while rest:
+                try:
+                    n = os.write(1, rest)
+                except BlockingIOError:
+                    with open(progress, "w") as f:
+                        f.write(f"{written} blocked")
+                    select.select([], [1], [])
+                    with open(progress, "w") as f:
+                        f.write(str(written))
+                    continue
+                rest, written = rest[n:], written + n
+        with open(progress, "w") as f:
+            f.write(str(written))
         return 0
     if mode == "answer":
         for line in sys.stdin.buffer:

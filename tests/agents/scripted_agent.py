@@ -11,7 +11,7 @@ test can assert exactly what the agent was sent. Script keys:
                   {"raw": "TEXT"}        write TEXT as it is (add your own "\\n")
                   {"respond": RESULT}    answer the request with {"result": RESULT}
                   {"error": ERROR}       answer the request with {"error": ERROR}
-                  {"sleep": SECONDS}
+                  {"sleep": SECONDS}     pause (a slow agent; never a way to order events)
                   {"exit": CODE}         exit at once with CODE
                   {"stderr": "TEXT"}     write TEXT and a newline to stderr
                 In MSG, RESULT and ERROR the string "$sessionId" is replaced by the
@@ -59,7 +59,7 @@ def run_steps(steps: list[dict[str, Any]], request: dict[str, Any] | None) -> No
             reply = {"jsonrpc": "2.0", "id": request["id"], "error": substitute(step["error"], session_id)}
             write(json.dumps(reply) + "\n")
         elif "sleep" in step:
-            time.sleep(step["sleep"])
+            time.sleep(step["sleep"])  # a simulated delay: tests must not rely on it for order
         elif "stderr" in step:
             sys.stderr.write(step["stderr"] + "\n")
             sys.stderr.flush()
