@@ -6,7 +6,9 @@ requests, ids the parser rejects), in any chunking:
 - every line the client receives is a whole line: an agent line byte for byte, or an answer
   from the bridge (only the agent's torn last fragment may stand unterminated at the end);
 - the agent's lines arrive complete and in order;
-- every request gets exactly one answer;
+- every request gets exactly one answer (the agent starts acting only once the client has
+  written all its lines: a request written after the bridge has closed its side for a
+  dead agent cannot be answered, and a client cannot expect it to be);
 - the bridge exits within grace + 2 s of the client closing.
 """
 
@@ -61,7 +63,8 @@ def test_random_agents_and_clients_through_the_real_bridge(tmp_path_factory, ste
 async def _one_session(tmp: Path, steps: list[str], kinds: list[str], cuts: list[int]) -> None:
     log = tmp / "agent-out"
     plan = tmp / "plan.json"
-    plan.write_text(json.dumps({"log": str(log), "steps": steps}))
+    go = tmp / "go"
+    plan.write_text(json.dumps({"log": str(log), "go": str(go), "steps": steps}))
     config = tmp / "bridge.toml"
     config.write_text(f"[relay]\nparse_limit_mib = 1\ngrace_seconds = {GRACE}\n")
     sent = [client_line(kind, n) for n, kind in enumerate(kinds)]
@@ -84,6 +87,9 @@ async def _one_session(tmp: Path, steps: list[str], kinds: list[str], cuts: list
                         await bridge.send(stream[pos:])
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         pass
+                # Everything is written (in the pipe, or read): only now may the agent act,
+                # so every request below was sent before anything went wrong.
+                go.touch()
                 await bridge.close_stdin()
                 closed = time.monotonic()
                 await bridge.proc.wait()

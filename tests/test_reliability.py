@@ -6,15 +6,17 @@ Each test runs `python -m acp_bridge run` in front of a small agent written for 
 
 from __future__ import annotations
 
+import fcntl
 import signal
 import sys
+import termios
 import time
 from pathlib import Path
 
 import orjson
 import trio
 
-from tests.conftest import agent_cmd, line, open_bridge, run_cli
+from tests.conftest import BridgeProcess, agent_cmd, line, open_bridge, run_cli
 
 INIT_NEW_CLIENT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                    "params": {"protocolVersion": 1,
@@ -274,3 +276,40 @@ async def test_sigterm_ends_a_bridge_whose_agent_left_an_orphan_on_stdout() -> N
     assert out.splitlines()[1:] == [answer(
         b"1", b"agent died of SIGTERM (status 143) before answering",
         b'{"exitStatus":143,"signal":"SIGTERM"}').rstrip(b"\n")]
+
+
+async def test_requests_stuck_behind_an_agent_that_stopped_reading_are_answered(tmp_path: Path) -> None:
+    """The agent stops reading, so the bridge's write to it blocks with client requests
+    still unread behind it; then it closes its stdout. Every request is answered: the
+    bridge abandons the agent's stdin and reads what the client had written."""
+    go = tmp_path / "go"
+    code = ("next(lines); out(b'{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}\\n')\n"
+            f"import pathlib\nwhile not pathlib.Path({str(go)!r}).exists(): time.sleep(0.01)\n"
+            "os.close(1); time.sleep(60)")
+    big = b'{"jsonrpc":"2.0","method":"session/prompt","params":{"t":"' + b"p" * (500 << 10) + b'"},"id":%d}\n'
+    with trio.fail_after(30):
+        async with open_bridge(["run", "--", *agent(code)]) as bridge:
+            await bridge.send(line(INIT))
+            await bridge.read_until(b"\n")  # running, pipes widened; the agent reads no more
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(bridge.send, b"".join(big % n for n in range(1, 9)))  # 4 MiB
+                await wait_until_stalled(bridge)  # the bridge stopped reading: blocked on the agent
+                go.touch()
+                out = await bridge.read_all()
+                nursery.cancel_scope.cancel()
+    message = b"agent closed its stdout before answering"
+    data = b'{"reason":"the agent closed its stdout and kept running"}'
+    assert out.split(b"\n", 1)[1] == b"".join(answer(b"%d" % n, message, data) for n in range(1, 9))
+
+
+async def wait_until_stalled(bridge: BridgeProcess) -> None:
+    """Wait until the bytes queued in the bridge's stdin pipe are many and no longer move."""
+    assert bridge.proc.stdin is not None
+    fd = bridge.proc.stdin.fileno()
+    previous = -1
+    while True:
+        queued = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4), sys.byteorder)
+        if queued > 0 and queued == previous:
+            return
+        previous = queued
+        await trio.sleep(0.2)  # polling a condition: the same level twice in a row

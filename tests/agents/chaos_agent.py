@@ -2,9 +2,11 @@
 
     python -u chaos_agent.py PLAN.json
 
-PLAN: {"log": PATH, "steps": [STEP, ...]}: step k is what the agent does after reading its
-k-th line (a line that is no request, or no more steps, gets "answer"). Every byte the agent
-writes to stdout is also appended to PATH, so a test can compare. Steps:
+PLAN: {"log": PATH, "go": PATH, "steps": [STEP, ...]}: step k is what the agent does after
+reading its k-th line (a line that is no request, or no more steps, gets "answer"). Every
+byte the agent writes to stdout is also appended to "log", so a test can compare. With
+"go", the agent acts on nothing before that file exists (the test creates it once it has
+written all its input, so that everything the client sent is there to be read). Steps:
 
     "answer"        answer each request of the line (a batch gets a batch answer)
     "chatter"       write a notification, then answer
@@ -22,7 +24,9 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sys
+import threading
 import time
 
 
@@ -41,7 +45,15 @@ def main() -> int:
             "sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
                                          "content": {"type": "text", "text": text}}}}).encode() + b"\n"
 
-    for k, line in enumerate(iter(sys.stdin.buffer.readline, b"")):
+    # Lines are read as they come (so the client is never held back by this agent), and
+    # acted on once "go" exists.
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in iter(sys.stdin.buffer.readline, b"")]
+                     + [lines.put(b"")], daemon=True).start()
+    go = plan.get("go")
+    while go is not None and not os.path.exists(go):
+        time.sleep(0.01)  # polling a condition the test sets
+    for k, line in enumerate(iter(lines.get, b"")):
         step = steps[k] if k < len(steps) else "answer"
         try:
             msg = json.loads(line)
