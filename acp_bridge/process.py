@@ -14,7 +14,6 @@ import fcntl
 import gc
 import logging
 import os
-import re
 import select
 import signal
 import subprocess
@@ -30,6 +29,7 @@ from trio.lowlevel import FdStream
 from acp_bridge.bridge import Bridge, CaptureSink, Outlet, Peer, bridge_streams
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
+from acp_bridge.core.redaction import mask_text_secrets
 from acp_bridge.core.rewrites import build_rewrites
 
 log = logging.getLogger("acp_bridge.process")
@@ -80,17 +80,13 @@ class StderrTail:
         return mask_secrets(data.decode("utf-8", "replace"), private)
 
 
-_SECRET_ASSIGNMENT = re.compile(
-    r"(?i)\b((?:[a-z0-9_-]*(?:api[_-]?key|token|secret|password|passwd|credential)s?"
-    r"|authorization)[\"']?\s*[:=]\s*(?:bearer\s+)?[\"']?)([^\s'\",;]+)")
-
-
 def mask_secrets(text: str, private: str | None = None) -> str:
-    """Mask `key=value`-style secrets (API keys, tokens, passwords, Authorization headers)
-    and the configured system prompt in text that leaves the bridge (bridge-rules 5)."""
+    """Mask `key=value`-style secrets (API keys, tokens, passwords, Authorization and Cookie
+    values, a URL's user and password) and the configured system prompt in text that leaves
+    the bridge (bridge-rules 5)."""
     if private:
         text = text.replace(private, "<system prompt>")
-    return _SECRET_ASSIGNMENT.sub(lambda m: m.group(1) + "<redacted>", text)
+    return mask_text_secrets(text)
 
 
 class _Discard(trio.abc.SendStream):

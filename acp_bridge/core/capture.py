@@ -72,17 +72,18 @@ def _put_head(record: Json, head: bytes) -> None:
 
 def printable(text: str) -> str:
     """`text` as valid UTF-8: a command-line argument or a value read by the stdlib may
-    hold lone surrogates, which orjson refuses to write; they become backslash escapes."""
+    hold lone surrogates, which orjson refuses to write. A byte that was not UTF-8 (U+DC80
+    to U+DCFF, as Python reads argv) becomes `\\xNN`, any other surrogate `\\uXXXX`."""
     try:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
         pass
-    try:
-        data = text.encode("utf-8", "surrogateescape")  # argv bytes that were not UTF-8
-    except UnicodeEncodeError:
-        data = text.encode("utf-8", "surrogatepass")
-    return data.decode("utf-8", "backslashreplace")
+    return "".join(_surrogate_text(ord(c)) if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+def _surrogate_text(code: int) -> str:
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 def _exact_id(raw: bytes, value: Any) -> Any:

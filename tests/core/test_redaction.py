@@ -1,0 +1,184 @@
+"""Redaction that fails closed: lines that cannot be masked precisely, numbers kept as
+written, batches, and secrets on command lines and in free text. Table-driven."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import pytest
+
+from acp_bridge.core.redaction import (
+    PROMPT_REDACTED,
+    REDACTED,
+    WITHHELD,
+    Redactor,
+    has_duplicate_keys,
+    mask_argv,
+    mask_text_secrets,
+)
+
+SECRET = "S3CR3T"
+PROMPT = "Follow the team style guide."
+
+
+def parsed(line: bytes) -> Any:
+    """The line as the capture has it parsed: None when orjson rejects it."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+
+
+AUTH = b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"methodId":"k","token":"S3CR3T"'
+NEW = (b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[{"name":"m",'
+       b'"command":"c","args":[],"env":[{"name":"K","value":"S3CR3T"}]}]')
+
+
+@pytest.mark.parametrize("line", [
+    pytest.param(AUTH + b',"x":"\\ud83d"}}\n', id="lone-surrogate"),
+    pytest.param(AUTH + b',"x":NaN}}\n', id="nan"),
+    pytest.param(NEW + b',"x":Infinity}}\n', id="infinity-mcp"),
+    pytest.param(AUTH + b',"x":"\xff"}}\n', id="invalid-utf8"),
+    pytest.param(AUTH + b"\n", id="torn"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"\\u0061uthenticate","params":{"token":"S3CR3T"},"n":NaN}\n',
+                 id="escaped-method"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"auth\\/login","params":{"token":"S3CR3T"},"n":NaN}\n',
+                 id="escaped-slash"),
+    pytest.param(b'    "env": [{"name": "K", "value": "S3CR3T"}],\n', id="pretty-printed-fragment"),
+    pytest.param(b'{"jsonrpc":"2.0","id":3,"method":"terminal/create","params":{"env":[{"name":"K","value":'
+                 b'"S3CR3T"}],"x":"\\udc00"}}\n', id="terminal-create"),
+])
+def test_a_line_that_does_not_parse_is_withheld_when_it_could_hold_a_secret(line: bytes) -> None:
+    assert parsed(line) is None
+    assert Redactor().mask_line(line, None) == (WITHHELD, None)
+
+
+@pytest.mark.parametrize("line", [
+    pytest.param(b'{"jsonrpc":"2.0","method":"session/update","params":{"text":"\\ud83d"}}\n', id="lone-surrogate"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"result":{"n":NaN}}\n', id="nan"),
+    pytest.param(b"Starting agent v1.2\n", id="banner"),
+    pytest.param(b"\xff\xfe oops\n", id="invalid-utf8"),
+])
+def test_a_line_that_does_not_parse_is_kept_when_nothing_leads_to_a_secret(line: bytes) -> None:
+    assert Redactor().mask_line(line, None) == (line, [])
+
+
+@pytest.mark.parametrize(("line", "pointers"), [
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"token":"S3CR3T"},"params":{}}\n',
+                 (), id="params-twice"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"token":"S3CR3T"},'
+                 b'"method":"session/cancel"}\n', (), id="method-twice"),
+    pytest.param(NEW + b',"mcpServers":[]}}\n', (), id="mcp-servers-twice"),
+    pytest.param(b'{"jsonrpc":"2.0","method":"n","params":{"_meta":{"token":"S3CR3T"},"_meta":{}}}\n',
+                 ("/params/_meta/token",), id="pointer-parent-twice"),
+])
+def test_a_member_named_twice_withholds_the_line(line: bytes, pointers: tuple[str, ...]) -> None:
+    """orjson keeps the last of two members with one name, so the parse shows no secret
+    where the line still holds one."""
+    msg = parsed(line)
+    assert msg is not None and Redactor(pointers).mask(msg)[1] == []  # the parse shows nothing to mask
+    assert has_duplicate_keys(line)
+    assert Redactor(pointers).mask_line(line, msg) == (WITHHELD, None)
+
+
+def test_the_system_prompt_under_a_member_named_twice_withholds_the_line() -> None:
+    line = b'{"jsonrpc":"2.0","method":"n","params":{"t":"Follow the team style guide.","t":"x"}}\n'
+    assert Redactor((), PROMPT).mask_line(line, parsed(line)) == (WITHHELD, None)
+    spelled = b'{"jsonrpc":"2.0","method":"n","params":{"t":"Follow the te\\u0061m style guide.","t":"x"}}\n'
+    assert Redactor((), PROMPT).mask_line(spelled, parsed(spelled)) == (WITHHELD, None)
+
+
+def test_members_named_twice_elsewhere_do_not_withhold() -> None:
+    line = b'{"jsonrpc":"2.0","method":"session/update","params":{"a":1,"a":2}}\n'
+    assert Redactor().mask_line(line, parsed(line)) == (line, [])
+
+
+def test_the_system_prompt_in_a_line_that_does_not_parse() -> None:
+    redactor = Redactor((), PROMPT)
+    plain = b"echo: Follow the team style guide. (NaN)\n"
+    assert redactor.mask_line(plain, None) == (f"echo: {PROMPT_REDACTED} (NaN)\n".encode(), [""])
+    spelled = b'{"text":"Follow the team style guid\\u0065.","n":NaN}\n'  # no replacement finds it
+    assert redactor.mask_line(spelled, None) == (WITHHELD, None)
+
+
+def test_masking_keeps_every_number_as_written() -> None:
+    line = NEW.replace(b'"id":2', b'"id":98765432109876543210987654321') + (
+        b',"_meta":{"big":123456789012345678901234567890,"f":1.50,"e":1E3}}}\n')
+    masked, hits = Redactor().mask_line(line, parsed(line))
+    assert hits == ["/params/mcpServers/0/env/0/value"]
+    assert masked == line.replace(b'"S3CR3T"', b'"<redacted>"')
+
+
+@pytest.mark.parametrize("depth", [300, 1000])
+def test_a_message_too_deep_to_write_back_is_withheld_when_it_has_a_secret(depth: int) -> None:
+    line = NEW + b',"_meta":' + b"[" * depth + b"]" * depth + b"}}\n"
+    msg = parsed(line)
+    assert msg is not None
+    assert Redactor().mask_line(line, msg) == (WITHHELD, None)
+    assert Redactor((), PROMPT).mask_line(line, msg) == (WITHHELD, None)  # the text search recurses too
+    clear = line.replace(b"S3CR3T", b"plain").replace(b"mcpServers", b"servers")
+    assert Redactor().mask_line(clear, parsed(clear)) == (clear, [])  # nothing to mask: as it came
+
+
+def test_a_batch_is_masked_message_by_message() -> None:
+    line = orjson.dumps([
+        {"jsonrpc": "2.0", "id": 1, "method": "authenticate", "params": {"token": SECRET}},
+        {"jsonrpc": "2.0", "method": "n", "params": {"_meta": {"token": SECRET}}},
+        {"jsonrpc": "2.0", "id": 2, "result": {}},
+    ]) + b"\n"
+    masked, hits = Redactor(("/params/_meta/token",)).mask_line(line, parsed(line))
+    assert hits == ["/0/params/token", "/1/params/_meta/token"]
+    assert orjson.loads(masked) == [
+        {"jsonrpc": "2.0", "id": 1, "method": "authenticate", "params": {"token": REDACTED}},
+        {"jsonrpc": "2.0", "method": "n", "params": {"_meta": {"token": REDACTED}}},
+        {"jsonrpc": "2.0", "id": 2, "result": {}},
+    ]
+
+
+def test_could_hold_secret_sees_spellings_and_configuration() -> None:
+    redactor = Redactor(("/params/apiKey", "/params/list/0"), PROMPT)
+    assert [redactor.could_hold_secret(data) for data in (
+        b"plain text", b'"apiKey":1', b'"\\u0061piKey":1', b'"list":[1]', PROMPT.encode(),
+        json.dumps(PROMPT).encode(), b"header", b"headers", b"mcp\\u0053ervers")] == [
+        False, True, True, True, True, True, False, True, True]
+    assert Redactor(("/0",)).could_hold_secret(b"anything")  # no name to look for: anything could
+
+
+# -- command lines and free text --------------------------------------------------------------------
+
+@pytest.mark.parametrize(("argv", "masked"), [
+    (["agent", "-H", "Authorization: Bearer X1"], ["agent", "-H", f"Authorization: Bearer {REDACTED}"]),
+    (["agent", "--header=Authorization: Bearer X1"], ["agent", f"--header=Authorization: Bearer {REDACTED}"]),
+    (["agent", "--header", "Authorization:Bearer X1"], ["agent", "--header", f"Authorization:Bearer {REDACTED}"]),
+    (["agent", "--header", "Authorization:Bearer", "X1"], ["agent", "--header", "Authorization:Bearer", REDACTED]),
+    (["agent", "-H", "Authorization:", "X1"], ["agent", "-H", "Authorization:", REDACTED]),
+    (["agent", "-H", "Authorization: Basic dXNlcjpwYXNz"], ["agent", "-H", f"Authorization: Basic {REDACTED}"]),
+    (["agent", "-H", "X-Api-Key: k1"], ["agent", "-H", f"X-Api-Key: {REDACTED}"]),
+    (["agent", "-H", "Cookie: a=1; b=2"], ["agent", "-H", f"Cookie: {REDACTED}"]),
+    (["agent", "https://user:pass@host/p"], ["agent", f"https://{REDACTED}@host/p"]),
+    (["agent", "--url=https://tok@host:8080/p?q=1"], ["agent", f"--url=https://{REDACTED}@host:8080/p?q=1"]),
+    (["agent", "postgres://u:p@ss@db/x"], ["agent", f"postgres://{REDACTED}@db/x"]),
+    (["agent", "https://host/a@b"], ["agent", "https://host/a@b"]),  # an @ in the path is no user
+    (["agent", "--env=OPENAI_API_KEY=sk-1"], ["agent", f"--env=OPENAI_API_KEY={REDACTED}"]),
+    (["agent", "--config", '{"apiKey": "k1", "model": "m"}'],
+     ["agent", "--config", f'{{"apiKey": "{REDACTED}", "model": "m"}}']),
+    (["agent", "https://h/cb?access_token=t1&x=1"], ["agent", f"https://h/cb?access_token={REDACTED}&x=1"]),
+    (["run", "--token", "t0k", "x"], ["run", "--token", REDACTED, "x"]),
+    (["run", "--capture", "c.jsonl", "--", "agent", "--model", "m", "-H", "Accept: text/plain"],
+     ["run", "--capture", "c.jsonl", "--", "agent", "--model", "m", "-H", "Accept: text/plain"]),
+])
+def test_mask_argv(argv: list[str], masked: list[str]) -> None:
+    assert mask_argv(argv) == masked
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ('"Authorization": "Bearer abc"', f'"Authorization": "Bearer {REDACTED}"'),
+    ("Authorization: Basic dXNlcjpwYXNz\n", f"Authorization: Basic {REDACTED}\n"),
+    ("fetching https://bot:hunter2@git.example/r.git failed", f"fetching https://{REDACTED}@git.example/r.git failed"),
+    ("Set-Cookie: sid=abc; Path=/\nnext", f"Set-Cookie: {REDACTED}\nnext"),
+    ("a tokenizer error, no secret", "a tokenizer error, no secret"),
+])
+def test_mask_text_secrets(text: str, masked: str) -> None:
+    assert mask_text_secrets(text) == masked
