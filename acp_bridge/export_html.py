@@ -18,14 +18,14 @@ import orjson
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core.capture_read import (
+    display,
     local_clock,
-    pretty,
     record_bytes,
     record_message,
     summarize,
 )
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.redaction import Redactor
+from acp_bridge.core.redaction import REDACTED, WHOLE, Redactor
 
 BODY_LIMIT = 20_000  # characters of one message shown; the rest is cut with a note
 
@@ -52,6 +52,13 @@ def _prompt_text(record: Json) -> str:
     return ""
 
 
+def _session_key(session: Any) -> bytes:
+    try:
+        return orjson.dumps(session)
+    except TypeError:  # not a session id anyone wrote (nested too deep): a group of its own
+        return repr(session).encode()
+
+
 def group_turns(records: Iterable[Json]) -> list[Group]:
     """Messages in groups, in order of each group's first message.
 
@@ -65,7 +72,7 @@ def group_turns(records: Iterable[Json]) -> list[Group]:
     turns = 0
     for record in records:
         session = record.get("session")
-        key = orjson.dumps(session)
+        key = _session_key(session)
         if record.get("kind") == "request" and record.get("method") == p.SESSION_PROMPT \
                 and record.get("direction") == "to-agent":
             turns += 1
@@ -151,27 +158,47 @@ class _Renderer:
         self.clock = clock
 
     def redact(self, record: Json) -> Json:
-        """The record with the capture's redaction applied again to raw and out."""
+        """The record with the capture's redaction applied again to raw and out (a line
+        that could hold a secret and cannot be masked precisely is withheld whole)."""
         record = dict(record)
+        if record.get("redacted") == WHOLE:
+            return record
+        if record.get("truncated"):  # the head of a long line: never parsed, so never masked
+            if self.redactor.could_hold_secret(record_bytes(record, "raw") or b""):
+                return self._withhold(record)
+            return record
         for key in ("raw", "out"):
             data = record_bytes(record, key)
             if data is None:
                 continue
             masked, hits = self.redactor.mask_line(data, record_message(record, key))
+            if hits is None:
+                return self._withhold(record)
             if hits:
                 record.pop(f"{key}_b64", None)
                 record[key] = masked.decode("utf-8", "replace")
                 record["redacted"] = sorted(set(record.get("redacted") or ()) | set(hits))
         return record
 
+    @staticmethod
+    def _withhold(record: Json) -> Json:
+        for key in ("raw", "out"):
+            if record.get(key) is not None or f"{key}_b64" in record:
+                record.pop(f"{key}_b64", None)
+                record[key] = REDACTED
+        record["redacted"] = WHOLE
+        return record
+
     def body(self, record: Json, key: str) -> str:
-        msg = record_message(record, key)
-        if msg is not None:
-            return _cut(pretty(msg))
+        if record_message(record, key) is not None or record.get("redacted") == WHOLE:
+            return _cut(display(record, key))
         data = record_bytes(record, key)
         if data is None:
             return "(nothing)"
-        return _cut(data.decode("utf-8", "backslashreplace"))
+        text = data.decode("utf-8", "backslashreplace")
+        if record.get("truncated") and key == "raw":
+            text += f"\n… (the first {len(data)} of {record.get('size')} bytes)"
+        return _cut(text)
 
     def message(self, record: Json) -> str:
         summary = summarize(record, self.clock)

@@ -1,13 +1,17 @@
 """Reading captures, for a person: records back from JSONL, one-line summaries for `show`,
 detail levels, filters, and the aggregation behind `stats`.
 
-Must never: do IO (callers hand it lines and an output stream) or import trio or click.
+Must never: do IO (callers hand it lines and an output stream), import trio or click, or
+raise on what a capture holds (a message nested past what can be re-encoded is shown as it
+came; a number is shown as it was written, not as a float read it).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import math
+import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -19,17 +23,32 @@ import orjson
 from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction, id_key
 from acp_bridge.core.protocol import Json
+from acp_bridge.core.redaction import WHOLE
+
+# Numbers orjson reads inexactly: a fraction or exponent (`1.50`, `1e3`), or 19 digits and
+# more (beyond 64 bits it reads a float).
+_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
+_BIG_INTEGER = re.compile(rb"[0-9]{19}")
+WITHHELD_NOTE = "(withheld whole: the line could hold a secret and could not be masked precisely)"
 
 # -- reading ----------------------------------------------------------------------------------
 
 
 def load_record(line: bytes) -> Json | None:
-    """One capture line back as a record, or None if it is not one."""
+    """One capture line back as a record, or None if it is not one. An id beyond 64 bits
+    (written as its digits) is read exactly."""
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
-    return record if isinstance(record, dict) and isinstance(record.get("type"), str) else None
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+        return None
+    if type(record.get("id")) is float and _BIG_INTEGER.search(line) is not None:
+        try:
+            record["id"] = json.loads(line)["id"]
+        except (ValueError, RecursionError, KeyError, TypeError):
+            pass
+    return record
 
 
 def record_bytes(record: Json, key: str) -> bytes | None:
@@ -69,7 +88,12 @@ def local_clock(wall: float) -> str:
 
 
 def _fmt_id(id_: Any) -> str:
-    return orjson.dumps(id_).decode() if not isinstance(id_, int) or isinstance(id_, bool) else str(id_)
+    if isinstance(id_, int) and not isinstance(id_, bool):
+        return str(id_)
+    try:
+        return orjson.dumps(id_).decode()
+    except TypeError:  # nested too deep to write
+        return "(unwritable id)"
 
 
 def fmt_seconds(seconds: float) -> str:
@@ -120,7 +144,7 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock) -> Summar
         if isinstance(latency, (int, float)):
             label += f" {fmt_seconds(latency)}"
     elif verdict == "opaque":
-        label = "(part of a line over the parse limit)"
+        label = "(line over the parse limit)"
     else:
         raw = record_bytes(record, "raw") or b""
         label = "(blank line)" if not raw.strip() else "(not JSON-RPC)"
@@ -137,7 +161,13 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock) -> Summar
         marks.append(f"[{name}: {rules}]" if rules else f"[{name}]")
     elif verdict == "error":
         marks.append(f"[error: {record.get('error', '')}]")
-    if record.get("redacted"):
+    if record.get("truncated"):
+        marks.append("[truncated]")
+    if record.get("unfinished"):
+        marks.append("[unfinished]")
+    if record.get("redacted") == WHOLE:
+        marks.append("[redacted: whole line]")
+    elif record.get("redacted"):
         marks.append("[redacted]")
     return Summary(
         clock=clock(float(record.get("time", 0.0))),
@@ -151,19 +181,56 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock) -> Summar
 
 
 def pretty(obj: Any) -> str:
+    """Indented JSON. Raises TypeError for what orjson cannot write (nested past 254 levels)."""
     return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _exact_message(data: bytes) -> Any:
+    """`data` parsed for display, every number kept as written; None when it is not JSON."""
+    try:
+        msg = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if _INEXACT_NUMBER.search(data) is not None:
+        try:
+            msg = json.loads(data, parse_int=orjson.Fragment, parse_float=orjson.Fragment)
+        except (ValueError, RecursionError):
+            pass  # deeper than the stdlib reads: the display falls back to the text
+    return msg
+
+
+def _as_text(data: bytes) -> str:
+    return data.decode("utf-8", "backslashreplace").rstrip("\r\n")
+
+
+def display(record: Json, key: str, *, part: bool = False) -> str:
+    """`raw` or `out` of a record for a person: indented JSON (with `part`, only the params,
+    result or error), or the line itself when it is not JSON or cannot be re-encoded."""
+    if record.get("redacted") == WHOLE:
+        return WITHHELD_NOTE
+    data = record_bytes(record, key)
+    if data is None:
+        return "(nothing)"
+    msg = _exact_message(data)
+    if msg is None:
+        text = repr(data)
+        if record.get("truncated") and key == "raw":
+            kept = len(data)
+            text += f"\n… ({int(record.get('size', kept)) - kept} more bytes not kept)"
+        return text
+    try:
+        if part and isinstance(msg, dict):
+            for name in ("params", "result", "error"):
+                if name in msg:
+                    return pretty(msg[name])
+        return pretty(msg)
+    except TypeError:  # nested past what orjson writes: the line as it came
+        return _as_text(data)
 
 
 def _body(record: Json, key: str) -> str:
     """The interesting part of a message: params, result or error; else the whole line."""
-    msg = record_message(record, key)
-    if isinstance(msg, dict):
-        for part in ("params", "result", "error"):
-            if part in msg:
-                return pretty(msg[part])
-        return pretty(msg)
-    data = record_bytes(record, key)
-    return repr(data) if data is not None else "(nothing)"
+    return display(record, key, part=True)
 
 
 def _indent(text: str, prefix: str = "    ") -> list[str]:
@@ -188,11 +255,7 @@ def detail_lines(record: Json, detail: int) -> list[str]:
 
 
 def pretty_message(record: Json, key: str) -> str:
-    msg = record_message(record, key)
-    if msg is not None:
-        return pretty(msg)
-    data = record_bytes(record, key)
-    return repr(data) if data is not None else "(nothing)"
+    return display(record, key)
 
 
 @dataclass(frozen=True)
@@ -280,7 +343,7 @@ class CaptureStats:
     def _pair(self, record: Json, direction: str) -> None:
         try:
             key_id = id_key(record.get("id"))
-        except TypeError:
+        except (TypeError, ValueError):
             return
         if record.get("kind") == "request":
             self._open[(direction, key_id)] = record

@@ -400,7 +400,7 @@ def test_summary_lines() -> None:
         "22:13:21.750 <- #7 session/prompt ok 1.50s (s1) 60B",
         "22:13:21.850 <- (not JSON-RPC) 6B",
         "22:13:21.950 -> authenticate #9 60B [redacted]",
-        "22:13:22.050 <- (part of a line over the parse limit) 99B",
+        "22:13:22.050 <- (line over the parse limit) 99B",
     ]
 
 
