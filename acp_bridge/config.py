@@ -21,11 +21,14 @@ from typing import Any, TypeVar
 
 import orjson
 
+# Each rule's settings live beside the rule (the core never imports this module).
+from acp_bridge.core.rewrites.suggestions import SuggestionsConfig as SuggestionsConfig
+from acp_bridge.core.rewrites.system_prompt_shapes import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
+from acp_bridge.core.rewrites.system_prompt_shapes import ON_UNSUPPORTED as ON_UNSUPPORTED
+from acp_bridge.core.rewrites.system_prompt_shapes import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
+from acp_bridge.core.rewrites.system_prompt_shapes import SystemPromptConfig as SystemPromptConfig
 from acp_bridge.errors import ConfigError
 
-SYSTEM_PROMPT_MODES = ("append", "override")
-CLIENT_PROMPT_POLICIES = ("merge", "keep", "replace")
-ON_UNSUPPORTED = ("auto", "meta", "first-prompt", "error", "skip")
 CAPTURE_FIELDS = frozenset({"time", "pid"})
 T = TypeVar("T")
 REDACTED = "<redacted>"
@@ -37,21 +40,6 @@ class AgentConfig:
     command: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
-
-
-@dataclass(frozen=True)
-class SuggestionsConfig:
-    enabled: bool = True
-    unlock_legacy_agent: bool = False
-
-
-@dataclass(frozen=True)
-class SystemPromptConfig:
-    text: str | None = None  # None: injection off
-    mode: str = "append"
-    client_prompt: str = "merge"
-    on_unsupported: str = "auto"
-    strict: bool = False
 
 
 @dataclass(frozen=True)

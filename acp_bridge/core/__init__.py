@@ -1,16 +1,53 @@
 """The pure core of acp-bridge: no trio, no click, no files, no clocks.
 
-Import surface for the shell and the tests.
+Import surface for the shell and the tests. Names are loaded on first use (PEP 562), so
+that importing one core module (a rule's settings, for the configuration) does not load
+the relay and everything it needs.
 """
 
-from acp_bridge.core.frames import Direction, Frame, Kind, classify, encode
-from acp_bridge.core.framing import MIB, LineSplitter, Opaque
-from acp_bridge.core.relay import Forward, Relay, RelayStatistics, Verdict
-from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
-from acp_bridge.core.session import Pending, Session
+from __future__ import annotations
 
-__all__ = [
-    "DROP", "MIB", "PASS", "Direction", "Emit", "Forward", "Frame", "Kind", "LineSplitter",
-    "Opaque", "Outcome", "Pending", "Relay", "RelayStatistics", "Replace", "Rewrite",
-    "Session", "Verdict", "classify", "encode",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acp_bridge.core.frames import Direction as Direction
+    from acp_bridge.core.frames import Frame as Frame
+    from acp_bridge.core.frames import Kind as Kind
+    from acp_bridge.core.frames import classify as classify
+    from acp_bridge.core.frames import encode as encode
+    from acp_bridge.core.framing import MIB as MIB
+    from acp_bridge.core.framing import LineSplitter as LineSplitter
+    from acp_bridge.core.framing import Opaque as Opaque
+    from acp_bridge.core.relay import Forward as Forward
+    from acp_bridge.core.relay import Relay as Relay
+    from acp_bridge.core.relay import RelayStatistics as RelayStatistics
+    from acp_bridge.core.relay import Verdict as Verdict
+    from acp_bridge.core.rewrites.base import DROP as DROP
+    from acp_bridge.core.rewrites.base import PASS as PASS
+    from acp_bridge.core.rewrites.base import Emit as Emit
+    from acp_bridge.core.rewrites.base import Outcome as Outcome
+    from acp_bridge.core.rewrites.base import Replace as Replace
+    from acp_bridge.core.rewrites.base import Rewrite as Rewrite
+    from acp_bridge.core.session import Pending as Pending
+    from acp_bridge.core.session import Session as Session
+
+_WHERE = {
+    "acp_bridge.core.frames": ("Direction", "Frame", "Kind", "classify", "encode"),
+    "acp_bridge.core.framing": ("MIB", "LineSplitter", "Opaque"),
+    "acp_bridge.core.relay": ("Forward", "Relay", "RelayStatistics", "Verdict"),
+    "acp_bridge.core.rewrites.base": ("DROP", "PASS", "Emit", "Outcome", "Replace", "Rewrite"),
+    "acp_bridge.core.session": ("Pending", "Session"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acp_bridge.core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.suggestions import SuggestionsConfig
+from acp_bridge.core.rewrites.system_prompt_shapes import SystemPromptConfig
 
-if TYPE_CHECKING:
-    from acp_bridge.config import Config
-
-__all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "build_rewrites"]
+__all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "RuleSettings",
+           "build_rewrites"]
 
 
-def build_rewrites(config: Config) -> list[Rewrite]:
+class RuleSettings(Protocol):
+    """What the rules are configured from (`acp_bridge.config.Config` is one)."""
+
+    @property
+    def suggestions(self) -> SuggestionsConfig: ...
+
+    @property
+    def system_prompt(self) -> SystemPromptConfig: ...
+
+
+def build_rewrites(config: RuleSettings) -> list[Rewrite]:
     """The rewrites a configuration asks for, in the order they run."""
     from acp_bridge.core.rewrites.suggestions import PromptSuggestions
     from acp_bridge.core.rewrites.system_prompt import SystemPrompt

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction, Frame, brief
@@ -31,15 +31,20 @@ from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Re
 from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
 from acp_bridge.core.session import Pending, Session
 
-if TYPE_CHECKING:
-    from acp_bridge.config import SuggestionsConfig
-
 log = logging.getLogger("acp_bridge.suggestions")
 
 
 # Requests after `initialize` that change what the client holds: a new prompt withdraws the
 # list, a history replay empties it (bridge-rules 2.4; `is_replay` tells which load/resume does).
 _SESSION_REQUESTS = frozenset({p.SESSION_PROMPT, p.SESSION_LOAD, p.SESSION_RESUME})
+
+
+@dataclass(frozen=True)
+class SuggestionsConfig:
+    """`[suggestions]` (interface.md); read from the file by `acp_bridge.config`."""
+
+    enabled: bool = True
+    unlock_legacy_agent: bool = False
 
 
 @dataclass(slots=True)

@@ -40,6 +40,7 @@ from acp_bridge.core.rewrites.system_prompt_shapes import (
     META_READERS,
     Dialect,
     Plan,
+    SystemPromptConfig,
     choose_plan,
     inject_setup,
     json_type,
@@ -50,7 +51,6 @@ from acp_bridge.core.rewrites.system_prompt_shapes import (
 )
 
 if TYPE_CHECKING:
-    from acp_bridge.config import SystemPromptConfig
     from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.system_prompt")

@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core.protocol import Json
 
-if TYPE_CHECKING:
-    from acp_bridge.config import SystemPromptConfig
+SYSTEM_PROMPT_MODES = ("append", "override")
+CLIENT_PROMPT_POLICIES = ("merge", "keep", "replace")
+ON_UNSUPPORTED = ("auto", "meta", "first-prompt", "error", "skip")
+
+
+@dataclass(frozen=True)
+class SystemPromptConfig:
+    """`[system_prompt]` (interface.md); read and checked by `acp_bridge.config`."""
+
+    text: str | None = None  # None: injection off
+    mode: str = "append"  # SYSTEM_PROMPT_MODES
+    client_prompt: str = "merge"  # CLIENT_PROMPT_POLICIES
+    on_unsupported: str = "auto"  # ON_UNSUPPORTED
+    strict: bool = False
 
 
 # agentInfo names (v1 `agentInfo.name`, v2 `info.name`) of agents known to read the
