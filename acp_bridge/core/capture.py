@@ -32,7 +32,6 @@ from acp_bridge.core.redaction import (
     REDACTED,
     WHOLE,
     Redactor,
-    ascii_view,
     mask_argv,
 )
 from acp_bridge.core.relay import Forward, Verdict
@@ -43,8 +42,10 @@ __all__ = ["FORMAT_VERSION", "PROMPT_REDACTED", "REDACTED", "CaptureEncoder", "R
 FORMAT_VERSION = 1
 HEAD_BYTES = 4096  # of a line over the parse limit, kept in its record
 
-# Method names a notification's record must be masked for, as they may be spelled in it.
-_MASKED_NAMES = tuple(name.encode() for name in sorted(MASKED_METHODS))
+# Enum values by member: a dict lookup costs less than Enum's `.value` descriptor.
+_VALUES: dict[Any, str] = {member: member.value for enum in (Direction, Kind, Verdict) for member in enum}
+# The one spelling of the member name "method" in a line without `\u` escapes.
+_METHOD_KEY = b'"method"'
 # Numbers orjson reads inexactly (see redaction): an id with one is read again, exactly.
 _INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
 
@@ -100,7 +101,8 @@ def _exact_id(raw: bytes, value: Any) -> Any:
 
 
 def _session_of(msg: Any, kind: Kind, request: Any) -> Any:
-    session = p.get_path(msg, "params", "sessionId")
+    params = msg.get("params") if type(msg) is dict else None
+    session = params.get("sessionId") if type(params) is dict else None
     if session is None and kind is Kind.RESPONSE:
         session = p.get_path(msg, "result", "sessionId")
         if session is None and request is not None:
@@ -190,7 +192,8 @@ def _record_format(clock: bytes, method: str, session: Any, prefix: bytes = b"",
 
 def _plain_notification(line: bytes) -> tuple[str, Any, bytes] | None:
     """The method, session and escaped text (see `_record_format`) of a line that is a
-    notification with nothing to mask (but maybe mcpServers, or what a pointer names)."""
+    notification with nothing to mask (but maybe mcpServers, or what a pointer names).
+    `line` is from a run of a chunk without `\\u` escapes (see `_encode_run`)."""
     try:
         msg = orjson.loads(line)
         text = line.decode("utf-8")
@@ -201,11 +204,10 @@ def _plain_notification(line: bytes) -> tuple[str, Any, bytes] | None:
     method = msg.get("method")
     if type(method) is not str or method in MASKED_METHODS:
         return None
-    # Another member of the same name, earlier in the line, could still make it one of those.
-    for name in _MASKED_NAMES:
-        if name in line:
-            return None
-    if _BACKSLASH in line and any(name in ascii_view(line) for name in _MASKED_NAMES):
+    # orjson keeps the last of two members with one name: an earlier "method" could still
+    # make it one of those. Without \u escapes, the name has this one spelling.
+    first = line.find(_METHOD_KEY)
+    if line.find(_METHOD_KEY, first + len(_METHOD_KEY)) >= 0:
         return None
     params = msg.get("params")
     session = params.get("sessionId") if type(params) is dict else None
@@ -304,15 +306,20 @@ class CaptureEncoder:
         # One growing buffer rather than a list of small bytes objects: each record's bytes
         # are freed at once and their memory reused, which measured ~0.6 us a line faster.
         out = bytearray()
+        opaque = Verdict.OPAQUE
         for fwd in forwards:
             mark, seq = len(out), self.seq
             try:
-                if fwd.verdict is Verdict.OPAQUE:  # a piece of a long line: one record a line
+                if fwd.verdict is opaque:  # a piece of a long line: one record a line
                     self._long_piece(fwd, wall, mono, out)
                 elif fwd.untouched_lines:  # a run of untouched lines: one record a line
                     self._encode_run(fwd, wall, mono, out)
                 else:
-                    out += safe_dumps(self.record(fwd, wall, mono))
+                    record = self.record(fwd, wall, mono)
+                    try:
+                        out += dumps(record)
+                    except TypeError:
+                        out += safe_dumps(record)
             except Exception:  # a capture bug: each line on the full path, which cannot fail
                 del out[mark:]
                 self.seq = seq
@@ -485,8 +492,8 @@ class CaptureEncoder:
     def _base(self, fwd: Forward, wall: float, mono: float, kind: Kind) -> Json:
         return {
             "type": "message", "seq": self.seq, "time": wall, "mono": mono,
-            "direction": fwd.direction.value, "kind": kind.value, "verdict": fwd.verdict.value,
-            "method": None, "id": None, "session": None, "rules": list(fwd.rules),
+            "direction": _VALUES[fwd.direction], "kind": _VALUES[kind], "verdict": _VALUES[fwd.verdict],
+            "method": None, "id": None, "session": None, "rules": list(fwd.rules) if fwd.rules else [],
             "size": len(fwd.raw),
         }
 
@@ -507,17 +514,21 @@ class CaptureEncoder:
         elif frame is not None:
             record["method"] = frame.method
         if kind in (Kind.REQUEST, Kind.RESPONSE) and isinstance(msg, dict):
-            record["id"] = _exact_id(fwd.data if fwd.verdict is Verdict.EMIT else fwd.raw, msg.get("id"))
+            id_ = msg.get("id")
+            if type(id_) is float:  # maybe an integer beyond 64 bits: as written
+                id_ = _exact_id(fwd.data if fwd.verdict is Verdict.EMIT else fwd.raw, id_)
+            record["id"] = id_
         record["session"] = _session_of(msg, kind, request)
 
         hits: list[str] = []
         withheld = False
         if fwd.verdict is not Verdict.EMIT:
             parsed = msg if msg is not None or frame is None else frame.batch
-            raw_hits = self._put_masked(record, "raw", fwd.raw, parsed)
+            raw, raw_hits = self.redactor.mask_line(fwd.raw, parsed)
+            _put_text(record, "raw", raw)
             if raw_hits is None:
                 withheld = True
-            else:
+            elif raw_hits:
                 hits += raw_hits
         if fwd.data is not fwd.raw and fwd.data != fwd.raw:
             if fwd.verdict is Verdict.DROP or not fwd.data:

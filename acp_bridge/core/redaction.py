@@ -158,7 +158,7 @@ def spellings(text: str) -> tuple[bytes, ...]:
 def ascii_view(data: bytes) -> bytes:
     """`data` with ASCII written as \\u00XX escapes and escaped slashes decoded (`data`
     itself when it has no backslash): a key or method spelled that way shows in it."""
-    if _BACKSLASH not in data:
+    if _BACKSLASH not in data or (b"\\u00" not in data and b"\\/" not in data):
         return data
     return _ASCII_ESCAPE.sub(lambda m: bytes([int(m[1], 16)]), data).replace(b"\\/", b"/")
 
@@ -254,8 +254,10 @@ class Redactor:
 
     def _mask_message(self, msg: Any, here: str, hits: list[str]) -> Any:
         if isinstance(msg, dict):
-            for path in _ALWAYS:
-                msg = _mask_path(msg, path, 0, here, hits, REDACTED)
+            params = msg.get("params")
+            if isinstance(params, dict) and "mcpServers" in params:  # where every _ALWAYS path goes
+                for path in _ALWAYS:
+                    msg = _mask_path(msg, path, 0, here, hits, REDACTED)
             method = msg.get("method")
             if isinstance(method, str):
                 for path in _BY_METHOD.get(method, ()):
@@ -310,19 +312,27 @@ class Redactor:
         """
         if msg is None:
             return self._mask_unparsed(line)
-        maybe = self.may_hold_secret(line)
+        maybe = bool(self._needles) and self.may_hold_secret(line)
         try:
-            masked, hits = self.mask(msg, text=maybe)
+            if type(msg) is dict and not maybe:  # the usual case, without the calls around it
+                hits: list[str] = []
+                masked = self._mask_message(msg, "", hits)
+            else:
+                masked, hits = self.mask(msg, text=maybe)
             if not hits:
                 # orjson keeps the last of two members with one name: an earlier one could
                 # hold what the parse shows no more.
-                keys = _any_in(self._keys, line) or (
-                    _BACKSLASH in line and _any_in(self._keys, ascii_view(line)))
+                for key in self._keys:  # a loop, not _any_in: this runs for most lines
+                    if key in line:
+                        keys = True
+                        break
+                else:
+                    keys = _BACKSLASH in line and _any_in(self._keys, ascii_view(line))
                 if keys and has_duplicate_keys(line):
                     return WITHHELD, None
                 if maybe and self.shows_secret(line) and has_duplicate_keys(line):
                     return WITHHELD, None
-                return line, []
+                return line, hits
             if _INEXACT_NUMBER.search(line) is not None:
                 # Mask an exact reading instead, so that every number stays as written.
                 exact = json.loads(line, parse_int=orjson.Fragment, parse_float=orjson.Fragment)

@@ -213,3 +213,17 @@ def test_no_secret_reaches_the_capture_however_the_line_is_broken(
             assert SECRET.encode() not in data and b"Follow the team style" not in data, record
         if "raw_b64" in record:
             assert SECRET.encode() not in base64.b64decode(record["raw_b64"])
+
+
+def test_a_method_named_twice_in_a_run_of_untouched_lines_is_withheld() -> None:
+    """The lean path for runs parses a notification only to learn its method: an earlier
+    "method" that orjson dropped could make it an authenticate."""
+    hidden = (b'{"jsonrpc":"2.0","method":"authenticate","params":{"token":"S3CR3T"},'
+              b'"method":"session/update"}\n')
+    chunk = NOTE * 40 + hidden + NOTE * 40
+    forwards = Relay().feed(C, chunk)
+    assert len(forwards) == 1 and forwards[0].untouched_lines  # one run, as the relay sends it
+    out = CaptureEncoder().encode_batch(WALL, 0.0, forwards)
+    got = decode(out)
+    assert len(got) == 81 and b"S3CR3T" not in out
+    assert (got[40]["method"], got[40]["raw"], got[40]["redacted"]) == ("session/update", REDACTED, "whole")
