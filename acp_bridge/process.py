@@ -26,7 +26,8 @@ from typing import Any
 import trio
 from trio.lowlevel import FdStream
 
-from acp_bridge.bridge import Bridge, CaptureSink, Outlet, Peer, bridge_streams
+from acp_bridge.bridge import Bridge, CaptureSink, Peer, bridge_streams
+from acp_bridge.streams import Outlet
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.redaction import mask_text_secrets

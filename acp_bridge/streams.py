@@ -1,0 +1,188 @@
+"""Stream plumbing for the trio shell: one ordered way into each stream, and reads that
+know whether they had to wait.
+
+Owns: `Outlet` (the write queue of one destination, its lock, the direct write when the
+pipe has room, end of stream, abandoning a reader that is gone) and `Reader` (reading a
+source, straight from its file descriptor when there is data). Must never: look at the
+bytes it moves.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+import trio
+from trio.abc import HalfCloseableStream, ReceiveStream, SendStream
+from trio.lowlevel import FdStream
+
+log = logging.getLogger("acp_bridge.bridge")
+
+
+class Outlet:
+    """The single way into one destination stream: writes in the order the relay decided
+    them, and an explicit end of stream.
+
+    Data is queued with `put` the moment the relay returns it (no await in between), so the
+    queue's order is the order of the relay's decisions even when both pumps write here;
+    `flush` writes the queue. The pump that owns this direction flushes and waits, which is
+    what carries backpressure to the side it reads; the other pump only queues what it has
+    for here (a withdrawal, an answer) and leaves the write to a background task, so that a
+    reader who stalls on one side never stalls the traffic going the other way.
+    """
+
+    def __init__(self, stream: SendStream, name: str) -> None:
+        self.stream = stream
+        self.name = name
+        self.broken = False  # the reader went away; later writes are dropped
+        self._lock = trio.StrictFIFOLock()
+        self._queue: list[bytes] = []
+        self._closed = False
+        self._flushing_soon = False
+        target = stream.send_stream if isinstance(stream, trio.StapledStream) else stream
+        self._fd = target.fileno() if isinstance(target, FdStream) else None
+
+    def __repr__(self) -> str:
+        return f"<Outlet {self.name} queued={len(self._queue)} broken={self.broken} closed={self._closed}>"
+
+    def put(self, data: bytes) -> None:
+        """Queue `data` behind everything queued before it (never blocks)."""
+        if data and not self.broken and not self._closed:
+            self._queue.append(data)
+
+    async def send_all(self, data: bytes, *, yielded: bool = False) -> None:
+        """Queue `data` and write the queue."""
+        self.put(data)
+        await self.flush(yielded=yielded)
+
+    async def flush(self, *, yielded: bool = False) -> None:
+        """Write everything queued, in order (including what is queued while writing).
+
+        `yielded`: the caller has just been through the scheduler (it waited for its
+        input), so the write may go straight to the file descriptor when the pipe has room,
+        without `send_all`'s own pass through the scheduler; this halves the passes per
+        message, which shows in the round-trip latency. A pump that did not wait always goes
+        through `send_all`, so no task can starve the others.
+        """
+        if not self._queue:
+            return
+        # Uncontended (the usual case), take the lock without the extra trip through the
+        # scheduler that `async with` costs: it shows in the per-message latency.
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
+            await self._write_queue(yielded)
+        finally:
+            self._lock.release()
+
+    def flush_soon(self, nursery: trio.Nursery) -> None:
+        """Have the queue written by a background task, without waiting for it."""
+        if self._queue and not self._flushing_soon:
+            self._flushing_soon = True
+            nursery.start_soon(self._flush_in_background)
+
+    async def _flush_in_background(self) -> None:
+        try:
+            await self.flush()
+        finally:
+            self._flushing_soon = False
+
+    async def _write_queue(self, yielded: bool) -> None:
+        while self._queue:
+            data = self._queue[0] if len(self._queue) == 1 else b"".join(self._queue)
+            self._queue.clear()
+            if self.broken or self._closed:
+                return
+            try:
+                if yielded and self._fd is not None:
+                    yielded = False
+                    data = self._write_nowait(data)
+                    if not data:
+                        continue
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # The reader is gone; that ends this direction, it is not a crash.
+                self.broken = True
+                self._queue.clear()
+                log.debug("%s: reader went away", self.name)
+
+    def _write_nowait(self, data: bytes) -> bytes:
+        """Write what the pipe takes at once; return the rest."""
+        assert self._fd is not None
+        try:
+            written = os.write(self._fd, data)
+        except BlockingIOError:
+            return data
+        except OSError as exc:  # EPIPE, EBADF: the reader is gone
+            raise trio.BrokenResourceError(str(exc)) from exc
+        return data[written:]
+
+    async def abandon(self) -> None:
+        """The reader is gone for good (the agent): drop what is queued and close the
+        stream, which also ends a write blocked on it (the pump that made it reads on)."""
+        self.broken = True
+        self._queue.clear()
+        self._closed = True
+        with trio.CancelScope(shield=True):
+            try:
+                await self.stream.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
+    async def send_eof(self) -> None:
+        """Write what is queued, then end the stream."""
+        async with self._lock:
+            if self._closed:
+                return
+            await self._write_queue(False)
+            self._closed = True
+            try:
+                if isinstance(self.stream, HalfCloseableStream):
+                    await self.stream.send_eof()
+                else:
+                    await self.stream.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
+
+class Reader:
+    """How a pump reads its source, and whether the last read went through the scheduler.
+
+    `FdStream.receive_some` passes through the scheduler before every read, which shows in
+    the per-message latency. Reading the file descriptor first and waiting only when it is
+    empty is just as correct here: a read that did not wait is followed by a write through
+    `send_all`, which does pass through the scheduler (see `Outlet.send_all`).
+    """
+
+    def __init__(self, stream: ReceiveStream) -> None:
+        if isinstance(stream, trio.StapledStream):
+            stream = stream.receive_stream
+        self.stream = stream
+        self.fd = stream.fileno() if isinstance(stream, FdStream) else None
+        self.waited = True  # receive_some always passes through the scheduler
+        self.blocked = False  # waiting for input: everything written so far has been read
+        self.on_block: Callable[[], None] | None = None
+
+    def wake(self) -> None:
+        if self.on_block is not None:
+            self.on_block()
+
+    async def receive(self, max_bytes: int) -> bytes | bytearray:
+        if self.fd is None:
+            return await self.stream.receive_some(max_bytes)
+        self.waited = False
+        while True:
+            try:
+                return os.read(self.fd, max_bytes)
+            except BlockingIOError:
+                self.waited = self.blocked = True
+                self.wake()
+                try:
+                    await trio.lowlevel.wait_readable(self.fd)
+                finally:
+                    self.blocked = False
+            except OSError as exc:  # closed under us (EBADF) or broken: the end of input
+                raise trio.BrokenResourceError(str(exc)) from exc
