@@ -11,6 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from acp_bridge.core.forward import Forward as Forward
+    from acp_bridge.core.forward import Verdict as Verdict
     from acp_bridge.core.frames import Direction as Direction
     from acp_bridge.core.frames import Frame as Frame
     from acp_bridge.core.frames import Kind as Kind
@@ -19,10 +21,8 @@ if TYPE_CHECKING:
     from acp_bridge.core.framing import MIB as MIB
     from acp_bridge.core.framing import LineSplitter as LineSplitter
     from acp_bridge.core.framing import Opaque as Opaque
-    from acp_bridge.core.relay import Forward as Forward
     from acp_bridge.core.relay import Relay as Relay
     from acp_bridge.core.relay import RelayStatistics as RelayStatistics
-    from acp_bridge.core.relay import Verdict as Verdict
     from acp_bridge.core.rewrites.base import DROP as DROP
     from acp_bridge.core.rewrites.base import PASS as PASS
     from acp_bridge.core.rewrites.base import Emit as Emit
@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 _WHERE = {
     "acp_bridge.core.frames": ("Direction", "Frame", "Kind", "classify", "encode"),
     "acp_bridge.core.framing": ("MIB", "LineSplitter", "Opaque"),
-    "acp_bridge.core.relay": ("Forward", "Relay", "RelayStatistics", "Verdict"),
+    "acp_bridge.core.forward": ("Forward", "Verdict"),
+    "acp_bridge.core.relay": ("Relay", "RelayStatistics"),
     "acp_bridge.core.rewrites.base": ("DROP", "PASS", "Emit", "Outcome", "Replace", "Rewrite"),
     "acp_bridge.core.session": ("Pending", "Session"),
 }

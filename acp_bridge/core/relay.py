@@ -8,7 +8,6 @@ line that no rewrite changed: an untouched line leaves as the very bytes that ca
 
 from __future__ import annotations
 
-import enum
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -20,55 +19,16 @@ import orjson
 from acp_bridge.core import protocol as p
 from acp_bridge.core.chain import Chain
 from acp_bridge.core.chain import Outcome as ChainOutcome
+from acp_bridge.core.forward import Forward as Forward
+from acp_bridge.core.forward import Verdict as Verdict
+from acp_bridge.core.forward import complete_lines
 from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify, encode
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
-from acp_bridge.core.members import MemberScanner, Members, json_value
+from acp_bridge.core.members import Members, MemberScanner
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.relay")
-
-
-class Verdict(enum.Enum):
-    PASS = "pass"  # forwarded as it came
-    REWRITE = "rewrite"  # forwarded changed
-    DROP = "drop"  # not forwarded
-    OTHER = "other"  # not a JSON-RPC message; forwarded as it came
-    OPAQUE = "opaque"  # part of a line over the parse limit; forwarded as it came
-    ERROR = "error"  # a rewrite raised; forwarded as it came
-    EMIT = "emit"  # written by the bridge itself
-
-    __hash__ = object.__hash__  # see Direction
-
-
-@dataclass(slots=True)
-class Forward:
-    """Bytes to send toward `direction`, and what the bridge knows about them.
-
-    Treat it as immutable. (It is not frozen only because a frozen dataclass costs about a
-    microsecond more to build, and one is built for every parsed line.)
-    """
-
-    direction: Direction
-    data: bytes
-    raw: bytes  # the line as it came in; b"" for a message the bridge wrote
-    verdict: Verdict
-    frame: Frame | None = None  # None: the line could concern no rule and was not parsed
-    rules: tuple[str, ...] = ()
-    request: Pending | None = None  # for a response: the request it answers
-    error: str | None = None
-    untouched_lines: bool = False  # `data` is one or more untouched lines, travelling as one
-
-    @property
-    def source(self) -> Direction:
-        """The direction the input travelled in (an emit may go the other way)."""
-        return self.frame.direction if self.frame is not None else self.direction
-
-    def lines(self) -> list[Forward]:
-        """One Forward per line (a run of untouched lines split up, e.g. for the capture)."""
-        if not self.untouched_lines:
-            return [self]
-        return [Forward(self.direction, line, line, Verdict.PASS) for line in _complete_lines(self.raw)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +46,6 @@ _ALWAYS_PARSE = (b'"id"',)
 RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is the faster one
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"
-
-
-def _complete_lines(body: bytes) -> list[bytes]:
-    """Lines of `body`, each with its "\n" (`body` ends with one; CR stays in the line)."""
-    lines = body.split(b"\n")
-    lines.pop()
-    return [line + b"\n" for line in lines]
 
 
 def _has_escape(data: bytes) -> bool:
@@ -162,7 +115,7 @@ class Relay:
         body = chunk if end == len(chunk) else chunk[:end]
         if end < self.run_min:  # a message or two (interactive traffic): nothing to gain from runs
             one = body.find(b"\n") + 1 == end  # the usual case: one message, no copy
-            self._pieces(direction, (body,) if one else _complete_lines(body), now, out)
+            self._pieces(direction, (body,) if one else complete_lines(body), now, out)
         else:
             self._relay_body(direction, body, now, out)
         if end < len(chunk):
@@ -188,7 +141,7 @@ class Relay:
         adjacent = 0  # lines in a row that needed a look: past a few, runs are unlikely
         while pos < size:
             if adjacent > 8:
-                self._pieces(direction, _complete_lines(body[pos:]), now, out)
+                self._pieces(direction, complete_lines(body[pos:]), now, out)
                 return
             for i, at in enumerate(hits):  # bring each scan up to `pos`
                 if 0 <= at < pos:
