@@ -243,7 +243,8 @@ def render(records: Iterable[Json], *, title: str = "capture",
             header = record
         elif record.get("type") == "message":
             messages.append(record)
-    pointers = tuple(ptr for ptr in header.get("redact") or () if isinstance(ptr, str))
+    redact = header.get("redact")
+    pointers = tuple(ptr for ptr in redact if isinstance(ptr, str)) if isinstance(redact, list) else ()
     try:
         redactor = Redactor(pointers)
     except ValueError:

@@ -48,6 +48,36 @@ def load_record(line: bytes) -> Json | None:
             record["id"] = json.loads(line)["id"]
         except (ValueError, RecursionError, KeyError, TypeError):
             pass
+    return _typed(record)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# The fields the readers use, and the type each must have; a field of another type (a
+# capture edited by hand, or written by something else) is dropped, as if absent.
+_FIELD_TYPES: dict[str, Callable[[Any], bool]] = {
+    **dict.fromkeys(("time", "mono", "latency"), _is_number),
+    **dict.fromkeys(("seq", "size", "out_size", "records"),
+                    lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    **dict.fromkeys(("direction", "kind", "verdict", "raw_b64", "out_b64", "error"),
+                    lambda v: isinstance(v, str)),
+    "method": lambda v: v is None or isinstance(v, str),
+    "session": lambda v: v is None or isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)),
+    "rules": lambda v: isinstance(v, list) and all(isinstance(r, str) for r in v),
+    "raw": lambda v: isinstance(v, str),
+    "out": lambda v: v is None or isinstance(v, str),
+    "redacted": lambda v: v == WHOLE or (isinstance(v, list) and all(isinstance(r, str) for r in v)),
+    **dict.fromkeys(("truncated", "unfinished"), lambda v: isinstance(v, bool)),
+}
+
+
+def _typed(record: Json) -> Json:
+    """`record` without fields of the wrong type, so that no reader trips on one."""
+    wrong = [key for key, fits in _FIELD_TYPES.items() if key in record and not fits(record[key])]
+    for key in wrong:
+        del record[key]
     return record
 
 
@@ -55,9 +85,14 @@ def record_bytes(record: Json, key: str) -> bytes | None:
     """`raw` or `out` of a record as bytes (None: absent; for `out`, null means dropped)."""
     if key in record:
         text = record[key]
-        return text.encode("utf-8") if isinstance(text, str) else None
+        return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else None
     encoded = record.get(f"{key}_b64")
-    return base64.b64decode(encoded) if isinstance(encoded, str) else None
+    if not isinstance(encoded, str):
+        return None
+    try:
+        return base64.b64decode(encoded)
+    except ValueError:  # binascii.Error: not base64
+        return None
 
 
 def sent_bytes(record: Json) -> bytes | None:
@@ -80,11 +115,18 @@ def record_message(record: Json, key: str) -> Any:
 
 def utc_clock(wall: float) -> str:
     """HH:MM:SS.mmm in UTC (the CLI passes a local-time clock)."""
-    return time.strftime("%H:%M:%S", time.gmtime(wall)) + f".{int(wall * 1000) % 1000:03d}"
+    return _clock(wall, time.gmtime)
 
 
 def local_clock(wall: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall * 1000) % 1000:03d}"
+    return _clock(wall, time.localtime)
+
+
+def _clock(wall: float, convert: Callable[[float], time.struct_time]) -> str:
+    try:
+        return time.strftime("%H:%M:%S", convert(wall)) + f".{int(wall * 1000) % 1000:03d}"
+    except (OverflowError, OSError, ValueError):  # a time no calendar holds
+        return f"t={wall!r}"
 
 
 def _fmt_id(id_: Any) -> str:

@@ -1,0 +1,59 @@
+"""show, stats and export never trip on what a capture file holds: any JSON object with a
+string `type` is a record, whatever its fields hold (a capture edited by hand, written by
+another tool, or by a future format)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_bridge.cli import main
+from acp_bridge.core.capture_read import CaptureStats, detail_lines, load_record, local_clock, summarize
+from acp_bridge.export_html import render
+
+_SCALARS = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)
+            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5))
+_JSON = st.recursive(_SCALARS, lambda kids: st.lists(kids, max_size=3)
+                     | st.dictionaries(st.text(max_size=4), kids, max_size=3), max_leaves=6)
+_FIELDS = st.sampled_from([
+    "seq", "time", "mono", "direction", "kind", "verdict", "method", "id", "session", "rules", "size",
+    "raw", "raw_b64", "out", "out_b64", "out_size", "latency", "redacted", "error", "truncated",
+    "unfinished", "redact", "bridge", "started", "records"])
+_RECORDS = st.tuples(st.dictionaries(_FIELDS, _JSON, max_size=12),
+                     st.sampled_from(["message", "message", "header", "end"])).map(
+    lambda pair: {**pair[0], "type": pair[1]})
+
+
+@given(st.lists(_RECORDS, max_size=4))
+def test_readers_take_any_record(records: list[dict[str, Any]]) -> None:
+    loaded = [load_record(orjson.dumps(record)) for record in records]
+    assert all(record is not None for record in loaded)
+    stats = CaptureStats()
+    for record in loaded:
+        assert record is not None
+        summarize(record, local_clock).plain()
+        for detail in range(4):
+            detail_lines(record, detail)
+        stats.add(record)
+    stats.report()
+    assert render([r for r in loaded if r is not None]).startswith("<!DOCTYPE html>")
+
+
+def test_show_stats_and_export_of_an_odd_capture(tmp_path: Path) -> None:
+    capture = tmp_path / "odd.jsonl"
+    capture.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [
+        {"type": "header", "redact": True},
+        {"type": "message", "seq": None, "time": 1e300, "direction": "to-agent", "kind": "request",
+         "method": ["x"], "raw_b64": "!!not base64", "size": "big", "rules": [1], "redacted": 3},
+        {"type": "end", "records": "many"},
+    ]))
+    runner = CliRunner()
+    assert runner.invoke(main, ["show", str(capture), "--detail", "3"]).output.splitlines() == [
+        "t=1e+300 -> None #null 0B", "    (nothing)"]
+    assert runner.invoke(main, ["stats", str(capture)]).exit_code == 0
+    assert runner.invoke(main, ["export", str(capture), "--html", str(tmp_path / "o.html")]).exit_code == 0
