@@ -22,7 +22,7 @@ from acp_bridge.core.chain import Outcome as ChainOutcome
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.forward import complete_lines
-from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify, encode
+from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify, encode, number_literals
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.members import Members, MemberScanner
 from acp_bridge.core.rewrites.base import Rewrite
@@ -46,6 +46,30 @@ _ALWAYS_PARSE = (b'"id"',)
 RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is the faster one
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"
+
+
+# orjson writes 254 levels of nesting at most, and a line nested that deep has at least
+# twice as many bytes: shorter lines need no check.
+_DEEP_MIN = 2 * 254
+
+
+def _writable(frame: Frame) -> bool:
+    """Could orjson write this message back? (It reads 1,024 levels, writes 254.)"""
+    raw = frame.raw
+    if raw.count(b"[") + raw.count(b"{") < 254:
+        return True
+    try:
+        orjson.dumps(frame.msg)
+    except TypeError:
+        return False
+    return True
+
+
+def _literals(raw: bytes, parsed: Any) -> dict[int, bytes]:
+    try:
+        return number_literals(raw, parsed)
+    except (ValueError, RecursionError):
+        return {}
 
 
 def _has_escape(data: bytes) -> bool:
@@ -215,7 +239,7 @@ class Relay:
         request: Pending | None = None
         if kind is Kind.REQUEST:
             if self.agent_gone is not None and frame.direction is Direction.TO_AGENT:
-                self._refuse(frame, frame.id, None, out)
+                self._refuse(frame, frame.id, out)
                 return
             request = self.session.on_request(frame, now)
         elif kind is Kind.RESPONSE:
@@ -227,6 +251,11 @@ class Relay:
         if kind is Kind.RESPONSE and request is None or not self.chain.wants(kind):
             out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.PASS, frame, (), request))
             return  # unpaired responses: nothing to go on, so nothing to change
+        if len(frame.raw) >= _DEEP_MIN and not _writable(frame):
+            # Nothing the rules made of it could be written back: they are not asked, so
+            # that what they remember stays true to what the client was sent.
+            self._unencodable(frame, [], request, "nested deeper than can be written back", out)
+            return
         try:
             outcome = self.chain.run(frame, request, self.session)
         except Exception as exc:
@@ -255,11 +284,7 @@ class Relay:
                 verdict, data = Verdict.REWRITE, encode(current.msg, terminator, source=frame)
             written = [(emit.direction, encode(emit.msg, terminator, source=frame)) for emit in outcome.emits]
         except Unencodable as exc:
-            self.unencodable += 1
-            if self.unencodable == 1:
-                log.warning("a message the rules changed cannot be written back (%s); it was "
-                            "forwarded as it came, unchanged (further ones are not reported)", exc)
-            self._fail_open(frame, rules, request, f"cannot re-encode: {exc}", out)
+            self._unencodable(frame, rules, request, str(exc), out)
             return
         if outcome.dropped and request is not None and frame.kind is Kind.REQUEST:
             self.session.forget(request)  # the bridge answered it, or nobody will
@@ -268,6 +293,14 @@ class Relay:
         out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))
         for direction, message in written:
             self._emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules)), out)
+
+    def _unencodable(self, frame: Frame, rules: list[str], request: Pending | None, why: str,
+                     out: list[Forward]) -> None:
+        self.unencodable += 1
+        if self.unencodable == 1:
+            log.warning("a message the rules would change cannot be written back (%s); it was "
+                        "forwarded as it came, unchanged (further ones are not reported)", why)
+        self._fail_open(frame, rules, request, f"cannot re-encode: {why}", out)
 
     def _fail_open(self, frame: Frame, rules: list[str], request: Pending | None, error: str,
                    out: list[Forward]) -> None:
@@ -303,7 +336,8 @@ class Relay:
         if not piece.end:
             return
         self._long[direction] = None
-        self._bookkeep(direction, scanner.finish(), piece.data, now, out)
+        if piece.data.endswith(b"\n"):  # torn by the end of the stream, it is no message
+            self._bookkeep(direction, scanner.finish(), now, out)
         self._release_held(direction, out)
 
     def _other(self, frame: Frame, now: float, out: list[Forward]) -> None:
@@ -311,46 +345,59 @@ class Relay:
         requests and responses, and a message orjson rejects for a detail (a lone surrogate,
         NaN), are still paired, so that every request is answered if the agent dies."""
         out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
+        if not frame.raw.endswith(b"\n"):
+            return  # torn by the end of the stream: no one can read it as a message
         if frame.batch is not None:
-            for element in frame.batch:
-                if isinstance(element, dict) and "id" in element:
-                    self._bookkeep_element(frame, element, now, out)
+            self._bookkeep_batch(frame, now, out)
         elif frame.msg is None and (b'"id"' in frame.raw or _has_escape(frame.raw)):
-            self._bookkeep(frame.direction, MemberScanner.scan(frame.raw), frame.raw, now, out)
+            self._bookkeep(frame.direction, MemberScanner.scan(frame.raw), now, out)
 
-    def _bookkeep_element(self, frame: Frame, element: Any, now: float, out: list[Forward]) -> None:
-        method = element.get("method")
-        if isinstance(method, str):
-            if self.agent_gone is not None and frame.direction is Direction.TO_AGENT:
-                self._refuse(frame, element["id"], None, out)
-                return
-            params = element.get("params")
-            session_id = params.get("sessionId") if isinstance(params, dict) else None
-            self.session.track(Pending(frame.direction, element["id"], method, session_id, b"", now))
-        elif "result" in element or "error" in element:
-            self.session.pair(frame.direction, element["id"])
+    def _bookkeep_batch(self, frame: Frame, now: float, out: list[Forward]) -> None:
+        assert frame.batch is not None
+        literals: dict[int, bytes] | None = None
+        for element in frame.batch:
+            if not isinstance(element, dict) or "id" not in element:
+                continue
+            id_, id_text = element["id"], None
+            if not isinstance(id_, (str, int)) and id_ is not None:  # a float: as written
+                if literals is None:
+                    literals = _literals(frame.raw, frame.batch)
+                text = literals.get(id(id_))
+                id_text = None if text is None else orjson.Fragment(text)
+            method = element.get("method")
+            if isinstance(method, str):
+                if self.agent_gone is not None and frame.direction is Direction.TO_AGENT:
+                    self._refuse(frame, id_ if id_text is None else id_text, out)
+                    continue
+                params = element.get("params")
+                session_id = params.get("sessionId") if isinstance(params, dict) else None
+                self.session.track(Pending(frame.direction, id_, method, session_id, b"", now, id_text))
+            elif "result" in element or "error" in element:
+                self.session.pair(frame.direction, id_)
 
-    def _bookkeep(self, direction: Direction, found: Members, raw: bytes, now: float,
-                  out: list[Forward]) -> None:
-        if not (found.is_request or found.is_response):
-            return
-        try:
-            id_ = found.value("id")
-            method = found.value("method") if found.is_request else None
-        except (ValueError, RecursionError):
-            return  # not a value anyone could match an answer to
-        if found.is_response:
-            self.session.pair(direction, id_)
-            return
-        if not isinstance(method, str):
-            return
-        id_text = orjson.Fragment(found.literals["id"])
-        if self.agent_gone is not None and direction is Direction.TO_AGENT:
-            self._refuse(None, id_text, method, out)
-            return
-        self.session.track(Pending(direction, id_, method, None, b"", now, id_text))
+    def _bookkeep(self, direction: Direction, found: list[Members], now: float, out: list[Forward]) -> None:
+        """Requests and responses known only by the member scan: tracked and paired."""
+        for members in found:
+            if not (members.is_request or members.is_response):
+                continue
+            try:
+                id_ = members.value("id")
+                method = members.value("method") if members.is_request else None
+                hash(id_)
+            except Exception:  # noqa: BLE001 - no value anyone could match an answer to
+                continue
+            if members.is_response:
+                self.session.pair(direction, id_)
+                continue
+            if not isinstance(method, str):
+                continue
+            id_text = orjson.Fragment(members.literals["id"])
+            if self.agent_gone is not None and direction is Direction.TO_AGENT:
+                self._refuse(None, id_text, out)
+                continue
+            self.session.track(Pending(direction, id_, method, None, b"", now, id_text))
 
-    def _refuse(self, frame: Frame | None, id_: Any, method: str | None, out: list[Forward]) -> None:
+    def _refuse(self, frame: Frame | None, id_: Any, out: list[Forward]) -> None:
         """The agent is gone: answer a client request here instead of forwarding it."""
         assert self.agent_gone is not None
         message, data = self.agent_gone
