@@ -9,6 +9,7 @@ that did not come out of the relay.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -247,12 +248,19 @@ async def bridge_streams(
 
 async def _read_agent(bridge: Bridge, agent: ReceiveStream, peer: Peer) -> bool:
     """Relay the agent's output until its EOF (True), or until the peer is gone and its
-    output stayed open past `OUTPUT_LINGER` (False: reading stops)."""
+    output has stayed open and silent for `OUTPUT_LINGER` (False: reading stops). Silent
+    means no bytes to read: a pump still writing to a slow client is not silent."""
     async with trio.open_nursery() as nursery:
         async def gone() -> None:
             await peer.wait_gone()
-            await trio.sleep(OUTPUT_LINGER)  # a timeout, not an ordering: its last output
-            nursery.cancel_scope.cancel()
+            while True:
+                await bridge.wait_input_drained(Direction.TO_CLIENT, math.inf)
+                reader = bridge.readers.get(Direction.TO_CLIENT)
+                reads = reader.reads if reader is not None else 0
+                await trio.sleep(OUTPUT_LINGER)  # a timeout, not an ordering: its last output
+                if reader is None or reader.fd is None or (reader.blocked and reader.reads == reads):
+                    nursery.cancel_scope.cancel()
+                    return
 
         nursery.start_soon(gone)
         await bridge.pump(agent, Direction.TO_CLIENT, close=False)

@@ -43,6 +43,7 @@ M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt para
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 STDERR_LINGER = 1.0  # seconds to wait for the agent's last stderr bytes after it exits
 STDOUT_LINGER = 1.0  # ... and for it to exit after its stdout's EOF
+HANGUP_POLL = 0.5  # how often to look whether the client hung up while its pump is stuck
 
 
 def exit_status(returncode: int) -> int:
@@ -50,13 +51,17 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def signal_name(signum: int) -> str:
+    """SIGTERM, or "signal 40" for one Python has no name for (real-time signals)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 def describe_exit(returncode: int) -> str:
     if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"died of {name} (status {exit_status(returncode)})"
+        return f"died of {signal_name(-returncode)} (status {exit_status(returncode)})"
     return f"exited with status {returncode}"
 
 
@@ -255,7 +260,7 @@ class AgentProcess(Peer):
         self.status = exit_status(returncode)
         data: dict[str, Any] = {"exitStatus": self.status}
         if returncode < 0:
-            data["signal"] = signal.Signals(-returncode).name
+            data["signal"] = signal_name(-returncode)
         if stderr_text := self.tail.text(self.config.system_prompt.text):
             data["stderr"] = stderr_text
         return f"agent {describe_exit(returncode)} before answering", data
@@ -299,7 +304,13 @@ async def _stop_when_told(bridge: Bridge, proc: trio.Process, stopping: trio.Eve
             await bridge.client_closed.wait()
             stopping.set()
 
+        async def client_hung_up() -> None:
+            await _wait_client_hangup(bridge)
+            log.info("the client closed its side while the agent was not reading its input")
+            stopping.set()
+
         nursery.start_soon(client_closed)
+        nursery.start_soon(client_hung_up)
         await stopping.wait()
         nursery.cancel_scope.cancel()
     silence = trio.CancelScope(deadline=trio.current_time() + grace)
@@ -313,6 +324,25 @@ async def _stop_when_told(bridge: Bridge, proc: trio.Process, stopping: trio.Eve
     if proc.returncode is None:
         log.warning("agent still running %gs after the client closed; sending SIGTERM", grace)
         await terminate(proc, grace=grace)
+
+
+async def _wait_client_hangup(bridge: Bridge) -> None:
+    """Return once the client has closed its end of our stdin while the pump that reads it
+    is stuck writing to an agent that does not read: that pump would see the EOF only once
+    the agent reads, which may be never (a hung agent), and the stop ladder would not start.
+    A pipe reports the hangup (POLLHUP) even while unread bytes remain in it."""
+    poll = select.poll()
+    fd: int | None = None
+    while True:
+        await trio.sleep(HANGUP_POLL)  # a period, not an ordering: nothing else tells us
+        reader = bridge.readers.get(Direction.TO_AGENT)
+        if reader is None or reader.fd is None or reader.blocked or bridge.client_closed.is_set():
+            continue  # not reading a pipe, or reading: it will see the EOF itself
+        if fd != reader.fd:
+            fd = reader.fd
+            poll.register(fd, select.POLLHUP)
+        if any(events & select.POLLHUP for _, events in poll.poll(0)):
+            return
 
 
 async def terminate(proc: trio.Process, *, grace: float) -> None:
@@ -344,7 +374,7 @@ async def _forward_signals(proc: trio.Process, stopping: trio.Event,
     with trio.open_signal_receiver(*FORWARDED_SIGNALS) as signals:
         task_status.started()
         async for signum in signals:
-            log.warning("received %s; passing it to the agent", signal.Signals(signum).name)
+            log.warning("received %s; passing it to the agent", signal_name(signum))
             if proc.returncode is None:
                 _signal_group(proc, signum)
             stopping.set()

@@ -164,6 +164,7 @@ class Reader:
         self.fd = stream.fileno() if isinstance(stream, FdStream) else None
         self.waited = True  # receive_some always passes through the scheduler
         self.blocked = False  # waiting for input: everything written so far has been read
+        self.reads = 0  # reads that returned data (file descriptors only)
         self.on_block: Callable[[], None] | None = None
 
     def wake(self) -> None:
@@ -176,7 +177,7 @@ class Reader:
         self.waited = False
         while True:
             try:
-                return os.read(self.fd, max_bytes)
+                data = os.read(self.fd, max_bytes)
             except BlockingIOError:
                 self.waited = self.blocked = True
                 self.wake()
@@ -186,3 +187,6 @@ class Reader:
                     self.blocked = False
             except OSError as exc:  # closed under us (EBADF) or broken: the end of input
                 raise trio.BrokenResourceError(str(exc)) from exc
+            else:
+                self.reads += 1
+                return data

@@ -313,3 +313,48 @@ async def wait_until_stalled(bridge: BridgeProcess) -> None:
             return
         previous = queued
         await trio.sleep(0.2)  # polling a condition: the same level twice in a row
+
+
+async def test_a_slow_client_gets_all_the_output_of_an_agent_that_exited(tmp_path: Path) -> None:
+    """The agent writes more than the pipes hold, answers, and exits while the client is not
+    reading: everything still arrives, whole and in order (the bridge stops reading an
+    exited agent only once its output is silent, not while it is writing to the client)."""
+    done = tmp_path / "done"
+    chunk = b'{"jsonrpc":"2.0","method":"session/update","params":{"x":"' + b"c" * 1000 + b'"}}\n'
+    reply = b'{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}\n'
+    code = (f"next(lines)\nsys.stdout.buffer.write({chunk!r} * 1500 + {reply!r})\n"
+            f"sys.stdout.buffer.flush()\nopen({str(done)!r}, 'w').close()")
+    prompt = b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
+    with trio.fail_after(30):
+        async with open_bridge(["run", "--", *agent(code)]) as bridge:
+            await bridge.send(prompt)
+            while not done.exists():  # the agent has written everything and is exiting
+                await trio.sleep(0.05)
+            # Not an ordering: the client stays away longer than the bridge's wait for the
+            # output of an agent that has exited (1 s), which is what used to cut it off.
+            await trio.sleep(1.5)
+            await bridge.close_stdin()
+            out = await bridge.read_all()
+    assert out == chunk * 1500 + reply
+
+
+async def test_the_client_closing_ends_a_bridge_whose_agent_reads_nothing(tmp_path: Path) -> None:
+    """The agent never reads its stdin; the client fills the pipes and closes. The bridge
+    cannot read the client's EOF behind the unread bytes, yet it sees the hangup and stops
+    the agent within the grace period."""
+    config = tmp_path / "c.toml"
+    config.write_text("[relay]\ngrace_seconds = 1\n")
+    code = "out(b'{\"jsonrpc\":\"2.0\",\"method\":\"ready\"}\\n'); time.sleep(60)"
+    note = b'{"jsonrpc":"2.0","method":"_n","params":{"x":"' + b"n" * 1000 + b'"}}\n'
+    with trio.fail_after(30):
+        async with open_bridge(["run", "-c", str(config), "--", *agent(code)]) as bridge:
+            await bridge.read_until(b"ready")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(bridge.send, note * 6000)  # 6 MB: more than every pipe holds
+                await wait_until_stalled(bridge)
+                nursery.cancel_scope.cancel()
+            await bridge.close_stdin()
+            closed = time.monotonic()
+            status = await bridge.proc.wait()
+    assert status == 128 + signal.SIGTERM  # the agent, stopped by the ladder
+    assert time.monotonic() - closed < 1 + 2
