@@ -123,6 +123,8 @@ class Bridge:
     def _flag_stray_output(self, fwd: Forward) -> None:
         if fwd.source is not Direction.TO_CLIENT or not fwd.raw.strip():
             return
+        if fwd.frame is not None and fwd.frame.batch is not None:
+            return  # a batch is JSON-RPC, only not a message the rules read
         self.warned_stray_output = True
         sample = fwd.raw[:80].decode("utf-8", "replace").rstrip()
         log.warning(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import gc
+import json
 import logging
 import os
 import select
@@ -91,7 +92,10 @@ def mask_secrets(text: str, private: str | None = None) -> str:
     values, a URL's user and password) and the configured system prompt in text that leaves
     the bridge (bridge-rules 5)."""
     if private:
-        text = text.replace(private, "<system prompt>")
+        # As written, and as JSON writes it (an agent that logs the requests it receives
+        # logs the prompt escaped, with or without non-ASCII escapes).
+        for spelling in {private, json.dumps(private)[1:-1], json.dumps(private, ensure_ascii=False)[1:-1]}:
+            text = text.replace(spelling, "<system prompt>")
     return mask_text_secrets(text)
 
 

@@ -234,6 +234,17 @@ def test_stderr_tail_is_redacted_before_it_reaches_the_client(text: str, masked:
     assert mask_secrets(text, "be brief") == masked
 
 
+@pytest.mark.parametrize("logged", [
+    'TOP "SECRET" caf\u00e9',  # as written
+    'TOP \\"SECRET\\" caf\\u00e9',  # as JSON writes it, ASCII only
+    'TOP \\"SECRET\\" caf\u00e9',  # as JSON writes it, UTF-8
+])
+def test_the_system_prompt_is_masked_in_the_stderr_tail_however_the_agent_logged_it(logged: str) -> None:
+    from acp_bridge.process import mask_secrets
+
+    assert mask_secrets(f"got systemPrompt {logged}!", 'TOP "SECRET" caf\u00e9') == "got systemPrompt <system prompt>!"
+
+
 async def test_verbose_logs_what_the_rules_did(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("[bridge]\nverbosity = 1\n")
