@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -222,7 +223,8 @@ def main() -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="acp-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        steps = {"startup": lambda: startup(10),
+        steps: dict[str, Callable[[], list[Row]]] = {
+                 "startup": lambda: startup(10),
                  "throughput": lambda: throughput(tmp, args.lines, args.repeat),
                  "latency": lambda: latency(tmp, args.pairs),
                  "memory": lambda: memory(tmp, sizes)}

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import trio
+from trio.lowlevel import FdStream
 
 
 async def copy(source: int, sink: int) -> None:
@@ -35,14 +36,15 @@ async def copy(source: int, sink: int) -> None:
 
 async def main(command: list[str]) -> int:
     agent = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert agent.stdin is not None and agent.stdout is not None
-    to_agent, from_agent = agent.stdin.fileno(), agent.stdout.fileno()
+    assert isinstance(agent.stdin, FdStream) and isinstance(agent.stdout, FdStream)
+    stdin = agent.stdin
+    to_agent, from_agent = stdin.fileno(), agent.stdout.fileno()
     os.set_blocking(0, False)
     os.set_blocking(1, False)
 
     async def client_to_agent() -> None:
         await copy(0, to_agent)
-        await agent.stdin.aclose()
+        await stdin.aclose()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(client_to_agent)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 import trio
@@ -58,12 +59,21 @@ async def run_cli(args: Sequence[str], stdin: bytes = b"", *, timeout: float = 6
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
-def example(name: str) -> dict:
+def keeper(into: list[Any]) -> Callable[[Any], int]:
+    """A stand-in for `cli.run_and_report`: keeps the config it was given, returns 0."""
+    def keep(config: Any) -> int:
+        into.append(config)
+        return 0
+    return keep
+
+
+def example(name: str) -> dict[str, Any]:
     """One message from ../shared/spec/examples (name without .json)."""
-    return orjson.loads((EXAMPLES / f"{name}.json").read_bytes())
+    msg: dict[str, Any] = orjson.loads((EXAMPLES / f"{name}.json").read_bytes())
+    return msg
 
 
-def line(msg: dict) -> bytes:
+def line(msg: dict[str, Any]) -> bytes:
     """A message as one wire line."""
     return orjson.dumps(msg) + b"\n"
 

@@ -25,7 +25,7 @@ async def test_relays_both_directions_and_ends_on_agent_eof() -> None:
             nursery.start_soon(bridge_streams, client_bridge, agent_bridge, Relay())
 
             async def agent_side() -> None:
-                got["agent"] = await agent_ours.receive_some()
+                got["agent"] = bytes(await agent_ours.receive_some())
                 await agent_ours.send_all(b'{"jsonrpc":"2.0","id":0,"result":{}}\n{"partial')
                 await agent_ours.send_eof()
 

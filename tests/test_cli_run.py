@@ -5,13 +5,14 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from click.testing import CliRunner
 
 from acp_bridge.cli import main
-from tests.conftest import agent_cmd, run_cli
+from tests.conftest import agent_cmd, keeper, run_cli
 
 MIXED = b"".join([
     b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n',
@@ -164,8 +165,8 @@ def test_no_agent_command_is_a_usage_error() -> None:
 def test_precedence_command_line_then_env_then_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp_bridge import cli
 
-    seen = []
-    monkeypatch.setattr(cli, "run_and_report", lambda config: seen.append(config) or 0)
+    seen: list[Any] = []
+    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
     config = tmp_path / "c.toml"
     config.write_text('[system_prompt]\ntext = "from file"\nmode = "override"\n[capture]\npath = "file.jsonl"\n')
     runner = CliRunner()
@@ -215,8 +216,8 @@ def test_version() -> None:
 def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from acp_bridge import cli
 
-    seen = []
-    monkeypatch.setattr(cli, "run_and_report", lambda config: seen.append(config) or 0)
+    seen: list[Any] = []
+    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
     monkeypatch.setattr(cli, "setup_logging", lambda config: None)
     config = tmp_path / "c.toml"
     config.write_text('[bridge]\nstrict = true\nlog_file = "bridge.log"\nverbosity = 2\n')

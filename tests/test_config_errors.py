@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.cli import main
-from tests.conftest import agent_cmd, run_cli
+from tests.conftest import agent_cmd, keeper, run_cli
 
 
 def one_line(stderr: str) -> str:
@@ -243,7 +243,7 @@ def test_a_prompt_file_with_windows_line_ends_reads_as_before(tmp_path: Path, mo
     from acp_bridge import cli
 
     seen: list[Any] = []
-    monkeypatch.setattr(cli, "run_and_report", lambda config: seen.append(config) or 0)
+    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
     monkeypatch.setattr(cli, "setup_logging", lambda config: None)
     prompt = tmp_path / "p.md"
     prompt.write_bytes(b"One.\r\nTwo.\r\n\r\n")

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from acp_bridge import cli
 from acp_bridge.cli import main
 from acp_bridge.config import Config
+from tests.conftest import keeper
 
 TOML_TEXT = '[system_prompt]\ntext = "from toml text"\n'
 TOML_FILE = '[system_prompt]\nfile = "toml.md"\n'
@@ -27,7 +28,7 @@ TOML_FILE = '[system_prompt]\nfile = "toml.md"\n'
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Config]:
     configs: list[Config] = []
-    monkeypatch.setattr(cli, "run_and_report", lambda config: configs.append(config) or 0)
+    monkeypatch.setattr(cli, "run_and_report", keeper(configs))
     monkeypatch.setattr(cli, "setup_logging", lambda config: None)
     monkeypatch.chdir(tmp_path)
     for name in ("toml", "env", "cli"):

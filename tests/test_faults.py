@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -27,7 +28,7 @@ PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
           "params": {"sessionId": "sess_1", "prompt": [{"type": "text", "text": "go"}]}}
 
 
-def scripted(tmp_path: Path, on_prompt: list[dict]) -> list[str]:
+def scripted(tmp_path: Path, on_prompt: list[dict[str, Any]]) -> list[str]:
     script = {
         "on": {
             "initialize": [{"respond": {"protocolVersion": 1, "agentCapabilities": {}}}],

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import trio
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -54,7 +55,7 @@ def client_line(kind: str, n: int) -> tuple[bytes, list[str]]:
 @example(steps=["long", "ignore", "close"], kinds=["batch", "surrogate", "long", "request"], cuts=[7])
 @example(steps=["stall", "die"], kinds=["long", "batch", "surrogate"], cuts=[3, 100])
 @given(steps=agent_steps, kinds=client_lines, cuts=st.lists(st.integers(1, 4096), max_size=4))
-def test_random_agents_and_clients_through_the_real_bridge(tmp_path_factory, steps: list[str],
+def test_random_agents_and_clients_through_the_real_bridge(tmp_path_factory: pytest.TempPathFactory, steps: list[str],
                                                            kinds: list[str], cuts: list[int]) -> None:
     tmp = tmp_path_factory.mktemp("fuzz")
     trio.run(_one_session, tmp, steps, kinds, cuts)

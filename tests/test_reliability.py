@@ -305,6 +305,7 @@ async def test_requests_stuck_behind_an_agent_that_stopped_reading_are_answered(
 async def wait_until_stalled(bridge: BridgeProcess) -> None:
     """Wait until the bytes queued in the bridge's stdin pipe are many and no longer move."""
     assert bridge.proc.stdin is not None
+    assert isinstance(bridge.proc.stdin, trio.lowlevel.FdStream)
     fd = bridge.proc.stdin.fileno()
     previous = -1
     while True:

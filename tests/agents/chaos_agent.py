@@ -48,8 +48,12 @@ def main() -> int:
     # Lines are read as they come (so the client is never held back by this agent), and
     # acted on once "go" exists.
     lines: queue.Queue[bytes] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in iter(sys.stdin.buffer.readline, b"")]
-                     + [lines.put(b"")], daemon=True).start()
+    def read_all() -> None:
+        for line in iter(sys.stdin.buffer.readline, b""):
+            lines.put(line)
+        lines.put(b"")
+
+    threading.Thread(target=read_all, daemon=True).start()
     go = plan.get("go")
     while go is not None and not os.path.exists(go):
         time.sleep(0.01)  # polling a condition the test sets

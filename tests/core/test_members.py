@@ -4,6 +4,7 @@ fed in any pieces."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -87,7 +88,7 @@ objects = st.dictionaries(st.sampled_from(["id", "method", "params", "result", "
 
 
 @given(msg=objects, cuts=st.lists(st.integers(0, 400), max_size=6), ascii_only=st.booleans())
-def test_scan_agrees_with_the_parser(msg: dict, cuts: list[int], ascii_only: bool) -> None:
+def test_scan_agrees_with_the_parser(msg: dict[str, Any], cuts: list[int], ascii_only: bool) -> None:
     """Whatever the pieces and escapes, a scalar id or method is found exactly as written,
     up to where the scan may stop: once the id and the method, or a result or error, are
     known."""
@@ -110,7 +111,7 @@ def test_scan_agrees_with_the_parser(msg: dict, cuts: list[int], ascii_only: boo
 
 
 @given(batch=st.lists(objects, max_size=4), cuts=st.lists(st.integers(0, 600), max_size=6))
-def test_scan_reads_every_object_of_a_batch(batch: list[dict], cuts: list[int]) -> None:
+def test_scan_reads_every_object_of_a_batch(batch: list[dict[str, Any]], cuts: list[int]) -> None:
     found = scan_in(split_at(_dumps(batch, True), cuts))
     assert len(found) == len(batch)
     for members, msg in zip(found, batch, strict=True):

@@ -19,8 +19,8 @@ from acp_bridge.core import (
     Session,
     Verdict,
 )
-from acp_bridge.core.session import Pending
 from acp_bridge.core.rewrites.suggestions import SuggestionsState
+from acp_bridge.core.session import Pending
 from tests.core.test_framing import split_at
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
