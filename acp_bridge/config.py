@@ -59,8 +59,8 @@ class RelayConfig:
 @dataclass(frozen=True)
 class Config:
     agent: AgentConfig = AgentConfig()
-    suggestions: SuggestionsConfig = SuggestionsConfig()
-    system_prompt: SystemPromptConfig = SystemPromptConfig()
+    suggestions: SuggestionsConfig = SuggestionsConfig()  # noqa: RUF009 - frozen, so shared safely
+    system_prompt: SystemPromptConfig = SystemPromptConfig()  # noqa: RUF009 - frozen, so shared safely
     capture: CaptureConfig = CaptureConfig()
     relay: RelayConfig = RelayConfig()
     # Every strictness at once: a rule that raises is fatal (tests, conformance runs), and
@@ -94,7 +94,7 @@ class Config:
         `agent.env` value becomes "<redacted>" (the names stay), and the system prompt text
         becomes "<N characters>"."""
         data = self.as_dict()
-        data["agent"]["env"] = {name: REDACTED for name in self.agent.env}
+        data["agent"]["env"] = dict.fromkeys(self.agent.env, REDACTED)
         if self.system_prompt.text is not None:
             data["system_prompt"]["text"] = f"<{len(self.system_prompt.text)} characters>"
         return data

@@ -18,7 +18,6 @@ import os
 import select
 import signal
 import subprocess
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -28,11 +27,11 @@ import trio
 from trio.lowlevel import FdStream
 
 from acp_bridge.bridge import Bridge, CaptureSink, Peer, bridge_streams
-from acp_bridge.streams import Outlet
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.redaction import mask_text_secrets
 from acp_bridge.core.rewrites import build_rewrites
+from acp_bridge.streams import Outlet
 
 log = logging.getLogger("acp_bridge.process")
 

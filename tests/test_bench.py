@@ -16,13 +16,13 @@ TRIO_RELAY = [sys.executable, "-m", "bench.trio_relay"]
 
 @pytest.mark.parametrize("data", [b"", b'{"jsonrpc":"2.0","method":"x"}\n', bytes(range(256)) * 4096])
 def test_trio_relay_copies_bytes_exactly(data: bytes) -> None:
-    done = subprocess.run(TRIO_RELAY + ["cat"], input=data, capture_output=True, cwd=ROOT, timeout=60)
+    done = subprocess.run(TRIO_RELAY + ["cat"], input=data, capture_output=True, cwd=ROOT, timeout=60, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, data, b"")
 
 
 def test_trio_relay_passes_the_agent_exit_status_on() -> None:
     done = subprocess.run(TRIO_RELAY + [sys.executable, "-c", "raise SystemExit(3)"],
-                          stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60)
+                          stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60, check=False)
     assert done.returncode == 3
 
 
@@ -33,7 +33,7 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bench", "--lines", "3000", "--pairs", "30", "--repeat", "1",
          "--skip", "startup", "memory", "--json", str(out)],
-        capture_output=True, cwd=ROOT, timeout=300,
+        capture_output=True, cwd=ROOT, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
     rows = json.loads(out.read_text())["rows"]

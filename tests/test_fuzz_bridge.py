@@ -71,30 +71,30 @@ async def _one_session(tmp: Path, steps: list[str], kinds: list[str], cuts: list
     sent = [client_line(kind, n) for n, kind in enumerate(kinds)]
     stream = b"".join(data for data, _ in sent)
     with trio.fail_after(60):
-        async with open_bridge(["run", "-c", str(config), "--", sys.executable, "-u", str(CHAOS), str(plan)]) as bridge:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(bridge.read_all)
-                pos = 0
-                for cut in [*cuts, len(stream)]:
-                    try:
-                        await bridge.send(stream[pos:pos + cut])
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        break  # the bridge already closed: the agent is gone
-                    pos += cut
-                    if pos >= len(stream):
-                        break
-                if pos < len(stream):
-                    try:
-                        await bridge.send(stream[pos:])
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        pass
-                # Everything is written (in the pipe, or read): only now may the agent act,
-                # so every request below was sent before anything went wrong.
-                go.touch()
-                await bridge.close_stdin()
-                closed = time.monotonic()
-                await bridge.proc.wait()
-                took = time.monotonic() - closed
+        async with (open_bridge(["run", "-c", str(config), "--", sys.executable, "-u", str(CHAOS), str(plan)])
+                    as bridge, trio.open_nursery() as nursery):
+            nursery.start_soon(bridge.read_all)
+            pos = 0
+            for cut in [*cuts, len(stream)]:
+                try:
+                    await bridge.send(stream[pos:pos + cut])
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    break  # the bridge already closed: the agent is gone
+                pos += cut
+                if pos >= len(stream):
+                    break
+            if pos < len(stream):
+                try:
+                    await bridge.send(stream[pos:])
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+            # Everything is written (in the pipe, or read): only now may the agent act,
+            # so every request below was sent before anything went wrong.
+            go.touch()
+            await bridge.close_stdin()
+            closed = time.monotonic()
+            await bridge.proc.wait()
+            took = time.monotonic() - closed
     out = bytes(bridge.received)
     assert took <= GRACE * 2 + 2 + 1.5, took  # grace, SIGTERM's grace, and the exit linger
 

@@ -248,7 +248,7 @@ class Relay:
             self._other(frame, now, out)
             return
 
-        if kind is Kind.RESPONSE and request is None or not self.chain.wants(kind):
+        if (kind is Kind.RESPONSE and request is None) or not self.chain.wants(kind):
             out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.PASS, frame, (), request))
             return  # unpaired responses: nothing to go on, so nothing to change
         if len(frame.raw) >= _DEEP_MIN and not _writable(frame):
@@ -384,7 +384,7 @@ class Relay:
                 id_ = members.value("id")
                 method = members.value("method") if members.is_request else None
                 hash(id_)
-            except Exception:  # noqa: BLE001 - no value anyone could match an answer to
+            except Exception:  # no value anyone could match an answer to: not tracked
                 continue
             if members.is_response:
                 self.session.pair(direction, id_)

@@ -18,3 +18,11 @@ def test_core_imports_neither_trio_nor_click() -> None:
     count, _, bad = out.stdout.strip().partition(" ")
     assert int(count) >= 10  # the walk found the modules (core/, rewrites/)
     assert bad == ""
+
+
+def test_the_core_surface_lists_what_it_loads() -> None:
+    from acp_bridge import core
+
+    assert sorted(core.__all__) == sorted(core._MODULE_OF)
+    for name in core.__all__:
+        assert getattr(core, name) is not None

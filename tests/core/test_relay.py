@@ -474,7 +474,7 @@ def test_closing_a_session_frees_its_state() -> None:
 def test_a_notification_hook_without_triggers_is_refused_at_definition() -> None:
     """Without triggers the hook would run only on lines parsed for another reason."""
     with pytest.raises(TypeError, match="declares no triggers"):
-        class Silent(Rewrite):  # noqa: F841 - defining it is the test
+        class Silent(Rewrite):
             def notification(self, frame: Frame, session: Session) -> Replace:
                 return DROP
 

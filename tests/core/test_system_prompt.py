@@ -497,7 +497,7 @@ def test_choose_plan(config: SystemPromptConfig, capability: dict[str, Any] | No
 
 
 def test_known_meta_readers() -> None:
-    assert META_READERS == {ZED, ACP, "@zed-industries/claude-code-acp"}
+    assert {ZED, ACP, "@zed-industries/claude-code-acp"} == META_READERS
 
 
 @pytest.mark.parametrize(("client", "policy", "expected"), [

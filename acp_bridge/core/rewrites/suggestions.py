@@ -145,7 +145,8 @@ class PromptSuggestions(Rewrite):
         if form is None or session_id is None:
             return PASS
         if method == p.SESSION_PROMPT:
-            return self._withdraw_on_prompt(frame.msg, session.state_for(SuggestionsState, session_id), form, session_id)
+            state = session.state_for(SuggestionsState, session_id)
+            return self._withdraw_on_prompt(frame.msg, state, form, session_id)
         if is_replay(method, params, session.v2):
             session.state_for(SuggestionsState, session_id).offered = []  # a replayed session starts with an empty list
         return PASS

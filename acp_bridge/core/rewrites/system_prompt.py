@@ -34,10 +34,7 @@ from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.system_prompt_shapes import (
     ANY_SETUP,
-    CAPABILITY_PATH_V1,
-    CAPABILITY_PATH_V2,
     CREATES,
-    META_READERS,
     Dialect,
     Plan,
     SystemPromptConfig,
