@@ -1,22 +1,114 @@
-"""`acp-bridge demo` runs on its own and shows both rewrites."""
+"""`acp-bridge demo` runs on its own, shows both rewrites, never fails, and prints commands
+that work as printed."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import sys
 from pathlib import Path
 
 import orjson
+import trio
 
+from acp_bridge.demo.run import Narrator, agent_received, agent_sent, bridge_program, run_demo
 from tests.conftest import run_cli
+
+DEMO_RUNS = 40  # the race this guards came about once in 25 runs
+AT_ONCE = 2
+
+
+def path_without_acp_bridge() -> str:
+    """PATH as the venv quickstart leaves it: no folder with an `acp-bridge` in it."""
+    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if d and not (Path(d) / "acp-bridge").exists())
 
 
 async def test_demo_shows_the_conversion_the_withdrawal_and_the_injection(tmp_path: Path) -> None:
-    result = await run_cli(["demo", "--no-color", "--dir", str(tmp_path)], timeout=60)
+    demo_dir = tmp_path / "demo"
+    result = await run_cli(["demo", "--no-color", "--dir", str(demo_dir)], timeout=60,
+                           env={"PATH": path_without_acp_bridge()})
     assert result.returncode == 0, result.stderr
     out = result.stdout.decode()
     assert '{"sessionUpdate": "session_info_update", "_meta": {"promptSuggestions": {"suggestions": [{"text": "Now run the test suite"}]}}}' in out
     assert '{"sessionUpdate": "prompt_suggestions_update", "suggestions": [{"prompt": [{"type": "text", "text": "Now run the test suite"}]}]}' in out
     assert '{"sessionUpdate": "prompt_suggestions_update", "suggestions": []}' in out
     assert '[{"type": "text", "text": "Answer in one sentence. Never touch files outside src/."}, {"type": "text", "text": "Explain the parser"}]' in out
-    assert f"recorded in {tmp_path / 'capture.jsonl'}" in out
-    records = [orjson.loads(line) for line in (tmp_path / "capture.jsonl").read_bytes().splitlines()]
+    assert f"recorded in {demo_dir / 'capture.jsonl'}" in out
+    records = [orjson.loads(line) for line in (demo_dir / "capture.jsonl").read_bytes().splitlines()]
     assert len(records) > 10
+
+    # The commands it prints run as printed, with `acp-bridge` not on PATH.
+    printed = [line.split(":  ", 1)[1] for line in out.splitlines()
+               if line.strip().startswith(("read it with:", "summarise it:", "share it:"))]
+    assert len(printed) == 3
+    for command in printed:
+        argv = shlex.split(command)
+        assert argv[0] != "acp-bridge" and Path(argv[0]).is_absolute(), command
+        with trio.fail_after(60):
+            done = await trio.run_process(argv, cwd=tmp_path, capture_stdout=True, capture_stderr=True,
+                                          check=False, env={**os.environ, "PATH": path_without_acp_bridge()})
+        assert done.returncode == 0, (command, done.stderr)
+        assert done.stdout or (tmp_path / "demo.html").is_file(), command
+    assert (tmp_path / "demo.html").stat().st_size > 1000
+
+
+async def test_the_demo_succeeds_run_after_run(tmp_path: Path) -> None:
+    """The first thing a new user runs must never fail. It once read the agent's log before
+    the agent had written the suggestion it had just sent (StopIteration about one run in 25);
+    the demo's own function, run 40 times, two at a time."""
+    failures: list[str] = []
+    limit = trio.CapacityLimiter(AT_ONCE)
+
+    async def once(workdir: Path) -> None:
+        async with limit:
+            try:
+                status = await run_demo(workdir, Narrator(color=False))
+            except Exception as exc:
+                failures.append(f"{workdir.name}: {exc!r}")
+            else:
+                if status != 0:
+                    failures.append(f"{workdir.name}: exit status {status}")
+
+    async with trio.open_nursery() as nursery:
+        for n in range(DEMO_RUNS):
+            nursery.start_soon(once, tmp_path / f"run-{n}")
+    assert failures == []
+
+
+async def test_an_agent_log_entry_written_after_the_question_is_waited_for(tmp_path: Path) -> None:
+    """What the agent sent reaches the client before the agent logs it: the demo waits for the
+    entry (and for the log file itself, and for a line to be whole)."""
+    log = tmp_path / "agent.jsonl"
+    sent = {"jsonrpc": "2.0", "method": "session/update", "params": {"promptSuggestions": 1}}
+    received = {"jsonrpc": "2.0", "id": 0, "method": "initialize"}
+
+    async def agent_writes_late() -> None:
+        await trio.sleep(0.05)
+        whole = (orjson.dumps({"dir": "in", "msg": received}) + b"\n" + orjson.dumps({"dir": "out", "msg": sent})
+                 + b"\n")
+        await trio.Path(log).write_bytes(whole[:-20])  # the last line half written
+        await trio.sleep(0.05)
+        await trio.Path(log).write_bytes(whole)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(agent_writes_late)
+        assert await agent_sent(log, lambda m: "promptSuggestions" in orjson.dumps(m).decode()) == sent
+        assert await agent_received(log, "initialize") == received
+
+
+def test_the_printed_program_is_acp_bridge_only_when_that_is_on_path(tmp_path: Path) -> None:
+    script = tmp_path / "venv" / "bin" / "acp-bridge"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    python = script.parent / "python"
+    on_path = bridge_program(which=lambda name: "/usr/local/bin/acp-bridge", argv0=str(script), executable=str(python))
+    assert on_path == ["acp-bridge"]
+    not_on_path = bridge_program(which=lambda name: None, argv0=str(script), executable=sys.executable)
+    assert not_on_path == [str(script)]
+    # `python -m acp_bridge demo`: the script beside the interpreter, else python -m
+    assert bridge_program(which=lambda name: None, argv0="/x/acp_bridge/__main__.py",
+                          executable=str(python)) == [str(script)]
+    assert bridge_program(which=lambda name: None, argv0="/x/acp_bridge/__main__.py",
+                          executable=str(tmp_path / "python3")) == [str(tmp_path / "python3"), "-m", "acp_bridge"]

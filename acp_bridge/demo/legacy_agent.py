@@ -72,7 +72,8 @@ class LegacyAgent:
         if state["holding"]:
             self.suggest(session_id, [])  # the user moved on: clear the held prediction
             state["holding"] = False
-        blocks = [b.get("text", "") for b in params.get("prompt", []) if isinstance(b, dict) and b.get("type") == "text"]
+        blocks = [b.get("text", "") for b in params.get("prompt", [])
+                  if isinstance(b, dict) and b.get("type") == "text"]
         said = blocks[-1] if blocks else ""
         reply = f"You asked: {said!r}."
         if len(blocks) > 1:
@@ -88,8 +89,15 @@ class LegacyAgent:
 
 
 def main(argv: list[str]) -> int:
-    log = open(argv[argv.index("--log") + 1], "a", encoding="utf-8") if "--log" in argv else None
-    agent = LegacyAgent(sys.stdout, log)
+    if "--log" not in argv:
+        serve(LegacyAgent(sys.stdout, None))
+        return 0
+    with open(argv[argv.index("--log") + 1], "a", encoding="utf-8") as log:
+        serve(LegacyAgent(sys.stdout, log))
+    return 0
+
+
+def serve(agent: LegacyAgent) -> None:
     for raw in sys.stdin:
         try:
             msg = json.loads(raw)
@@ -98,7 +106,6 @@ def main(argv: list[str]) -> int:
         agent.record("in", msg)
         if isinstance(msg, dict):
             agent.handle(msg)
-    return 0
 
 
 if __name__ == "__main__":

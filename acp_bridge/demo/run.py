@@ -7,6 +7,9 @@ Owns: the demo script and its narration. Must never: need anything but this pack
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +25,24 @@ from acp_bridge.core import LineSplitter
 
 SYSTEM_PROMPT = "Answer in one sentence. Never touch files outside src/."
 TIMEOUT = 20
+POLL = 0.01  # how often to look at the agent's log while waiting for an entry
+
+
+def bridge_program(which: Callable[[str], str | None] = shutil.which,
+                   argv0: str | None = None, executable: str | None = None) -> list[str]:
+    """How to start this acp-bridge from a shell, so that the commands the demo prints work
+    as printed: `acp-bridge` when that is on PATH, else the full path of the running script
+    (the venv quickstart does not put it on PATH), else `python -m acp_bridge`."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = sys.executable if executable is None else executable
+    if which("acp-bridge"):
+        return ["acp-bridge"]
+    if Path(argv0).name == "acp-bridge" and os.path.isfile(argv0):
+        return [os.path.abspath(argv0)]
+    beside = Path(os.path.abspath(executable)).parent / "acp-bridge"  # the venv's bin/ (not resolved:
+    if beside.is_file() and os.access(beside, os.X_OK):                 # its python is a symlink)
+        return [str(beside)]
+    return [os.path.abspath(executable), "-m", "acp_bridge"]
 
 
 class DemoClient:
@@ -90,60 +111,33 @@ async def run_demo(workdir: Path, narrator: Narrator) -> int:
         "--system-prompt", SYSTEM_PROMPT, "--capture", str(capture), "--",
         sys.executable, "-m", "acp_bridge.demo.legacy_agent", "--log", str(agent_log),
     ]
+    program = shlex.join(bridge_program())
     narrator.heading("acp-bridge demo: a new ACP client in front of a legacy agent")
     narrator.say("", "The bundled agent speaks only the legacy suggestion channel, only to JetBrains AIR,")
-    narrator.say("", "and has no systemPrompt capability. The bridge runs as:")
+    narrator.say("", "and has no systemPrompt capability. The bridge runs as (in outline):")
     narrator.say("", "acp-bridge run --unlock-legacy-agent --system-prompt TEXT --capture FILE -- legacy-agent")
 
     proc = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE)
     client = DemoClient(proc)
-    try:
-        narrator.heading("1. initialize")
-        await client.request("initialize", {
-            "protocolVersion": 1, "clientInfo": {"name": "demo-client", "version": "1.0.0"},
-            "clientCapabilities": {"session": {"promptSuggestions": {}}}})
-        narrator.say("client", "advertised session.promptSuggestions (the new capability), no AIR marker")
-        sent_init = agent_received(agent_log, "initialize")
-        caps = sent_init.get("params", {}).get("clientCapabilities", {})
-        narrator.say("agent", "received these capabilities (the bridge added the AIR marker to unlock it):", caps)
+    stderr = bytearray()
+    stderr_done = trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_read_all, proc.stderr, stderr, stderr_done)
+        try:
+            await _converse(client, workdir, agent_log, narrator)
+        finally:
+            await proc.stdin.aclose() if proc.stdin else None
+            with trio.move_on_after(TIMEOUT):
+                await proc.wait()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            with trio.move_on_after(TIMEOUT):
+                await stderr_done.wait()
+            nursery.cancel_scope.cancel()
 
-        narrator.heading("2. session/new")
-        session = await client.request("session/new", {"cwd": str(workdir), "mcpServers": []})
-        session_id = session["result"]["sessionId"]
-        narrator.say("client", f"got session {session_id}")
-        narrator.say("bridge", "the agent has no systemPrompt capability: it will use the first-prompt dialect")
-
-        narrator.heading("3. the first prompt")
-        await client.request("session/prompt", {"sessionId": session_id,
-                                                "prompt": [{"type": "text", "text": "Explain the parser"}]})
-        first = agent_received(agent_log, "session/prompt")
-        narrator.say("agent", "received the prompt with the system prompt injected in front:",
-                     first["params"]["prompt"])
-        legacy = agent_sent(agent_log, lambda m: "promptSuggestions" in json.dumps(m))
-        narrator.say("agent", "sent a legacy suggestion:", legacy["params"]["update"])
-        update = await client.wait_for(is_suggestions)
-        narrator.say("client", "received the standard update instead:", update["params"]["update"])
-
-        narrator.heading("4. the next prompt")
-        await client.request("session/prompt", {"sessionId": session_id,
-                                                "prompt": [{"type": "text", "text": "Now run the test suite"}]})
-        withdrawal = await client.wait_for(is_suggestions)
-        narrator.say("client", "received the withdrawal the moment it sent its next prompt:",
-                     withdrawal["params"]["update"])
-        later = agent_received(agent_log, "session/prompt", nth=1)
-        narrator.say("agent", "received the second prompt unchanged (injection is once per session):",
-                     later["params"]["prompt"])
-    finally:
-        await proc.stdin.aclose() if proc.stdin else None
-        with trio.move_on_after(TIMEOUT):
-            await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-
-    assert proc.stderr is not None
-    log = (await proc.stderr.receive_some(65536)).decode("utf-8", "replace").strip()
+    log = stderr.decode("utf-8", "replace").strip()
     if log:
         narrator.heading("The bridge's log (stderr)")
         for entry in log.splitlines():
@@ -151,26 +145,98 @@ async def run_demo(workdir: Path, narrator: Narrator) -> int:
 
     narrator.heading("5. the capture")
     narrator.say("bridge", f"every line both ways was recorded in {capture}")
-    narrator.say("", f"read it with:  acp-bridge show {capture} --detail 3")
-    narrator.say("", f"summarise it:  acp-bridge stats {capture}")
-    narrator.say("", f"share it:      acp-bridge export {capture} --html demo.html")
+    quoted = shlex.quote(str(capture))
+    narrator.say("", f"read it with:  {program} show {quoted} --detail 3")
+    narrator.say("", f"summarise it:  {program} stats {quoted}")
+    narrator.say("", f"share it:      {program} export {quoted} --html demo.html")
     click.echo("")
     return 0 if proc.returncode == 0 else 1
 
 
+async def _read_all(stream: trio.abc.ReceiveStream | None, into: bytearray, done: trio.Event) -> None:
+    """Collect what the bridge logs, as it comes: the pipe never fills, nothing is missed."""
+    try:
+        while stream is not None and (chunk := await stream.receive_some(65536)):
+            into += chunk
+    finally:
+        done.set()
+
+
+async def _converse(client: DemoClient, workdir: Path, agent_log: Path, narrator: Narrator) -> None:
+    """The scripted conversation. What the agent received or sent is read from its log, and
+    each read waits until the entry is there: the agent logs a line it sends only after
+    sending it, so a reply can reach the client before its log entry reaches the file."""
+    narrator.heading("1. initialize")
+    await client.request("initialize", {
+        "protocolVersion": 1, "clientInfo": {"name": "demo-client", "version": "1.0.0"},
+        "clientCapabilities": {"session": {"promptSuggestions": {}}}})
+    narrator.say("client", "advertised session.promptSuggestions (the new capability), no AIR marker")
+    sent_init = await agent_received(agent_log, "initialize")
+    caps = sent_init.get("params", {}).get("clientCapabilities", {})
+    narrator.say("agent", "received these capabilities (the bridge added the AIR marker to unlock it):", caps)
+
+    narrator.heading("2. session/new")
+    session = await client.request("session/new", {"cwd": str(workdir), "mcpServers": []})
+    session_id = session["result"]["sessionId"]
+    narrator.say("client", f"got session {session_id}")
+    narrator.say("bridge", "the agent has no systemPrompt capability: it will use the first-prompt dialect")
+
+    narrator.heading("3. the first prompt")
+    await client.request("session/prompt", {"sessionId": session_id,
+                                            "prompt": [{"type": "text", "text": "Explain the parser"}]})
+    first = await agent_received(agent_log, "session/prompt")
+    narrator.say("agent", "received the prompt with the system prompt injected in front:",
+                 first["params"]["prompt"])
+    legacy = await agent_sent(agent_log, lambda m: "promptSuggestions" in json.dumps(m))
+    narrator.say("agent", "sent a legacy suggestion:", legacy["params"]["update"])
+    update = await client.wait_for(is_suggestions)
+    narrator.say("client", "received the standard update instead:", update["params"]["update"])
+
+    narrator.heading("4. the next prompt")
+    await client.request("session/prompt", {"sessionId": session_id,
+                                            "prompt": [{"type": "text", "text": "Now run the test suite"}]})
+    withdrawal = await client.wait_for(is_suggestions)
+    narrator.say("client", "received the withdrawal the moment it sent its next prompt:",
+                 withdrawal["params"]["update"])
+    later = await agent_received(agent_log, "session/prompt", nth=1)
+    narrator.say("agent", "received the second prompt unchanged (injection is once per session):",
+                 later["params"]["prompt"])
+
+
 def _agent_log(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The agent's log entries so far: whole lines only (the last may still be being written)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:  # the agent has not opened it yet
+        return []
+    return [json.loads(line) for line in text.splitlines(keepends=True) if line.endswith("\n") and line.strip()]
 
 
-def agent_received(path: Path, method: str, nth: int = 0) -> dict[str, Any]:
-    seen: list[dict[str, Any]] = [e["msg"] for e in _agent_log(path)
-                                  if e["dir"] == "in" and e["msg"].get("method") == method]
-    return seen[nth]
+async def _wait_for_entry(path: Path, pick: Callable[[list[dict[str, Any]]], dict[str, Any] | None],
+                          what: str, timeout: float) -> dict[str, Any]:
+    """The first entry `pick` finds in the agent's log, once it is there."""
+    with trio.move_on_after(timeout):
+        while (found := pick(_agent_log(path))) is None:  # noqa: ASYNC110 - a file sends no event
+            await trio.sleep(POLL)
+        return found
+    raise RuntimeError(f"the agent's log {path} had no {what} after {timeout:g}s")
 
 
-def agent_sent(path: Path, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    found: dict[str, Any] = next(e["msg"] for e in _agent_log(path) if e["dir"] == "out" and match(e["msg"]))
-    return found
+async def agent_received(path: Path, method: str, nth: int = 0, timeout: float = TIMEOUT) -> dict[str, Any]:
+    """The `nth` message with this method that the agent received, waiting until it is logged."""
+    def pick(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+        seen = [e["msg"] for e in entries if e["dir"] == "in" and e["msg"].get("method") == method]
+        return seen[nth] if len(seen) > nth else None
+
+    return await _wait_for_entry(path, pick, f"{method} received (#{nth + 1})", timeout)
+
+
+async def agent_sent(path: Path, match: Callable[[dict[str, Any]], bool], timeout: float = TIMEOUT) -> dict[str, Any]:
+    """The first message the agent sent that `match`es, waiting until it is logged."""
+    def pick(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+        return next((e["msg"] for e in entries if e["dir"] == "out" and match(e["msg"])), None)
+
+    return await _wait_for_entry(path, pick, "matching message sent", timeout)
 
 
 def main(keep: str | None = None, color: bool | None = None) -> int:
