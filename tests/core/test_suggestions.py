@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -562,3 +563,48 @@ def test_unrelated_messages_pass_byte_exact(upd: dict[str, Any], client: str, pr
     out = relay.feed(TO_CLIENT, raw)
     assert [(f.direction, f.data) for f in out] == [(TO_CLIENT, raw)]
     assert out[0].data is out[0].raw and out[0].verdict is Verdict.PASS
+
+
+# -- unlock_legacy_agent that unlocks nothing says why, once -----------------------------------
+
+UNLOCK_LOG = "acp_bridge.suggestions"
+
+
+def unlock_messages(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(r.levelno, r.getMessage()) for r in caplog.records if r.name == UNLOCK_LOG]
+
+
+@pytest.mark.parametrize(("client", "why"), [
+    pytest.param("v1-plain", 'client "my-client" does not advertise session.promptSuggestions, so it would not '
+                 "show the suggestions a legacy agent sends (the AIR marker is added only for clients that do)",
+                 id="plain-client"),
+    pytest.param("v2-plain", 'client "my-client" does not advertise session.promptSuggestions, so it would not '
+                 "show the suggestions a legacy agent sends (the AIR marker is added only for clients that do)",
+                 id="v2-plain-client"),
+    pytest.param("v1-air", 'client "air" already carries the JetBrains AIR marker (_meta.jetbrains.air), '
+                 "so legacy agents already send it suggestions", id="air-client"),
+])
+def test_unlock_that_unlocks_nothing_says_why_once(caplog: pytest.LogCaptureFixture, client: str, why: str) -> None:
+    caplog.set_level(logging.INFO, UNLOCK_LOG)
+    relay = Relay([PromptSuggestions(SuggestionsConfig(unlock_legacy_agent=True))], strict=True)
+    init = example(CLIENTS[client])
+    relay.feed(TO_AGENT, line(init))
+    relay.feed(TO_AGENT, line({**init, "id": 1}))  # a second initialize: said once
+    assert unlock_messages(caplog) == [(logging.INFO, f"--unlock-legacy-agent: nothing unlocked: {why}")]
+
+
+def test_unlock_with_no_place_for_the_marker_says_why(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, UNLOCK_LOG)
+    relay = Relay([PromptSuggestions(SuggestionsConfig(unlock_legacy_agent=True))], strict=True)
+    relay.feed(TO_AGENT, line(init_with_caps({"session": {"promptSuggestions": {}}, "_meta": {"jetbrains": "x"}})))
+    assert unlock_messages(caplog) == [(logging.INFO, "--unlock-legacy-agent: nothing unlocked: the AIR marker "
+                                        "has no place in the client's capabilities (_meta.jetbrains.air holds a "
+                                        "value, or something on the way is not an object)")]
+
+
+@pytest.mark.parametrize(("client", "unlock"), [("v1-new", True), ("v1-plain", False), ("v1-air", False)])
+def test_unlock_that_unlocks_or_was_not_asked_for_says_nothing(caplog: pytest.LogCaptureFixture, client: str,
+                                                              unlock: bool) -> None:
+    caplog.set_level(logging.DEBUG, UNLOCK_LOG)
+    make_relay(client, "v1", unlock=unlock)
+    assert unlock_messages(caplog) == []

@@ -126,6 +126,7 @@ class PromptSuggestions(Rewrite):
 
     def __init__(self, config: SuggestionsConfig) -> None:
         self.config = config
+        self._unlock_explained = False  # why an asked-for unlock did nothing is said once
 
     def __repr__(self) -> str:
         return f"<PromptSuggestions unlock_legacy_agent={self.config.unlock_legacy_agent}>"
@@ -162,7 +163,29 @@ class PromptSuggestions(Rewrite):
             changed = shapes.with_suggestions_capability(params)
         elif form == NEW and self.config.unlock_legacy_agent and not legacy_client(session):
             changed = shapes.with_air_marker(params)
+        if self.config.unlock_legacy_agent and (form != NEW or changed is None):
+            self._explain_no_unlock(session, form)
         return PASS if changed is None else Replace({**msg, "params": changed})
+
+    def _explain_no_unlock(self, session: Session, form: str | None) -> None:
+        """--unlock-legacy-agent was asked for and unlocked nothing: say why, once (at -v)."""
+        if self._unlock_explained:
+            return
+        self._unlock_explained = True
+        name = p.get_path(session.client_init, "clientInfo", "name")
+        if not isinstance(name, str):
+            name = p.get_path(session.client_init, "info", "name")
+        who = f'client "{name}"' if isinstance(name, str) else "the client"
+        if legacy_client(session):
+            why = (f"{who} already carries the JetBrains AIR marker (_meta.jetbrains.air), so legacy "
+                   "agents already send it suggestions")
+        elif form is None:
+            why = (f"{who} does not advertise session.promptSuggestions, so it would not show the "
+                   "suggestions a legacy agent sends (the AIR marker is added only for clients that do)")
+        else:
+            why = ("the AIR marker has no place in the client's capabilities (_meta.jetbrains.air "
+                   "holds a value, or something on the way is not an object)")
+        log.info("--unlock-legacy-agent: nothing unlocked: %s", why)
 
     def _withdraw_on_prompt(self, msg: p.Json, state: SuggestionsState, form: str, session_id: Any) -> Outcome:
         """A prompt makes the offered list out of date: withdraw it toward the client."""
