@@ -202,8 +202,13 @@ async def serve(
             ))
         except OSError as exc:
             reason = f"cannot start agent {command[0]!r}: {exc.strerror or exc}"
-            log.error("%s", reason)
-            why = {"command": command, "reason": exc.strerror or str(exc), "errno": exc.errno}
+            why: dict[str, Any] = {"command": command, "reason": exc.strerror or str(exc), "errno": exc.errno}
+            hint = start_hint(command[0], exc, (env or os.environ).get("PATH"), config.agent.cwd)
+            if hint:
+                why["hint"] = hint
+                log.error("%s. %s.", reason, hint)
+            else:
+                log.error("%s", reason)
             await _serve_unavailable(client, relay, capture, reason, why)
             return EXIT_NOT_FOUND
         log.info("agent started: pid %d: %s", proc.pid, " ".join(command))
@@ -216,6 +221,28 @@ async def serve(
         await bridge_streams(client, agent, relay, capture, peer)
         assert peer.status is not None
         return peer.status
+
+
+def start_hint(program: str, exc: OSError, path: str | None, cwd: str | None) -> str | None:
+    """What usually makes an agent fail to start, for the error's `data.hint` and stderr."""
+    if exc.errno == errno.ENOENT:
+        if cwd is not None and exc.filename == cwd:
+            return f"the agent's working folder {cwd} ([agent] cwd) does not exist"
+        if "/" not in program:
+            import shutil
+
+            if shutil.which(program, path=path):
+                return f"{program!r} is on the PATH, but the interpreter on its #! line is missing"
+            return (f"{program!r} is not in any folder on the PATH the bridge was given; editors start agents "
+                    f"with their own PATH, often not your shell's: give the agent's full path "
+                    f"(`command -v {program}` in your shell prints it)")
+        where = program if os.path.isabs(program) or cwd is None else os.path.normpath(os.path.join(cwd, program))
+        if os.path.exists(where):
+            return f"{where} exists, but the interpreter on its #! line is missing"
+        return f"there is no file at {where}"
+    if exc.errno == errno.EACCES:
+        return "the file is not executable (chmod +x), or a folder on its path cannot be entered"
+    return None
 
 
 class AgentProcess(Peer):
@@ -377,7 +404,8 @@ async def _forward_signals(proc: trio.Process, stopping: trio.Event,
     with trio.open_signal_receiver(*FORWARDED_SIGNALS) as signals:
         task_status.started()
         async for signum in signals:
-            log.warning("received %s; passing it to the agent", signal_name(signum))
+            # Ordinary: SDK clients end every session with SIGTERM, a terminal sends SIGINT.
+            log.info("received %s; passing it to the agent", signal_name(signum))
             if proc.returncode is None:
                 _signal_group(proc, signum)
             stopping.set()

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import trio
 from click.testing import CliRunner
 
 from acp_bridge.cli import main
-from tests.conftest import agent_cmd, keeper, run_cli
+from tests.conftest import BridgeProcess, agent_cmd, example, keeper, line, run_cli
 
 MIXED = b"".join([
     b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n',
@@ -111,12 +113,31 @@ async def test_a_missing_agent_answers_requests_and_exits_127() -> None:
     result = await run_cli(["run", "--", "/nonexistent/agent"],
                            b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n')
     assert result.returncode == 127
+    hint = "there is no file at /nonexistent/agent"
     assert orjson.loads(result.stdout) == {
         "jsonrpc": "2.0", "id": 0,
         "error": {"code": -32603, "message": "cannot start agent '/nonexistent/agent': No such file or directory",
-                  "data": {"command": ["/nonexistent/agent"], "reason": "No such file or directory", "errno": 2}},
+                  "data": {"command": ["/nonexistent/agent"], "reason": "No such file or directory", "errno": 2,
+                           "hint": hint}},
     }
-    assert b"cannot start agent '/nonexistent/agent'" in result.stderr
+    assert result.stderr == (b"acp-bridge: ERROR: cannot start agent '/nonexistent/agent': No such file or directory. "
+                             + hint.encode() + b".\n")
+
+
+async def test_an_agent_not_on_path_is_explained_with_what_usually_causes_it() -> None:
+    """The usual cause: the editor starts the bridge with its own PATH, not the shell's."""
+    result = await run_cli(["run", "--", "acp-bridge-test-no-such-agent", "--acp"],
+                           b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n')
+    assert result.returncode == 127
+    error = orjson.loads(result.stdout)["error"]
+    assert error["message"] == "cannot start agent 'acp-bridge-test-no-such-agent': No such file or directory"
+    hint = ("'acp-bridge-test-no-such-agent' is not in any folder on the PATH the bridge was given; editors start "
+            "agents with their own PATH, often not your shell's: give the agent's full path (`command -v "
+            "acp-bridge-test-no-such-agent` in your shell prints it)")
+    assert error["data"]["hint"] == hint
+    stderr = result.stderr.decode()
+    assert stderr.count("cannot start agent") == 1
+    assert f"No such file or directory. {hint}.\n" in stderr
 
 
 # -- configuration errors: one line, exit 2, the agent never started -------------------------
@@ -282,3 +303,61 @@ def test_bare_command_prints_help_and_exits_0() -> None:
 async def test_dash_dash_alone_is_short_for_run() -> None:
     result = await run_cli(["--", *agent_cmd("echo", "--exit", "4")], b'{"x":1}\n')
     assert (result.returncode, result.stdout) == (4, b'{"x":1}\n')
+
+
+def test_start_hints_name_the_usual_causes(tmp_path: Path) -> None:
+    from acp_bridge.process import start_hint
+
+    def enoent(filename: str) -> OSError:
+        return FileNotFoundError(2, "No such file or directory", filename)
+
+    script = tmp_path / "agent"
+    script.write_text("#!/nonexistent/interpreter\n")
+    script.chmod(0o755)
+    assert start_hint("agent", enoent("agent"), str(tmp_path), None) == (
+        "'agent' is on the PATH, but the interpreter on its #! line is missing")
+    assert start_hint(str(script), enoent(str(script)), None, None) == (
+        f"{script} exists, but the interpreter on its #! line is missing")
+    assert start_hint("./agent", enoent("./agent"), None, str(tmp_path)) == (
+        f"{tmp_path}/agent exists, but the interpreter on its #! line is missing")
+    assert start_hint("./gone", enoent("./gone"), None, str(tmp_path)) == f"there is no file at {tmp_path}/gone"
+    assert start_hint("agent", enoent(str(tmp_path / "w")), None, str(tmp_path / "w")) == (
+        f"the agent's working folder {tmp_path / 'w'} ([agent] cwd) does not exist")
+    assert start_hint("agent", PermissionError(13, "Permission denied", "agent"), None, None) == (
+        "the file is not executable (chmod +x), or a folder on its path cannot be entered")
+    assert start_hint("agent", OSError(8, "Exec format error", "agent"), None, None) is None
+
+
+async def test_unlock_that_unlocks_nothing_says_why_at_v() -> None:
+    """--unlock-legacy-agent with an editor that does not advertise suggestions: said at -v."""
+    init = example("v1-initialize-request-client-plain")
+    result = await run_cli(["run", "-v", "--unlock-legacy-agent", "--", *agent_cmd("echo")], line(init))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count(b"nothing unlocked") == 1
+    assert (b'acp-bridge: INFO: --unlock-legacy-agent: nothing unlocked: client "my-client" does not advertise '
+            b"session.promptSuggestions") in result.stderr
+
+
+async def test_a_client_ending_its_agent_with_sigterm_is_no_warning(tmp_path: Path) -> None:
+    """SDK clients end every session with SIGTERM: ordinary, so said at -v (info), never as a
+    warning. The handlers are in place once a line has come back through the bridge."""
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "acp_bridge", "run", "-v", "--", *agent_cmd("echo")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        with trio.fail_after(20):
+            bridge = BridgeProcess(proc)
+            await bridge.send(b'{"x":1}\n')
+            await bridge.read_until(b'{"x":1}\n')
+            proc.send_signal(signal.SIGTERM)
+            assert proc.stderr is not None
+            err = b""
+            while chunk := await proc.stderr.receive_some():
+                err += chunk
+            await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert b"acp-bridge: INFO: received SIGTERM; passing it to the agent\n" in err
+    assert b"WARNING" not in err, err

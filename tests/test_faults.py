@@ -125,7 +125,7 @@ async def test_signals_to_the_bridge_reach_the_agent(tmp_path: Path, signum: int
     pidfile = tmp_path / "pid"
     env = {**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)}
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "acp_bridge", "run", "-c", str(config), "--", *agent_cmd("echo")],
+        [sys.executable, "-m", "acp_bridge", "run", "-v", "-c", str(config), "--", *agent_cmd("echo")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         with trio.fail_after(20):
@@ -144,7 +144,7 @@ async def test_signals_to_the_bridge_reach_the_agent(tmp_path: Path, signum: int
             await proc.wait()
     assert proc.returncode == 128 + signum
     assert gone(int(pidfile.read_text()))
-    assert f"received {signal.Signals(signum).name}".encode() in err
+    assert f"INFO: received {signal.Signals(signum).name}".encode() in err  # ordinary: said at -v
 
 
 async def test_banner_on_agent_stdout_is_forwarded_and_flagged_once() -> None:
