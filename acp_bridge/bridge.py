@@ -32,7 +32,7 @@ CaptureBatch = tuple[float, float, list[Forward]]  # wall time, monotonic time, 
 
 
 class CaptureSink(Protocol):
-    """Where the bridge records forwards (acp_bridge.capture_writer.CaptureFile)."""
+    """Where the bridge records forwards (acp_bridge.capture.writer.CaptureFile)."""
 
     def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
         """Write the records now (synchronously); raises CaptureError only when required."""

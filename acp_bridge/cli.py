@@ -50,9 +50,10 @@ class BridgeGroup(click.Group):
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         """As click's, but a usage error is one line on stderr (spec/interface.md), exit 2, and
-        `acp-bridge -- AGENT` is short for `acp-bridge run -- AGENT` (bridge-rules.md 0)."""
+        `acp-bridge [RUN OPTIONS] -- AGENT` is short for `acp-bridge run [RUN OPTIONS] -- AGENT`
+        (bridge-rules.md 0)."""
         args = list(sys.argv[1:] if args is None else args)
-        if args[:1] == ["--"]:
+        if args[:1] == ["--"] or (args and self.is_run_option(args[0])):
             args.insert(0, "run")
         try:
             status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
@@ -71,12 +72,22 @@ class BridgeGroup(click.Group):
             sys.exit(EXIT_BRIDGE)
         sys.exit(status if isinstance(status, int) else 0)
 
+    def is_run_option(self, arg: str) -> bool:
+        """Does `arg` start with an option of `run` (`--capture`, `--capture=x`, `-vv`, `-cFILE`)?
+        The group's own options (`--help`, `--version`) are not among them."""
+        command = self.commands.get("run")
+        if command is None or not arg.startswith("-") or arg == "-":
+            return False
+        names = {name for param in command.params if isinstance(param, click.Option)
+                 for name in (*param.opts, *param.secondary_opts)}
+        return (arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]) in names
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.LAZY and cmd_name not in self.commands:
-            from acp_bridge.cli_capture import COMMANDS
+            from acp_bridge.capture.cli import COMMANDS
 
             for command in COMMANDS:
                 self.add_command(command)
@@ -91,6 +102,9 @@ def main() -> None:
     It relays both stdio streams byte for byte, and on top of that translates prompt
     suggestions between the legacy and the new form, injects a configured system prompt,
     and can capture the traffic to a file. Start with `acp-bridge demo`.
+
+    `acp-bridge [RUN OPTIONS] -- AGENT [ARG...]` is short for `acp-bridge run [RUN OPTIONS]
+    -- AGENT [ARG...]`; see `acp-bridge run --help` for the options.
     """
 
 

@@ -27,9 +27,9 @@ import trio
 from trio.lowlevel import FdStream
 
 from acp_bridge.bridge import Bridge, CaptureSink, Peer, bridge_streams
+from acp_bridge.capture.redaction import mask_text_secrets
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
-from acp_bridge.core.redaction import mask_text_secrets
 from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.streams import Outlet
 
@@ -171,7 +171,7 @@ async def run_bridge(config: Config, *, stdin_fd: int = 0, stdout_fd: int = 1) -
     if config.capture.path is None:
         async with open_stdio(stdin_fd, stdout_fd) as client:
             return await serve(config, relay, client)
-    from acp_bridge.capture_writer import (
+    from acp_bridge.capture.writer import (
         open_capture,  # only then: it costs start-up time
     )
 

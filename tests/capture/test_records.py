@@ -11,6 +11,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acp_bridge.capture.reading import (
+    CaptureStats,
+    RecordFilter,
+    detail_lines,
+    load_record,
+    record_bytes,
+    summarize,
+)
+from acp_bridge.capture.records import CaptureEncoder, header_record
+from acp_bridge.capture.redaction import (
+    PROMPT_REDACTED,
+    REDACTED,
+    Redactor,
+    mask_argv,
+    parse_pointer,
+)
 from acp_bridge.core import (
     DROP,
     Direction,
@@ -22,22 +38,6 @@ from acp_bridge.core import (
     Rewrite,
     Session,
     Verdict,
-)
-from acp_bridge.core.capture import CaptureEncoder, header_record
-from acp_bridge.core.capture_read import (
-    CaptureStats,
-    RecordFilter,
-    detail_lines,
-    load_record,
-    record_bytes,
-    summarize,
-)
-from acp_bridge.core.redaction import (
-    PROMPT_REDACTED,
-    REDACTED,
-    Redactor,
-    mask_argv,
-    parse_pointer,
 )
 from acp_bridge.core.rewrites.base import Outcome
 

@@ -12,10 +12,10 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acp_bridge.capture.reading import load_record, record_bytes
+from acp_bridge.capture.records import HEAD_BYTES, CaptureEncoder
+from acp_bridge.capture.redaction import REDACTED, Redactor
 from acp_bridge.core import Direction, Forward, Relay, Verdict
-from acp_bridge.core.capture import HEAD_BYTES, CaptureEncoder
-from acp_bridge.core.capture_read import load_record, record_bytes
-from acp_bridge.core.redaction import REDACTED, Redactor
 from acp_bridge.core.session import Pending
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT

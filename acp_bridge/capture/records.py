@@ -2,7 +2,7 @@
 
 Owns: the header record, one record per forwarded line (one for a whole line over the
 parse limit, however many pieces it went out in), the trailer, and the lean path for runs of
-untouched lines. Redaction lives in `redaction`, reading in `capture_read`.
+untouched lines. Redaction lives in `redaction`, reading in `reading`.
 Must never: do IO, read a clock (times are passed in), import trio or click, touch the bytes
 the relay forwards (redaction changes the record only), or raise on anything from the wire:
 a record that cannot be written as it should be is still written, with what could be. A line
@@ -23,10 +23,7 @@ from typing import Any
 import orjson
 
 from acp_bridge import __version__
-from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, Kind, classify
-from acp_bridge.core.protocol import Json
-from acp_bridge.core.redaction import (
+from acp_bridge.capture.redaction import (
     MASKED_METHODS,
     PROMPT_REDACTED,
     REDACTED,
@@ -34,6 +31,9 @@ from acp_bridge.core.redaction import (
     Redactor,
     mask_argv,
 )
+from acp_bridge.core import protocol as p
+from acp_bridge.core.frames import Direction, Frame, Kind, classify
+from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Forward, Verdict
 
 __all__ = ["FORMAT_VERSION", "PROMPT_REDACTED", "REDACTED", "CaptureEncoder", "Redactor",

@@ -19,10 +19,10 @@ import trio
 import trio.testing
 
 from acp_bridge.bridge import bridge_streams
-from acp_bridge.capture_writer import open_capture
+from acp_bridge.capture.reading import record_bytes
+from acp_bridge.capture.writer import open_capture
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
-from acp_bridge.core.capture_read import record_bytes
 from acp_bridge.errors import CaptureError
 from tests.conftest import agent_cmd, line, run_cli
 
@@ -196,14 +196,13 @@ async def test_each_batch_is_on_disk_when_record_returns_and_the_trailer_comes_h
     sends the line), and leaving the block, even cancelled, writes the trailer."""
     path = tmp_path / "c.jsonl"
     relay = Relay()
-    with trio.CancelScope() as scope:
-        with open_capture(config(path)) as capture:
-            assert capture is not None
-            for i in range(5):
-                capture.record(1.0, 2.0, relay.feed(Direction.TO_AGENT, NOTE))
-                assert [r["type"] for r in lines_of(path)] == ["header"] + ["message"] * (i + 1)
-            scope.cancel()
-            await trio.sleep_forever()
+    with trio.CancelScope() as scope, open_capture(config(path)) as capture:
+        assert capture is not None
+        for i in range(5):
+            capture.record(1.0, 2.0, relay.feed(Direction.TO_AGENT, NOTE))
+            assert [r["type"] for r in lines_of(path)] == ["header"] + ["message"] * (i + 1)
+        scope.cancel()
+        await trio.sleep_forever()
     assert [r["type"] for r in lines_of(path)] == ["header"] + ["message"] * 5 + ["end"]
 
 

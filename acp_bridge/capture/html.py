@@ -16,16 +16,16 @@ from typing import Any
 
 import orjson
 
-from acp_bridge.core import protocol as p
-from acp_bridge.core.capture_read import (
+from acp_bridge.capture.reading import (
     display,
     local_clock,
     record_bytes,
     record_message,
     summarize,
 )
+from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor
+from acp_bridge.core import protocol as p
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.redaction import REDACTED, WHOLE, Redactor
 
 BODY_LIMIT = 20_000  # characters of one message shown; the rest is cut with a note
 

@@ -1,7 +1,7 @@
 """Commands that read a capture: `show`, `stats` and `export`.
 
 Owns: reading capture files (whole, or followed as they grow), filters, colour, and writing
-the exported page. The formatting itself is pure (acp_bridge.core.capture, export_html).
+the exported page. The formatting itself is pure (`reading`); the page is `html`.
 Must never: write to a capture, or import the export page code before `export` runs.
 """
 
@@ -15,7 +15,7 @@ from typing import IO
 
 import click
 
-from acp_bridge.core.capture_read import (
+from acp_bridge.capture.reading import (
     CaptureStats,
     RecordFilter,
     Summary,
@@ -139,7 +139,7 @@ def export(capture: str, out: str) -> None:
     """Write a capture as one self-contained HTML page (no network needed): a sequence
     view of client, bridge and agent, grouped by turn, with rewrites as before/after and
     a filter box. The capture's redaction is applied again."""
-    from acp_bridge.export_html import render
+    from acp_bridge.capture.html import render
 
     records: list[Json] = []
     with open(capture, "rb") as file:

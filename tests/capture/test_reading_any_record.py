@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acp_bridge.capture.html import render
+from acp_bridge.capture.reading import CaptureStats, detail_lines, load_record, local_clock, summarize
 from acp_bridge.cli import main
-from acp_bridge.core.capture_read import CaptureStats, detail_lines, load_record, local_clock, summarize
-from acp_bridge.export_html import render
 
 _SCALARS = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)
             | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5))

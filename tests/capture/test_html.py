@@ -14,13 +14,13 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from acp_bridge.capture.html import group_turns, render
+from acp_bridge.capture.reading import utc_clock
+from acp_bridge.capture.records import CaptureEncoder, Redactor, dumps, header_record
 from acp_bridge.cli import main
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
-from acp_bridge.core.capture import CaptureEncoder, Redactor, dumps, header_record
-from acp_bridge.core.capture_read import utc_clock
 from acp_bridge.core.rewrites import build_rewrites
-from acp_bridge.export_html import group_turns, render
 from tests.conftest import ROOT, example, line
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from acp_bridge.core.redaction import (
+from acp_bridge.capture.redaction import (
     PROMPT_REDACTED,
     REDACTED,
     WITHHELD,

@@ -14,8 +14,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from acp_bridge.capture.records import dumps, header_record
 from acp_bridge.cli import main
-from acp_bridge.core.capture import dumps, header_record
 
 WALL = 1_700_000_000.0
 REQ = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}\n'
@@ -94,7 +94,7 @@ def test_show_plain_in_a_pipe(capture: Path, utc: None) -> None:
 def test_show_filters(capture: Path, utc: None, options: list[str], seqs: list[str]) -> None:
     lines = invoke("show", str(capture), *options)
     assert len(lines) == len(seqs)
-    assert all(part in text for part, text in zip(seqs, lines))
+    assert all(part in text for part, text in zip(seqs, lines, strict=True))
 
 
 def test_show_detail_levels(capture: Path, utc: None) -> None:

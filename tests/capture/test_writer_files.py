@@ -16,10 +16,10 @@ import trio
 import trio.testing
 
 from acp_bridge.bridge import bridge_streams
-from acp_bridge.capture_writer import create_new, open_capture, start_capture
+from acp_bridge.capture.reading import record_bytes
+from acp_bridge.capture.writer import create_new, open_capture, start_capture
 from acp_bridge.config import CaptureConfig, Config
 from acp_bridge.core import Relay
-from acp_bridge.core.capture_read import record_bytes
 from tests.conftest import agent_cmd, line, run_cli
 
 NOTE = line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {}}})
@@ -127,7 +127,7 @@ async def test_two_bridges_on_one_path_write_two_captures(tmp_path: Path) -> Non
 
 RACE = """
 import sys
-from acp_bridge.capture_writer import create_new
+from acp_bridge.capture.writer import create_new
 for _ in range(25):
     print(create_new(sys.argv[1])[0], flush=True)
 """

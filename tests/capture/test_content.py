@@ -13,11 +13,11 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from acp_bridge.capture.reading import record_bytes
+from acp_bridge.capture.records import HEAD_BYTES
+from acp_bridge.capture.redaction import REDACTED
 from acp_bridge.cli import main
-from acp_bridge.core.capture import HEAD_BYTES
-from acp_bridge.core.capture_read import record_bytes
-from acp_bridge.core.redaction import REDACTED
-from tests.conftest import agent_cmd, line, run_cli
+from tests.conftest import agent_cmd, run_cli
 
 MIB = 1024 * 1024
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 
+from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction, id_key
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.redaction import WHOLE
 
 # Numbers orjson reads inexactly: a fraction or exponent (`1.50`, `1e3`), or 19 digits and
 # more (beyond 64 bits it reads a float).

@@ -1,0 +1,68 @@
+"""Capture: everything about the record of a session, in one place (docs/capture-format.md).
+
+Pure (no IO, no trio or click):
+    records.py    CaptureEncoder: Forwards in, record lines out; header_record, dumps
+    redaction.py  what the capture masks, argv, free text
+    reading.py    records back from JSONL: filters, one-line summaries, detail levels, stats
+Shell:
+    writer.py     the capture file: created 0600, each read's records written before its bytes go on
+    html.py       `acp-bridge export --html`
+    cli.py        the click commands show, stats and export (loaded only when asked for)
+
+Import surface: names load on first use (PEP 562), so that `run` pays only for the
+modules it uses, and the readers never load the writer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acp_bridge.capture.reading import CaptureStats as CaptureStats
+    from acp_bridge.capture.reading import RecordFilter as RecordFilter
+    from acp_bridge.capture.reading import load_record as load_record
+    from acp_bridge.capture.reading import record_bytes as record_bytes
+    from acp_bridge.capture.reading import summarize as summarize
+    from acp_bridge.capture.records import FORMAT_VERSION as FORMAT_VERSION
+    from acp_bridge.capture.records import CaptureEncoder as CaptureEncoder
+    from acp_bridge.capture.records import dumps as dumps
+    from acp_bridge.capture.records import header_record as header_record
+    from acp_bridge.capture.redaction import PROMPT_REDACTED as PROMPT_REDACTED
+    from acp_bridge.capture.redaction import REDACTED as REDACTED
+    from acp_bridge.capture.redaction import WHOLE as WHOLE
+    from acp_bridge.capture.redaction import Redactor as Redactor
+    from acp_bridge.capture.redaction import mask_argv as mask_argv
+
+_WHERE = {
+    "acp_bridge.capture.reading": ("CaptureStats", "RecordFilter", "load_record", "record_bytes", "summarize"),
+    "acp_bridge.capture.records": ("FORMAT_VERSION", "CaptureEncoder", "dumps", "header_record"),
+    "acp_bridge.capture.redaction": ("PROMPT_REDACTED", "REDACTED", "WHOLE", "Redactor", "mask_argv"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+__all__ = [
+    "FORMAT_VERSION",
+    "PROMPT_REDACTED",
+    "REDACTED",
+    "WHOLE",
+    "CaptureEncoder",
+    "CaptureStats",
+    "RecordFilter",
+    "Redactor",
+    "dumps",
+    "header_record",
+    "load_record",
+    "mask_argv",
+    "record_bytes",
+    "summarize",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acp_bridge.capture' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
