@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import orjson
 import pytest
 import trio
@@ -361,3 +362,74 @@ async def test_a_client_ending_its_agent_with_sigterm_is_no_warning(tmp_path: Pa
             await proc.wait()
     assert b"acp-bridge: INFO: received SIGTERM; passing it to the agent\n" in err
     assert b"WARNING" not in err, err
+
+
+# -- the short form: `acp-bridge [RUN OPTIONS] -- AGENT` is `acp-bridge run [RUN OPTIONS] -- AGENT` --
+
+def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
+    """Each option of `run`, by parameter name, in the spellings a user may give it."""
+    config = tmp_path / "c.toml"
+    config.write_text("[relay]\ngrace_seconds = 1\n")
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("from a file\n")
+    log = str(tmp_path / "bridge.log")
+    return {
+        "config_file": [["-c", str(config)], ["--config", str(config)], [f"--config={config}"], [f"-c{config}"]],
+        "capture": [["--capture", "x-{pid}.jsonl"], ["--capture=x.jsonl"]],
+        "system_prompt": [["--system-prompt", "Be brief."]],
+        "system_prompt_file": [["--system-prompt-file", str(prompt)]],
+        "system_prompt_mode": [["--system-prompt-mode", "override"]],
+        "unlock_legacy_agent": [["--unlock-legacy-agent"]],
+        "no_suggestions": [["--no-suggestions"]],
+        "strict": [["--strict"]],
+        "log_file": [["--log-file", log]],
+        "verbose": [["-v"], ["-vv"], ["--verbose"]],
+        "quiet": [["-q"], ["--quiet"]],
+    }
+
+
+def test_the_short_form_takes_every_run_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_bridge import cli
+
+    seen: list[Any] = []
+    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
+    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    monkeypatch.chdir(tmp_path)
+    options = short_form_options(tmp_path)
+    run_options = {p.name for p in cli.run.params if isinstance(p, click.Option)}
+    assert set(options) == run_options  # a new option of `run` must be tried here too
+    runner = CliRunner()
+    assert runner.invoke(main, ["run", "--", "my-agent", "--flag"]).exit_code == 0
+    plain = seen[-1]
+    for spellings in options.values():
+        for spelling in spellings:
+            long = runner.invoke(main, ["run", *spelling, "--", "my-agent", "--flag"])
+            short = runner.invoke(main, [*spelling, "--", "my-agent", "--flag"])
+            assert (long.exit_code, short.exit_code) == (0, 0), (spelling, long.stderr, short.stderr)
+            assert seen[-1] == seen[-2] != plain, spelling
+    # several at once, and the agent from the config file (no `--` at all)
+    config = tmp_path / "agent.toml"
+    config.write_text('[agent]\ncommand = ["my-agent"]\n')
+    result = runner.invoke(main, ["-v", "--capture", "x.jsonl", "--strict", "-c", str(config)])
+    assert result.exit_code == 0, result.stderr
+    assert (seen[-1].verbosity, seen[-1].capture.path, seen[-1].strict, seen[-1].agent.command) == (
+        1, "x.jsonl", True, ("my-agent",))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--capture"], "acp-bridge: Option '--capture' requires an argument."),
+    (["--bogus", "--", "x"], "acp-bridge: No such option"),
+    (["-v"], "acp-bridge: no agent command"),
+])
+def test_the_short_form_reports_usage_errors_in_one_line(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, args, prog_name="acp-bridge")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, result.stderr
+
+
+async def test_the_short_form_with_options_runs_the_bridge(tmp_path: Path) -> None:
+    capture = tmp_path / "x.jsonl"
+    result = await run_cli(["--capture", str(capture), "-v", "--", *agent_cmd("echo")], b'{"x":1}\n')
+    assert (result.returncode, result.stdout) == (0, b'{"x":1}\n'), result.stderr
+    assert b"INFO: agent started" in result.stderr
+    assert b'"type":"header"' in capture.read_bytes()  # the capture was written
