@@ -115,7 +115,8 @@ BRIDGE_TABLE = "bridge"
 FILE_ONLY_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
     "system_prompt": {"file": (str,), "dialect": (str,)},
 }
-# A second shape the file may give a field in: a command without arguments as one string.
+# A second shape the file may give a field in: a command line as one string, split as a
+# shell would (`shlex.split`, see `_agent`).
 ALSO_ACCEPTED: dict[tuple[str, str], tuple[type, ...]] = {("agent", "command"): (str,)}
 # The TOML values that can stand for each Python type (TOML's integers are numbers too).
 _FILE_TYPES: dict[Any, tuple[type, ...]] = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
@@ -293,7 +294,16 @@ def _agent(values: dict[str, Any], src: _File) -> AgentConfig:
     values = dict(values)
     if "command" in values:
         command = values["command"]
-        command = (command,) if isinstance(command, str) else tuple(command)
+        if isinstance(command, str):
+            # "my-agent --flag" means what it means in a shell, never a program of that name.
+            import shlex
+
+            try:
+                command = tuple(shlex.split(command))
+            except ValueError as exc:
+                raise src.error("agent.command", f"cannot be split as a shell would: {exc}") from None
+        else:
+            command = tuple(command)
         if not all(isinstance(arg, str) for arg in command):
             raise src.error("agent.command", "every item must be a string")
         problem = command_problem(command)
