@@ -108,31 +108,61 @@ def main() -> None:
     """
 
 
-@main.command(context_settings={"ignore_unknown_options": False})
+class RunOption(click.Option):
+    """An option of `run`: its ACP_BRIDGE_* variable shown in --help, and an invalid value
+    blamed on the spelling that gave it (the option, or the variable), not on both."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("show_envvar", True)
+        super().__init__(*args, **kwargs)
+
+    def get_error_hint(self, ctx: click.Context | None) -> str:
+        if ctx is not None and self.name is not None and isinstance(self.envvar, str):
+            source = ctx.get_parameter_source(self.name)
+            if source is not None and source.name == "ENVIRONMENT":
+                return f"'{self.envvar}'"
+        return click.Parameter.get_error_hint(self, ctx)
+
+
+RUN_EPILOG = """
+Settings: each option can also come from an ACP_BRIDGE_* variable (its [env var: ...]) and
+from the config file (its [config: table.key]); the command line wins, then the environment,
+then the file, then the default. In the environment a flag takes 1, true, yes or on, and 0,
+false, no or off turns off what the file turned on. `acp-bridge check-config FILE` prints
+what a file sets.
+"""
+
+
+@main.command(context_settings={"ignore_unknown_options": False}, epilog=RUN_EPILOG)
 @click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_CONFIG",
-              help="TOML config file [env: ACP_BRIDGE_CONFIG].")
-@click.option("--capture", metavar="PATH", envvar="ACP_BRIDGE_CAPTURE",
-              help="Write the traffic as JSONL to PATH; {time} and {pid} are filled in.")
-@click.option("--system-prompt", metavar="TEXT", envvar="ACP_BRIDGE_SYSTEM_PROMPT",
-              help="System prompt text to inject into session setup.")
-@click.option("--system-prompt-file", metavar="FILE", envvar="ACP_BRIDGE_SYSTEM_PROMPT_FILE",
+              cls=RunOption, help="TOML config file (see configs/ for ready-made ones).")
+@click.option("--capture", metavar="PATH", envvar="ACP_BRIDGE_CAPTURE", cls=RunOption,
+              help="Write the traffic as JSONL to PATH; {time} and {pid} are filled in. [config: capture.path]")
+@click.option("--system-prompt", metavar="TEXT", envvar="ACP_BRIDGE_SYSTEM_PROMPT", cls=RunOption,
+              help="System prompt text to inject into session setup. [config: system_prompt.text]")
+@click.option("--system-prompt-file", metavar="FILE", envvar="ACP_BRIDGE_SYSTEM_PROMPT_FILE", cls=RunOption,
               help="Read the system prompt from FILE (UTF-8; trailing newlines dropped). Text or file: "
-                   "the command line replaces the environment, which replaces the config file.")
+                   "the command line replaces the environment, which replaces the config file. "
+                   "[config: system_prompt.file]")
 @click.option("--system-prompt-mode", type=click.Choice(SYSTEM_PROMPT_MODES), envvar="ACP_BRIDGE_SYSTEM_PROMPT_MODE",
-              help="append (default) adds to the agent's instructions; override replaces them.")
+              cls=RunOption, help="append (default) adds to the agent's instructions; override replaces them. "
+                                     "[config: system_prompt.mode]")
 @click.option("--unlock-legacy-agent", is_flag=True, default=None, envvar="ACP_BRIDGE_UNLOCK_LEGACY_AGENT",
+              cls=RunOption,
               help="Mark a new client as JetBrains AIR toward the agent so legacy agents send "
-                   "suggestions (changes other output of those agents; see docs/suggestions.md).")
-@click.option("--no-suggestions", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_SUGGESTIONS",
-              help="Leave prompt suggestions of either form untouched.")
-@click.option("--strict", is_flag=True, default=None, envvar="ACP_BRIDGE_STRICT",
+                   "suggestions (changes other output of those agents; see docs/suggestions.md). "
+                   "[config: suggestions.unlock_legacy_agent = true]")
+@click.option("--no-suggestions", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_SUGGESTIONS", cls=RunOption,
+              help="Leave prompt suggestions of either form untouched. [config: suggestions.enabled = false]")
+@click.option("--strict", is_flag=True, default=None, envvar="ACP_BRIDGE_STRICT", cls=RunOption,
               help="Every strictness at once (tests, conformance runs): a rule that fails stops the "
                    "bridge, and implies system_prompt.strict (no silent downgrade of override to "
-                   "append). Same as [bridge] strict; ACP_BRIDGE_STRICT=0 turns it off.")
-@click.option("--log-file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_LOG_FILE",
-              help="Write the bridge's log to FILE instead of stderr.")
-@click.option("-v", "--verbose", count=True, help="More log: -v rewrites and drops, -vv every frame.")
-@click.option("-q", "--quiet", is_flag=True, help="Only errors in the log.")
+                   "append). Same as [bridge] strict; ACP_BRIDGE_STRICT=0 turns it off. [config: bridge.strict = true]")
+@click.option("--log-file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_LOG_FILE", cls=RunOption,
+              help="Write the bridge's log to FILE instead of stderr. [config: bridge.log_file]")
+@click.option("-v", "--verbose", count=True,
+              help="More log: -v rewrites and drops, -vv every frame. [config: bridge.verbosity = 1 or 2]")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors in the log. [config: bridge.verbosity = -1]")
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARG...]")
 @click.pass_context
 def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], **options: Any) -> None:

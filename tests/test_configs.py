@@ -98,3 +98,22 @@ def test_config_is_valid_and_sets_what_it_says(path: Path) -> None:
         assert MASKED_TEXT.fullmatch(text), text
     else:
         assert text is None
+
+
+def test_what_the_comments_say_could_go_in_a_file_can(tmp_path: Path) -> None:
+    """strict-conformance.toml says -vv and --log-file could go in [bridge] as `verbosity = 2`
+    and `log_file = "..."`; air-new-agent.toml shows `[agent] command` commented out. Done as
+    the comments say, check-config takes them (the README and `run --help` name the same keys)."""
+    strict = (CONFIGS / "strict-conformance.toml").read_text()
+    assert "verbosity = 2" in strict and 'log_file = "..."' in strict
+    edited = tmp_path / "strict.toml"
+    edited.write_text(strict.replace("strict = true\n", 'strict = true\nverbosity = 2\nlog_file = "bridge.log"\n', 1))
+    settings = check_config(edited)
+    assert (settings["verbosity"], settings["log_file"], settings["strict"]) == (2, str(tmp_path / "bridge.log"), True)
+
+    air = (CONFIGS / "air-new-agent.toml").read_text()
+    assert '# [agent]\n# command = ["my-agent", "--acp"]' in air
+    uncommented = tmp_path / "air.toml"
+    uncommented.write_text(air.replace('# [agent]\n# command = ["my-agent", "--acp"]',
+                                       '[agent]\ncommand = ["my-agent", "--acp"]'))
+    assert check_config(uncommented)["agent"]["command"] == ["my-agent", "--acp"]
