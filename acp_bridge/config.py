@@ -29,7 +29,6 @@ from acp_bridge.core.rewrites.system_prompt_shapes import SYSTEM_PROMPT_MODES as
 from acp_bridge.core.rewrites.system_prompt_shapes import SystemPromptConfig as SystemPromptConfig
 from acp_bridge.errors import ConfigError
 
-CAPTURE_FIELDS = frozenset({"time", "pid"})
 T = TypeVar("T")
 REDACTED = "<redacted>"
 IN_FILE = "in_file"  # field metadata: False for a field of `Config` the file cannot set
@@ -509,6 +508,8 @@ def read_prompt_file(path: Path, label: str) -> str:
 
 def check_capture_template(template: str, fail: Fail) -> None:
     """Raise `fail(problem)` unless `capture_path` can fill in `template` at run time."""
+    from acp_bridge.capture.files import CAPTURE_FIELDS, capture_path  # only with a capture
+
     _path_chars(template, fail)
     try:
         names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
@@ -518,19 +519,11 @@ def check_capture_template(template: str, fail: Fail) -> None:
     if unknown:
         raise fail(f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {{time}}, {{pid}})")
     try:  # a format spec or conversion that does not fit the value: {pid:s}, {time:d}
-        filled = template.format(time="20260101T000000Z", pid=4194304)
+        filled = capture_path(template, 0.0, pid=4194304)
     except (ValueError, TypeError) as exc:
         raise fail(f"bad template {template!r}: {exc}") from None
     if len(filled) > 4096:
         raise fail(f"bad template {template!r}: the file name would be {len(filled)} characters long")
-
-
-def capture_path(template: str, now: float, pid: int) -> str:
-    """Fill in a capture path template: `{time}` as UTC `YYYYmmddTHHMMSSZ`, `{pid}`."""
-    import time
-
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    return template.format(time=stamp, pid=pid)
 
 
 # -- the layers above the file ----------------------------------------------------------------

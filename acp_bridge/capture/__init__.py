@@ -1,10 +1,12 @@
 """Capture: everything about the record of a session, in one place (docs/capture-format.md).
 
-Pure (no IO, no trio or click):
+Pure (no IO, no clock or time zone, no trio or click; tests/core/test_layering.py checks):
     records.py    CaptureEncoder: Forwards in, record lines out; header_record, dumps
     redaction.py  what the capture masks, argv, free text
-    reading.py    records back from JSONL: filters, one-line summaries, detail levels, stats
+    reading.py    records back from JSONL: filters, one-line summaries, detail levels
+    stats.py      the aggregation behind `acp-bridge stats`
 Shell:
+    files.py      the path template, reading a capture as it grows, local time for people
     writer.py     the capture file: created 0600, each read's records written before its bytes go on
     html.py       `acp-bridge export --html`
     cli.py        the click commands show, stats and export (loaded only when asked for)
@@ -19,7 +21,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acp_bridge.capture.reading import CaptureStats as CaptureStats
     from acp_bridge.capture.reading import RecordFilter as RecordFilter
     from acp_bridge.capture.reading import load_record as load_record
     from acp_bridge.capture.reading import record_bytes as record_bytes
@@ -33,11 +34,13 @@ if TYPE_CHECKING:
     from acp_bridge.capture.redaction import WHOLE as WHOLE
     from acp_bridge.capture.redaction import Redactor as Redactor
     from acp_bridge.capture.redaction import mask_argv as mask_argv
+    from acp_bridge.capture.stats import CaptureStats as CaptureStats
 
 _WHERE = {
-    "acp_bridge.capture.reading": ("CaptureStats", "RecordFilter", "load_record", "record_bytes", "summarize"),
+    "acp_bridge.capture.reading": ("RecordFilter", "load_record", "record_bytes", "summarize"),
     "acp_bridge.capture.records": ("FORMAT_VERSION", "CaptureEncoder", "dumps", "header_record"),
     "acp_bridge.capture.redaction": ("PROMPT_REDACTED", "REDACTED", "WHOLE", "Redactor", "mask_argv"),
+    "acp_bridge.capture.stats": ("CaptureStats",),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 

@@ -7,51 +7,22 @@ Must never: write to a capture, or import the export page code before `export` r
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import click
 
+from acp_bridge.capture.files import local_clock, read_lines
 from acp_bridge.capture.reading import (
-    CaptureStats,
     RecordFilter,
     Summary,
     detail_lines,
     load_record,
-    local_clock,
     summarize,
 )
+from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.core.protocol import Json
 
-POLL_SECONDS = 0.2
 _CAPTURE = click.Path(exists=True, dir_okay=False, readable=True)
-
-
-def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECONDS) -> Iterator[bytes]:
-    """Complete lines of a capture; with `follow`, wait for more like `tail -f` (forever).
-
-    A partial last line (a record being written) is held until it is complete; when
-    following, a capture that shrinks (rewritten from the start) is read again from the top.
-    """
-    pending = b""
-    while True:
-        chunk = file.read(64 * 1024)
-        if chunk:
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-            yield from lines
-            continue
-        if not follow:
-            if pending:
-                yield pending
-            return
-        if os.fstat(file.fileno()).st_size < file.tell():
-            file.seek(0)
-            pending = b""
-        time.sleep(poll)
 
 
 _ARROW_COLOUR = {"->": "cyan", "<-": "magenta"}

@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
+from acp_bridge.capture.files import local_clock
 from acp_bridge.capture.reading import (
     display,
-    local_clock,
     record_bytes,
     record_message,
     summarize,

@@ -1,7 +1,8 @@
 """Reading captures, for a person: records back from JSONL, one-line summaries for `show`,
-detail levels, filters, and the aggregation behind `stats`.
+detail levels and filters. The aggregation behind `stats` is in `stats`.
 
-Must never: do IO (callers hand it lines and an output stream), import trio or click, or
+Must never: do IO (callers hand it lines and an output stream), read the clock or the time
+zone (a clock is passed in: `files.local_clock` in the CLI), import trio or click, or
 raise on what a capture holds (a message nested past what can be re-encoded is shown as it
 came; a number is shown as it was written, not as a float read it).
 """
@@ -12,9 +13,7 @@ import base64
 import json
 import math
 import re
-import time
-from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +21,7 @@ import orjson
 
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, id_key
+from acp_bridge.core.frames import Direction
 from acp_bridge.core.protocol import Json
 
 # Numbers orjson reads inexactly: a fraction or exponent (`1.50`, `1e3`), or 19 digits and
@@ -114,22 +113,17 @@ def record_message(record: Json, key: str) -> Any:
 
 
 def utc_clock(wall: float) -> str:
-    """HH:MM:SS.mmm in UTC (the CLI passes a local-time clock)."""
-    return _clock(wall, time.gmtime)
-
-
-def local_clock(wall: float) -> str:
-    return _clock(wall, time.localtime)
-
-
-def _clock(wall: float, convert: Callable[[float], time.struct_time]) -> str:
+    """HH:MM:SS.mmm in UTC, counted from the Unix epoch: no calendar or time zone needed (the
+    CLI passes a local-time clock, `files.local_clock`)."""
     try:
-        return time.strftime("%H:%M:%S", convert(wall)) + f".{int(wall * 1000) % 1000:03d}"
-    except (OverflowError, OSError, ValueError):  # a time no calendar holds
+        seconds = math.floor(wall)
+    except (OverflowError, ValueError):  # not a time at all: inf or nan
         return f"t={wall!r}"
+    return (f"{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+            f".{int(wall * 1000) % 1000:03d}")
 
 
-def _fmt_id(id_: Any) -> str:
+def fmt_id(id_: Any) -> str:
     if isinstance(id_, int) and not isinstance(id_, bool):
         return str(id_)
     try:
@@ -172,14 +166,14 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock) -> Summar
     sent = record.get("out") is not None or "out_b64" in record
     msg = record_message(record, "out" if sent else "raw")
     if kind == "request":
-        label = f"{method} #{_fmt_id(record.get('id'))}"
+        label = f"{method} #{fmt_id(record.get('id'))}"
     elif kind == "notification":
         label = str(method)
         update = p.get_path(msg, "params", "update", "sessionUpdate")
         if isinstance(update, str):
             label += f" {update}"
     elif kind == "response":
-        label = f"#{_fmt_id(record.get('id'))} {method or '(unpaired)'}"
+        label = f"#{fmt_id(record.get('id'))} {method or '(unpaired)'}"
         code = p.get_path(msg, "error", "code")
         label += f" error {code}" if isinstance(msg, dict) and "error" in msg else " ok"
         latency = record.get("latency")
@@ -312,137 +306,3 @@ class RecordFilter:
         if self.session is not None and str(record.get("session")) != self.session:
             return False
         return self.direction is None or record.get("direction") == self.direction
-
-
-# -- stats ------------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile of sorted `values` (q in 0..100)."""
-    rank = max(1, math.ceil(q / 100 * len(values)))
-    return values[rank - 1]
-
-
-class CaptureStats:
-    """Counts, bytes, latencies, rules and loose ends of a capture, record by record."""
-
-    def __init__(self) -> None:
-        self.header: Json | None = None
-        self.ended = False
-        self.records = 0
-        self.unreadable = 0  # capture lines that are not records
-        self.messages: Counter[tuple[str, str]] = Counter()
-        self.bytes: Counter[tuple[str, str]] = Counter()
-        self.latency: defaultdict[str, list[float]] = defaultdict(list)
-        self.rules: Counter[tuple[str, str]] = Counter()
-        self.malformed: Counter[str] = Counter()
-        self.opaque = 0
-        self.redacted = 0
-        self._open: dict[tuple[str, Any], Json] = {}
-
-    def __repr__(self) -> str:
-        return f"<CaptureStats records={self.records} open={len(self._open)}>"
-
-    def add_line(self, line: bytes) -> None:
-        if not line.strip():
-            return
-        record = load_record(line)
-        if record is None:
-            self.unreadable += 1
-        else:
-            self.add(record)
-
-    def add(self, record: Json) -> None:
-        kind = record.get("type")
-        if kind == "header":
-            self.header = record
-            return
-        if kind == "end":
-            self.ended = True
-            return
-        if kind != "message":
-            return
-        self.records += 1
-        direction = str(record.get("direction"))
-        verdict = record.get("verdict")
-        size = record.get("out_size", 0) if verdict == "emit" else record.get("size", 0)
-        if record.get("kind") == "other":
-            if verdict == "opaque":
-                self.opaque += 1
-            else:
-                self.malformed[direction] += 1
-            label = "(opaque)" if verdict == "opaque" else "(not JSON-RPC)"
-        else:
-            label = str(record.get("method") or "(unpaired response)")
-        self.messages[(label, direction)] += 1
-        self.bytes[(label, direction)] += int(size or 0)
-        for rule in record.get("rules") or ():
-            self.rules[(rule, str(verdict))] += 1
-        if record.get("redacted"):
-            self.redacted += 1
-        self._pair(record, direction)
-
-    def _pair(self, record: Json, direction: str) -> None:
-        try:
-            key_id = id_key(record.get("id"))
-        except (TypeError, ValueError):
-            return
-        if record.get("kind") == "request":
-            self._open[(direction, key_id)] = record
-        elif record.get("kind") == "response":
-            other = "to-agent" if direction == "to-client" else "to-client"
-            request = self._open.pop((other, key_id), None)
-            latency = record.get("latency")
-            if not isinstance(latency, (int, float)) and request is not None:
-                latency = float(record.get("mono", 0.0)) - float(request.get("mono", 0.0))
-            method = record.get("method") or (request or {}).get("method")
-            if isinstance(latency, (int, float)) and method:
-                self.latency[str(method)].append(float(latency))
-
-    @property
-    def unanswered(self) -> list[Json]:
-        return sorted(self._open.values(), key=lambda r: r.get("seq", 0))
-
-    def report(self, clock: Callable[[float], str] = utc_clock) -> list[str]:
-        """The text `acp-bridge stats` prints."""
-        out: list[str] = []
-        if self.header is not None:
-            h = self.header
-            out.append(f"capture: format {h.get('format')}, bridge {h.get('bridge')}, "
-                       f"started {h.get('started')}, config {h.get('config')}")
-        else:
-            out.append("capture: no header record")
-        total_bytes = sum(self.bytes.values())
-        out.append(f"messages: {self.records} ({total_bytes} bytes), "
-                   f"malformed lines: {sum(self.malformed.values())}, "
-                   f"over the parse limit: {self.opaque}, redacted: {self.redacted}"
-                   + ("" if self.ended else ", capture not closed cleanly")
-                   + (f", unreadable capture lines: {self.unreadable}" if self.unreadable else ""))
-        out.append("")
-        out.append(f"{'method':<36} {'direction':<9} {'count':>7} {'bytes':>10}")
-        for (label, direction), count in sorted(self.messages.items()):
-            out.append(f"{label:<36} {direction:<9} {count:>7} {self.bytes[(label, direction)]:>10}")
-        out.append("")
-        out.append(f"{'latency':<36} {'count':>7} {'p50':>9} {'p90':>9} {'p99':>9} {'max':>9}")
-        if not self.latency:
-            out.append("(no answered requests)")
-        for method, values in sorted(self.latency.items()):
-            values = sorted(values)
-            cells = " ".join(f"{fmt_seconds(percentile(values, q)):>9}" for q in (50, 90, 99))
-            out.append(f"{method:<36} {len(values):>7} {cells} {fmt_seconds(values[-1]):>9}")
-        out.append("")
-        out.append(f"{'rule':<36} {'verdict':<9} {'count':>7}")
-        if not self.rules:
-            out.append("(no rule changed anything)")
-        for (rule, verdict), count in sorted(self.rules.items()):
-            out.append(f"{rule:<36} {verdict:<9} {count:>7}")
-        out.append("")
-        unanswered = self.unanswered
-        out.append(f"unanswered requests: {len(unanswered)}")
-        for record in unanswered:
-            arrow = "->" if record.get("direction") == "to-agent" else "<-"
-            session = record.get("session")
-            where = f" ({session})" if session is not None else ""
-            out.append(f"  {clock(float(record.get('time', 0.0)))} {arrow} "
-                       f"{record.get('method')} #{_fmt_id(record.get('id'))}{where}")
-        return out

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -110,6 +111,12 @@ def _session_of(msg: Any, kind: Kind, request: Any) -> Any:
     return session if isinstance(session, (str, int)) and not isinstance(session, bool) else None
 
 
+def _utc_text(wall: float) -> str:
+    """ISO 8601 UTC to the second (`2025-01-02T03:04:05Z`) of a Unix time; the shell reads
+    the clock, and no time zone is looked up."""
+    return datetime.fromtimestamp(math.floor(wall), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def header_record(*, wall: float, mono: float, argv: Sequence[str], config_digest: str,
                   pid: int, redact: Sequence[str] = (), include_system_prompt: bool = False) -> Json:
     """The first record of every capture."""
@@ -117,7 +124,7 @@ def header_record(*, wall: float, mono: float, argv: Sequence[str], config_diges
         "type": "header",
         "format": FORMAT_VERSION,
         "bridge": __version__,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall)),
+        "started": _utc_text(wall),
         "time": wall,
         "mono": mono,
         "pid": pid,

@@ -19,8 +19,9 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from acp_bridge.capture.files import capture_path
 from acp_bridge.capture.records import CaptureEncoder, Redactor, dumps, header_record
-from acp_bridge.config import Config, capture_path
+from acp_bridge.config import Config
 from acp_bridge.core.relay import Forward
 from acp_bridge.errors import CaptureError
 

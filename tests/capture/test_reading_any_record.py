@@ -12,8 +12,10 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acp_bridge.capture.files import local_clock
 from acp_bridge.capture.html import render
-from acp_bridge.capture.reading import CaptureStats, detail_lines, load_record, local_clock, summarize
+from acp_bridge.capture.reading import detail_lines, load_record, summarize
+from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.cli import main
 
 _SCALARS = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)

@@ -1,4 +1,5 @@
-"""The capture format, redaction, summaries and stats: pure, table-driven, plus properties."""
+"""The capture's records and what they mask: pure, table-driven, plus properties. (Reading
+them back is tests/capture/test_reading.py; the lean path for runs, test_lean.py.)"""
 
 from __future__ import annotations
 
@@ -11,14 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_bridge.capture.reading import (
-    CaptureStats,
-    RecordFilter,
-    detail_lines,
-    load_record,
-    record_bytes,
-    summarize,
-)
+from acp_bridge.capture.reading import record_bytes
 from acp_bridge.capture.records import CaptureEncoder, header_record
 from acp_bridge.capture.redaction import (
     PROMPT_REDACTED,
@@ -40,9 +34,9 @@ from acp_bridge.core import (
     Verdict,
 )
 from acp_bridge.core.rewrites.base import Outcome
+from tests.capture.samples import DROPPED, NOTE, PING, REQ, RESP, TAG, WALL, base
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
-WALL = 1_700_000_000.25  # 2023-11-14T22:13:20.250Z
 
 
 class Tagger(Rewrite):
@@ -73,21 +67,6 @@ def records(chunks: list[tuple[Direction, bytes, float]], redactor: Redactor | N
     for direction, chunk, mono in chunks:
         out += encoder.encode_batch(WALL + mono, mono, relay.feed(direction, chunk, mono))
     return [orjson.loads(line) for line in out.splitlines()]
-
-
-def base(seq: int, direction: str, kind: str, verdict: str, mono: float = 0.0, **fields: Any) -> dict[str, Any]:
-    record = {"type": "message", "seq": seq, "time": WALL + mono, "mono": mono, "direction": direction,
-              "kind": kind, "verdict": verdict, "method": None, "id": None, "session": None, "rules": []}
-    record.update(fields)
-    return record
-
-
-REQ = b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}\n'
-RESP = b'{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}\n'
-NOTE = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk"}}}\n'
-TAG = b'{"jsonrpc":"2.0","id":"t","method":"tag","params":{}}\r\n'
-DROPPED = b'{"jsonrpc":"2.0","method":"drop","params":{"sessionId":"s2"}}\n'
-PING = b'{"jsonrpc":"2.0","method":"ping"}\n'
 
 
 @pytest.mark.parametrize(("chunks", "expected"), [
@@ -367,114 +346,6 @@ def test_may_hold_secret_finds_every_spelling(before: str, secret: str, after: s
 def test_may_hold_secret_is_cheap_only_where_it_may(line: bytes, expected: bool) -> None:
     assert Redactor((), "terse").may_hold_secret(line) is expected
     assert Redactor((), None).may_hold_secret(line) is False
-
-# -- reading: summaries and stats --------------------------------------------------------------
-
-FIXED = [
-    base(1, "to-agent", "request", "pass", 0.0, method="session/prompt", id=7, session="s1", size=len(REQ),
-         raw=REQ.decode()),
-    base(2, "to-client", "notification", "pass", 0.1, method="session/update", session="s1", size=len(NOTE),
-         raw=NOTE.decode()),
-    base(3, "to-agent", "request", "rewrite", 0.2, method="tag", id="t", rules=["tagger"], size=len(TAG),
-         raw=TAG.decode(), out='{"jsonrpc":"2.0","id":"t","method":"tag","params":{"tagged":true}}\r\n', out_size=68),
-    base(4, "to-client", "notification", "drop", 0.3, method="drop", session="s2", rules=["tagger"],
-         size=len(DROPPED), raw=DROPPED.decode(), out=None, out_size=0),
-    base(5, "to-client", "notification", "emit", 0.3, method="pong", rules=["tagger"], size=0,
-         out='{"jsonrpc":"2.0","method":"pong"}\n', out_size=34),
-    base(6, "to-client", "response", "pass", 1.5, method="session/prompt", id=7, session="s1", size=len(RESP),
-         latency=1.5, raw=RESP.decode()),
-    base(7, "to-client", "other", "other", 1.6, size=6, raw="hello\n"),
-    base(8, "to-agent", "request", "pass", 1.7, method="authenticate", id=9, size=60, raw="{}\n",
-         redacted=["/params/token"]),
-    base(9, "to-client", "other", "opaque", 1.8, size=99, raw="x" * 99),
-]
-
-
-def test_summary_lines() -> None:
-    assert [summarize(r).plain() for r in FIXED] == [
-        "22:13:20.250 -> session/prompt #7 (s1) 91B",
-        "22:13:20.350 <- session/update agent_message_chunk (s1) 121B",
-        "22:13:20.450 -> tag #\"t\" 55B->68B [rewrite: tagger]",
-        "22:13:20.550 <- drop (s2) 62B->0B [drop: tagger]",
-        "22:13:20.550 <- pong 34B [bridge: tagger]",
-        "22:13:21.750 <- #7 session/prompt ok 1.50s (s1) 60B",
-        "22:13:21.850 <- (not JSON-RPC) 6B",
-        "22:13:21.950 -> authenticate #9 60B [redacted]",
-        "22:13:22.050 <- (line over the parse limit) 99B",
-    ]
-
-
-def test_detail_lines() -> None:
-    assert detail_lines(FIXED[0], 1) == []
-    assert detail_lines(FIXED[0], 2) == ["    {", '      "sessionId": "s1",', '      "prompt": []', "    }"]
-    assert detail_lines(FIXED[2], 3) == [
-        "  before:", "    {", '      "jsonrpc": "2.0",', '      "id": "t",', '      "method": "tag",',
-        '      "params": {}', "    }",
-        "  after:", "    {", '      "jsonrpc": "2.0",', '      "id": "t",', '      "method": "tag",',
-        '      "params": {', '        "tagged": true', "      }", "    }",
-    ]
-    assert detail_lines(FIXED[3], 3)[-1] == "    (dropped)"
-    assert detail_lines(FIXED[4], 3) == ["  sent:", "    {", '      "jsonrpc": "2.0",', '      "method": "pong"', "    }"]
-
-
-def test_filter() -> None:
-    assert [r["seq"] for r in FIXED if RecordFilter(methods=("session/prompt",))(r)] == [1, 6]
-    assert [r["seq"] for r in FIXED if RecordFilter(session="s1", direction="to-client")(r)] == [2, 6]
-
-
-def test_stats_report() -> None:
-    stats = CaptureStats()
-    stats.add(header_record(wall=WALL, mono=0.0, argv=[], config_digest="d1", pid=1))
-    for record in FIXED:
-        stats.add(record)
-    stats.add_line(b"not a record\n")
-    report = stats.report()
-    assert report[1:] == [
-        "messages: 9 (588 bytes), malformed lines: 1, over the parse limit: 1, redacted: 1, "
-        "capture not closed cleanly, unreadable capture lines: 1",
-        "",
-        "method                               direction   count      bytes",
-        "(not JSON-RPC)                       to-client       1          6",
-        "(opaque)                             to-client       1         99",
-        "authenticate                         to-agent        1         60",
-        "drop                                 to-client       1         62",
-        "pong                                 to-client       1         34",
-        "session/prompt                       to-agent        1         91",
-        "session/prompt                       to-client       1         60",
-        "session/update                       to-client       1        121",
-        "tag                                  to-agent        1         55",
-        "",
-        "latency                                count       p50       p90       p99       max",
-        "session/prompt                             1     1.50s     1.50s     1.50s     1.50s",
-        "",
-        "rule                                 verdict     count",
-        "tagger                               drop            1",
-        "tagger                               emit            1",
-        "tagger                               rewrite         1",
-        "",
-        "unanswered requests: 2",
-        '  22:13:20.450 -> tag #"t"',
-        "  22:13:21.950 -> authenticate #9",
-    ]
-    assert report[0].startswith("capture: format 1, bridge ")
-
-
-def test_stats_percentiles_and_pairing_without_latency_field() -> None:
-    """Nearest-rank percentiles; an emitted answer pairs by id and mono time."""
-    stats = CaptureStats()
-    for i in range(100):
-        stats.add(base(2 * i, "to-agent", "request", "pass", float(i), method="m", id=i))
-        stats.add(base(2 * i + 1, "to-client", "response", "emit", float(i) + (i + 1) / 1000, id=i))
-    values = sorted(stats.latency["m"])
-    assert len(values) == 100 and stats.unanswered == []
-    line = stats.report()[-6]
-    assert line.split() == ["m", "100", "50.0ms", "90.0ms", "99.0ms", "100.0ms"]
-
-
-def test_load_record_rejects_non_records() -> None:
-    assert load_record(b"[1]") is None and load_record(b"{oops") is None and load_record(b'{"a":1}') is None
-    assert load_record(b'{"type":"end"}') == {"type": "end"}
-
 
 # -- the lean path for runs ---------------------------------------------------------------------
 

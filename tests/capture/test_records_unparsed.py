@@ -98,9 +98,9 @@ def test_a_long_line_that_could_hold_a_secret_keeps_no_head() -> None:
     even after the head or cut in two between pieces, withholds it."""
     for where in (10, HEAD_BYTES + 5000, 2999):
         relay, encoder = Relay(max_line=1024), CaptureEncoder()
-        line = bytearray(long_line(12_000))
-        line[where:where + 12] = b"authenticate"
-        line = bytes(line)
+        spliced = bytearray(long_line(12_000))
+        spliced[where:where + 12] = b"authenticate"
+        line = bytes(spliced)
         got: list[dict[str, Any]] = []
         for i in range(0, len(line), 3000):  # `where` 2999: the needle straddles two pieces
             got += feed(relay, encoder, A, line[i:i + 3000], 0.0)

@@ -171,7 +171,7 @@ class Watched(trio.abc.HalfCloseableStream):
     """The client's end of the bridge: every time the bridge writes to it, the capture must
     already hold a record of each line written (as `out`, or `raw` when unchanged)."""
 
-    def __init__(self, inner: trio.testing.MemoryStapledStream[Any, Any], capture: Path) -> None:
+    def __init__(self, inner: trio.StapledStream[Any, Any], capture: Path) -> None:
         self.inner = inner
         self.capture = capture
         self.checked = 0
@@ -194,7 +194,8 @@ class Watched(trio.abc.HalfCloseableStream):
         await self.inner.wait_send_all_might_not_block()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        return await self.inner.receive_some(max_bytes)
+        data: bytes | bytearray = await self.inner.receive_some(max_bytes)
+        return data
 
     async def send_eof(self) -> None:
         await self.inner.send_eof()

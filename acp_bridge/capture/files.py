@@ -1,0 +1,57 @@
+"""The capture's shell helpers that touch the system: the path template, reading a capture as
+it grows, and the local time of day for people.
+
+Owns: filling in `{time}` and `{pid}` (the config checks a template with `capture_path`
+before the run), reading complete lines of a capture file (following it like `tail -f`), and
+`local_clock`, the one time-zone lookup of the package. The pure modules take times as
+numbers and clocks as functions, so they never read either. Must never: write a capture.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import IO
+
+CAPTURE_FIELDS = frozenset({"time", "pid"})  # the placeholders of a capture path template
+POLL_SECONDS = 0.2
+
+
+def capture_path(template: str, now: float, pid: int) -> str:
+    """Fill in a capture path template: `{time}` as UTC `YYYYmmddTHHMMSSZ`, `{pid}`. The
+    configuration checks every template with it when it is read (`check_capture_template`)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    return template.format(time=stamp, pid=pid)
+
+
+def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECONDS) -> Iterator[bytes]:
+    """Complete lines of a capture; with `follow`, wait for more like `tail -f` (forever).
+
+    A partial last line (a record being written) is held until it is complete; when
+    following, a capture that shrinks (rewritten from the start) is read again from the top.
+    """
+    pending = b""
+    while True:
+        chunk = file.read(64 * 1024)
+        if chunk:
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            yield from lines
+            continue
+        if not follow:
+            if pending:
+                yield pending
+            return
+        if os.fstat(file.fileno()).st_size < file.tell():
+            file.seek(0)
+            pending = b""
+        time.sleep(poll)
+
+
+def local_clock(wall: float) -> str:
+    """HH:MM:SS.mmm in the local time zone (what `show`, `stats` and `export` print)."""
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall * 1000) % 1000:03d}"
+    except (OverflowError, OSError, ValueError):  # a time no calendar holds
+        return f"t={wall!r}"

@@ -1,0 +1,148 @@
+"""The aggregation behind `acp-bridge stats`: counts, bytes, latency percentiles, rules and
+loose ends of a capture, record by record.
+
+Must never: do IO (the CLI hands it lines), read the clock or the time zone (a clock is
+passed in for the times it prints), or raise on what a capture holds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from acp_bridge.capture.reading import fmt_id, fmt_seconds, load_record, utc_clock
+from acp_bridge.core.frames import id_key
+from acp_bridge.core.protocol import Json
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of sorted `values` (q in 0..100)."""
+    rank = max(1, math.ceil(q / 100 * len(values)))
+    return values[rank - 1]
+
+
+class CaptureStats:
+    """Counts, bytes, latencies, rules and loose ends of a capture, record by record."""
+
+    def __init__(self) -> None:
+        self.header: Json | None = None
+        self.ended = False
+        self.records = 0
+        self.unreadable = 0  # capture lines that are not records
+        self.messages: Counter[tuple[str, str]] = Counter()
+        self.bytes: Counter[tuple[str, str]] = Counter()
+        self.latency: defaultdict[str, list[float]] = defaultdict(list)
+        self.rules: Counter[tuple[str, str]] = Counter()
+        self.malformed: Counter[str] = Counter()
+        self.opaque = 0
+        self.redacted = 0
+        self._open: dict[tuple[str, Any], Json] = {}
+
+    def __repr__(self) -> str:
+        return f"<CaptureStats records={self.records} open={len(self._open)}>"
+
+    def add_line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        record = load_record(line)
+        if record is None:
+            self.unreadable += 1
+        else:
+            self.add(record)
+
+    def add(self, record: Json) -> None:
+        kind = record.get("type")
+        if kind == "header":
+            self.header = record
+            return
+        if kind == "end":
+            self.ended = True
+            return
+        if kind != "message":
+            return
+        self.records += 1
+        direction = str(record.get("direction"))
+        verdict = record.get("verdict")
+        size = record.get("out_size", 0) if verdict == "emit" else record.get("size", 0)
+        if record.get("kind") == "other":
+            if verdict == "opaque":
+                self.opaque += 1
+            else:
+                self.malformed[direction] += 1
+            label = "(opaque)" if verdict == "opaque" else "(not JSON-RPC)"
+        else:
+            label = str(record.get("method") or "(unpaired response)")
+        self.messages[(label, direction)] += 1
+        self.bytes[(label, direction)] += int(size or 0)
+        for rule in record.get("rules") or ():
+            self.rules[(rule, str(verdict))] += 1
+        if record.get("redacted"):
+            self.redacted += 1
+        self._pair(record, direction)
+
+    def _pair(self, record: Json, direction: str) -> None:
+        try:
+            key_id = id_key(record.get("id"))
+        except (TypeError, ValueError):
+            return
+        if record.get("kind") == "request":
+            self._open[(direction, key_id)] = record
+        elif record.get("kind") == "response":
+            other = "to-agent" if direction == "to-client" else "to-client"
+            request = self._open.pop((other, key_id), None)
+            latency = record.get("latency")
+            if not isinstance(latency, (int, float)) and request is not None:
+                latency = float(record.get("mono", 0.0)) - float(request.get("mono", 0.0))
+            method = record.get("method") or (request or {}).get("method")
+            if isinstance(latency, (int, float)) and method:
+                self.latency[str(method)].append(float(latency))
+
+    @property
+    def unanswered(self) -> list[Json]:
+        return sorted(self._open.values(), key=lambda r: r.get("seq", 0))
+
+    def report(self, clock: Callable[[float], str] = utc_clock) -> list[str]:
+        """The text `acp-bridge stats` prints."""
+        out: list[str] = []
+        if self.header is not None:
+            h = self.header
+            out.append(f"capture: format {h.get('format')}, bridge {h.get('bridge')}, "
+                       f"started {h.get('started')}, config {h.get('config')}")
+        else:
+            out.append("capture: no header record")
+        total_bytes = sum(self.bytes.values())
+        out.append(f"messages: {self.records} ({total_bytes} bytes), "
+                   f"malformed lines: {sum(self.malformed.values())}, "
+                   f"over the parse limit: {self.opaque}, redacted: {self.redacted}"
+                   + ("" if self.ended else ", capture not closed cleanly")
+                   + (f", unreadable capture lines: {self.unreadable}" if self.unreadable else ""))
+        out.append("")
+        out.append(f"{'method':<36} {'direction':<9} {'count':>7} {'bytes':>10}")
+        for (label, direction), count in sorted(self.messages.items()):
+            out.append(f"{label:<36} {direction:<9} {count:>7} {self.bytes[(label, direction)]:>10}")
+        out.append("")
+        out.append(f"{'latency':<36} {'count':>7} {'p50':>9} {'p90':>9} {'p99':>9} {'max':>9}")
+        if not self.latency:
+            out.append("(no answered requests)")
+        for method, values in sorted(self.latency.items()):
+            values = sorted(values)
+            cells = " ".join(f"{fmt_seconds(percentile(values, q)):>9}" for q in (50, 90, 99))
+            out.append(f"{method:<36} {len(values):>7} {cells} {fmt_seconds(values[-1]):>9}")
+        out.append("")
+        out.append(f"{'rule':<36} {'verdict':<9} {'count':>7}")
+        if not self.rules:
+            out.append("(no rule changed anything)")
+        for (rule, verdict), count in sorted(self.rules.items()):
+            out.append(f"{rule:<36} {verdict:<9} {count:>7}")
+        out.append("")
+        unanswered = self.unanswered
+        out.append(f"unanswered requests: {len(unanswered)}")
+        for record in unanswered:
+            arrow = "->" if record.get("direction") == "to-agent" else "<-"
+            session = record.get("session")
+            where = f" ({session})" if session is not None else ""
+            out.append(f"  {clock(float(record.get('time', 0.0)))} {arrow} "
+                       f"{record.get('method')} #{fmt_id(record.get('id'))}{where}")
+        return out
