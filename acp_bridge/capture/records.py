@@ -1,8 +1,9 @@
 """Capture records: Forwards in, JSONL bytes out (docs/capture-format.md).
 
 Owns: the header record, one record per forwarded line (one for a whole line over the
-parse limit, however many pieces it went out in), the trailer, and the lean path for runs of
-untouched lines. Redaction lives in `redaction`, reading in `reading`.
+parse limit, however many pieces it went out in), and the trailer: the general path, which
+parses and masks each line. Runs of untouched lines take the lean path (`lean`) unless the
+encoder is made with `lean=False`. Redaction lives in `redaction`, reading in `reading`.
 Must never: do IO, read a clock (times are passed in), import trio or click, touch the bytes
 the relay forwards (redaction changes the record only), or raise on anything from the wire:
 a record that cannot be written as it should be is still written, with what could be. A line
@@ -24,29 +25,18 @@ from typing import Any
 import orjson
 
 from acp_bridge import __version__
-from acp_bridge.capture.redaction import (
-    MASKED_METHODS,
-    PROMPT_REDACTED,
-    REDACTED,
-    WHOLE,
-    Redactor,
-    mask_argv,
-)
+from acp_bridge.capture.lean import LeanRuns
+from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor, mask_argv
 from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Forward, Verdict
-
-__all__ = ["FORMAT_VERSION", "PROMPT_REDACTED", "REDACTED", "CaptureEncoder", "Redactor",
-           "dumps", "header_record", "mask_argv"]
 
 FORMAT_VERSION = 1
 HEAD_BYTES = 4096  # of a line over the parse limit, kept in its record
 
 # Enum values by member: a dict lookup costs less than Enum's `.value` descriptor.
 _VALUES: dict[Any, str] = {member: member.value for enum in (Direction, Kind, Verdict) for member in enum}
-# The one spelling of the member name "method" in a line without `\u` escapes.
-_METHOD_KEY = b'"method"'
 # Numbers orjson reads inexactly (see redaction): an id with one is read again, exactly.
 _INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
 
@@ -175,110 +165,6 @@ def safe_dumps(record: Json) -> bytes:
                       "mono": record.get("mono"), "error": "capture: this record cannot be written"})
 
 
-# -- the lean path for runs -------------------------------------------------------------------
-
-# Bytes looked for with `in` as ints: `b"x" in data` first tries b"x" as an int, which costs
-# more than the search. _CONTROLS: what a JSON string cannot hold as it is, but "\n".
-_QUOTE, _BACKSLASH = ord('"'), ord("\\")
-_CONTROLS = bytes(code for code in range(0x20) if code != ord("\n"))
-# A JSON string body with no control character and no \u escape (a line with one is never
-# in a run): orjson reads it if it is UTF-8, and writes its text escaping only \ and ".
-_STRING_BODY = re.compile(rb'[^"\\\x00-\x1f]*(?:\\["\\/bfnrt][^"\\\x00-\x1f]*)*')
-
-
-def _record_format(clock: bytes, method: str, session: Any, prefix: bytes = b"",
-                   suffix: bytes = b"") -> bytes:
-    """What `dumps(record(...))` writes for a notification of a run, passed on as it came,
-    as a bytes format of its seq, its size and the escaped text of the line (without its
-    terminator) between `prefix` and `suffix`. `clock`: the time, mono and direction fields."""
-    parts = (clock, orjson.dumps(method), orjson.dumps(session), prefix, suffix)
-    return (b'{"type":"message","seq":%%d%b,"kind":"notification","verdict":"pass","method":%b,'
-            b'"id":null,"session":%b,"rules":[],"size":%%d,"raw":"%b%%b%b\\n"}\n'
-            % tuple(part.replace(b"%", b"%%") for part in parts))
-
-
-def _plain_notification(line: bytes) -> tuple[str, Any, bytes] | None:
-    """The method, session and escaped text (see `_record_format`) of a line that is a
-    notification with nothing to mask (but maybe mcpServers, or what a pointer names).
-    `line` is from a run of a chunk without `\\u` escapes (see `_encode_run`)."""
-    try:
-        msg = orjson.loads(line)
-        text = line.decode("utf-8")
-    except (orjson.JSONDecodeError, UnicodeDecodeError):
-        return None
-    if type(msg) is not dict or "id" in msg:
-        return None
-    method = msg.get("method")
-    if type(method) is not str or method in MASKED_METHODS:
-        return None
-    # orjson keeps the last of two members with one name: an earlier "method" could still
-    # make it one of those. Without \u escapes, the name has this one spelling.
-    first = line.find(_METHOD_KEY)
-    if line.find(_METHOD_KEY, first + len(_METHOD_KEY)) >= 0:
-        return None
-    params = msg.get("params")
-    session = params.get("sessionId") if type(params) is dict else None
-    if type(session) is not str and type(session) is not int:
-        session = None
-    return method, session, orjson.dumps(text)[1:-1]
-
-
-def _last_string(line: bytes) -> tuple[int, int]:
-    """Where the body of the last string of `line`, a JSON text, starts and ends: a quote in
-    a string is escaped, and no backslash comes before the quote that opens one."""
-    end = line.rfind(b'"')
-    start = line.rfind(b'"', 0, end)
-    while start > 0 and line[start - 1] == _BACKSLASH:
-        start = line.rfind(b'"', 0, start)
-    return start + 1, end
-
-
-def _escaped(body: bytes) -> bytes | None:
-    """The text of a JSON string body escaped as in `raw`, or None if it is not a body
-    `_STRING_BODY` allows."""
-    if _STRING_BODY.fullmatch(body) is None:
-        return None
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return body.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
-
-
-@dataclass(frozen=True, slots=True)
-class _Template:
-    """Lines that differ only in the body of one string (the text of streamed chunks): a
-    line that fits is recorded with no parse, which is most of the cost of a record."""
-
-    prefix: bytes  # up to the body of the string
-    suffix: bytes  # from its closing quote on, without the terminator
-    method: str
-    session: Any
-
-    @classmethod
-    def make(cls, prefix: bytes, suffix: bytes) -> _Template | None:
-        """The template of the lines cut like a plain notification around the body of its
-        last string (`_last_string`); None if the string is a key, the method or the session.
-
-        The notification is from a run where only its method could call for masks (see
-        `_encode_run`). `#` is valid JSON inside a string only: so if the line is a plain
-        notification with `#` and with `##` as that body, it is with any body `_STRING_BODY`
-        allows (and orjson checks the UTF-8 and the nesting of the rest just the same).
-        """
-        if suffix[1:].lstrip(b" \t\r\n").startswith(b":"):
-            return None  # a key: another key would make another message
-        first, second = (_plain_notification(prefix + body + suffix) for body in (b"#", b"##"))
-        if first is None or second is None or first[:2] != second[:2]:
-            return None
-        return cls(prefix, suffix, *first[:2])
-
-    def record_format(self, clock: bytes) -> bytes:
-        """`_record_format` for the lines that fit, of the escaped body of their string."""
-        return _record_format(clock, self.method, self.session,
-                              orjson.dumps(self.prefix.decode())[1:-1],
-                              orjson.dumps(self.suffix.decode())[1:-1])
-
-
 @dataclass(slots=True)
 class _LongLine:
     """A line over the parse limit while its pieces go by: what its one record needs."""
@@ -296,16 +182,23 @@ def _ends_line(piece: bytes) -> bool:
 
 
 class CaptureEncoder:
-    """Turns Forward batches into record lines, numbering them. No IO: the shell writes."""
+    """Turns Forward batches into record lines, numbering them. No IO: the shell writes.
 
-    def __init__(self, redactor: Redactor | None = None) -> None:
+    Args:
+        redactor: what the records mask (the defaults when None).
+        lean: record runs of untouched lines on the lean path (`lean.LeanRuns`); False
+            records each of their lines on the general path, which writes the same bytes
+            (the property in tests/capture/test_lean.py compares the two), slower.
+    """
+
+    def __init__(self, redactor: Redactor | None = None, *, lean: bool = True) -> None:
         self.redactor = redactor or Redactor()
         self.seq = 0
-        self._template: _Template | None = None  # what the streamed notifications look like
+        self._runs = LeanRuns(self.redactor) if lean else None
         self._long: dict[Direction, _LongLine] = {}  # lines over the parse limit, by direction
 
     def __repr__(self) -> str:
-        return f"<CaptureEncoder seq={self.seq} {self.redactor!r}>"
+        return f"<CaptureEncoder seq={self.seq} lean={self._runs is not None} {self.redactor!r}>"
 
     def encode_batch(self, wall: float, mono: float, forwards: Iterable[Forward]) -> bytes:
         """Every forward of one read as record lines, ready for a single write. Never
@@ -314,13 +207,18 @@ class CaptureEncoder:
         # are freed at once and their memory reused, which measured ~0.6 us a line faster.
         out = bytearray()
         opaque = Verdict.OPAQUE
+        runs = self._runs
         for fwd in forwards:
             mark, seq = len(out), self.seq
             try:
                 if fwd.verdict is opaque:  # a piece of a long line: one record a line
                     self._long_piece(fwd, wall, mono, out)
                 elif fwd.untouched_lines:  # a run of untouched lines: one record a line
-                    self._encode_run(fwd, wall, mono, out)
+                    if runs is not None:
+                        runs.encode(self, fwd, wall, mono, out)
+                    else:
+                        for line in fwd.lines():
+                            out += self.full_record(line, wall, mono)
                 else:
                     record = self.record(fwd, wall, mono)
                     try:
@@ -331,8 +229,12 @@ class CaptureEncoder:
                 del out[mark:]
                 self.seq = seq
                 for line in fwd.lines():
-                    out += safe_dumps(self.record(line, wall, mono))
+                    out += self.full_record(line, wall, mono)
         return bytes(out)
+
+    def full_record(self, fwd: Forward, wall: float, mono: float) -> bytes:
+        """The record line of one forwarded piece on the general path (never raises)."""
+        return safe_dumps(self.record(fwd, wall, mono))
 
     def _long_piece(self, fwd: Forward, wall: float, mono: float, out: bytearray) -> None:
         """Take one piece of a line over the parse limit; its record comes with the last.
@@ -378,77 +280,6 @@ class CaptureEncoder:
         if long.secret:
             record["redacted"] = WHOLE
         return record
-
-    def _encode_run(self, fwd: Forward, wall: float, mono: float, out: bytearray) -> None:
-        """The records of a run, on a lean path: the relay already knows that each line
-        starts like an object, has no id and concerns no rule, so nearly all are
-        notifications passed on as they came. A line that fits the template is recorded
-        unparsed; any other is parsed, and takes the full path unless it is a notification
-        with nothing to mask. Two of those in a row that differ only in the body of their
-        last string make the template (see `_Template`)."""
-        redactor = self.redactor
-        body = fwd.raw
-        if redactor.secret and redactor.may_hold_secret(body):
-            for piece in fwd.lines():  # the text to mask may be anywhere: the full path finds it
-                out += safe_dumps(self.record(piece, wall, mono))
-            return
-        # With no backslash, control character or non-ASCII byte in the run, the body of a
-        # line that fits is a valid string body, and its own escaped text, unless it holds a quote.
-        simple = _BACKSLASH not in body and body.isascii() and not any(c in body for c in _CONTROLS)
-        clock = b',"time":%b,"mono":%b,"direction":%b' % (
-            orjson.dumps(wall), orjson.dumps(mono), orjson.dumps(fwd.direction.value))
-        template = self._template
-        if template is not None:  # in locals: read for every line
-            prefix, suffix, fmt = template.prefix, template.suffix, template.record_format(clock)
-            start, stop = len(prefix), len(suffix)
-        formats: dict[tuple[str, Any], bytes] = {}  # of parsed notifications, by method, session
-        full = None  # whether every parsed line takes the full path (known at the first)
-        cut = None  # the last parsed notification, cut around its last string
-        # Looking for two alike costs ~0.5 us a parsed line: a run that shows none in its first
-        # lines to parse is unlikely to, and one whose lines all differ must not pay it for each.
-        looks = 16
-        seq = self.seq
-        lines = body.split(b"\n")
-        lines.pop()  # a run ends with its last line's terminator
-        for line in lines:
-            # endswith from `start`: the prefix and the suffix must not overlap.
-            if template is not None and line.startswith(prefix) and line.endswith(suffix, start):
-                text = line[start:len(line) - stop]
-                raw = _escaped(text) if not simple or _QUOTE in text else text
-                if raw is not None:
-                    seq += 1
-                    out += fmt % (seq, len(line) + 1, raw)
-                    continue
-            if full is None:  # could a parsed line need more masks than its method's?
-                full = bool(redactor.pointers) or b"mcpServers" in body or (
-                    _BACKSLASH in body and b"\\u" in body)  # \u can spell any key
-            plain = None if full else _plain_notification(line)
-            if plain is None:
-                self.seq = seq
-                line += b"\n"
-                out += safe_dumps(self.record(Forward(fwd.direction, line, line, Verdict.PASS), wall, mono))
-                seq = self.seq
-                continue
-            method, session, raw = plain
-            seq += 1
-            plain_fmt = formats.get((method, session))
-            if plain_fmt is None:
-                plain_fmt = formats[method, session] = _record_format(clock, method, session)
-            out += plain_fmt % (seq, len(line) + 1, raw)
-            if looks:
-                looks -= 1
-                body_start, body_end = _last_string(line)
-                here = (line[:body_start], line[body_end:])
-                if here == cut:  # two parsed alike: more are likely to come
-                    made = _Template.make(*here)
-                    if made is None:  # nor would the lines like them make one: stop looking
-                        looks = 0
-                    else:
-                        template = self._template = made
-                        prefix, suffix, fmt = made.prefix, made.suffix, made.record_format(clock)
-                        start, stop = len(prefix), len(suffix)
-                cut = here
-        self.seq = seq
 
     def trailer(self, wall: float, mono: float, **facts: Any) -> bytes:
         """The records of long lines cut short (`unfinished`), then the `end` record."""

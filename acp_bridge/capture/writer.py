@@ -20,7 +20,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from acp_bridge.capture.files import capture_path
-from acp_bridge.capture.records import CaptureEncoder, Redactor, dumps, header_record
+from acp_bridge.capture.records import CaptureEncoder, dumps, header_record
+from acp_bridge.capture.redaction import Redactor
 from acp_bridge.config import Config
 from acp_bridge.core.relay import Forward
 from acp_bridge.errors import CaptureError

@@ -181,6 +181,7 @@ def test_records_are_json(capture: Path) -> None:
     assert all(orjson.loads(line) for line in capture.read_bytes().splitlines())
 
 
+@pytest.mark.detail
 def test_capture_tools_start_without_trio() -> None:
     """Reading a capture needs neither trio nor the relay: they cost ~100 ms of start-up."""
     code = ("import sys\nfrom acp_bridge.cli import main\n"

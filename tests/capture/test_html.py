@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from acp_bridge.capture.html import group_turns, render
 from acp_bridge.capture.reading import utc_clock
-from acp_bridge.capture.records import CaptureEncoder, Redactor, dumps, header_record
+from acp_bridge.capture.records import CaptureEncoder, dumps, header_record
+from acp_bridge.capture.redaction import Redactor
 from acp_bridge.cli import main
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
