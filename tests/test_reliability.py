@@ -56,6 +56,13 @@ async def after_initialize(options: list[str], then: bytes) -> bytes:
     return out
 
 
+def quick_grace(tmp_path: Path) -> Path:
+    """A config whose grace period is 1 s, for agents the ladder has to stop."""
+    config = tmp_path / "quick-grace.toml"
+    config.write_text("[relay]\ngrace_seconds = 1\n")
+    return config
+
+
 def answer(id_text: bytes, message: bytes, data: bytes) -> bytes:
     return (b'{"jsonrpc":"2.0","id":' + id_text + b',"error":{"code":-32603,"message":"' + message
             + b'","data":' + data + b"}}\n")
@@ -213,10 +220,10 @@ async def test_agent_exit_answers_in_flight_even_when_a_child_holds_stdout_open(
     assert time.monotonic() - start < 10
 
 
-async def test_agent_closing_stdout_but_running_on_gets_requests_answered() -> None:
+async def test_agent_closing_stdout_but_running_on_gets_requests_answered(tmp_path: Path) -> None:
     code = "next(lines); os.close(1); time.sleep(60)"
     with trio.fail_after(30):
-        async with open_bridge(["run", "--", *agent(code)]) as bridge:
+        async with open_bridge(["run", "-c", str(quick_grace(tmp_path)), "--", *agent(code)]) as bridge:
             await bridge.send(line(INIT))
             out = await bridge.read_all()  # the bridge closes our stdin's peer when done
             await bridge.close_stdin()
@@ -288,7 +295,7 @@ async def test_requests_stuck_behind_an_agent_that_stopped_reading_are_answered(
             "os.close(1); time.sleep(60)")
     big = b'{"jsonrpc":"2.0","method":"session/prompt","params":{"t":"' + b"p" * (500 << 10) + b'"},"id":%d}\n'
     with trio.fail_after(30):
-        async with open_bridge(["run", "--", *agent(code)]) as bridge:
+        async with open_bridge(["run", "-c", str(quick_grace(tmp_path)), "--", *agent(code)]) as bridge:
             await bridge.send(line(INIT))
             await bridge.read_until(b"\n")  # running, pipes widened; the agent reads no more
             async with trio.open_nursery() as nursery:
