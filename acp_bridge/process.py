@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import gc
-import json
 import logging
 import os
 import select
@@ -27,7 +26,6 @@ import trio
 from trio.lowlevel import FdStream
 
 from acp_bridge.bridge import Bridge, CaptureSink, Peer, bridge_streams
-from acp_bridge.capture.redaction import mask_text_secrets
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
@@ -87,15 +85,11 @@ class StderrTail:
 
 
 def mask_secrets(text: str, private: str | None = None) -> str:
-    """Mask `key=value`-style secrets (API keys, tokens, passwords, Authorization and Cookie
-    values, a URL's user and password) and the configured system prompt in text that leaves
-    the bridge (bridge-rules 5)."""
-    if private:
-        # As written, and as JSON writes it (an agent that logs the requests it receives
-        # logs the prompt escaped, with or without non-ASCII escapes).
-        for spelling in {private, json.dumps(private)[1:-1], json.dumps(private, ensure_ascii=False)[1:-1]}:
-            text = text.replace(spelling, "<system prompt>")
-    return mask_text_secrets(text)
+    """Text that leaves the bridge (bridge-rules 5) masked as the capture masks it: secret-
+    looking values and the configured system prompt (`capture.redaction.mask_text_secrets`)."""
+    from acp_bridge.capture.redaction import mask_text_secrets  # as the agent ends, not at start-up
+
+    return mask_text_secrets(text, private)
 
 
 class _Discard(trio.abc.SendStream):

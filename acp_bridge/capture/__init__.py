@@ -3,7 +3,7 @@
 Pure (no IO, no clock or time zone, no trio or click; tests/core/test_layering.py checks):
     records.py    CaptureEncoder: Forwards in, record lines out; header_record, dumps
     lean.py       the lean path for runs of untouched lines (templates); `lean=False` turns it off
-    redaction.py  what the capture masks, argv, free text
+    redaction.py  the one secret vocabulary: messages, argv, free text (the agent's stderr tail too)
     reading.py    records back from JSONL: filters, one-line summaries, detail levels
     stats.py      the aggregation behind `acp-bridge stats`
 Shell:

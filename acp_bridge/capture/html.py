@@ -25,6 +25,7 @@ from acp_bridge.capture.reading import (
 )
 from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor
 from acp_bridge.core import protocol as p
+from acp_bridge.core.pointer import parse_pointer
 from acp_bridge.core.protocol import Json
 
 BODY_LIMIT = 20_000  # characters of one message shown; the rest is cut with a note
@@ -233,6 +234,20 @@ class _Renderer:
         )
 
 
+def _pointers(redact: Any) -> tuple[str, ...]:
+    """The header's `redact` pointers, but any that is not one (a capture edited by hand):
+    each of the others still masks."""
+    found: list[str] = []
+    for pointer in redact if isinstance(redact, list) else ():
+        if isinstance(pointer, str):
+            try:
+                parse_pointer(pointer)
+            except ValueError:
+                continue
+            found.append(pointer)
+    return tuple(found)
+
+
 def render(records: Iterable[Json], *, title: str = "capture",
            clock: Callable[[float], str] = local_clock) -> str:
     """The whole page for a capture's records (header, messages, trailer; others ignored)."""
@@ -243,13 +258,7 @@ def render(records: Iterable[Json], *, title: str = "capture",
             header = record
         elif record.get("type") == "message":
             messages.append(record)
-    redact = header.get("redact")
-    pointers = tuple(ptr for ptr in redact if isinstance(ptr, str)) if isinstance(redact, list) else ()
-    try:
-        redactor = Redactor(pointers)
-    except ValueError:
-        redactor = Redactor()
-    renderer = _Renderer(redactor, clock)
+    renderer = _Renderer(Redactor(_pointers(header.get("redact"))), clock)
     messages = [renderer.redact(r) for r in messages]
     groups = group_turns(messages)
     sections = []

@@ -1,11 +1,13 @@
-"""Redaction: what the capture must not hold in clear.
+"""Redaction: the bridge's one secret vocabulary, for what it writes beyond the relayed bytes.
 
 Owns: the default secrets of ACP messages (MCP server env and headers, `authenticate` and
 `auth/login` params, `terminal/create` env), configured RFC 6901 pointers, the configured
-system prompt text, secret-looking command-line values and `key=value` text, and the rule
-for lines that cannot be masked precisely (they are withheld whole when they could hold a
-secret). Must never: touch the bytes the relay forwards (it masks copies, for the capture
-and the export only), do IO, or raise on anything read from the wire.
+system prompt text and the ways JSON spells it, secret-looking command-line values and
+`key=value` text, and the rule for lines that cannot be masked precisely (they are withheld
+whole when they could hold a secret). The capture, the export page, the header's argv and
+the agent's stderr tail the bridge puts in error answers (`process.StderrTail`) all mask
+with it. Must never: touch the bytes the relay forwards (it masks copies), do IO, or raise
+on anything read from the wire.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core.pointer import escape_token, parse_pointer
 
 REDACTED = "<redacted>"
 PROMPT_REDACTED = "<redacted: system prompt>"
+PROMPT_IN_TEXT = "<system prompt>"  # in free text: the agent's stderr tail in an error answer
 WHOLE = "whole"  # a record's `redacted` when its raw (and out) were withheld whole
 WITHHELD = REDACTED.encode()  # what a record holds instead of a line withheld whole
 
@@ -58,19 +62,6 @@ _SECRET_OPTIONS = ("--system-prompt",)
 _SECRET_WORDS = ("token", "secret", "password", "passwd", "auth", "key", "credential")
 
 
-def parse_pointer(pointer: str) -> Path:
-    """RFC 6901: "" is the whole document; "/a~1b/0" is ("a/b", "0")."""
-    if pointer == "":
-        return ()
-    if not pointer.startswith("/"):
-        raise ValueError(f"{pointer!r} is not a JSON pointer (RFC 6901: starts with /)")
-    return tuple(t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/"))
-
-
-def _escape(token: Any) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
-
-
 def _array_index(token: str, size: int) -> int | None:
     # RFC 6901 section 4: decimal, no leading zeros; "-" (past the end) never exists.
     if not token.isdigit() or (token != "0" and token.startswith("0")):
@@ -100,7 +91,7 @@ def _mask_path(obj: Any, path: Path, at: int, here: str, hits: list[str], mask: 
         if step not in obj:
             return obj
         before = len(hits)
-        masked = _mask_path(obj[step], path, at + 1, f"{here}/{_escape(step)}", hits, mask)
+        masked = _mask_path(obj[step], path, at + 1, f"{here}/{escape_token(step)}", hits, mask)
         return obj if len(hits) == before else {**obj, step: masked}
     if isinstance(obj, list):
         position = _array_index(step, len(obj))
@@ -127,7 +118,7 @@ def _mask_text(obj: Any, text: str, here: str, hits: list[str]) -> Any:
         new: Any = None
         for key, value in obj.items():
             before = len(hits)
-            masked = _mask_text(value, text, f"{here}/{_escape(key)}", hits)
+            masked = _mask_text(value, text, f"{here}/{escape_token(key)}", hits)
             if len(hits) != before:
                 new = new if new is not None else dict(obj)
                 new[key] = masked
@@ -144,15 +135,21 @@ def _mask_text(obj: Any, text: str, here: str, hits: list[str]) -> Any:
     return obj
 
 
+def _spelled(text: str) -> tuple[str, str, str]:
+    """`text` as it is, escaped the minimal way (orjson, JavaScript, json with
+    `ensure_ascii=False`), and with everything beyond ASCII as \\u escapes (Python's json)."""
+    return text, json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1]
+
+
+def text_spellings(text: str) -> tuple[str, ...]:
+    """The ways JSON writers spell `text` inside a string (`_spelled`, each once). A lone
+    surrogate is spelled too, never refused."""
+    return tuple(dict.fromkeys(_spelled(text)))
+
+
 def spellings(text: str) -> tuple[bytes, ...]:
-    """The ways JSON writers spell `text` inside a string: as it is, escaped the minimal way
-    (orjson, JavaScript), and with everything beyond ASCII as \\u escapes (Python's json)."""
-    found: list[bytes] = []
-    for spelling in (text.encode("utf-8", "surrogatepass"), orjson.dumps(text)[1:-1],
-                     json.dumps(text)[1:-1].encode("ascii")):
-        if spelling not in found:
-            found.append(spelling)
-    return tuple(found)
+    """`text_spellings` as the bytes of a line (a lone surrogate as Python reads one)."""
+    return tuple(dict.fromkeys(spelling.encode("utf-8", "surrogatepass") for spelling in text_spellings(text)))
 
 
 def ascii_view(data: bytes) -> bytes:
@@ -217,8 +214,8 @@ class Redactor:
         if self.secret:
             # Without `\u` or `\/` escapes a JSON string has exactly one spelling, so these
             # two substrings (plain and JSON-escaped) find the text wherever it can be.
-            plain = self.secret.encode("utf-8", "surrogatepass")
-            needles = (plain, orjson.dumps(self.secret)[1:-1], b"\\u", b"\\/")
+            plain, minimal, _ = (text.encode("utf-8", "surrogatepass") for text in _spelled(self.secret))
+            needles = (plain, minimal, b"\\u", b"\\/")
             secret_spellings = spellings(self.secret)
         object.__setattr__(self, "_needles", needles)
         object.__setattr__(self, "_spellings", secret_spellings)
@@ -267,7 +264,7 @@ class Redactor:
                     masked: Any = REDACTED
                     if isinstance(params, dict):
                         masked = dict.fromkeys(params, REDACTED)
-                        hits.extend(f"{here}/params/{_escape(key)}" for key in params)
+                        hits.extend(f"{here}/params/{escape_token(key)}" for key in params)
                     else:
                         hits.append(f"{here}/params")
                     msg = {**msg, "params": masked}
@@ -383,10 +380,15 @@ _COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\s*:\s*)([^\r\n]+)")
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
 
 
-def mask_text_secrets(text: str) -> str:
+def mask_text_secrets(text: str, private: str | None = None) -> str:
     """`text` with secret-looking values masked: `KEY=value` and `"token": "value"` where
     the name says secret, HTTP `Authorization` (any scheme) and `Cookie` values, and the
-    user and password of a URL (`https://<redacted>@host`)."""
+    user and password of a URL (`https://<redacted>@host`); and `private` (the configured
+    system prompt) in each of its JSON spellings, as `PROMPT_IN_TEXT`: an agent that logs
+    the requests it receives logs the prompt escaped."""
+    if private:
+        for spelling in text_spellings(private):
+            text = text.replace(spelling, PROMPT_IN_TEXT)
     text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
     text = _COOKIE.sub(lambda m: m.group(1) + REDACTED, text)
     return _SECRET_VALUE.sub(lambda m: m.group(1) + REDACTED, text)

@@ -123,6 +123,18 @@ def test_export_redacts_again_with_the_capture_pointers(tmp_path: Path) -> None:
     assert "hunter2" not in page and "&lt;redacted&gt;" in page
 
 
+def test_a_header_pointer_that_is_none_leaves_the_others_masking() -> None:
+    """A capture edited by hand: each valid pointer of the header still masks."""
+    header = {**header_record(wall=WALL, mono=0, argv=[], config_digest="x", pid=1),
+              "redact": ["/a~b", 7, "/params/key", "nope"]}
+    raw = line({"jsonrpc": "2.0", "method": "note", "params": {"key": "hunter2", "n": 1}})
+    record = {"type": "message", "seq": 1, "time": WALL, "mono": 0, "direction": "to-agent",
+              "kind": "notification", "verdict": "pass", "method": "note", "id": None, "session": None,
+              "rules": [], "size": len(raw), "raw": raw.decode()}
+    page = render([header, record], clock=utc_clock)
+    assert "hunter2" not in page and "&lt;redacted&gt;" in page
+
+
 def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
     return subprocess.run(

@@ -19,7 +19,6 @@ from acp_bridge.capture.redaction import (
     REDACTED,
     Redactor,
     mask_argv,
-    parse_pointer,
 )
 from acp_bridge.core import (
     DROP,
@@ -33,6 +32,7 @@ from acp_bridge.core import (
     Session,
     Verdict,
 )
+from acp_bridge.core.pointer import parse_pointer
 from acp_bridge.core.rewrites.base import Outcome
 from tests.capture.samples import DROPPED, NOTE, PING, REQ, RESP, TAG, WALL, base
 

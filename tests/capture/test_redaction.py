@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from acp_bridge.capture.redaction import (
+    PROMPT_IN_TEXT,
     PROMPT_REDACTED,
     REDACTED,
     WITHHELD,
@@ -182,3 +183,15 @@ def test_mask_argv(argv: list[str], masked: list[str]) -> None:
 ])
 def test_mask_text_secrets(text: str, masked: str) -> None:
     assert mask_text_secrets(text) == masked
+
+
+@pytest.mark.parametrize("logged", [
+    'TOP "SECRET" café',  # as it is
+    json.dumps('TOP "SECRET" café', ensure_ascii=False)[1:-1],  # as orjson and JavaScript write it
+    json.dumps('TOP "SECRET" café')[1:-1],  # as Python's json writes it: \u00e9
+])
+def test_mask_text_secrets_masks_the_system_prompt_in_each_spelling(logged: str) -> None:
+    """The agent's stderr tail: the prompt as the capture finds it, named `<system prompt>`."""
+    assert mask_text_secrets(f"got {logged} token=abc", 'TOP "SECRET" café') == \
+        f"got {PROMPT_IN_TEXT} token={REDACTED}"
+    assert mask_text_secrets(f"got {logged}", None) == f"got {logged}"
