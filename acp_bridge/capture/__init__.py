@@ -9,7 +9,7 @@ Pure (no IO, no clock or time zone, no trio or click; tests/core/test_layering.p
 Shell:
     files.py      the path template, reading a capture as it grows, local time for people
     writer.py     the capture file: created 0600, each read's records written before its bytes go on
-    html.py       `acp-bridge export --html`
+    html.py       `acp-bridge export --html`; the page's skeleton, CSS and JS are package data (assets/)
     cli.py        the click commands show, stats and export (loaded only when asked for)
 
 Import surface: names load on first use (PEP 562), so that `run` pays only for the

@@ -1,17 +1,20 @@
 """`acp-bridge export --html`: a capture as one self-contained page a person can read and share.
 
 Owns: grouping records into turns (a `session/prompt` and what followed until its response),
-the sequence view (client, bridge, agent), before/after of rewrites, and the page's inline
-CSS and JS (a text filter; `#q=TEXT` in the URL presets it). Must never: reference anything
-outside the page (no URLs, fonts or scripts from the network: a Content-Security-Policy
-forbids it), or show a secret the capture's redaction settings mask (they are applied again).
+the sequence view (client, bridge, agent), before/after of rewrites, and the page itself:
+its skeleton, CSS and JS (a text filter; `#q=TEXT` in the URL presets it) are package data
+in assets/, inlined into the one file. Must never: reference anything outside the page (no
+URLs, fonts or scripts from the network: a Content-Security-Policy forbids it), or show a
+secret the capture's redaction settings mask (they are applied again).
 """
 
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 import orjson
@@ -269,99 +272,14 @@ def render(records: Iterable[Json], *, title: str = "capture",
     turns = sum(1 for g in groups if g.kind == "turn")
     meta = (f"{len(messages)} messages · {turns} turns · bridge {header.get('bridge', '?')} · "
             f"started {header.get('started', '?')}")
-    return _PAGE.format(
+    return asset("page.html").format(
         title=html.escape(title), meta=html.escape(meta), sections="\n".join(sections),
-        total=len(messages), css=_CSS, js=_JS,
+        total=len(messages), css=asset("page.css"), js=asset("page.js"),
     )
 
 
-_CSS = """
-:root{--bg:#fbfbfd;--fg:#1d1f23;--dim:#6b7280;--line:#d6d9e0;--pass:#4b5563;--rw:#c2410c;
---drop:#b91c1c;--emit:#047857;--other:#7c3aed;--sess:#a16207}
-*{box-sizing:border-box}body{margin:0;font:13px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;
-background:var(--bg);color:var(--fg)}
-header{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid var(--line);padding:10px 16px}
-h1{font-size:17px;margin:0 0 2px}.meta{color:var(--dim);margin:0 0 8px}
-#q{width:420px;max-width:60vw;padding:5px 8px;border:1px solid var(--line);border-radius:6px;font:inherit}
-#count{margin-left:10px;color:var(--dim)}
-.heads{display:grid;grid-template-columns:96px 300px 1fr;padding:6px 16px 0;color:var(--dim);
-font-weight:600;position:sticky;top:86px;background:var(--bg);z-index:1}
-.heads .who{position:relative;height:18px}.who span{position:absolute;transform:translateX(-50%)}
-main{padding:0 16px 40px}
-h2{font-size:13px;margin:14px 0 4px;padding:5px 8px;background:#eef1f6;border-radius:5px}
-.turn h2{background:#e6effc}
-.msg{border-bottom:1px solid #eceef2}
-.msg>summary{display:grid;grid-template-columns:96px 300px 1fr;align-items:center;cursor:pointer;
-list-style:none;padding:1px 0}
-.msg>summary::-webkit-details-marker{display:none}
-.msg>summary:hover{background:#f1f4f9}
-.t{font-family:ui-monospace,Menlo,monospace;color:var(--dim);font-size:12px}
-.lane{position:relative;height:20px;background:linear-gradient(90deg,transparent calc(12% - 1px),var(--line) calc(12% - 1px),
-var(--line) 12%,transparent 12%,transparent calc(50% - 1px),#9aa3b2 calc(50% - 1px),#9aa3b2 50%,transparent 50%,
-transparent calc(88% - 1px),var(--line) calc(88% - 1px),var(--line) 88%,transparent 88%)}
-.seg{position:absolute;top:9px;height:2px;background:var(--pass)}
-.seg.rewrite{background:var(--rw);height:3px;top:8px}.seg.emit{background:var(--emit);height:3px;top:8px}
-.seg.other{background:repeating-linear-gradient(90deg,var(--other) 0 4px,transparent 4px 7px)}
-.seg.error{background:var(--drop)}.seg.in{background:var(--pass)}
-.seg.head.r::after,.seg.head.l::after{content:"";position:absolute;top:-4px;border:5px solid transparent}
-.seg.head.r::after{right:-2px;border-left:7px solid currentColor;border-right:0}
-.seg.head.l::after{left:-2px;border-right:7px solid currentColor;border-left:0}
-.seg.pass,.seg.in{color:var(--pass)}.seg.rewrite{color:var(--rw)}.seg.emit{color:var(--emit)}
-.seg.other{color:var(--other)}.seg.error{color:var(--drop)}
-.seg.cross.r::after,.seg.cross.l::after{content:"✕";position:absolute;top:-9px;color:var(--drop);font-weight:700}
-.seg.cross.r::after{right:-6px}.seg.cross.l::after{left:-6px}
-.what{padding-left:10px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-.what b{font-weight:600}.sess{color:var(--sess)}.size{color:var(--dim)}
-.mark{font-size:11px;padding:0 5px;border-radius:8px;margin-left:4px;color:#fff;background:var(--pass)}
-.mark.rewrite{background:var(--rw)}.mark.drop,.mark.error{background:var(--drop)}.mark.emit{background:var(--emit)}
-.ba{display:grid;grid-template-columns:1fr 1fr;gap:10px;padding:4px 0 10px 96px}
-.one{padding:4px 0 10px 96px}
-h4{margin:2px 0;font-size:12px;color:var(--dim)}
-pre{margin:0;padding:6px 8px;background:#fff;border:1px solid var(--line);border-radius:5px;max-height:420px;
-overflow:auto;font:12px/1.4 ui-monospace,Menlo,monospace;white-space:pre-wrap;word-break:break-all}
-pre.after{border-color:var(--rw)}.err{color:var(--drop)}
-[hidden]{display:none!important}
-"""
-
-_JS = """
-(function(){
-  var box=document.getElementById('q'), count=document.getElementById('count');
-  var items=[].slice.call(document.querySelectorAll('details.msg'));
-  var texts=items.map(function(el){return el.textContent.toLowerCase();});
-  var groups=[].slice.call(document.querySelectorAll('section.group'));
-  function apply(){
-    var terms=box.value.toLowerCase().split(/\\s+/).filter(Boolean), shown=0;
-    items.forEach(function(el,i){
-      var ok=terms.every(function(t){return texts[i].indexOf(t)>=0;});
-      el.hidden=!ok; if(ok) shown++;
-    });
-    groups.forEach(function(g){g.hidden=!g.querySelector('details.msg:not([hidden])');});
-    count.textContent=shown+' of '+items.length+' messages';
-    document.body.setAttribute('data-visible',String(shown));
-  }
-  box.addEventListener('input',apply);
-  var m=/[#&]q=([^&]*)/.exec(location.hash);
-  if(m){box.value=decodeURIComponent(m[1].replace(/\\+/g,' '));}
-  apply();
-  document.body.setAttribute('data-ready','1');
-})();
-"""
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
-<meta name="viewport" content="width=device-width,initial-scale=1">
-<title>acp-bridge: {title}</title>
-<style>{css}</style></head>
-<body data-total="{total}">
-<header><h1>acp-bridge capture: {title}</h1><p class="meta">{meta}</p>
-<input id="q" type="search" placeholder="Filter: method, session, any text in a message" autocomplete="off">
-<span id="count">{total} messages</span></header>
-<div class="heads"><span>time</span><span class="who"><span style="left:12%">client</span><span style="left:50%">bridge</span><span style="left:88%">agent</span></span>
-<span>message</span></div>
-<main>
-{sections}
-</main>
-<script>{js}</script>
-</body></html>
-"""
+@functools.cache
+def asset(name: str) -> str:
+    """A file of the page (assets/: the skeleton, its CSS and its JS), package data that a
+    wheel carries (pyproject's package-data); read once."""
+    return (resources.files("acp_bridge.capture") / "assets" / name).read_text(encoding="utf-8")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import fnmatch
 import os
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.capture.html import group_turns, render
+from acp_bridge.capture.html import asset, group_turns, render
 from acp_bridge.capture.reading import utc_clock
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record
 from acp_bridge.capture.redaction import Redactor
@@ -133,6 +135,19 @@ def test_a_header_pointer_that_is_none_leaves_the_others_masking() -> None:
               "rules": [], "size": len(raw), "raw": raw.decode()}
     page = render([header, record], clock=utc_clock)
     assert "hunter2" not in page and "&lt;redacted&gt;" in page
+
+
+def test_the_page_files_are_package_data() -> None:
+    """`pip install .` (the README's quickstart) installs a wheel, which holds only the
+    package data pyproject names: every file of assets/ must be named (a wheel built with
+    it was checked to hold them and export the same page)."""
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assets = ROOT / "acp_bridge" / "capture" / "assets"
+    names = sorted(path.name for path in assets.iterdir())
+    assert names == ["page.css", "page.html", "page.js"]
+    for name in names:
+        assert any(fnmatch.fnmatch(f"assets/{name}", glob) for glob in globs["acp_bridge.capture"]), name
+        assert asset(name) == (assets / name).read_text(encoding="utf-8")
 
 
 def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
