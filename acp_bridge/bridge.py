@@ -28,11 +28,10 @@ READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 OUTPUT_LINGER = 1.0  # seconds to wait for the agent's output to end once it is gone
 DRAIN_TIMEOUT = 1.0  # ... and for the client pump to read what the client had already written
 
-CaptureBatch = tuple[float, float, list[Forward]]  # wall time, monotonic time, forwards
-
-
 class CaptureSink(Protocol):
-    """Where the bridge records forwards (acp_bridge.capture.writer.CaptureFile)."""
+    """Where the bridge records forwards (acp_bridge.capture.writer.CaptureFile), before it
+    sends them: there is no capture channel or writer task, a read's records are on disk
+    when `record` returns."""
 
     def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
         """Write the records now (synchronously); raises CaptureError only when required."""
