@@ -26,7 +26,8 @@ from acp_bridge.capture.reading import (
     record_message,
     summarize,
 )
-from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor
+from acp_bridge.capture.records import withhold
+from acp_bridge.capture.redaction import WHOLE, Redactor
 from acp_bridge.core import protocol as p
 from acp_bridge.core.pointer import parse_pointer
 from acp_bridge.core.protocol import Json
@@ -169,7 +170,7 @@ class _Renderer:
             return record
         if record.get("truncated"):  # the head of a long line: never parsed, so never masked
             if self.redactor.could_hold_secret(record_bytes(record, "raw") or b""):
-                return self._withhold(record)
+                return withhold(record)
             return record
         for key in ("raw", "out"):
             data = record_bytes(record, key)
@@ -177,20 +178,11 @@ class _Renderer:
                 continue
             masked, hits = self.redactor.mask_line(data, record_message(record, key))
             if hits is None:
-                return self._withhold(record)
+                return withhold(record)
             if hits:
                 record.pop(f"{key}_b64", None)
                 record[key] = masked.decode("utf-8", "replace")
                 record["redacted"] = sorted(set(record.get("redacted") or ()) | set(hits))
-        return record
-
-    @staticmethod
-    def _withhold(record: Json) -> Json:
-        for key in ("raw", "out"):
-            if record.get(key) is not None or f"{key}_b64" in record:
-                record.pop(f"{key}_b64", None)
-                record[key] = REDACTED
-        record["redacted"] = WHOLE
         return record
 
     def body(self, record: Json, key: str) -> str:

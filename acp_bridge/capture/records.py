@@ -165,6 +165,16 @@ def safe_dumps(record: Json) -> bytes:
                       "mono": record.get("mono"), "error": "capture: this record cannot be written"})
 
 
+def withhold(record: Json) -> Json:
+    """Withhold a record's line whole: `raw`, and `out` if something else went out."""
+    for key in ("raw", "out"):
+        if record.get(key) is not None or f"{key}_b64" in record:
+            record.pop(f"{key}_b64", None)
+            record[key] = REDACTED
+    record["redacted"] = WHOLE
+    return record
+
+
 @dataclass(slots=True)
 class _LongLine:
     """A line over the parse limit while its pieces go by: what its one record needs."""
@@ -307,7 +317,7 @@ class CaptureEncoder:
                     withheld |= self._put_masked(record, "out", fwd.data, None) is None
                 record["out_size"] = len(fwd.data)
             if withheld:
-                self._withhold(record)
+                withhold(record)
             record["error"] = f"capture: {type(exc).__name__}: {exc}"
             return record
 
@@ -317,15 +327,6 @@ class CaptureEncoder:
         masked, hits = self.redactor.mask_line(data, msg)
         _put_text(record, key, masked)
         return hits
-
-    @staticmethod
-    def _withhold(record: Json) -> None:
-        """Withhold a record's line whole: `raw`, and `out` if something else went out."""
-        for key in ("raw", "out"):
-            if record.get(key) is not None or f"{key}_b64" in record:
-                record.pop(f"{key}_b64", None)
-                record[key] = REDACTED
-        record["redacted"] = WHOLE
 
     def _base(self, fwd: Forward, wall: float, mono: float, kind: Kind) -> Json:
         return {
@@ -386,7 +387,7 @@ class CaptureEncoder:
                     hits += out_hits
             record["out_size"] = len(fwd.data)
         if withheld:
-            self._withhold(record)
+            withhold(record)
         elif hits:
             record["redacted"] = sorted(set(hits))
         if fwd.error is not None:
