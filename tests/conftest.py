@@ -110,6 +110,34 @@ class BridgeProcess:
         return bytes(self.received)
 
 
+async def signal_running_bridge(args: Sequence[str], signum: int, *,
+                                env: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """Start `python -m acp_bridge ARGS` in front of an echoing agent, wait until a line has
+    come back through it (the bridge installs its signal handlers before it reads the
+    agent's output, so they are in place by then), send it `signum`, and return its exit
+    status and all it wrote to stderr."""
+    import subprocess
+
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "acp_bridge", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+    try:
+        with trio.fail_after(20):
+            bridge = BridgeProcess(proc)
+            await bridge.send(b'{"x":1}\n')
+            await bridge.read_until(b'{"x":1}\n')
+            proc.send_signal(signum)
+            assert proc.stderr is not None
+            err = b""
+            while chunk := await proc.stderr.receive_some():
+                err += chunk
+            return await proc.wait(), err
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 @asynccontextmanager
 async def open_bridge(args: Sequence[str], *, env: dict[str, str] | None = None) -> AsyncIterator[BridgeProcess]:
     """Start the bridge with pipes on stdin and stdout (stderr goes to the test's own)."""

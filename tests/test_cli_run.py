@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,11 +10,10 @@ from typing import Any
 import click
 import orjson
 import pytest
-import trio
 from click.testing import CliRunner
 
 from acp_bridge.cli import main
-from tests.conftest import BridgeProcess, agent_cmd, example, keeper, line, run_cli
+from tests.conftest import agent_cmd, example, keeper, line, run_cli, signal_running_bridge
 
 MIXED = b"".join([
     b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n',
@@ -339,27 +337,10 @@ async def test_unlock_that_unlocks_nothing_says_why_at_v() -> None:
             b"session.promptSuggestions") in result.stderr
 
 
-async def test_a_client_ending_its_agent_with_sigterm_is_no_warning(tmp_path: Path) -> None:
+async def test_a_client_ending_its_agent_with_sigterm_is_no_warning() -> None:
     """SDK clients end every session with SIGTERM: ordinary, so said at -v (info), never as a
-    warning. The handlers are in place once a line has come back through the bridge."""
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "acp_bridge", "run", "-v", "--", *agent_cmd("echo")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        with trio.fail_after(20):
-            bridge = BridgeProcess(proc)
-            await bridge.send(b'{"x":1}\n')
-            await bridge.read_until(b'{"x":1}\n')
-            proc.send_signal(signal.SIGTERM)
-            assert proc.stderr is not None
-            err = b""
-            while chunk := await proc.stderr.receive_some():
-                err += chunk
-            await proc.wait()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+    warning."""
+    _, err = await signal_running_bridge(["run", "-v", "--", *agent_cmd("echo")], signal.SIGTERM)
     assert b"acp-bridge: INFO: received SIGTERM; passing it to the agent\n" in err
     assert b"WARNING" not in err, err
 

@@ -20,7 +20,7 @@ from acp_bridge.config import AgentConfig, Config, RelayConfig
 from acp_bridge.core import Frame, Relay, Rewrite, Session
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.process import StderrTail, serve
-from tests.conftest import SCRIPTED_AGENT, BridgeProcess, agent_cmd, line, run_cli
+from tests.conftest import SCRIPTED_AGENT, agent_cmd, line, run_cli, signal_running_bridge
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
 NEW = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}}
@@ -123,26 +123,9 @@ async def test_signals_to_the_bridge_reach_the_agent(tmp_path: Path, signum: int
     config = tmp_path / "c.toml"
     config.write_text("[relay]\ngrace_seconds = 60\n")
     pidfile = tmp_path / "pid"
-    env = {**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)}
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "acp_bridge", "run", "-v", "-c", str(config), "--", *agent_cmd("echo")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    try:
-        with trio.fail_after(20):
-            bridge = BridgeProcess(proc)
-            await bridge.send(b'{"x":1}\n')
-            await bridge.read_until(b'{"x":1}\n')  # the agent runs and the handlers are in place
-            proc.send_signal(signum)
-            assert proc.stderr is not None
-            err = b""
-            while chunk := await proc.stderr.receive_some():
-                err += chunk
-            await proc.wait()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode == 128 + signum
+    status, err = await signal_running_bridge(["run", "-v", "-c", str(config), "--", *agent_cmd("echo")],
+                                              signum, env={"FAKE_AGENT_PIDFILE": str(pidfile)})
+    assert status == 128 + signum
     assert gone(int(pidfile.read_text()))
     assert f"INFO: received {signal.Signals(signum).name}".encode() in err  # ordinary: said at -v
 
