@@ -24,12 +24,10 @@ from acp_bridge.config import (
     PromptFile,
     PromptText,
     apply_overrides,
-    check_capture_template,
-    command_problem,
     load_config,
-    read_config,
     settle,
 )
+from acp_bridge.config_file import check_capture_template, command_problem, read_config
 from acp_bridge.errors import BridgeError, ConfigError
 
 EXIT_USAGE = 2

@@ -18,16 +18,14 @@ from typing import Any
 import pytest
 
 from acp_bridge.config import (
-    FILE_ONLY_KEYS,
     Config,
     Overrides,
     PromptFile,
     PromptText,
     apply_overrides,
-    file_types,
-    read_config,
-    schema,
 )
+from acp_bridge.config_file import read_config
+from acp_bridge.config_schema import FILE_ONLY_KEYS, file_types, schema
 from acp_bridge.errors import ConfigError
 
 # "table.key": (the TOML value, the field it sets, the value that field then has). Each value
