@@ -50,24 +50,28 @@ class Chain:
         """Does any rule look at this kind of message?"""
         return bool(self._hooks.get(kind))
 
-    def run(self, frame: Frame, request: Pending | None, session: Session) -> Outcome:
-        """Run the hooks for `frame`'s kind in order; a drop stops the chain. Raises what a
-        rule raises (a bug in that rule)."""
-        outcome = Outcome(frame)
+    def run(self, frame: Frame, request: Pending | None, session: Session) -> Outcome | None:
+        """Run the hooks for `frame`'s kind in order; a drop stops the chain. None: every
+        rule passed (the usual case, so it allocates nothing). Raises what a rule raises (a
+        bug in that rule)."""
+        outcome: Outcome | None = None
+        current = frame
         kind = frame.kind
         for name, hook in self._hooks[kind]:
             if kind is Kind.RESPONSE:
-                result = hook(outcome.frame, request, session)
+                result = hook(current, request, session)
             else:
-                result = hook(outcome.frame, session)
+                result = hook(current, session)
             if result is PASS:
                 continue
             assert isinstance(result, Replace)
+            if outcome is None:
+                outcome = Outcome(frame)
             outcome.rules.append(name)
             outcome.emits.extend(result.then)
             if result.msg is None:
                 outcome.dropped = True
                 break
-            if result.msg is not outcome.frame.msg:  # Replace(same msg, then=...) only emits
-                outcome.frame = outcome.frame.with_msg(result.msg)
+            if result.msg is not current.msg:  # Replace(same msg, then=...) only emits
+                current = outcome.frame = current.with_msg(result.msg)
         return outcome

@@ -98,6 +98,7 @@ class Relay:
         self.session = Session()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(self.chain.triggers))
+        self._wanted = frozenset(kind for kind in Kind if self.chain.wants(kind))
         # What the bridge writes itself must land between whole lines of its destination:
         # held back while a long line is streaming there, and after a line the source left
         # unterminated at its end, preceded by the newline it lacked.
@@ -248,7 +249,7 @@ class Relay:
             self._other(frame, now, out)
             return
 
-        if (kind is Kind.RESPONSE and request is None) or not self.chain.wants(kind):
+        if (kind is Kind.RESPONSE and request is None) or kind not in self._wanted:
             out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.PASS, frame, (), request))
             return  # unpaired responses: nothing to go on, so nothing to change
         if len(frame.raw) >= _DEEP_MIN and not _writable(frame):
@@ -263,6 +264,9 @@ class Relay:
                 raise
             log.exception("rule failed on %r; forwarding the original", frame)
             self._fail_open(frame, [], request, f"{type(exc).__name__}: {exc}", out)
+            return
+        if outcome is None:  # every rule passed
+            out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.PASS, frame, (), request))
             return
         self._verdict(frame, outcome, request, out)
 

@@ -107,9 +107,12 @@ class Session:
         id_text = None
         if type(frame.id) is float and frame.msg is not None:  # maybe an integer orjson could not hold
             id_text = _id_text(frame)
-        pending = self.track(
-            Pending(frame.direction, frame.id, method, p.get_path(params, "sessionId"), frame.raw, at, id_text)
-        )
+        pending = Pending(frame.direction, frame.id, method, p.get_path(params, "sessionId"), frame.raw, at, id_text)
+        key = (frame.direction, id_key(frame.id))
+        if key in self._pending:  # the same id again while in flight (a client bug)
+            self._same_id.setdefault(key, []).append(pending)
+        else:
+            self._pending[key] = pending
         if method == p.INITIALIZE and frame.direction is Direction.TO_AGENT:
             self.client_init = params if isinstance(params, dict) else {}
         return pending
