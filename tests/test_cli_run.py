@@ -258,10 +258,14 @@ def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> 
     assert (result.exit_code, result.stderr) == (2, message)
 
 
-def test_log_lines_wait_for_a_full_non_blocking_stderr() -> None:
-    """A terminal shared with the non-blocking stdout: logging waits for room, loses nothing."""
+def test_log_lines_wait_for_a_full_non_blocking_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal shared with the non-blocking stdout: logging waits for room, loses nothing.
+
+    The pipe is drained only once the handler has found it full and started waiting (its
+    wait is observed), so the test proves the waiting path, whatever the timing."""
     import logging
     import os
+    import select
     import threading
 
     from acp_bridge.cli import StderrHandler
@@ -273,12 +277,18 @@ def test_log_lines_wait_for_a_full_non_blocking_stderr() -> None:
             os.write(write_end, b"x" * 65536)
     except BlockingIOError:
         pass
+    waiting = threading.Event()
+    real_select = select.select
+
+    def observed_select(*args: Any) -> Any:
+        waiting.set()
+        return real_select(*args)
+
+    monkeypatch.setattr(select, "select", observed_select)  # what process.write_all waits in
     drained = bytearray()
 
     def drain() -> None:
-        import time
-
-        time.sleep(0.2)
+        assert waiting.wait(5)  # the handler met a full pipe and waits for room
         while not drained.endswith(b"the line\n"):
             drained.extend(os.read(read_end, 1 << 20))
 
@@ -289,6 +299,7 @@ def test_log_lines_wait_for_a_full_non_blocking_stderr() -> None:
     reader.join(5)
     os.close(read_end)
     os.close(write_end)
+    assert waiting.is_set()
     assert drained.endswith(b"the line\n")
 
 

@@ -166,7 +166,7 @@ def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path:
             with capture.open("ab") as file:
                 file.write(extra[:20])
                 file.flush()
-                time.sleep(0.5)
+                wait_until_read(proc.pid, capture)  # the reader holds the partial record
                 file.write(extra[20:])
             assert proc.stdout.readline() == b"22:13:23.000 <- later 3B\n"
             proc.send_signal(signal.SIGINT)
@@ -175,6 +175,24 @@ def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path:
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+def wait_until_read(pid: int, path: Path) -> None:
+    """Wait until process `pid` has read `path` to its current end (Linux: /proc fdinfo)."""
+    size = path.stat().st_size
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                if Path(os.readlink(fd)) != path.resolve():
+                    continue
+                info = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text()
+            except OSError:
+                continue
+            if int(info.split("pos:", 1)[1].split()[0]) >= size:
+                return
+        time.sleep(0.01)  # polling a condition, under the deadline above
+    raise AssertionError(f"{pid} never read {path} to {size} bytes")
 
 
 def test_records_are_json(capture: Path) -> None:
