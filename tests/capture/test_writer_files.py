@@ -257,7 +257,8 @@ async def test_a_line_the_client_received_survives_a_sigkill_at_once(tmp_path: P
             proc.kill()
             await proc.wait()
     assert proc.returncode == -signal.SIGKILL
-    kept = records(path)
+    kept = records(path)  # every line is complete JSON
     assert kept[0]["type"] == "header" and len(kept) == 21
+    assert [r["seq"] for r in kept[1:]] == list(range(1, 21))
     assert [(r["direction"], record_bytes(r, "raw")) for r in kept[1:]] == [
         (direction, msg) for msg in sent for direction in ("to-agent", "to-client")]
