@@ -105,7 +105,6 @@ class Relay:
         self._held: dict[Direction, list[Forward]] = {d: [] for d in Direction}
         self._torn = dict.fromkeys(Direction, False)
         self._long: dict[Direction, MemberScanner | None] = dict.fromkeys(Direction)
-        self._now = 0.0
         self.agent_gone: tuple[str, Any] | None = None  # (message, data) once the agent is gone
         self.unencodable = 0  # lines a rule changed that could not be written back
 
@@ -205,8 +204,8 @@ class Relay:
         torn = not splitter.idle
         out = self._pieces(direction, splitter.feed_eof(), now)
         if torn:
-            last = next((f for f in reversed(out) if f.source is direction and f.verdict is not Verdict.EMIT), None)
-            if last is not None and last.verdict is not Verdict.DROP and not last.data.endswith(b"\n"):
+            written = [f.data for f in out if f.direction is direction and f.data]
+            if written and not written[-1].endswith(b"\n"):  # the stream's last line, unterminated
                 self._torn[direction] = True
             self._release_held(direction, out)
         return out
@@ -340,8 +339,10 @@ class Relay:
         if not piece.end:
             return
         self._long[direction] = None
-        if piece.data.endswith(b"\n"):  # torn by the end of the stream, it is no message
+        if piece.data.endswith(b"\n"):
             self._bookkeep(direction, scanner.finish(), now, out)
+        else:  # torn by the end of the stream: no message, and what follows needs a newline
+            self._torn[direction] = True
         self._release_held(direction, out)
 
     def _other(self, frame: Frame, now: float, out: list[Forward]) -> None:

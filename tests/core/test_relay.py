@@ -498,3 +498,12 @@ def test_every_line_triggers_see_every_notification_even_in_runs() -> None:
     relay = Relay([rule], strict=True)
     relay.feed(C, UPDATE * MANY)
     assert rule.seen == MANY
+
+
+def test_an_emit_held_behind_a_long_line_that_the_stream_tears_starts_a_line_of_its_own() -> None:
+    """The long line never ends (its stream does): the held emit follows a newline."""
+    relay = Relay([Withdraw()], strict=True, max_line=64)
+    relay.feed(C, b'{"long":"' + b"x" * 100)
+    assert sent(relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"p"}\n'), C) == b""  # held
+    assert sent(relay.feed_eof(C), C) == b"\n" + W
+    assert sent(relay.fail_pending("gone"), C).startswith(b'{"jsonrpc":"2.0","id":1,"error"')  # no second newline
