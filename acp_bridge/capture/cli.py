@@ -58,10 +58,12 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
     session, size and what the bridge did (rewrite, drop, bridge-sent, redacted).
 
     Colour on a terminal, plain in a pipe. With --follow it reads a capture that is still
-    being written, like `tail -f`.
+    being written, like `tail -f`. When nothing is shown (no message matched the filters,
+    or none failed at --detail 0), stderr says how many records were read; exit status 0.
     """
     keep = RecordFilter(methods, session, direction)
     unreadable = 0
+    tally = _Tally()
     try:
         with open(capture, "rb") as file:
             for number, line in enumerate(read_lines(file, follow=follow), 1):
@@ -72,21 +74,47 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
                     unreadable += 1
                     click.echo(f"acp-bridge: {capture}:{number}: not a capture record", err=True)
                     continue
-                _show_record(record, keep, detail)
+                tally.read += 1
+                tally.shown += _show_record(record, keep, detail)
     except KeyboardInterrupt:
         pass  # Ctrl-C ends --follow; that is the normal way out
+    if not tally.shown:
+        click.echo(f"acp-bridge: {capture}: {tally.read} records read, none matched"
+                   f"{_in_force(keep, detail)}", err=True)
     if unreadable:
         raise SystemExit(1)
 
 
-def _show_record(record: Json, keep: RecordFilter, detail: int) -> None:
+class _Tally:
+    """Records read and messages shown, for the note when nothing was shown."""
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.shown = 0
+
+
+def _in_force(keep: RecordFilter, detail: int) -> str:
+    """The filters that were in force, as the options that set them (empty when none)."""
+    options = [f"--method {m}" for m in keep.methods]
+    if keep.session is not None:
+        options.append(f"--session {keep.session}")
+    if keep.direction is not None:
+        options.append(f"--direction {keep.direction}")
+    if detail == 0:
+        options.append("--detail 0 (only failures)")
+    return f" ({', '.join(options)})" if options else " (no messages in it)"
+
+
+def _show_record(record: Json, keep: RecordFilter, detail: int) -> bool:
+    """Print one record if it passes the filters; whether it was printed."""
     if record.get("type") != "message" or not keep(record):
-        return
+        return False
     if detail == 0 and record.get("verdict") != "error":
-        return
+        return False
     click.echo(styled(summarize(record, local_clock)))
     for line in detail_lines(record, detail):
         click.echo(line)
+    return True
 
 
 @click.command()

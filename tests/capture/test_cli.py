@@ -67,7 +67,7 @@ def capture(tmp_path: Path) -> Path:
 def invoke(*args: str) -> list[str]:
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == 0, result.output
-    return result.output.splitlines()
+    return result.stdout.splitlines()
 
 
 def test_show_one_line_per_message(capture: Path, utc: None) -> None:
@@ -97,8 +97,24 @@ def test_show_filters(capture: Path, utc: None, options: list[str], seqs: list[s
     assert all(part in text for part, text in zip(seqs, lines, strict=True))
 
 
+@pytest.mark.parametrize(("options", "in_force"), [
+    (["--method", "session/promt"], "(--method session/promt)"),
+    (["--session", "nope", "--direction", "to-agent"], "(--session nope, --direction to-agent)"),
+    (["--detail", "0"], "(--detail 0 (only failures))"),
+])
+def test_show_says_when_nothing_matched(capture: Path, options: list[str], in_force: str) -> None:
+    """Nothing shown is not silence: stderr counts the records read and names the filters."""
+    result = CliRunner().invoke(main, ["show", str(capture), *options])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == f"acp-bridge: {capture}: 7 records read, none matched {in_force}\n"
+
+
+def test_show_says_nothing_when_something_matched(capture: Path) -> None:
+    result = CliRunner().invoke(main, ["show", str(capture), "--method", "session/cancel"])
+    assert result.exit_code == 0 and result.stderr == "" and result.stdout.count("\n") == 1
+
+
 def test_show_detail_levels(capture: Path, utc: None) -> None:
-    assert invoke("show", str(capture), "--detail", "0") == []
     two = invoke("show", str(capture), "--detail", "2", "--session", "s1", "--method", "session/prompt")
     assert two[:3] == ["22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]",
                        "    {", '      "sessionId": "s1",']

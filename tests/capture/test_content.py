@@ -48,7 +48,7 @@ def limit_config(tmp_path: Path) -> Path:
 def show(*args: str) -> list[str]:
     result = CliRunner().invoke(main, ["show", *args])
     assert result.exit_code == 0, result.output
-    return result.output.splitlines()
+    return result.stdout.splitlines()
 
 
 def untimed(lines: list[str]) -> list[str]:
