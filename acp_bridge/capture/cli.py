@@ -48,19 +48,24 @@ def styled(summary: Summary) -> str:
 @click.option("-f", "--follow", is_flag=True, help="Keep reading as the capture grows (Ctrl-C stops).")
 @click.option("--method", "methods", multiple=True, metavar="M",
               help="Only messages of method M (a response counts as its request's); repeatable.")
-@click.option("--session", metavar="ID", help="Only messages of ACP session ID.")
+@click.option("--session", metavar="ID",
+              help="Only messages of ACP session ID, or of the one session whose id starts with ID.")
 @click.option("--direction", type=click.Choice(["to-agent", "to-client"]), help="Only one direction.")
 @click.option("--detail", type=click.IntRange(0, 3), default=1, show_default=True,
               help="0 only failures, 1 one line per message, 2 plus params, 3 plus before/after of rewrites.")
 def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
          direction: str | None, detail: int) -> None:
     """Print a capture, one line per message: time, arrow, method or response id,
-    session, size and what the bridge did (rewrite, drop, bridge-sent, redacted).
+    session, size and what the bridge did (rewrite, drop, bridge-sent, redacted). A session
+    id longer than 12 characters shows as its first 8 and "…"; --session takes that prefix back
+    (a prefix that fits several sessions is an error naming them).
 
     Colour on a terminal, plain in a pipe. With --follow it reads a capture that is still
     being written, like `tail -f`. When nothing is shown (no message matched the filters,
     or none failed at --detail 0), stderr says how many records were read; exit status 0.
     """
+    if session is not None:
+        session = _resolve_session(capture, session)
     keep = RecordFilter(methods, session, direction)
     unreadable = 0
     tally = _Tally()
@@ -83,6 +88,24 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
                    f"{_in_force(keep, detail)}", err=True)
     if unreadable:
         raise SystemExit(1)
+
+
+def _resolve_session(capture: str, given: str) -> str:
+    """The session `given` names: itself when a session has that id, else the one session whose
+    id starts with it (with --follow, among those already in the capture). Several: an error."""
+    sessions: set[str] = set()
+    with open(capture, "rb") as file:
+        for line in read_lines(file):
+            record = load_record(line) if line.strip() else None
+            if record is not None and record.get("type") == "message" and record.get("session") is not None:
+                sessions.add(str(record["session"]))
+    if given in sessions:
+        return given
+    candidates = sorted(s for s in sessions if s.startswith(given))
+    if len(candidates) > 1:
+        raise click.BadParameter(f"{given!r} is the start of {len(candidates)} sessions: "
+                                 f"{', '.join(candidates)}", param_hint="'--session'")
+    return candidates[0] if candidates else given
 
 
 class _Tally:
@@ -111,7 +134,7 @@ def _show_record(record: Json, keep: RecordFilter, detail: int) -> bool:
         return False
     if detail == 0 and record.get("verdict") != "error":
         return False
-    click.echo(styled(summarize(record, local_clock)))
+    click.echo(styled(summarize(record, local_clock, short=True)))
     for line in detail_lines(record, detail):
         click.echo(line)
     return True

@@ -157,8 +157,17 @@ class Summary:
         return " ".join(parts)
 
 
-def summarize(record: Json, clock: Callable[[float], str] = utc_clock) -> Summary:
-    """The one-line summary of a message record."""
+SESSION_SHOWN = 8  # a session id longer than SESSION_LONG shows as its first 8 characters and "…"
+SESSION_LONG = 12
+
+
+def short_session(session: str) -> str:
+    """A long session id cut to a prefix that `show --session` takes back."""
+    return session if len(session) <= SESSION_LONG else session[:SESSION_SHOWN] + "…"
+
+
+def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short: bool = False) -> Summary:
+    """The one-line summary of a message record (with `short`, a long session id cut short)."""
     direction = record.get("direction")
     arrow = Direction(direction).arrow if direction in ("to-agent", "to-client") else "??"
     kind, verdict = record.get("kind"), record.get("verdict", "")
@@ -209,7 +218,7 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock) -> Summar
         clock=clock(float(record.get("time", 0.0))),
         arrow=arrow,
         label=label,
-        session="" if session is None else f"({session})",
+        session="" if session is None else f"({short_session(str(session)) if short else session})",
         size=size,
         marks=tuple(marks),
         verdict=str(verdict),

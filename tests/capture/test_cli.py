@@ -114,6 +114,43 @@ def test_show_says_nothing_when_something_matched(capture: Path) -> None:
     assert result.exit_code == 0 and result.stderr == "" and result.stdout.count("\n") == 1
 
 
+LONG_A, LONG_B = "0f3c9a7e-41d2-4c55-9b0e-7d1f2a3b4c5d", "0f3c9a7e-99aa-4bbb-8ccc-000000000001"
+
+
+@pytest.fixture
+def long_sessions(tmp_path: Path) -> Path:
+    path = tmp_path / "long.jsonl"
+    records = [rec(1, 0.0, "to-agent", "request", "pass", method="session/prompt", id=1, session=LONG_A, size=3,
+                   raw="{}\n"),
+               rec(2, 1.0, "to-agent", "request", "pass", method="session/prompt", id=2, session=LONG_B, size=3,
+                   raw="{}\n"),
+               rec(3, 2.0, "to-agent", "request", "pass", method="session/prompt", id=3, session="0f3c9a7e", size=3,
+                   raw="{}\n")]
+    path.write_bytes(b"".join(dumps(r) for r in records))
+    return path
+
+
+def test_show_shortens_long_session_ids(long_sessions: Path, utc: None) -> None:
+    assert invoke("show", str(long_sessions)) == [
+        "22:13:20.000 -> session/prompt #1 (0f3c9a7e…) 3B",
+        "22:13:21.000 -> session/prompt #2 (0f3c9a7e…) 3B",
+        "22:13:22.000 -> session/prompt #3 (0f3c9a7e) 3B",
+    ]
+
+
+def test_show_session_takes_a_unique_prefix(long_sessions: Path) -> None:
+    assert [line.split()[3] for line in invoke("show", str(long_sessions), "--session", "0f3c9a7e-4")] == ["#1"]
+    assert [line.split()[3] for line in invoke("show", str(long_sessions), "--session", LONG_B)] == ["#2"]
+    # an id that is also the start of others means itself
+    assert [line.split()[3] for line in invoke("show", str(long_sessions), "--session", "0f3c9a7e")] == ["#3"]
+
+
+def test_show_session_prefix_of_several_is_an_error(long_sessions: Path) -> None:
+    result = CliRunner().invoke(main, ["show", str(long_sessions), "--session", "0f3c9a7e-"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"'0f3c9a7e-' is the start of 2 sessions: {LONG_A}, {LONG_B}" in result.stderr
+
+
 def test_show_detail_levels(capture: Path, utc: None) -> None:
     two = invoke("show", str(capture), "--detail", "2", "--session", "s1", "--method", "session/prompt")
     assert two[:3] == ["22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]",
