@@ -50,11 +50,14 @@ def styled(summary: Summary) -> str:
               help="Only messages of method M (a response counts as its request's); repeatable.")
 @click.option("--session", metavar="ID",
               help="Only messages of ACP session ID, or of the one session whose id starts with ID.")
+@click.option("--update", "updates", multiple=True, metavar="KIND",
+              help="Only session/update notifications of kind KIND (params.update.sessionUpdate, "
+                   "e.g. prompt_suggestions_update); repeatable.")
 @click.option("--direction", type=click.Choice(["to-agent", "to-client"]), help="Only one direction.")
 @click.option("--detail", type=click.IntRange(0, 3), default=1, show_default=True,
               help="0 only failures, 1 one line per message, 2 plus params, 3 plus before/after of rewrites.")
 def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
-         direction: str | None, detail: int) -> None:
+         updates: tuple[str, ...], direction: str | None, detail: int) -> None:
     """Print a capture, one line per message: time, arrow, method or response id,
     session, size and what the bridge did (rewrite, drop, bridge-sent, redacted). A session
     id longer than 12 characters shows as its first 8 and "…"; --session takes that prefix back
@@ -66,7 +69,7 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
     """
     if session is not None:
         session = _resolve_session(capture, session)
-    keep = RecordFilter(methods, session, direction)
+    keep = RecordFilter(methods, session, direction, updates)
     unreadable = 0
     tally = _Tally()
     try:
@@ -121,6 +124,7 @@ def _in_force(keep: RecordFilter, detail: int) -> str:
     options = [f"--method {m}" for m in keep.methods]
     if keep.session is not None:
         options.append(f"--session {keep.session}")
+    options += [f"--update {u}" for u in keep.updates]
     if keep.direction is not None:
         options.append(f"--direction {keep.direction}")
     if detail == 0:

@@ -308,10 +308,21 @@ class RecordFilter:
     methods: tuple[str, ...] = ()
     session: str | None = None
     direction: str | None = None
+    updates: tuple[str, ...] = ()  # `params.update.sessionUpdate` of a `session/update`
 
     def __call__(self, record: Json) -> bool:
         if self.methods and record.get("method") not in self.methods:
             return False
+        if self.updates and not self.updates_match(record):
+            return False
         if self.session is not None and str(record.get("session")) != self.session:
             return False
         return self.direction is None or record.get("direction") == self.direction
+
+    def updates_match(self, record: Json) -> bool:
+        """A `session/update` of one of the kinds, as it came or as it was sent (a rewrite
+        that changes the kind matches both); the message is parsed only here."""
+        if record.get("method") != "session/update":
+            return False
+        return any(p.get_path(record_message(record, key), "params", "update", "sessionUpdate") in self.updates
+                   for key in ("raw", "out"))

@@ -151,6 +151,42 @@ def test_show_session_prefix_of_several_is_an_error(long_sessions: Path) -> None
     assert f"'0f3c9a7e-' is the start of 2 sessions: {LONG_A}, {LONG_B}" in result.stderr
 
 
+def update_line(kind: str) -> str:
+    return ('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"'
+            + kind + '"}}}\n')
+
+
+@pytest.fixture
+def suggestions(tmp_path: Path) -> Path:
+    """An agent's session_info_update dropped and sent on as a prompt_suggestions_update."""
+    path = tmp_path / "suggestions.jsonl"
+    info, sugg = update_line("session_info_update"), update_line("prompt_suggestions_update")
+    records = [
+        rec(1, 0.0, "to-client", "notification", "pass", method="session/update", session="s1", size=len(NOTE),
+            raw=NOTE),
+        rec(2, 1.0, "to-client", "notification", "drop", method="session/update", session="s1",
+            rules=["suggestions"], size=len(info), raw=info, out=None, out_size=0),
+        rec(3, 1.0, "to-client", "notification", "emit", method="session/update", session="s1",
+            rules=["suggestions"], size=0, out=sugg, out_size=len(sugg)),
+        rec(4, 2.0, "to-client", "notification", "pass", method="session/updatex", session="s1", size=len(sugg),
+            raw=sugg),
+    ]
+    path.write_bytes(b"".join(dumps(r) for r in records))
+    return path
+
+
+def test_show_filters_by_update_kind(suggestions: Path, utc: None) -> None:
+    assert invoke("show", str(suggestions), "--update", "prompt_suggestions_update") == [
+        "22:13:21.000 <- session/update prompt_suggestions_update (s1) 127B [bridge: suggestions]"]
+    assert invoke("show", str(suggestions), "--update", "session_info_update") == [
+        "22:13:21.000 <- session/update session_info_update (s1) 121B->0B [drop: suggestions]"]
+    both = invoke("show", str(suggestions), "--update", "agent_message_chunk", "--update", "session_info_update")
+    assert [line.split()[3] for line in both] == ["agent_message_chunk", "session_info_update"]
+    result = CliRunner().invoke(main, ["show", str(suggestions), "--update", "prompt_suggestion_update"])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "4 records read, none matched (--update prompt_suggestion_update)" in result.stderr
+
+
 def test_show_detail_levels(capture: Path, utc: None) -> None:
     two = invoke("show", str(capture), "--detail", "2", "--session", "s1", "--method", "session/prompt")
     assert two[:3] == ["22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]",
