@@ -7,11 +7,12 @@ Must never: write to a capture, or import the export page code before `export` r
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
-from acp_bridge.capture.files import local_clock, read_lines
+from acp_bridge.capture.files import local_clock, read_lines, wait_for_file
 from acp_bridge.capture.reading import (
     RecordFilter,
     Summary,
@@ -44,8 +45,10 @@ def styled(summary: Summary) -> str:
 
 
 @click.command()
-@click.argument("capture", type=_CAPTURE)
-@click.option("-f", "--follow", is_flag=True, help="Keep reading as the capture grows (Ctrl-C stops).")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@click.option("-f", "--follow", is_flag=True,
+              help="Keep reading as the capture grows, until its end record (Ctrl-C stops); "
+                   "a capture not there yet is waited for.")
 @click.option("--method", "methods", multiple=True, metavar="M",
               help="Only messages of method M (a response counts as its request's); repeatable.")
 @click.option("--session", metavar="ID",
@@ -64,33 +67,48 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
     (a prefix that fits several sessions is an error naming them).
 
     Colour on a terminal, plain in a pipe. With --follow it reads a capture that is still
-    being written, like `tail -f`. When nothing is shown (no message matched the filters,
-    or none failed at --detail 0), stderr says how many records were read; exit status 0.
+    being written, like `tail -f`, and stops after the end record the bridge writes when it
+    closes the capture; a capture that does not exist yet is waited for (start it before the
+    editor). When nothing is shown (no message matched the filters, or none failed at
+    --detail 0), stderr says how many records were read; exit status 0.
     """
-    if session is not None:
-        session = _resolve_session(capture, session)
-    keep = RecordFilter(methods, session, direction, updates)
-    unreadable = 0
     tally = _Tally()
+    tally.keep = RecordFilter(methods, session, direction, updates)
     try:
-        with open(capture, "rb") as file:
-            for number, line in enumerate(read_lines(file, follow=follow), 1):
-                if not line.strip():
-                    continue
-                record = load_record(line)
-                if record is None:
-                    unreadable += 1
-                    click.echo(f"acp-bridge: {capture}:{number}: not a capture record", err=True)
-                    continue
-                tally.read += 1
-                tally.shown += _show_record(record, keep, detail)
+        if follow and not os.path.exists(capture):
+            click.echo(f"acp-bridge: waiting for {capture} to appear (Ctrl-C stops)", err=True)
+            wait_for_file(capture)
+        ctx = click.get_current_context()
+        argument = next(param for param in ctx.command.params if param.name == "capture")
+        _CAPTURE.convert(capture, argument, ctx)  # exists, is a file, can be read
+        _show_capture(capture, follow, methods, session, updates, direction, detail, tally)
     except KeyboardInterrupt:
         pass  # Ctrl-C ends --follow; that is the normal way out
     if not tally.shown:
         click.echo(f"acp-bridge: {capture}: {tally.read} records read, none matched"
-                   f"{_in_force(keep, detail)}", err=True)
-    if unreadable:
+                   f"{_in_force(tally.keep, detail)}", err=True)
+    if tally.unreadable:
         raise SystemExit(1)
+
+
+def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
+                  updates: tuple[str, ...], direction: str | None, detail: int, tally: _Tally) -> None:
+    if session is not None:
+        session = _resolve_session(capture, session)
+    keep = tally.keep = RecordFilter(methods, session, direction, updates)
+    with open(capture, "rb") as file:
+        for number, line in enumerate(read_lines(file, follow=follow), 1):
+            if not line.strip():
+                continue
+            record = load_record(line)
+            if record is None:
+                tally.unreadable += 1
+                click.echo(f"acp-bridge: {capture}:{number}: not a capture record", err=True)
+                continue
+            tally.read += 1
+            tally.shown += _show_record(record, keep, detail)
+            if follow and record.get("type") == "end":
+                return  # the bridge closed the capture: nothing more will come
 
 
 def _resolve_session(capture: str, given: str) -> str:
@@ -117,6 +135,8 @@ class _Tally:
     def __init__(self) -> None:
         self.read = 0
         self.shown = 0
+        self.unreadable = 0
+        self.keep = RecordFilter()
 
 
 def _in_force(keep: RecordFilter, detail: int) -> str:

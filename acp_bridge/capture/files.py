@@ -49,6 +49,12 @@ def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECO
         time.sleep(poll)
 
 
+def wait_for_file(path: str, poll: float = POLL_SECONDS) -> None:
+    """Return once `path` exists (a capture the bridge has not created yet)."""
+    while not os.path.exists(path):
+        time.sleep(poll)
+
+
 def local_clock(wall: float) -> str:
     """HH:MM:SS.mmm in the local time zone (what `show`, `stats` and `export` print)."""
     try:

@@ -244,6 +244,7 @@ def test_export_writes_a_page(capture: Path, tmp_path: Path) -> None:
 
 def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path: Path) -> None:
     """--follow waits for new records (also one written in two pieces) and stops on Ctrl-C."""
+    capture.write_bytes(b"".join(capture.read_bytes().splitlines(keepends=True)[:-1]))  # still open: no end
     env = {**os.environ, "TZ": "UTC"}
     with subprocess.Popen([sys.executable, "-m", "acp_bridge", "show", "--follow", str(capture)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
@@ -264,6 +265,35 @@ def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path:
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+def test_show_follow_waits_for_the_capture_and_stops_at_its_end(tmp_path: Path) -> None:
+    """Started before the bridge: --follow says it waits, reads the capture once it appears,
+    and exits 0 after the end record."""
+    path = tmp_path / "later.jsonl"
+    env = {**os.environ, "TZ": "UTC"}
+    with subprocess.Popen([sys.executable, "-m", "acp_bridge", "show", "--follow", str(path)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            assert proc.stderr.readline() == f"acp-bridge: waiting for {path} to appear (Ctrl-C stops)\n".encode()
+            header = header_record(wall=WALL, mono=0.0, argv=["acp-bridge", "run"], config_digest="abc", pid=7)
+            with path.open("wb") as file:
+                file.write(dumps(header) + b"".join(dumps(r) for r in RECORDS[:2]))
+                file.flush()
+                assert proc.stdout.readline() == b"22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]\n"
+                file.write(dumps({"type": "end", "time": WALL + 3, "mono": 3.0, "records": 2}))
+            assert proc.wait(timeout=10) == 0
+            assert proc.stdout.read() == b"22:13:20.500 <- session/update agent_message_chunk (s1) 121B\n"
+            assert proc.stderr.read() == b""
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def test_show_without_follow_still_needs_the_capture(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["show", str(tmp_path / "none.jsonl")])
+    assert result.exit_code == 2 and "does not exist" in result.stderr
 
 
 def wait_until_read(pid: int, path: Path) -> None:
