@@ -107,12 +107,8 @@ class Session:
         id_text = None
         if type(frame.id) is float and frame.msg is not None:  # maybe an integer orjson could not hold
             id_text = _id_text(frame)
-        pending = Pending(frame.direction, frame.id, method, p.get_path(params, "sessionId"), frame.raw, at, id_text)
-        key = (frame.direction, id_key(frame.id))
-        if key in self._pending:  # the same id again while in flight (a client bug)
-            self._same_id.setdefault(key, []).append(pending)
-        else:
-            self._pending[key] = pending
+        pending = self.track(
+            Pending(frame.direction, frame.id, method, p.get_path(params, "sessionId"), frame.raw, at, id_text))
         if method == p.INITIALIZE and frame.direction is Direction.TO_AGENT:
             self.client_init = params if isinstance(params, dict) else {}
         return pending
@@ -120,7 +116,7 @@ class Session:
     def track(self, pending: Pending) -> Pending:
         """Note a request in flight (also one the relay knows only by its id and method)."""
         key = (pending.origin, id_key(pending.id))
-        if key in self._pending:
+        if key in self._pending:  # the same id again while in flight (a client bug)
             self._same_id.setdefault(key, []).append(pending)
         else:
             self._pending[key] = pending
@@ -147,23 +143,23 @@ class Session:
             self.unpaired_responses += 1
             return None
         if self._same_id:
-            later = self._same_id.get(key)
-            if later:
-                self._pending[key] = later.pop(0)
-                if not later:
-                    del self._same_id[key]
+            self._promote(key)
         return pending
+
+    def _promote(self, key: tuple[Direction, Any]) -> None:
+        """The request answered under `key` is gone: the next one with that id moves up."""
+        later = self._same_id.get(key)
+        if later:
+            self._pending[key] = later.pop(0)
+            if not later:
+                del self._same_id[key]
 
     def forget(self, pending: Pending) -> None:
         """The bridge answered this request itself; no response is expected any more."""
         key = (pending.origin, id_key(pending.id))
         if self._pending.get(key) is pending:
             self._pending.pop(key)
-            later = self._same_id.get(key)
-            if later:
-                self._pending[key] = later.pop(0)
-                if not later:
-                    del self._same_id[key]
+            self._promote(key)
         elif pending in self._same_id.get(key, ()):
             self._same_id[key].remove(pending)
             if not self._same_id[key]:
