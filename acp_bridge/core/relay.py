@@ -371,12 +371,9 @@ class Relay:
                 id_text = None if text is None else orjson.Fragment(text)
             method = element.get("method")
             if isinstance(method, str):
-                if self.agent_gone is not None and frame.direction is Direction.TO_AGENT:
-                    self._refuse(frame, id_ if id_text is None else id_text, out)
-                    continue
                 params = element.get("params")
                 session_id = params.get("sessionId") if isinstance(params, dict) else None
-                self.session.track(Pending(frame.direction, id_, method, session_id, b"", now, id_text))
+                self._note_request(Pending(frame.direction, id_, method, session_id, b"", now, id_text), out)
             elif "result" in element or "error" in element:
                 self.session.pair(frame.direction, id_)
 
@@ -394,13 +391,16 @@ class Relay:
             if members.is_response:
                 self.session.pair(direction, id_)
                 continue
-            if not isinstance(method, str):
-                continue
-            id_text = orjson.Fragment(members.literals["id"])
-            if self.agent_gone is not None and direction is Direction.TO_AGENT:
-                self._refuse(None, id_text, out)
-                continue
-            self.session.track(Pending(direction, id_, method, None, b"", now, id_text))
+            if isinstance(method, str):
+                id_text = orjson.Fragment(members.literals["id"])
+                self._note_request(Pending(direction, id_, method, None, b"", now, id_text), out)
+
+    def _note_request(self, pending: Pending, out: list[Forward]) -> None:
+        """A request the rules cannot read: in flight, or answered here if the agent is gone."""
+        if self.agent_gone is not None and pending.origin is Direction.TO_AGENT:
+            self._refuse(None, pending.reply_id, out)
+        else:
+            self.session.track(pending)
 
     def _refuse(self, frame: Frame | None, id_: Any, out: list[Forward]) -> None:
         """The agent is gone: answer a client request here instead of forwarding it."""
