@@ -51,11 +51,6 @@ class Outlet:
         if data and not self.broken and not self._closed:
             self._queue.append(data)
 
-    async def send_all(self, data: bytes, *, yielded: bool = False) -> None:
-        """Queue `data` and write the queue."""
-        self.put(data)
-        await self.flush(yielded=yielded)
-
     async def flush(self, *, yielded: bool = False) -> None:
         """Write everything queued, in order (including what is queued while writing).
 
@@ -154,7 +149,7 @@ class Reader:
     `FdStream.receive_some` passes through the scheduler before every read, which shows in
     the per-message latency. Reading the file descriptor first and waiting only when it is
     empty is just as correct here: a read that did not wait is followed by a write through
-    `send_all`, which does pass through the scheduler (see `Outlet.send_all`).
+    `send_all`, which does pass through the scheduler (see `Outlet.flush`).
     """
 
     def __init__(self, stream: ReceiveStream) -> None:
