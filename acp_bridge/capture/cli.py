@@ -8,6 +8,8 @@ Must never: write to a capture, or import the export page code before `export` r
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -180,22 +182,48 @@ def stats(capture: str) -> None:
 @click.command()
 @click.argument("capture", type=_CAPTURE)
 @click.option("--html", "out", required=True, type=click.Path(dir_okay=False, writable=True),
-              metavar="OUT.html", help="Write the page to OUT.html.")
+              metavar="OUT.html", help="Write the page to OUT.html (replaced whole once written).")
 def export(capture: str, out: str) -> None:
     """Write a capture as one self-contained HTML page (no network needed): a sequence
-    view of client, bridge and agent, grouped by turn, with rewrites as before/after and
-    a filter box. The capture's redaction is applied again."""
-    from acp_bridge.capture.html import render
+    view of client, bridge and agent, grouped by turn, with a one-line preview of each
+    message, rewrites as before/after with the changes marked, links between a request and
+    its answer (with the latency) and from a dropped message to what the bridge sent in its
+    place, a timing view per turn, and a filter box. Runs of message chunks are folded into
+    one row with their text joined. The page draws only the rows on screen, so it stays
+    quick with hundreds of thousands of messages; the export itself reads the capture once,
+    in bounded memory. The capture's redaction is applied again.
 
-    records: list[Json] = []
+    In the page's address, `#q=TEXT` presets the filter and `#m=SEQ` opens message SEQ."""
+    from acp_bridge.capture.html import write_page
+
+    records = (record for record in map(load_record, _lines(capture)) if record is not None)
+    target = Path(out)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    tty = sys.stderr.isatty()
+
+    def progress(messages: int) -> None:
+        if tty and messages % 20_000 < 2_000:
+            click.echo(f"\racp-bridge: export: {messages} messages…", err=True, nl=False)
+
+    try:
+        with open(partial, "xb") as file:
+            written = write_page(records, file, title=Path(capture).name, progress=progress)
+        os.replace(partial, target)  # a symlink at OUT is replaced, never written through
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise click.ClickException(f"export: cannot write {out}: {exc.strerror or exc}") from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    if tty:
+        click.echo("\r", err=True, nl=False)
+    click.echo(f"acp-bridge: wrote {out} ({written.messages} messages in {written.rows} rows, "
+               f"{written.turns} turns)", err=True)
+
+
+def _lines(capture: str) -> Iterator[bytes]:
     with open(capture, "rb") as file:
-        for line in read_lines(file):
-            record = load_record(line) if line.strip() else None
-            if record is not None:
-                records.append(record)
-    page = render(records, title=Path(capture).name)
-    Path(out).write_text(page, encoding="utf-8")
-    click.echo(f"acp-bridge: wrote {out} ({len(records)} records)", err=True)
+        yield from read_lines(file)
 
 
 COMMANDS: list[click.Command] = [show, stats, export]

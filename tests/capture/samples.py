@@ -3,7 +3,10 @@ lines of each kind, and a fixed capture covering every verdict."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+import orjson
 
 WALL = 1_700_000_000.25  # 2023-11-14T22:13:20.250Z
 
@@ -41,3 +44,11 @@ FIXED = [
          redacted=["/params/token"]),
     base(9, "to-client", "other", "opaque", 1.8, size=99, raw="x" * 99),
 ]
+
+
+def page_rows(page: str) -> list[dict[str, Any]]:
+    """The rows an exported page carries (its JSON blocks, in order)."""
+    rows: list[dict[str, Any]] = []
+    for block in re.findall(r'<script type="application/json" class="rows">(.*?)</script>', page, re.S):
+        rows.extend(orjson.loads(block))
+    return rows

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from acp_bridge.capture.records import dumps, header_record
 from acp_bridge.cli import main
+from tests.capture.samples import page_rows
 
 WALL = 1_700_000_000.0
 REQ = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}\n'
@@ -239,7 +240,8 @@ def test_export_writes_a_page(capture: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["export", str(capture), "--html", str(out)])
     assert result.exit_code == 0
     page = out.read_text()
-    assert page.startswith("<!DOCTYPE html>") and page.count('<details class="msg') == 5
+    assert page.startswith("<!DOCTYPE html>")
+    assert [r["s"] for r in page_rows(page) if "h" not in r] == [1, 2, 3, 4, 5]
 
 
 def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path: Path) -> None:

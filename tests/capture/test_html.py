@@ -16,7 +16,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.capture.html import asset, group_turns, render
+from acp_bridge.capture.html import asset, render
 from acp_bridge.capture.reading import utc_clock
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record
 from acp_bridge.capture.redaction import Redactor
@@ -24,6 +24,8 @@ from acp_bridge.cli import main
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
+from bench.big_capture import write_capture
+from tests.capture.samples import page_rows
 from tests.conftest import ROOT, example, line
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
@@ -85,15 +87,15 @@ def read(path: Path) -> list[dict[str, Any]]:
 
 
 def test_turns_group_a_prompt_and_what_followed_until_its_response(tmp_path: Path) -> None:
-    records = [r for r in read(sample_capture(tmp_path / "c.jsonl")) if r["type"] == "message"]
-    groups = group_turns(records)
-    assert [(g.title, g.kind) for g in groups] == [
-        ("Setup", "outside"), ("Turn 1", "turn"), ("Between turns", "outside"), ("Turn 2", "turn")]
-    turn1 = groups[1]
-    assert turn1.request is not None and turn1.request["method"] == "session/prompt"
-    assert turn1.response is not None and turn1.response["id"] == 2
-    assert turn1.records[-1] is turn1.response
-    assert {r["session"] for r in turn1.records} == {"sess_abc123"}
+    rows = page_rows(render(read(sample_capture(tmp_path / "c.jsonl")), clock=utc_clock))
+    headers = [(i, r["h"], r["ti"]) for i, r in enumerate(rows) if "h" in r]
+    assert headers == [(0, "outside", "Setup"), (5, "turn", "Turn 1"), (9, "outside", "Between turns"),
+                       (13, "turn", "Turn 2")]
+    turn1 = [r for r in rows if r.get("g") == 5]
+    assert [r["s"] for r in turn1] == [5, 6, 8]  # the prompt, two chunks folded, its answer
+    assert rows[5]["q"] == 6 and rows[6]["l"] == "session/prompt #2"
+    assert turn1[-1] == rows[8] and rows[8]["q"] == 6 and rows[8]["sr"] == "end_turn" and rows[8]["lat"] == 1.1
+    assert {r["ss"] for r in turn1} == {"sess_abc123"}
 
 
 def test_page_is_self_contained_and_redacted(tmp_path: Path) -> None:
@@ -102,11 +104,12 @@ def test_page_is_self_contained_and_redacted(tmp_path: Path) -> None:
     # Nothing is fetched: no external resources of any kind.
     assert not re.search(r"""(src|href)\s*=|@import|url\(|<link|https?://""", page)
     assert "ghp_s3cret" not in page and PROMPT not in page
-    assert page.count('<details class="msg') == len([r for r in read(tmp_path / "c.jsonl")
-                                                      if r["type"] == "message"])
-    assert "before (from the agent)" in page and "after (to the client)" in page  # a rewrite
-    assert "sent by the bridge" in page  # the bridge's own message
-    assert "Turn 1 · session sess_abc123 · “Why does the login test fail on CI?”" in page
+    rows = page_rows(page)
+    messages = [r for r in read(tmp_path / "c.jsonl") if r["type"] == "message"]
+    assert sum(r.get("n", 1) for r in rows if "h" not in r) == len(messages)
+    summary = orjson.loads(re.findall(r'class="summary">(.*?)</script>', page)[0])
+    assert summary == [{"title": "c.jsonl", "messages": 15, "turns": 2, "rows": 18, "bridge": "0.1.0",
+                        "started": "2023-11-14T22:13:20Z"}]
 
 
 def test_export_redacts_again_with_the_capture_pointers(tmp_path: Path) -> None:
@@ -122,7 +125,7 @@ def test_export_redacts_again_with_the_capture_pointers(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["export", str(path), "--html", str(out)])
     assert result.exit_code == 0, result.output
     page = out.read_text()
-    assert "hunter2" not in page and "&lt;redacted&gt;" in page
+    assert "hunter2" not in page and '"key":"<redacted>"' in page_rows(page)[1]["b"]
 
 
 def test_a_header_pointer_that_is_none_leaves_the_others_masking() -> None:
@@ -134,7 +137,7 @@ def test_a_header_pointer_that_is_none_leaves_the_others_masking() -> None:
               "kind": "notification", "verdict": "pass", "method": "note", "id": None, "session": None,
               "rules": [], "size": len(raw), "raw": raw.decode()}
     page = render([header, record], clock=utc_clock)
-    assert "hunter2" not in page and "&lt;redacted&gt;" in page
+    assert "hunter2" not in page and '"key":"<redacted>"' in page_rows(page)[1]["b"]
 
 
 def test_the_page_files_are_package_data() -> None:
@@ -165,9 +168,23 @@ needs_chromium = pytest.mark.skipif(
                              "is checked in a real headless browser")
 
 
+def body_of(dom: str) -> dict[str, str]:
+    """The attributes the page's script sets on <body> once it has drawn."""
+    tag = re.search(r"<body([^>]*)>", dom)
+    assert tag is not None, dom[:500]
+    return dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', tag.group(1)))
+
+
+def drawn(dom: str) -> str:
+    """The rows the page drew (the DOM after the JSON blocks and the script are cut off)."""
+    start = dom.index('<div id="list"')
+    return dom[start:dom.index("</main>", start)]
+
+
 @needs_chromium
 def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path) -> None:
-    """Chromium runs the page's script: every message is in the DOM, and `#q=` filters."""
+    """Chromium runs the page's script: rows, previews, before/after with the change
+    marked, links both ways, group counts that follow the filter, a turn's timing view."""
     capture = sample_capture(tmp_path / "c.jsonl")
     page = tmp_path / "export.html"
     result = CliRunner().invoke(main, ["export", str(capture), "--html", str(page)])
@@ -175,18 +192,67 @@ def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path) -> None:
     total = len([r for r in read(capture) if r["type"] == "message"])
 
     dom = chromium("--dump-dom", page.as_uri(), profile=tmp_path / "p1").stdout
-    assert 'data-ready="1"' in dom and f'data-visible="{total}"' in dom
-    assert "session/prompt" in dom and "CI runs in UTC." in dom and f"{total} of {total} messages" in dom
+    assert body_of(dom)["data-ready"] == "1" and body_of(dom)["data-visible"] == str(total)
+    rows = drawn(dom)
+    assert f"{total} of {total} messages" in dom and rows.count('<div class="row msg') == 14
+    assert ("Turn 1 · session sess_abc123 · “&lt;redacted: system prompt&gt; Why does the login test fail on "
+            "CI?” · 1.10 s · end_turn · <span class=\"cnt\">4 messages</span>") in rows
+    # Previews: the chunks folded into one row with their text joined, the stop reason.
+    assert ('<b>session/update agent_message_chunk ×2</b> <span class="sess">sess_abc123</span> '
+            '<span class="size">387B</span> <span class="pv">The test depends on the local timezone; '
+            "CI runs in UTC.</span>") in rows
+    assert '<span class="pv">stopReason: end_turn</span>' in rows
+    # A request and its answer link to each other, with the latency.
+    assert '<a class="jump" data-go="8">→ answered in 1.10 s</a>' in rows
+    assert '<a class="jump" data-go="6">↩ request #5</a>' in rows
+    # The drop and what the bridge sent in its place are both open and linked.
+    assert '<a class="jump" data-go="11">became #10</a>' in rows
+    assert '<a class="jump" data-go="10">in place of #9</a>' in rows
+    assert '<div class="row msg drop open"' in rows and '<div class="row msg emit open"' in rows
+    # The rewrite's after marks what was added, line by line.
+    assert '<span class="ins">        "text": "&lt;redacted: system prompt&gt;"</span>' in rows
+    assert '<span class="del">' not in rows
 
     dom = chromium("--dump-dom", page.as_uri() + "#q=pins%20tz", profile=tmp_path / "p2").stdout
-    assert 'data-visible="1"' in dom and f"1 of {total} messages" in dom
-    visible = [tag for tag in re.findall(r'<details class="msg[^>]*>', dom) if "hidden" not in tag]
-    assert len(visible) == 1, visible
-    # Groups without a visible message are hidden too.
-    assert dom.count('<section class="group turn" hidden') + dom.count('<section class="group outside" hidden') == 3
+    assert body_of(dom)["data-visible"] == "1" and f"1 of {total} messages" in dom
+    rows = drawn(dom)
+    assert rows.count('<div class="row msg') == 1 and rows.count('<section class="row group') == 1
+    assert '<span class="cnt">1 of 4 messages</span>' in rows  # the group's count follows the filter
+
+    dom = chromium("--dump-dom", page.as_uri() + "#timing=2", profile=tmp_path / "p3").stdout
+    timing = drawn(dom).split('<div class="wf">')[1]
+    bars = re.findall(r'<i class="wb (\w+)" style="left:([\d.]+)%;width:([\d.]+)%"></i>', timing)
+    # Turn 2 runs from 5.0 s to 6.3 s: the prompt until its answer, the bridge's
+    # withdrawal at once, the chunk at 0.9 s.
+    assert bars == [("req", "0.00", "100.00"), ("note", "0.00", "0.30"), ("note", "69.23", "0.30")]
 
     shot = tmp_path / "shot.png"
-    chromium(f"--screenshot={shot}", page.as_uri(), profile=tmp_path / "p3")
+    chromium(f"--screenshot={shot}", page.as_uri(), profile=tmp_path / "p4")
     assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
     if os.environ.get("ACP_BRIDGE_UPDATE_SCREENSHOT"):
         shutil.copyfile(shot, ROOT / "docs" / "export-screenshot.png")
+
+
+@needs_chromium
+def test_a_page_of_200000_messages_draws_only_what_is_on_screen(tmp_path: Path) -> None:
+    """The export streams a 200,000-message capture; the page draws a screenful of rows,
+    filters all of them, and jumps to a message far down (opened, linked)."""
+    capture = tmp_path / "big.jsonl"
+    messages = write_capture(capture, 200_000)
+    page = tmp_path / "big.html"
+    result = CliRunner().invoke(main, ["export", str(capture), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    drops = [orjson.loads(line)["seq"] for line in capture.read_bytes().splitlines() if b'"verdict":"drop"' in line]
+    seq = drops[1500]  # a turn's legacy suggestions, far down, dropped for the converted form
+    dom = chromium("--dump-dom", page.as_uri() + f"#m={seq}", profile=tmp_path / "p1").stdout
+    body = body_of(dom)
+    assert body["data-ready"] == "1" and body["data-visible"] == str(messages) and body["data-at"] == str(seq)
+    assert 5 < int(body["data-drawn"]) < 100
+    rows = drawn(dom)
+    assert rows.count('class="row ') == int(body["data-drawn"])
+    assert f'<div class="row msg drop open" id="m{seq}"' in rows and f">became #{seq + 1}</a>" in rows
+
+    dom = chromium("--dump-dom", page.as_uri() + "#q=test_1234.py", profile=tmp_path / "p2").stdout
+    assert body_of(dom)["data-visible"] == "2" and f"2 of {messages} messages" in dom
+    rows = drawn(dom)
+    assert rows.count('<div class="row msg') == 2 and '<span class="cnt">2 of 79 messages</span>' in rows

@@ -1,21 +1,237 @@
 (function(){
-  var box=document.getElementById('q'), count=document.getElementById('count');
-  var items=[].slice.call(document.querySelectorAll('details.msg'));
-  var texts=items.map(function(el){return el.textContent.toLowerCase();});
-  var groups=[].slice.call(document.querySelectorAll('section.group'));
-  function apply(){
-    var terms=box.value.toLowerCase().split(/\s+/).filter(Boolean), shown=0;
-    items.forEach(function(el,i){
-      var ok=terms.every(function(t){return texts[i].indexOf(t)>=0;});
-      el.hidden=!ok; if(ok) shown++;
-    });
-    groups.forEach(function(g){g.hidden=!g.querySelector('details.msg:not([hidden])');});
-    count.textContent=shown+' of '+items.length+' messages';
-    document.body.setAttribute('data-visible',String(shown));
+'use strict';
+// The rows come as JSON blocks (see html_rows.py for the keys). Only the rows on screen are
+// in the DOM: each row has a height (measured once drawn, estimated before), `tops` holds
+// where each visible row starts, and a scroll draws the slice that is in view.
+var rows=[];
+[].forEach.call(document.querySelectorAll('script.rows'),function(s){
+  var part=JSON.parse(s.textContent);
+  for(var i=0;i<part.length;i+=10000){Array.prototype.push.apply(rows,part.slice(i,i+10000));}
+});
+var info=JSON.parse(document.querySelector('script.summary').textContent)[0];
+var N=rows.length, H=22, OVER=600;
+var list=document.getElementById('list'), box=document.getElementById('q'), count=document.getElementById('count');
+var resp=new Int32Array(N).fill(-1), became={}, members={}, msgRows=[], total=0;
+for(var i=0;i<N;i++){
+  var r=rows[i];
+  if(r.h){members[i]=[];continue;}
+  msgRows.push(i); total+=r.n||1;
+  if(members[r.g])members[r.g].push(i);
+  if(r.q!==undefined)resp[r.q]=i;
+  if(r.f!==undefined)(became[r.f]=became[r.f]||[]).push(i);
+}
+var open=new Uint8Array(N), timing=new Uint8Array(N), hgt=new Float32Array(N), shown=new Uint8Array(N).fill(1);
+for(i=0;i<N;i++){var v=rows[i].v; if(v==='emit'||v==='error'||((v==='rewrite'||v==='drop')&&'o' in rows[i]))open[i]=1;}
+var vis=new Int32Array(0), tops=new Float64Array(1), low=null, shownCount={};
+
+function esc(s){return String(s).replace(/[&<>"]/g,function(c){return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
+function secs(x){return x<1?(x*1000).toFixed(1)+' ms':x.toFixed(2)+' s';}
+
+// JSON indented by walking its text: numbers stay exactly as written (JSON.parse would round
+// a 100-digit one); a line that is not JSON, or was cut, is indented as far as it goes.
+function indent(t){
+  var c0=t.charAt(0); if(c0!=='{'&&c0!=='[')return t;
+  var out=[], d=0, ins=false, pad=function(){return '\n'+'  '.repeat(d);};
+  for(var k=0;k<t.length;k++){
+    var c=t[k];
+    if(ins){out.push(c); if(c==='\\'){out.push(t[++k]||'');} else if(c==='"')ins=false; continue;}
+    if(c==='"'){ins=true;out.push(c);}
+    else if(c==='{'||c==='['){var e=t[k+1]; if(e==='}'||e===']'){out.push(c,e);k++;} else {d++;out.push(c,pad());}}
+    else if(c==='}'||c===']'){d=Math.max(0,d-1);out.push(pad(),c);}
+    else if(c===','){out.push(c,pad());}
+    else if(c===':'){out.push(': ');}
+    else if(c!==' '&&c!=='\t')out.push(c);
   }
-  box.addEventListener('input',apply);
-  var m=/[#&]q=([^&]*)/.exec(location.hash);
-  if(m){box.value=decodeURIComponent(m[1].replace(/\+/g,' '));}
-  apply();
-  document.body.setAttribute('data-ready','1');
+  return out.join('');
+}
+
+// Which lines of a and b are kept, by their longest common subsequence (a set difference
+// past 250,000 line pairs, to stay fast).
+function diff(a,b){
+  var n=a.length,m=b.length,ka=new Uint8Array(n),kb=new Uint8Array(m),x,y;
+  if(n*m>250000){
+    var sa={},sb={}; a.forEach(function(l){sa[l]=1;}); b.forEach(function(l){sb[l]=1;});
+    for(x=0;x<n;x++)ka[x]=sb[a[x]]?1:0; for(y=0;y<m;y++)kb[y]=sa[b[y]]?1:0; return [ka,kb];
+  }
+  var L=new Array(n+1); for(x=0;x<=n;x++)L[x]=new Uint16Array(m+1);
+  for(x=n-1;x>=0;x--)for(y=m-1;y>=0;y--)L[x][y]=a[x]===b[y]?L[x+1][y+1]+1:Math.max(L[x+1][y],L[x][y+1]);
+  x=0;y=0;
+  while(x<n&&y<m){if(a[x]===b[y]){ka[x]=kb[y]=1;x++;y++;}else if(L[x+1][y]>=L[x][y+1])x++;else y++;}
+  return [ka,kb];
+}
+function marked(lines,keep,cls){
+  return lines.map(function(l,k){return keep[k]?esc(l):'<span class="'+cls+'">'+esc(l)+'</span>';}).join('\n');
+}
+
+var X={c:12,b:50,a:88};
+function lane(r){
+  var from=r.d==='a'?'c':'a', dst=r.d==='a'?'a':'c', segs;
+  if(r.v==='emit')segs=[['emit','b',dst,'head']];
+  else if(r.v==='drop')segs=[['in',from,'b','cross']];
+  else if(r.v==='rewrite')segs=[['in',from,'b',''],['rewrite','b',dst,'head']];
+  else segs=[[r.k==='other'?'other':(r.v==='error'?'error':'pass'),from,dst,'head']];
+  return '<span class="lane">'+segs.map(function(s){
+    var a=X[s[1]],b=X[s[2]];
+    return '<i class="seg '+s[0]+' '+(b>a?'r':'l')+' '+s[3]+'" style="left:'+Math.min(a,b)+'%;width:'+Math.abs(b-a)+'%"></i>';
+  }).join('')+'</span>';
+}
+function jump(j,text){return '<a class="jump" data-go="'+j+'">'+esc(text)+'</a>';}
+function seqOf(j){var r=rows[j];return '#'+r.s;}
+
+function summaryLine(i){
+  var r=rows[i], links='';
+  if(r.q!==undefined)links+=' '+jump(r.q,'↩ request '+seqOf(r.q));
+  if(resp[i]>=0){var a=rows[resp[i]];links+=' '+jump(resp[i],'→ answered '+(a.lat!==undefined?'in '+secs(a.lat):seqOf(resp[i])));}
+  if(r.f!==undefined)links+=' '+jump(r.f,(rows[r.f].v==='drop'?'in place of ':'on ')+seqOf(r.f));
+  (became[i]||[]).forEach(function(j){links+=' '+jump(j,'became '+seqOf(j));});
+  return '<div class="sum" data-i="'+i+'"><span class="t">'+esc(r.t)+'</span>'+lane(r)+'<span class="what"><b>'+esc(r.l)+'</b>'+
+    (r.ss?' <span class="sess">'+esc(r.ss)+'</span>':'')+' <span class="size">'+esc(r.z)+'</span>'+
+    (r.mk||[]).map(function(m){return ' <span class="mark '+esc(r.v)+'">'+esc(m)+'</span>';}).join('')+
+    (r.p?' <span class="pv">'+esc(r.p)+'</span>':'')+links+'</span></div>';
+}
+function body(i){
+  var r=rows[i], h;
+  if(r.v==='emit'){
+    h='<div class="one"><h4>sent by the bridge</h4><pre>'+esc(indent(r.o||''))+'</pre></div>';
+  } else if('o' in r){
+    var to=r.d==='c'?'client':'agent', frm=to==='client'?'agent':'client', a=indent(r.b).split('\n');
+    if(r.o===null){
+      h='<div class="ba"><div><h4>before (from the '+frm+')</h4><pre>'+esc(a.join('\n'))+'</pre></div><div><h4>after (to the '+to+
+        ')</h4><pre class="after">(dropped: not forwarded)'+(became[i]||[]).map(function(j){return '\n'+jump(j,'became '+seqOf(j));}).join('')+'</pre></div></div>';
+    } else {
+      var b=indent(r.o).split('\n'), k=diff(a,b);
+      h='<div class="ba"><div><h4>before (from the '+frm+')</h4><pre>'+marked(a,k[0],'del')+'</pre></div><div><h4>after (to the '+to+
+        ')</h4><pre class="after">'+marked(b,k[1],'ins')+'</pre></div></div>';
+    }
+  } else {
+    h='<div class="one"><pre>'+esc(r.n?r.b:indent(r.b))+'</pre></div>';
+  }
+  if(r.e)h+='<p class="err">'+esc(r.e)+'</p>';
+  return h;
+}
+
+function heading(i){
+  var r=rows[i], parts=[esc(r.ti)];
+  if(r.h==='turn'){
+    if(r.se!==null&&r.se!==undefined)parts.push('session '+esc(r.se));
+    var q=rows[r.q]; if(q&&q.p)parts.push('“'+esc(q.p.length>80?q.p.slice(0,79)+'…':q.p)+'”');
+    var a=resp[r.q];
+    if(a>=0){parts.push(secs(rows[a].m-q.m)); if(rows[a].sr)parts.push(esc(rows[a].sr));} else parts.push('no response');
+  }
+  var all=0,m=members[i]; for(var k=0;k<m.length;k++)all+=rows[m[k]].n||1;
+  var c=shownCount[i]; parts.push('<span class="cnt">'+(c===undefined||c===all?all+' messages':c+' of '+all+' messages')+'</span>');
+  var h='<h2>'+parts.join(' · ')+(r.h==='turn'?' <button class="tm" data-t="'+i+'">timing</button>':'')+'</h2>';
+  return h+(timing[i]?waterfall(i):'');
+}
+
+// A turn's timing: a bar per request (to its answer), tool call (to its last status), and
+// run of chunks; a tick for anything else. Times from the capture's monotonic clock.
+function waterfall(i){
+  var m=members[i], t0=rows[m[0]].m, t1=t0, bars=[], tools={}, k, r, end;
+  for(k=0;k<m.length;k++){r=rows[m[k]]; if(r.tc!==undefined&&r.st!==undefined)tools[r.tc]=Math.max(tools[r.tc]||0,r.m);}
+  for(k=0;k<m.length;k++){
+    r=rows[m[k]]; end=r.m;
+    if(r.k==='request'&&resp[m[k]]>=0)end=rows[resp[m[k]]].m;
+    else if(r.u==='tool_call'&&tools[r.tc]!==undefined)end=tools[r.tc];
+    else if(r.m2!==undefined)end=r.m2;
+    else if(r.k==='response'||r.u==='tool_call_update')continue;
+    bars.push([m[k],r.m,end]); t1=Math.max(t1,end);
+  }
+  var span=Math.max(t1-t0,1e-6), out=['<div class="wf">'];
+  bars.slice(0,300).forEach(function(b){
+    var r=rows[b[0]], left=(b[1]-t0)/span*100, w=Math.max((b[2]-b[1])/span*100,0.3);
+    out.push('<div class="wr"><span class="wl">'+jump(b[0],r.l+(r.p?' · '+r.p:''))+'</span><span class="wt"><i class="wb '+
+      (r.k==='request'?'req':(r.u==='tool_call'?'tool':'note'))+'" style="left:'+left.toFixed(2)+'%;width:'+w.toFixed(2)+
+      '%"></i></span><span class="wd">'+(b[2]>b[1]?secs(b[2]-b[1]):'')+'</span></div>');
+  });
+  if(bars.length>300)out.push('<p class="more">… '+(bars.length-300)+' more</p>');
+  out.push('<p class="more">0 to '+secs(span)+'</p></div>');
+  return out.join('');
+}
+
+function estimate(i){
+  var r=rows[i];
+  if(r.h)return timing[i]?60+22*Math.min(members[i].length,300):34;
+  if(!open[i])return H;
+  var lines=Math.min(((r.o||r.b||'').length/60|0)+4,24);
+  return H+30+lines*17;
+}
+function layout(){
+  tops=new Float64Array(vis.length+1);
+  for(var k=0;k<vis.length;k++){var j=vis[k];tops[k+1]=tops[k]+(hgt[j]||estimate(j));}
+  list.style.height=tops[vis.length]+'px';
+}
+function find(y){var lo=0,hi=vis.length;while(lo<hi){var mid=(lo+hi)>>1;if(tops[mid+1]<=y)lo=mid+1;else hi=mid;}return lo;}
+
+var drawn=0;
+function draw(){
+  var base=list.getBoundingClientRect().top+window.scrollY, y=window.scrollY-base;
+  var first=find(Math.max(0,y-OVER)), html=[], k;
+  for(k=first;k<vis.length&&tops[k]<y+window.innerHeight+OVER;k++){
+    var j=vis[k], r=rows[j];
+    html.push(r.h?'<section class="row group '+r.h+'" data-i="'+j+'" style="top:'+tops[k]+'px">'+heading(j)+'</section>':
+      '<div class="row msg '+esc(r.v)+(open[j]?' open':'')+'" id="m'+r.s+'" data-i="'+j+'" style="top:'+tops[k]+'px">'+summaryLine(j)+(open[j]?body(j):'')+'</div>');
+  }
+  list.innerHTML=html.join('');
+  drawn=k-first;
+  var moved=false;
+  [].forEach.call(list.children,function(el){var j=+el.getAttribute('data-i'),h=el.offsetHeight;if(h&&Math.abs(h-(hgt[j]||estimate(j)))>0.5){hgt[j]=h;moved=true;}});
+  if(moved){layout();var kk=first;[].forEach.call(list.children,function(el){el.style.top=tops[kk++]+'px';});}
+  document.body.setAttribute('data-drawn',String(drawn));
+}
+var queued=false;
+function redraw(){if(!queued){queued=true;requestAnimationFrame(function(){queued=false;draw();});}}
+
+function text(j){var r=rows[j];return (r.l+' '+(r.ss||'')+' '+(r.s||'')+' '+(r.p||'')+' '+(r.b||'')+' '+(r.o||'')+' '+(r.e||'')+' '+(r.mk||[]).join(' ')).toLowerCase();}
+function apply(){
+  var terms=box.value.toLowerCase().split(/\s+/).filter(Boolean), n=0, k, j;
+  if(terms.length&&!low){low=new Array(N);}
+  shownCount={};
+  for(k=0;k<msgRows.length;k++){
+    j=msgRows[k];
+    var ok=true;
+    if(terms.length){var t=low[j]||(low[j]=text(j));for(var x=0;x<terms.length;x++)if(t.indexOf(terms[x])<0){ok=false;break;}}
+    shown[j]=ok?1:0;
+    if(ok){var c=rows[j].n||1;n+=c;shownCount[rows[j].g]=(shownCount[rows[j].g]||0)+c;}
+  }
+  var out=[];
+  for(j=0;j<N;j++){if(rows[j].h?shownCount[j]:shown[j])out.push(j);}
+  vis=Int32Array.from(out);
+  layout();
+  count.textContent=n+' of '+total+' messages';
+  document.body.setAttribute('data-visible',String(n));
+  draw();
+}
+var timer=0;
+box.addEventListener('input',function(){clearTimeout(timer);timer=setTimeout(apply,120);});
+window.addEventListener('scroll',redraw,{passive:true});
+window.addEventListener('resize',redraw);
+
+function go(j){
+  if(!shown[j]){box.value='';apply();}
+  if(!rows[j].h)open[j]=1;
+  hgt[j]=0; layout();
+  var k=0,lo=0,hi=vis.length;while(lo<hi){var mid=(lo+hi)>>1;if(vis[mid]<j)lo=mid+1;else hi=mid;}k=lo;
+  var base=list.getBoundingClientRect().top+window.scrollY;
+  window.scrollTo(0,Math.max(0,base+tops[k]-document.querySelector('header').offsetHeight-40));
+  draw();
+  var el=list.querySelector('[data-i="'+j+'"]'); if(el){el.classList.add('flash');}
+  document.body.setAttribute('data-at',String(rows[j].s||''));
+}
+list.addEventListener('click',function(ev){
+  var a=ev.target.closest('a.jump'); if(a){ev.preventDefault();go(+a.getAttribute('data-go'));return;}
+  var b=ev.target.closest('button.tm'); if(b){var t=+b.getAttribute('data-t');timing[t]^=1;hgt[t]=0;layout();draw();return;}
+  var s=ev.target.closest('.sum'); if(s&&!window.getSelection().toString()){var i=+s.getAttribute('data-i');open[i]^=1;hgt[i]=0;layout();draw();}
+});
+
+var seqRow=function(seq){var lo=0,hi=msgRows.length;while(lo<hi){var mid=(lo+hi)>>1;var r=rows[msgRows[mid]];if((r.s2||r.s)<seq)lo=mid+1;else hi=mid;}return lo<msgRows.length?msgRows[lo]:-1;};
+document.getElementById('meta').textContent=info.messages+' messages · '+info.turns+' turns · '+N+' rows · bridge '+info.bridge+' · started '+info.started;
+var hash=location.hash, mq=/[#&]q=([^&]*)/.exec(hash);
+if(mq){box.value=decodeURIComponent(mq[1].replace(/\+/g,' '));}
+apply();
+var mm=/[#&]m=(\d+)/.exec(hash); if(mm){var j0=seqRow(+mm[1]);if(j0>=0)go(j0);}
+var mt=/[#&]timing=(\d+)/.exec(hash);
+if(mt){for(var g=0,seen=0;g<N;g++){if(rows[g].h==='turn'&&++seen===+mt[1]){timing[g]=1;hgt[g]=0;layout();go(g);break;}}}
+document.body.setAttribute('data-ready-ms',String(Math.round(performance.now())));
+document.body.setAttribute('data-ready','1');
 })();

@@ -1,0 +1,381 @@
+"""The rows of the exported page: capture records in, compact row objects out, one at a time.
+
+Owns: grouping messages into turns as they stream by, the one-line preview of a message,
+folding runs of message chunks into one row, and the links the page draws (a response to
+its request, a message the bridge wrote to the one it came from). Everything here holds
+bounded state, so a capture of any length is turned into rows in bounded memory.
+Must never: keep every record (the page writer streams the rows out in batches), or show
+a secret the capture's redaction masks (records are masked again before they become rows).
+
+A row is a small dict with short keys (the page carries one per message, see page.js):
+
+    h  group header: "turn" or "outside";   ti title, se session, q the turn's request row
+    g  the row's group header (an index)    s/s2 first/last seq   m/m2 first/last mono
+    d  "a" to the agent, "c" to the client  k kind  v verdict  l label  ss session (short)
+    z  size  mk marks  p one-line preview   b the line as it came  o what went out (None:
+    dropped; absent: unchanged)   e rule error   n messages folded into the row
+    q  for a response, the row of its request   f for the bridge's own message, the row it
+    came from   u update kind   tc/st tool call id and status   sr stop reason
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from acp_bridge.capture.reading import WITHHELD_NOTE, record_bytes, record_message, short_session, summarize
+from acp_bridge.capture.records import withhold
+from acp_bridge.capture.redaction import WHOLE, Redactor
+from acp_bridge.core import protocol as p
+from acp_bridge.core.protocol import Json
+
+BODY_LIMIT = 20_000  # characters of one message kept; the rest is cut with a note
+PREVIEW_LIMIT = 160  # characters of a one-line preview
+MAX_OPEN = 100_000  # turns, requests in flight: beyond this the oldest is forgotten (no link)
+CHUNK_KINDS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
+
+
+def one_line(text: str, limit: int = PREVIEW_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _cut(text: str) -> str:
+    if len(text) <= BODY_LIMIT:
+        return text
+    return text[:BODY_LIMIT] + f"\n… ({len(text) - BODY_LIMIT} more characters not shown)"
+
+
+def _text_of(content: Any) -> str:
+    """The text of a content block (or of a list of them)."""
+    if isinstance(content, list):
+        return " ".join(filter(None, (_text_of(block) for block in content)))
+    if isinstance(content, dict):
+        if content.get("type") == "text" and isinstance(content.get("text"), str):
+            return str(content["text"])
+        inner = content.get("content")
+        if inner is not None and inner is not content:
+            return _text_of(inner) if isinstance(inner, (dict, list)) else ""
+    return ""
+
+
+def _suggestions(items: Any) -> str:
+    """The texts of suggestions: new form (`prompt` content blocks) or legacy (`text`)."""
+    texts = []
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, dict):
+            text = _text_of(item.get("prompt")) if "prompt" in item else item.get("text")
+            if isinstance(text, str) and text:
+                texts.append(text)
+    return " | ".join(texts)
+
+
+def preview(msg: Any, method: Any, kind: Any) -> str:
+    """What a person wants to see of a message without opening it: the agent's text, the
+    tool's title, the prompt, the stop reason, the error."""
+    if not isinstance(msg, dict):
+        return ""
+    params: dict[str, Any] = msg["params"] if isinstance(msg.get("params"), dict) else {}
+    if kind == "response":
+        if isinstance(msg.get("error"), dict):
+            return one_line(str(msg["error"].get("message", "")))
+        result = msg.get("result")
+        if isinstance(result, dict):
+            for key in ("stopReason", "sessionId"):
+                if isinstance(result.get(key), str):
+                    return f"{key}: {result[key]}"
+            outcome = result.get("outcome")
+            if isinstance(outcome, dict):
+                return one_line(" ".join(str(v) for v in outcome.values() if isinstance(v, str)))
+        return ""
+    if method == p.SESSION_PROMPT:
+        return one_line(_text_of(params.get("prompt")))
+    if method == p.SESSION_UPDATE:
+        update = _update(msg)
+        what = update.get("sessionUpdate")
+        if what in CHUNK_KINDS:
+            return one_line(_text_of(update.get("content")))
+        if what in ("tool_call", "tool_call_update"):
+            parts = [str(update[k]) for k in ("title", "kind", "status") if isinstance(update.get(k), str)]
+            return one_line(" · ".join(parts))
+        if what == p.PROMPT_SUGGESTIONS_UPDATE:
+            return one_line(_suggestions(update.get("suggestions") or ()))
+        if what == p.SESSION_INFO_UPDATE:
+            legacy = p.get_path(update, p.META, p.PROMPT_SUGGESTIONS, "suggestions")
+            if isinstance(legacy, list):
+                return one_line(_suggestions(legacy))
+            return one_line(str(update.get("title") or ""))
+        if what == "plan" and isinstance(update.get("entries"), list):
+            return f"{len(update['entries'])} entries"
+        if what == "available_commands_update" and isinstance(update.get("availableCommands"), list):
+            names = [str(c.get("name")) for c in update["availableCommands"] if isinstance(c, dict)]
+            return one_line(" ".join("/" + n for n in names))
+        return ""
+    if method == "session/request_permission":
+        return one_line(str(p.get_path(params, "toolCall", "title") or ""))
+    for key in ("path", "command", "cwd"):
+        if isinstance(params.get(key), str):
+            return one_line(str(params[key]))
+    return ""
+
+
+def _update(msg: Any) -> dict[str, Any]:
+    update = p.get_path(msg, "params", "update")
+    return update if isinstance(update, dict) else {}
+
+
+def _key(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # nested too deep to write: no link
+        return repr(value).encode()
+
+
+@dataclass
+class _Pending:
+    """A run of chunks being folded into one row."""
+
+    row: Json
+    key: tuple[Any, ...]
+    texts: list[str] = field(default_factory=list)
+    length: int = 0
+
+
+class RowBuilder:
+    """Records in (`add`), rows out, in page order; `finish` flushes the last fold.
+
+    Rows are numbered as they are handed out: a row's index is its place in the page.
+    """
+
+    def __init__(self, redactor: Redactor, clock: Callable[[float], str]) -> None:
+        self.redactor = redactor
+        self.clock = clock
+        self.count = 0  # rows handed out
+        self.messages = 0
+        self.turns = 0
+        self._open_turns: collections.OrderedDict[bytes, int] = collections.OrderedDict()
+        self._outside: int | None = None  # the "between turns" group being filled
+        self._last_group: int | None = None
+        self._requests: collections.OrderedDict[tuple[str, bytes], int] = collections.OrderedDict()
+        # a turn's request row -> its header row and session key
+        self._turn_requests: collections.OrderedDict[int, tuple[int, bytes]] = collections.OrderedDict()
+        self._fold: _Pending | None = None
+        self._input: tuple[float, int] | None = None  # (mono, row) of the last message that came in
+
+    # -- records -------------------------------------------------------------------------
+
+    def add(self, record: Json) -> Iterator[Json]:
+        """The rows this record completes (none while a run of chunks is being folded)."""
+        if record.get("type") != "message":
+            return
+        self.messages += 1
+        record = self.redact(record)
+        sent = "out" in record or "out_b64" in record
+        msg = record_message(record, "out" if sent and record.get("out") is not None else "raw") \
+            if record.get("redacted") != WHOLE else None
+        update = _update(msg) if record.get("method") == p.SESSION_UPDATE else {}
+        key = self._fold_key(record, update)
+        if self._fold is not None and (key is None or key != self._fold.key):
+            yield from self._flush_fold()
+        if key is not None and self._fold is not None:
+            self._fold_more(record, msg)
+            return
+        group, header = self._place(record)
+        if header is not None:
+            yield self._numbered(header)
+        row = self._row(record, msg, update, group)
+        if key is not None:
+            self._fold = _Pending(row, key)
+            self._fold_more(record, msg, first=True)
+            return
+        yield self._numbered(row)
+
+    def finish(self) -> Iterator[Json]:
+        yield from self._flush_fold()
+
+    def redact(self, record: Json) -> Json:
+        """The record with the capture's redaction applied again to raw and out (a line
+        that could hold a secret and cannot be masked precisely is withheld whole)."""
+        record = dict(record)
+        if record.get("redacted") == WHOLE:
+            return record
+        if record.get("truncated"):  # the head of a long line: never parsed, so never masked
+            if self.redactor.could_hold_secret(record_bytes(record, "raw") or b""):
+                return withhold(record)
+            return record
+        for key in ("raw", "out"):
+            data = record_bytes(record, key)
+            if data is None:
+                continue
+            masked, hits = self.redactor.mask_line(data, record_message(record, key))
+            if hits is None:
+                return withhold(record)
+            if hits:
+                record.pop(f"{key}_b64", None)
+                record[key] = masked.decode("utf-8", "replace")
+                record["redacted"] = sorted(set(record.get("redacted") or ()) | set(hits))
+        return record
+
+    # -- groups --------------------------------------------------------------------------
+
+    def _place(self, record: Json) -> tuple[int, Json | None]:
+        """The header row index of the record's group, and a header row to hand out first
+        when the record starts a group. Mirrors `html.group_turns`."""
+        session = record.get("session")
+        key = _key(session)
+        if record.get("kind") == "request" and record.get("method") == p.SESSION_PROMPT \
+                and record.get("direction") == "to-agent":
+            self.turns += 1
+            index = self.count
+            self._open_turns[key] = index
+            self._open_turns.move_to_end(key)
+            if len(self._open_turns) > MAX_OPEN:
+                self._open_turns.popitem(last=False)
+            self._outside = None
+            self._last_group = index
+            self._turn_requests[index + 1] = (index, key)
+            if len(self._turn_requests) > MAX_OPEN:
+                self._turn_requests.popitem(last=False)
+            return index, {"h": "turn", "ti": f"Turn {self.turns}", "se": session, "q": index + 1}
+        target = self._open_turns.get(key) if session is not None else None
+        if target is None and session is None and len(self._open_turns) == 1:
+            target = next(iter(self._open_turns.values()))
+        if target is None:
+            if self._outside is None or self._last_group != self._outside:
+                index = self.count
+                title = "Setup" if self._last_group is None else "Between turns"
+                self._outside = self._last_group = index
+                return index, {"h": "outside", "ti": title}
+            return self._outside, None
+        return target, None
+
+    def _close_turn(self, request_row: int) -> None:
+        header, key = self._turn_requests.pop(request_row, (None, b""))
+        if header is not None and self._open_turns.get(key) == header:
+            del self._open_turns[key]
+
+    # -- rows ----------------------------------------------------------------------------
+
+    def _numbered(self, row: Json) -> Json:
+        self.count += 1
+        return row
+
+    def _row(self, record: Json, msg: Any, update: dict[str, Any], group: int) -> Json:
+        summary = summarize(record, self.clock)
+        index = self.count
+        direction = "a" if record.get("direction") == "to-agent" else "c"
+        mono = record.get("mono", 0.0)
+        row: Json = {"g": group, "s": record.get("seq", 0), "m": mono, "t": summary.clock, "d": direction,
+                     "k": record.get("kind"), "v": summary.verdict, "l": summary.label,
+                     "z": summary.size}
+        session = record.get("session")
+        if session is not None:
+            row["ss"] = short_session(str(session))
+        if summary.marks:
+            row["mk"] = list(summary.marks)
+        text = preview(msg, record.get("method"), record.get("kind"))
+        if text:
+            row["p"] = text
+        row["b"] = self._body(record, "raw")
+        if "out" in record or "out_b64" in record:
+            row["o"] = None if record.get("out") is None and "out_b64" not in record else self._body(record, "out")
+        if record.get("error"):
+            row["e"] = str(record["error"])
+        if update:
+            self._update_fields(row, update)
+        self._link(record, msg, row, index)
+        return row
+
+    def _update_fields(self, row: Json, update: dict[str, Any]) -> None:
+        what = update.get("sessionUpdate")
+        if isinstance(what, str):
+            row["u"] = what
+        if isinstance(update.get("toolCallId"), str):
+            row["tc"] = update["toolCallId"]
+            if isinstance(update.get("status"), str):
+                row["st"] = update["status"]
+
+    def _link(self, record: Json, msg: Any, row: Json, index: int) -> None:
+        kind, direction, verdict = record.get("kind"), record.get("direction"), row["v"]
+        mono = record.get("mono", 0.0)
+        if verdict == "emit":
+            if self._input is not None and self._input[0] == mono:
+                row["f"] = self._input[1]
+        else:
+            self._input = (mono, index)
+        if kind == "request" and "id" in record:
+            key = (str(direction), _key(record.get("id")))
+            self._requests[key] = index
+            if len(self._requests) > MAX_OPEN:
+                self._requests.popitem(last=False)
+        elif kind == "response" and "id" in record:
+            other = "to-agent" if direction == "to-client" else "to-client"
+            request = self._requests.pop((other, _key(record.get("id"))), None)
+            if request is not None:
+                row["q"] = request
+                if isinstance(latency := record.get("latency"), (int, float)):
+                    row["lat"] = latency
+                reason = p.get_path(msg, "result", "stopReason")
+                if isinstance(reason, str):
+                    row["sr"] = reason
+                self._close_turn(request)
+
+    def _body(self, record: Json, key: str) -> str:
+        """The line as it came (or went), as text: the page indents JSON itself, keeping
+        every number as written."""
+        if record.get("redacted") == WHOLE:
+            return WITHHELD_NOTE
+        data = record_bytes(record, key)
+        if data is None:
+            return ""
+        text = data.decode("utf-8", "backslashreplace").rstrip("\r\n")
+        if record.get("truncated") and key == "raw":
+            text += f"\n… (the first {len(data)} of {record.get('size')} bytes)"
+        return _cut(text)
+
+    # -- folding -------------------------------------------------------------------------
+
+    def _fold_key(self, record: Json, update: dict[str, Any]) -> tuple[Any, ...] | None:
+        """What a chunk must share with the previous one to join its row; None: not a chunk."""
+        what = update.get("sessionUpdate")
+        if what not in CHUNK_KINDS or record.get("verdict") != "pass" or record.get("kind") != "notification":
+            return None
+        content = update.get("content")
+        if not isinstance(content, dict) or content.get("type") != "text":
+            return None
+        return (_key(record.get("session")), what, record.get("direction"))
+
+    def _fold_more(self, record: Json, msg: Any, *, first: bool = False) -> None:
+        fold = self._fold
+        assert fold is not None
+        text = _text_of(_update(msg).get("content"))
+        if fold.length < BODY_LIMIT:
+            fold.texts.append(text)
+        fold.length += len(text)
+        row = fold.row
+        if not first:
+            row["n"] = row.get("n", 1) + 1
+            row["s2"] = record.get("seq", 0)
+            row["m2"] = record.get("mono", 0.0)
+            row["sz"] = row.get("sz", 0) + int(record.get("size", 0))
+        else:
+            row["sz"] = int(record.get("size", 0))
+
+    def _flush_fold(self) -> Iterator[Json]:
+        fold, self._fold = self._fold, None
+        if fold is None:
+            return
+        row = fold.row
+        size = row.pop("sz", 0)
+        if "n" in row:
+            joined = "".join(fold.texts)
+            row["l"] = f"{row['l']} ×{row['n']}"
+            row["z"] = f"{size}B"
+            row["p"] = one_line(joined)
+            row["b"] = _cut(joined) + ("" if fold.length <= len(joined) else
+                                       f"\n… ({fold.length - len(joined)} more characters not shown)")
+        yield self._numbered(row)

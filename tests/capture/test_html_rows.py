@@ -1,0 +1,200 @@
+"""The exported page's rows (pure): previews, folding, links, groups, bounded state, escaping."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_bridge.capture import html_rows
+from acp_bridge.capture.html import render
+from acp_bridge.capture.html_rows import BODY_LIMIT, RowBuilder, preview
+from acp_bridge.capture.reading import utc_clock
+from acp_bridge.capture.redaction import Redactor
+from tests.capture.samples import page_rows
+
+
+def update(what: str, /, **fields: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": "s1", "update": {"sessionUpdate": what, **fields}}}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+@pytest.mark.parametrize(("msg", "kind", "expected"), [
+    ({"method": "session/prompt", "params": {"prompt": [text("Fix   the\nbuild"), {"type": "image"}]}},
+     "request", "Fix the build"),
+    (update("agent_message_chunk", content=text("Hello")), "notification", "Hello"),
+    (update("agent_thought_chunk", content=text("hmm")), "notification", "hmm"),
+    (update("tool_call", toolCallId="c1", title="Read a.py", kind="read", status="pending"), "notification",
+     "Read a.py · read · pending"),
+    (update("tool_call_update", toolCallId="c1", status="completed"), "notification", "completed"),
+    (update("prompt_suggestions_update", suggestions=[{"prompt": [text("Run it")]}, {"prompt": [text("Ship")]}]),
+     "notification", "Run it | Ship"),
+    (update("session_info_update", _meta={"promptSuggestions": {"suggestions": [{"text": "Old way"}]}}),
+     "notification", "Old way"),
+    (update("session_info_update", title="Fixing CI"), "notification", "Fixing CI"),
+    (update("plan", entries=[{}, {}]), "notification", "2 entries"),
+    (update("available_commands_update", availableCommands=[{"name": "web"}, {"name": "test"}]),
+     "notification", "/web /test"),
+    ({"id": 1, "result": {"stopReason": "cancelled"}}, "response", "stopReason: cancelled"),
+    ({"id": 1, "result": {"sessionId": "s9"}}, "response", "sessionId: s9"),
+    ({"id": 1, "error": {"code": -32603, "message": "agent\nexited"}}, "response", "agent exited"),
+    ({"id": 1, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}, "response", "selected allow"),
+    ({"method": "session/request_permission", "params": {"toolCall": {"title": "rm -rf build"}}}, "request",
+     "rm -rf build"),
+    ({"method": "fs/read_text_file", "params": {"path": "/src/a.py"}}, "request", "/src/a.py"),
+    ({"method": "terminal/create", "params": {"command": "pytest"}}, "request", "pytest"),
+    ({"method": "session/prompt", "params": {"prompt": "not a list"}}, "request", ""),
+    (update("tool_call", title=["not", "text"]), "notification", ""),
+    ([1, 2], "other", ""),
+    ({"method": "session/prompt", "params": {"prompt": [text("x" * 500)]}}, "request", "x" * 159 + "…"),
+])
+def test_preview(msg: Any, kind: str, expected: str) -> None:
+    method = msg.get("method") if isinstance(msg, dict) else None
+    assert preview(msg, method, kind) == expected
+
+
+def record(seq: int, msg: Any, direction: str = "to-client", *, mono: float | None = None,
+           verdict: str = "pass", **extra: Any) -> dict[str, Any]:
+    raw = orjson.dumps(msg).decode() + "\n"
+    kind = "request" if "method" in msg and "id" in msg else "notification" if "method" in msg else "response"
+    params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    return {"type": "message", "seq": seq, "time": 1e9 + seq, "mono": float(seq) if mono is None else mono,
+            "direction": direction, "kind": kind, "verdict": verdict, "method": msg.get("method"),
+            "id": msg.get("id"), "session": params.get("sessionId"), "rules": [], "size": len(raw), "raw": raw,
+            **extra}
+
+
+def rows_of(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    builder = RowBuilder(Redactor(()), utc_clock)
+    out = [row for r in records for row in builder.add(r)]
+    out.extend(builder.finish())
+    assert builder.count == len(out)
+    return out
+
+
+def chunk(seq: int, value: str, kind: str = "agent_message_chunk", session: str = "s1") -> dict[str, Any]:
+    msg = update(kind, content=text(value))
+    msg["params"]["sessionId"] = session
+    return record(seq, msg)
+
+
+def test_a_run_of_chunks_is_one_row_with_the_text_joined_and_a_count() -> None:
+    rows = rows_of([chunk(1, "a"), chunk(2, "b"), chunk(3, "c"), chunk(4, "t", "agent_thought_chunk"),
+                    chunk(5, "d", session="s2"), chunk(6, "e", session="s2")])
+    assert [(r.get("s"), r.get("s2"), r.get("n"), r.get("l"), r.get("b")) for r in rows] == [
+        (None, None, None, None, None),  # the header of the "Setup" group
+        (1, 3, 3, "session/update agent_message_chunk ×3", "abc"),
+        (4, None, None, "session/update agent_thought_chunk", rows[2]["b"]),  # one alone keeps its JSON
+        (5, 6, 2, "session/update agent_message_chunk ×2", "de"),
+    ]
+    assert rows[1]["m"] == 1.0 and rows[1]["m2"] == 3.0 and rows[1]["p"] == "abc"
+    assert rows[2]["b"].startswith('{"jsonrpc":"2.0"')
+
+
+def test_a_folded_row_keeps_a_bounded_text_and_counts_the_rest() -> None:
+    piece = "x" * 1000
+    rows = rows_of([chunk(i, piece) for i in range(1, 101)])  # 100,000 characters
+    body = rows[1]["b"]
+    assert rows[1]["n"] == 100 and len(body) < BODY_LIMIT + 200
+    assert body.endswith(f"\n… ({100_000 - BODY_LIMIT} more characters not shown)")
+
+
+def test_links_a_response_to_its_request_and_the_bridge_s_message_to_its_cause() -> None:
+    prompt = {"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": []}}
+    legacy = update("session_info_update", _meta={"promptSuggestions": {"suggestions": [{"text": "go"}]}})
+    new = update("prompt_suggestions_update", suggestions=[{"prompt": [text("go")]}])
+    rows = rows_of([
+        record(1, prompt, "to-agent"),
+        record(2, {"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "end_turn"}}, latency=1.0),
+        record(3, legacy, verdict="drop", out=None, mono=5.0),
+        {**record(4, new, verdict="emit", mono=5.0, out=orjson.dumps(new).decode()), "raw": ""},
+        {**record(5, new, verdict="emit", mono=6.0, out=orjson.dumps(new).decode()), "raw": ""},
+        record(6, {"jsonrpc": "2.0", "id": 7, "result": {}}),  # a second answer: nothing to link
+    ])
+    assert [(r.get("h"), r.get("s"), r.get("q"), r.get("f"), r.get("sr")) for r in rows] == [
+        ("turn", None, 1, None, None), (None, 1, None, None, None), (None, 2, 1, None, "end_turn"),
+        ("outside", None, None, None, None), (None, 3, None, None, None), (None, 4, None, 4, None),
+        (None, 5, None, None, None), (None, 6, None, None, None)]
+    assert rows[2]["lat"] == 1.0 and rows[4]["o"] is None and "o" in rows[4]
+
+
+def test_groups_follow_turns_per_session() -> None:
+    def prompt(seq: int, id_: int, session: str) -> dict[str, Any]:
+        return record(seq, {"jsonrpc": "2.0", "id": id_, "method": "session/prompt",
+                            "params": {"sessionId": session, "prompt": [text(f"p{id_}")]}}, "to-agent")
+
+    def answer(seq: int, id_: int, session: str) -> dict[str, Any]:
+        return {**record(seq, {"jsonrpc": "2.0", "id": id_, "result": {"stopReason": "end_turn"}}),
+                "session": session}
+
+    rows = rows_of([prompt(1, 1, "a"), prompt(2, 2, "b"), chunk(3, "for a", session="a"),
+                    answer(4, 2, "b"), answer(5, 1, "a"), chunk(6, "late", session="a")])
+    headers = {i: r["ti"] for i, r in enumerate(rows) if "h" in r}
+    assert headers == {0: "Turn 1", 2: "Turn 2", 7: "Between turns"}
+    assert [(r["s"], headers[r["g"]]) for r in rows if "h" not in r] == [
+        (1, "Turn 1"), (2, "Turn 2"), (3, "Turn 1"), (4, "Turn 2"), (5, "Turn 1"), (6, "Between turns")]
+
+
+def test_state_stays_bounded_with_a_million_open_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests never answered and turns never closed: the builder forgets the oldest."""
+    monkeypatch.setattr(html_rows, "MAX_OPEN", 50)
+    builder = RowBuilder(Redactor(()), utc_clock)
+    for i in range(1, 2001):
+        msg = {"jsonrpc": "2.0", "id": i, "method": "session/prompt", "params": {"sessionId": f"s{i}", "prompt": []}}
+        list(builder.add(record(i, msg, "to-agent")))
+    assert (len(builder._requests), len(builder._open_turns), len(builder._turn_requests)) == (50, 50, 50)
+    answer = record(3000, {"jsonrpc": "2.0", "id": 2000, "result": {}})
+    assert [row.get("q") for row in builder.add(answer) if "h" not in row] == [3999]
+
+
+_texts = st.text(st.characters(codec="utf-8"), max_size=12)
+_kinds = st.sampled_from(["chunk", "chunk2", "thought", "prompt", "answer", "other"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_kinds, _texts, st.sampled_from(["a", "b", None])), max_size=40))
+def test_every_message_is_in_exactly_one_row(script: list[tuple[str, str, str | None]]) -> None:
+    """Folding and grouping lose nothing: the rows cover each seq once, in order, and every
+    link points at a row of the right sort."""
+    records = []
+    for seq, (kind, value, session) in enumerate(script, 1):
+        sid = session or "a"
+        if kind in ("chunk", "chunk2", "thought"):
+            records.append(chunk(seq, value, "agent_thought_chunk" if kind == "thought" else "agent_message_chunk", sid))
+        elif kind == "prompt":
+            records.append(record(seq, {"jsonrpc": "2.0", "id": seq % 3, "method": "session/prompt",
+                                        "params": {"sessionId": sid, "prompt": [text(value)]}}, "to-agent"))
+        elif kind == "answer":
+            records.append({**record(seq, {"jsonrpc": "2.0", "id": seq % 3, "result": {}}), "session": session})
+        else:
+            records.append({**record(seq, {"jsonrpc": "2.0", "method": "x"}), "raw": value, "kind": "other"})
+    rows = rows_of(records)
+    covered = [s for r in rows if "h" not in r for s in range(r["s"], r.get("s2", r["s"]) + 1)]
+    assert covered == list(range(1, len(script) + 1))
+    assert sum(r.get("n", 1) for r in rows if "h" not in r) == len(script)
+    for i, row in enumerate(rows):
+        if "h" in row:
+            continue
+        assert row["g"] < i and "h" in rows[row["g"]]
+        if "q" in row:
+            assert row["q"] < i and rows[row["q"]]["k"] == "request"
+
+
+def test_no_message_text_can_end_the_page_s_script_blocks() -> None:
+    """A message holding `</script>` or `<!--<script>` stays data: every block parses, and
+    the page's own script is intact."""
+    evil = "</script><script>alert(1)</script><!--<script>"
+    msg = {"jsonrpc": "2.0", "method": "note", "params": {"x": evil}}
+    page = render([record(1, msg), {**record(2, msg), "raw": evil, "kind": "other"}], clock=utc_clock)
+    assert evil not in page and "<!--" not in page.split("<script>")[0]
+    rows = page_rows(page)
+    assert evil in rows[1]["b"] and rows[2]["b"] == evil
+    assert len(re.findall(r"</script>", page)) == page.count("<script")
