@@ -159,6 +159,30 @@ def memory(tmp: Path, sizes: list[int]) -> list[Row]:
     return rows
 
 
+def export(tmp: Path, messages: int) -> list[Row]:
+    """`export --html` of a big real-shaped capture: its time against `stats` reading the
+    same capture (the floor of any command that reads it all), and its peak memory."""
+    from bench.big_capture import write_capture
+
+    capture = tmp / "big.jsonl"
+    count = write_capture(capture, messages)
+
+    def run(args: list[str]) -> tuple[float, float]:
+        start = time.perf_counter()
+        out = subprocess.run([PY, "-c", w.RSS_WRAPPER, PY, "-m", "acp_bridge", *args],
+                             check=True, capture_output=True).stdout.split()
+        return time.perf_counter() - start, int(out[1]) / 1024
+
+    stats_s, stats_mib = run(["stats", str(capture)])
+    export_s, export_mib = run(["export", str(capture), "--html", str(tmp / "big.html")])
+    page_mib = (tmp / "big.html").stat().st_size / (1 << 20)
+    note = f"{count} messages, page {page_mib:.1f} MiB"
+    return [Row("8. export --html, time (baseline: stats)", round(export_s, 2), round(stats_s, 2), "s",
+                round(stats_s / export_s, 3), "report", True, note),
+            Row("8b. export --html, peak RSS (baseline: stats)", round(export_mib, 1), round(stats_mib, 1), "MiB",
+                round(export_mib / stats_mib, 3), "<= 100 MiB", export_mib <= 100, note)]
+
+
 def startup(repeat: int) -> list[Row]:
     def median_time(cmd: list[str]) -> float:
         times = []
@@ -206,11 +230,13 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=2000, help="round trips for the latency run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per throughput figure (best is kept)")
     parser.add_argument("--quick", action="store_true", help="100k lines, 1 repeat, no 1 GiB line")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["throughput", "latency", "memory", "startup"])
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["throughput", "latency", "memory", "startup", "export"])
+    parser.add_argument("--export-messages", type=int, default=200_000, help="messages in the export run's capture")
     parser.add_argument("--json", type=Path, default=Path("bench/results/latest.json"), help="where to write the table")
     args = parser.parse_args()
     if args.quick:
-        args.lines, args.repeat = 100_000, 1
+        args.lines, args.repeat, args.export_messages = 100_000, 1, 50_000
     sizes = [64 << 20] if args.quick else [64 << 20, 1 << 30]
     # An installed package has its bytecode compiled at install time; an editable checkout
     # (or PYTHONDONTWRITEBYTECODE, set on some machines) would otherwise recompile on
@@ -227,7 +253,8 @@ def main() -> int:
                  "startup": lambda: startup(10),
                  "throughput": lambda: throughput(tmp, args.lines, args.repeat),
                  "latency": lambda: latency(tmp, args.pairs),
-                 "memory": lambda: memory(tmp, sizes)}
+                 "memory": lambda: memory(tmp, sizes),
+                 "export": lambda: export(tmp, args.export_messages)}
         for name, step in steps.items():
             if name in args.skip:
                 continue

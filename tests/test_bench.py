@@ -32,7 +32,7 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [sys.executable, "-m", "bench", "--lines", "3000", "--pairs", "30", "--repeat", "1",
-         "--skip", "startup", "memory", "--json", str(out)],
+         "--export-messages", "2000", "--skip", "startup", "memory", "--json", str(out)],
         capture_output=True, cwd=ROOT, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
@@ -44,6 +44,7 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
         "2. to client, capture on", "3. to agent, all rules", "3b. floor: bare trio relay, to agent",
         "7. to client, SDK relay vs acp-bridge",
         "4. added round trip p50", "4. added round trip p99", "4b. floor: bare trio relay, added p50",
+        "8. export --html, time (baseline: stats)", "8b. export --html, peak RSS (baseline: stats)",
     ]
     assert all(row["bridge"] > 0 and row["baseline"] > 0 for row in rows)
     printed = done.stdout.decode()
