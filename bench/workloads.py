@@ -99,3 +99,23 @@ out.write(b"\n"); out.flush()
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit("run `python -m bench`")
+
+
+# An agent that answers each session/prompt it reads, as a real agent does (so requests do
+# not pile up in flight), and drops everything else: the sink of the to-agent run.
+ANSWERING_AGENT = r'''
+import os, sys
+buf = b""
+prompt = b'"method":"session/prompt"'
+while True:
+    chunk = os.read(0, 1 << 20)
+    if not chunk: break
+    buf += chunk
+    *lines, buf = buf.split(b"\n")
+    out = []
+    for line in lines:
+        if prompt in line:
+            i = line.index(b'"id":') + 5
+            out.append(b'{"jsonrpc":"2.0","id":' + line[i:line.index(b",", i)] + b',"result":{"stopReason":"end_turn"}}\n')
+    if out: os.write(1, b"".join(out))
+'''

@@ -39,9 +39,11 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     rows = json.loads(out.read_text())["rows"]
     names = [row["name"] for row in rows]
     assert names == [
-        "1. to client, all rules", "1b. to client, all rules vs no rules",
-        "1c. floor: bare trio relay, to client",
-        "2. to client, capture on", "3. to agent, all rules", "3b. floor: bare trio relay, to agent",
+        "0. C relay (cat | cat | cat) vs direct pipe, to client",
+        "1. to client, all rules (baseline: C relay)", "1b. to client, all rules vs no rules",
+        "1c. floor: bare trio relay, to client", "2. to client, capture on (baseline: C relay)",
+        "3. to agent, prompts answered (baseline: C relay)",
+        "3c. to agent, prompts never answered (baseline: C relay)", "3b. floor: bare trio relay, to agent",
         "7. to client, SDK relay vs acp-bridge",
         "4. added round trip p50", "4. added round trip p99", "4b. floor: bare trio relay, added p50",
         "8. export --html, time (baseline: stats)", "8b. export --html, peak RSS (baseline: stats)",
