@@ -47,7 +47,7 @@ class RuleFailed(Exception):
 
 @dataclass(frozen=True)
 class Difference:
-    seq: Any  # the recorded line's seq (for a message the bridge writes, its trigger's)
+    seq: Any  # the recorded record's seq (for a message the bridge writes now only, its trigger's)
     direction: str
     method: str | None
     change: str
@@ -98,6 +98,8 @@ def _compare(old: Json | None, new: Json | None, seq: Any, out: list[Difference]
     """One recorded message against its re-run (either may be missing)."""
     base = new if new is not None else old
     assert base is not None
+    if old is not None and old.get("seq") is not None:
+        seq = old["seq"]  # a message the bridge wrote in the recording: its own record
     direction, method = str(base.get("direction")), base.get("method")
     if old is None or new is None:
         emitted = (new if new is not None else old or {}).get("verdict") == "emit"
