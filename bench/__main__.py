@@ -5,7 +5,8 @@
 Every figure is a ratio against a baseline from this run on this machine, so the numbers
 travel between machines better than seconds do. Goals (issue 7): throughput ratio >= 0.60
 (>= 0.30 with capture), added round-trip p50 <= 60 us and p99 <= 250 us, peak RSS <= 200 MiB
-for a 64 MiB line and bounded by the parse limit for a 1 GiB line, start-up <= 150 ms added.
+for a 64 MiB line and bounded by the parse limit for a 1 GiB line, start-up <= 150 ms added;
+(issue 14) replay serves a 100k-message capture at >= 100k messages a second.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench import workloads as w
+from bench.replay import replay_rows
 
 PY = sys.executable
 BRIDGE = [PY, "-m", "acp_bridge", "run"]
@@ -206,7 +208,8 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=2000, help="round trips for the latency run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per throughput figure (best is kept)")
     parser.add_argument("--quick", action="store_true", help="100k lines, 1 repeat, no 1 GiB line")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["throughput", "latency", "memory", "startup"])
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["throughput", "latency", "memory", "startup", "replay"])
     parser.add_argument("--json", type=Path, default=Path("bench/results/latest.json"), help="where to write the table")
     args = parser.parse_args()
     if args.quick:
@@ -227,7 +230,8 @@ def main() -> int:
                  "startup": lambda: startup(10),
                  "throughput": lambda: throughput(tmp, args.lines, args.repeat),
                  "latency": lambda: latency(tmp, args.pairs),
-                 "memory": lambda: memory(tmp, sizes)}
+                 "memory": lambda: memory(tmp, sizes),
+                 "replay": lambda: replay_rows(tmp, Row)}
         for name, step in steps.items():
             if name in args.skip:
                 continue

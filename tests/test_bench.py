@@ -32,7 +32,7 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [sys.executable, "-m", "bench", "--lines", "3000", "--pairs", "30", "--repeat", "1",
-         "--skip", "startup", "memory", "--json", str(out)],
+         "--skip", "startup", "memory", "replay", "--json", str(out)],
         capture_output=True, cwd=ROOT, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
