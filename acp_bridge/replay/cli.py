@@ -20,6 +20,7 @@ import orjson
 
 from acp_bridge.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config, setup_logging
 from acp_bridge.cli import run as run_command
+from acp_bridge.core.framing import MIB
 from acp_bridge.errors import ConfigError
 from acp_bridge.replay.script import Capture, CaptureInputError, build_script, parse_capture
 
@@ -169,7 +170,9 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
         _fail(f"cannot open the log file: {exc}")
     recorded = _read(capture)
     try:
-        result = rerun(recorded, config, write=write is not None, argv=sys.argv, pid=os.getpid())
+        result = rerun(recorded, config, strict=config.strict, max_line=config.relay.parse_limit_mib * MIB,
+                       redact=config.capture.redact, write=write is not None, argv=sys.argv, pid=os.getpid(),
+                       config_digest=config.digest())
     except RuleFailed as exc:
         click.echo(f"acp-bridge: {capture}: {exc}", err=True)
         return EXIT_BRIDGE

@@ -2,10 +2,10 @@
 and what would go out now compared with what the capture recorded going out.
 
 Owns: feeding the recorded incoming lines of both directions, in recorded order, to a fresh
-`Relay` built from a `Config`; recording what it sends as capture records, masked the way
-the capture was (its header's pointers and its system-prompt choice, with the config's
-pointers on top), so that like is compared with like; the differences, one per message; and
-the re-run written as a capture (`--write`).
+`Relay` built from the rules' settings (a `Config`, settled by the CLI); recording what it
+sends as capture records, masked the way the capture was (its header's pointers and its
+system-prompt choice, with the configured pointers on top), so that like is compared with
+like; the differences, one per message; and the re-run written as a capture (`--write`).
 Must never: do IO, read a clock (the recorded times are used), import trio or click, or
 count as a difference what only redaction or the clock changed.
 """
@@ -21,12 +21,11 @@ import orjson
 from acp_bridge.capture.reading import sent_bytes
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import WHOLE, Redactor
-from acp_bridge.config import Config
 from acp_bridge.core.frames import Direction
 from acp_bridge.core.framing import MIB
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Relay
-from acp_bridge.core.rewrites import build_rewrites
+from acp_bridge.core.rewrites import RuleSettings, build_rewrites
 from acp_bridge.replay.diff import compact_diff
 from acp_bridge.replay.script import Capture
 
@@ -128,20 +127,26 @@ def _renumbered(record: Json, encoder: CaptureEncoder) -> bytes:
     return safe_dumps({**record, "seq": encoder.seq})
 
 
-def rerun(capture: Capture, config: Config, *, write: bool = False,
-          argv: Sequence[str] = (), pid: int = 0) -> Rerun:
-    """Re-run the capture's incoming lines through the rules `config` sets.
+def rerun(capture: Capture, rules: RuleSettings, *, strict: bool = False, max_line: int = 16 * MIB,
+          redact: Sequence[str] = (), write: bool = False, argv: Sequence[str] = (), pid: int = 0,
+          config_digest: str = "") -> Rerun:
+    """Re-run the capture's incoming lines through the rules `rules` configures (a `Config`).
+
+    Args:
+        redact: pointers masked on top of those the capture was written with.
+        write: also make the re-run as a capture (`Rerun.capture`), with this `argv`, `pid`
+            and `config_digest` in its header.
 
     Raises:
-        RuleFailed: a rule raised and `config.strict` is set.
+        RuleFailed: a rule raised and `strict` is set.
     """
     header = capture.header
     pointers = header.get("redact")
     recorded = [ptr for ptr in pointers if isinstance(ptr, str)] if isinstance(pointers, list) else []
-    redact = tuple(dict.fromkeys([*recorded, *config.capture.redact]))
+    redact = tuple(dict.fromkeys([*recorded, *redact]))
     include = header.get("include_system_prompt") is True
-    encoder = CaptureEncoder(Redactor(redact, None if include else config.system_prompt.text), lean=False)
-    relay = Relay(build_rewrites(config), strict=config.strict, max_line=config.relay.parse_limit_mib * MIB)
+    encoder = CaptureEncoder(Redactor(redact, None if include else rules.system_prompt.text), lean=False)
+    relay = Relay(build_rewrites(rules), strict=strict, max_line=max_line)
     result = Rerun()
     out: bytearray | None = None
     if write:
@@ -149,7 +154,7 @@ def rerun(capture: Capture, config: Config, *, write: bool = False,
         out = bytearray(dumps(header_record(
             wall=float(wall) if isinstance(wall, (int, float)) else 0.0,
             mono=float(mono) if isinstance(mono, (int, float)) else 0.0,
-            argv=list(argv), config_digest=config.digest(), pid=pid, redact=redact,
+            argv=list(argv), config_digest=config_digest, pid=pid, redact=redact,
             include_system_prompt=include)))
     records = capture.records
     wall = mono = 0.0
