@@ -4,6 +4,8 @@ capture records compared without what a second recording may change (times)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import orjson
 from tests.conftest import BridgeProcess
 
 GOLDEN = Path(__file__).parent.parent / "golden"
+PY = [sys.executable, "-m", "acp_bridge"]
 GOLDENS = sorted(path.stem for path in GOLDEN.glob("*.jsonl"))
 
 
@@ -89,3 +92,39 @@ class CaptureClient:
         await self.proc.close_stdin()
         rest = self.buffer + await self.proc.read_all()  # read_all holds only what it read itself
         return self.lines + [line + b"\n" for line in rest.split(b"\n") if line]
+
+
+# -- what a client received, from a capture (for the SDK tests) -------------------------------
+
+
+def recorded_updates(capture: Path) -> list[tuple[str, Any]]:
+    """(sessionId, update) of every session/update the recorded client received."""
+    out = []
+    for record in records(capture):
+        line = sent(record) if record["direction"] == "to-client" else None
+        if line is not None and record["method"] == "session/update":
+            params = json.loads(line)["params"]
+            out.append((params["sessionId"], params["update"]))
+    return out
+
+
+def stop_reasons(capture: Path) -> list[str]:
+    return [json.loads(sent(r) or "{}")["result"]["stopReason"] for r in records(capture)
+            if r["direction"] == "to-client" and r["kind"] == "response" and r["method"] == "session/prompt"]
+
+
+def suggestions(updates: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    return [(sid, u) for sid, u in updates if u["sessionUpdate"] == "prompt_suggestions_update"]
+
+
+def replayed(capture: Path, wire: Path) -> list[str]:
+    """The replay of `capture` behind a bridge that changes nothing and records to `wire`."""
+    return [*PY, "run", "--no-suggestions", "--capture", str(wire), "--", *PY, "replay", str(capture)]
+
+
+def demo_capture(tmp_path: Path) -> Path:
+    """Run `acp-bridge demo`; the capture it recorded."""
+    done = subprocess.run([*PY, "demo", "--dir", str(tmp_path / "demo"), "--no-color"],
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "demo" / "capture.jsonl"

@@ -10,7 +10,6 @@ with no rule at work (`run --no-suggestions --capture`) whose capture shows what
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import TESTS
-from tests.replay.drive import records, sent
+from tests.replay.drive import PY, demo_capture, recorded_updates, replayed, stop_reasons, suggestions
 
 acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test dependency")
 from tests.test_interop_sdk import RecordingClient  # noqa: E402  (needs the SDK)
-
-PY = [sys.executable, "-m", "acp_bridge"]
 
 
 async def converse(command: list[str], prompts: list[str], updates: int) -> tuple[Any, list[Any], RecordingClient]:
@@ -45,40 +42,8 @@ def sdk_updates(client: RecordingClient) -> list[tuple[str, Any]]:
     return [(sid, u.model_dump(mode="json", by_alias=True, exclude_none=True)) for sid, u in client.updates]
 
 
-def recorded_updates(capture: Path) -> list[tuple[str, Any]]:
-    """(sessionId, update) of every session/update the recorded client received."""
-    import json
-
-    out = []
-    for record in records(capture):
-        line = sent(record) if record["direction"] == "to-client" else None
-        if line is not None and record["method"] == "session/update":
-            params = json.loads(line)["params"]
-            out.append((params["sessionId"], params["update"]))
-    return out
-
-
-def stop_reasons(capture: Path) -> list[str]:
-    import json
-
-    return [json.loads(sent(r) or "{}")["result"]["stopReason"] for r in records(capture)
-            if r["direction"] == "to-client" and r["kind"] == "response" and r["method"] == "session/prompt"]
-
-
-def suggestions(updates: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    return [(sid, u) for sid, u in updates if u["sessionUpdate"] == "prompt_suggestions_update"]
-
-
-def replayed(capture: Path, wire: Path) -> list[str]:
-    """The replay of `capture` behind a bridge that changes nothing and records to `wire`."""
-    return [*PY, "run", "--no-suggestions", "--capture", str(wire), "--", *PY, "replay", str(capture)]
-
-
 def test_the_demo_session_replays_to_the_sdk_client(tmp_path: Path) -> None:
-    done = subprocess.run([*PY, "demo", "--dir", str(tmp_path / "demo"), "--no-color"],
-                          capture_output=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    capture, wire = tmp_path / "demo" / "capture.jsonl", tmp_path / "wire.jsonl"
+    capture, wire = demo_capture(tmp_path), tmp_path / "wire.jsonl"
     expected = recorded_updates(capture)
     known = [(sid, u) for sid, u in expected if u["sessionUpdate"] != "prompt_suggestions_update"]
     session, replies, client = asyncio.run(converse(replayed(capture, wire), ["Explain the parser", "Now run"],
