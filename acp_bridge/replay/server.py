@@ -110,6 +110,9 @@ class ReplayServer:
             await self._send.send((msg.get("method"), session, msg.get("id")))
         elif "method" not in msg and "id" in msg:
             key = id_key(msg["id"])
+            if key not in self.sent_requests:  # kept only for a request the replay sent: bounded
+                self._once(("unasked",), "the client answered a request the replay did not send; ignored")
+                return
             self.answers[key] = line
             event = self.waiting.pop(key, None)
             if event is not None:
@@ -155,6 +158,7 @@ class ReplayServer:
             elif isinstance(step, AwaitAnswer) and step.key in self.sent_requests:
                 await self._flush()
                 self._check_answer(step, await self._wait_answer(step.key))
+                self.sent_requests.discard(step.key)
         await self._flush()
 
     async def _flush(self) -> None:

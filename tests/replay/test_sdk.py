@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import TESTS
-from tests.replay.drive import PY, demo_capture, recorded_updates, replayed, stop_reasons, suggestions
+from tests.replay.drive import PY, recorded_updates, replayed, stop_reasons, suggestions
 
 acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test dependency")
 from tests.test_interop_sdk import RecordingClient  # noqa: E402  (needs the SDK)
@@ -42,8 +42,8 @@ def sdk_updates(client: RecordingClient) -> list[tuple[str, Any]]:
     return [(sid, u.model_dump(mode="json", by_alias=True, exclude_none=True)) for sid, u in client.updates]
 
 
-def test_the_demo_session_replays_to_the_sdk_client(tmp_path: Path) -> None:
-    capture, wire = demo_capture(tmp_path), tmp_path / "wire.jsonl"
+def test_the_demo_session_replays_to_the_sdk_client(demo: Path, tmp_path: Path) -> None:
+    capture, wire = demo, tmp_path / "wire.jsonl"
     expected = recorded_updates(capture)
     known = [(sid, u) for sid, u in expected if u["sessionUpdate"] != "prompt_suggestions_update"]
     session, replies, client = asyncio.run(converse(replayed(capture, wire), ["Explain the parser", "Now run"],

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.replay.drive import demo_capture, recorded_updates, replayed, stop_reasons, suggestions
+from tests.replay.drive import recorded_updates, replayed, stop_reasons, suggestions
 
 SDK = ROOT / ".sdk-ts"
 NODE = shutil.which("node")
@@ -31,8 +31,8 @@ pytestmark = [
 ]
 
 
-def test_the_demo_session_replays_to_the_typescript_sdk_client(tmp_path: Path) -> None:
-    capture, wire = demo_capture(tmp_path), tmp_path / "wire.jsonl"
+def test_the_demo_session_replays_to_the_typescript_sdk_client(demo: Path, tmp_path: Path) -> None:
+    capture, wire = demo, tmp_path / "wire.jsonl"
     prompts = tmp_path / "prompts.json"
     prompts.write_text(json.dumps(["Explain the parser", "Now run the test suite"]))
     assert NODE is not None

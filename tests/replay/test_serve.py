@@ -302,3 +302,24 @@ def test_options_of_the_other_mode_are_a_usage_error(args: list[str], message: s
     status, out, err = invoke(["replay", str(GOLDEN / "v1-new-client-unlock.jsonl"), *args])
     assert (status, out, err.count("\n")) == (2, "", 1)
     assert message in err
+
+
+async def test_an_answer_that_differs_from_the_recorded_one_is_reported_not_fatal(unlock_replay: Any) -> None:
+    """The agent's fs/read_text_file is answered with {} where the recorded client sent the
+    file: stderr shows the difference, and the session goes on to its end."""
+    err = bytearray()
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_stderr, unlock_replay, err)
+            session = Session(Wrapped(unlock_replay))
+            await session.ask(INIT)
+            await session.ask({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}})
+            for id_ in (2, 3):
+                answer = await session.ask({"jsonrpc": "2.0", "id": id_, "method": "session/prompt",
+                                            "params": {"sessionId": "sess_new_1", "prompt": []}})
+                assert answer["result"] == {"stopReason": "end_turn"}
+            await unlock_replay.stdin.aclose()
+            assert await unlock_replay.wait() == 0
+    assert err.decode().splitlines() == [
+        'acp-bridge replay: the client\'s answer to fs/read_text_file differs from the recording: '
+        '{"/result/content":{"was":"def f():\\n    return 1\\n"}}'] * 2
