@@ -12,7 +12,8 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -22,7 +23,7 @@ from acp_bridge.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config, setup_loggin
 from acp_bridge.cli import run as run_command
 from acp_bridge.core.framing import MIB
 from acp_bridge.errors import ConfigError
-from acp_bridge.replay.script import Capture, CaptureInputError, build_script, parse_capture
+from acp_bridge.replay.script import Capture, CaptureInputError, build_script
 
 # The run options `--rules` takes, as `run` declares them: all but where a live session's
 # capture goes (`--write` says where the re-run goes) and `--strict` (declared here, for both
@@ -101,7 +102,8 @@ def replay(ctx: click.Context, /, capture_file: str, before_rules: bool, timing:
         ctx.exit(_rerun(ctx, capture_file, config_file, options, as_json, write))
     from acp_bridge.replay.server import ReplayOptions
 
-    script = build_script(_read(capture_file), before_rules=before_rules)
+    with _reading(capture_file) as capture:
+        script = build_script(capture, before_rules=before_rules)
     ctx.exit(_serve(script, ReplayOptions(timing, max_gap, bool(strict))))
 
 
@@ -119,17 +121,16 @@ def _fail(text: str) -> None:
     raise SystemExit(EXIT_USAGE)
 
 
-def _read(path: str) -> Capture:
-    """The capture at `path`; bad input is one line on stderr and exit status 2."""
+@contextmanager
+def _reading(path: str) -> Iterator[Capture]:
+    """The capture at `path`, read as it is used; bad input is one line on stderr, exit 2."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as file:
+            yield Capture(file)
     except OSError as exc:
         _fail(f"{path}: cannot read it: {exc.strerror or exc}")
-    try:
-        return parse_capture(data)
     except CaptureInputError as exc:
         _fail(f"{path}:{exc.line}: {exc.problem}")
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _serve(script: Any, options: Any) -> int:
@@ -168,11 +169,11 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
         _fail(str(exc))
     except (OSError, ValueError) as exc:
         _fail(f"cannot open the log file: {exc}")
-    recorded = _read(capture)
     try:
-        result = rerun(recorded, config, strict=config.strict, max_line=config.relay.parse_limit_mib * MIB,
-                       redact=config.capture.redact, write=write is not None, argv=sys.argv, pid=os.getpid(),
-                       config_digest=config.digest())
+        with _reading(capture) as recorded:
+            result = rerun(recorded, config, strict=config.strict, max_line=config.relay.parse_limit_mib * MIB,
+                           redact=config.capture.redact, write=write is not None, argv=sys.argv,
+                           pid=os.getpid(), config_digest=config.digest())
     except RuleFailed as exc:
         click.echo(f"acp-bridge: {capture}: {exc}", err=True)
         return EXIT_BRIDGE

@@ -12,7 +12,7 @@ count as a difference what only redaction or the clock changed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +122,21 @@ def _compare(old: Json | None, new: Json | None, seq: Any, out: list[Difference]
     out.append(Difference(seq, direction, method, CHANGED, diff))
 
 
+def _with_emits(records: Iterator[Json]) -> Iterator[tuple[Json, list[Json]]]:
+    """Each record with the records of the messages the bridge wrote right after it."""
+    held: Json | None = None
+    emits: list[Json] = []
+    for record in records:
+        if held is not None and record.get("verdict") == "emit":
+            emits.append(record)
+            continue
+        if held is not None:
+            yield held, emits
+        held, emits = record, []
+    if held is not None:
+        yield held, emits
+
+
 def _renumbered(record: Json, encoder: CaptureEncoder) -> bytes:
     encoder.seq += 1
     return safe_dumps({**record, "seq": encoder.seq})
@@ -156,16 +171,8 @@ def rerun(capture: Capture, rules: RuleSettings, *, strict: bool = False, max_li
             mono=float(mono) if isinstance(mono, (int, float)) else 0.0,
             argv=list(argv), config_digest=config_digest, pid=pid, redact=redact,
             include_system_prompt=include)))
-    records = capture.records
     wall = mono = 0.0
-    i = 0
-    while i < len(records):
-        record = records[i]
-        i += 1
-        emits: list[Json] = []
-        while i < len(records) and records[i].get("verdict") == "emit":
-            emits.append(records[i])
-            i += 1
+    for record, emits in _with_emits(capture.records()):
         time_, mono_ = record.get("time"), record.get("mono")
         wall = float(time_) if isinstance(time_, (int, float)) else wall
         mono = float(mono_) if isinstance(mono_, (int, float)) else mono

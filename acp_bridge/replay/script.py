@@ -13,6 +13,7 @@ need to (a 100k-message capture must be read well within a second).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,60 +38,73 @@ class CaptureInputError(Exception):
         self.problem = problem
 
 
-@dataclass
 class Capture:
-    """A capture's header, its message records in order, and whether it was closed cleanly."""
+    """A capture read as it is iterated: the header at once, the message records one by one
+    (`records()`, once), so that no more than one record is held. `ended` tells, once the
+    records are read, whether the capture has its `end` record (a killed bridge's has not:
+    it is read up to its last record).
 
-    header: Json
-    records: list[Json]
-    ended: bool
-
-
-def _load(line: bytes) -> Json | None:
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-        return None
-    return record
-
-
-def parse_capture(data: bytes) -> Capture:
-    """Read a whole capture. A capture without an `end` record (a bridge that was killed)
-    is read up to its last record.
-
-    Raises:
+    Raises (from the constructor for the header, from `records()` for the rest):
         CaptureInputError: not a capture, an unknown format version, a malformed line, or
             a torn last record (a line cut before its newline that does not parse).
     """
-    lines = data.split(b"\n")
-    last = lines.pop()  # b"" when the file ends with a newline, as every capture does
-    header: Json | None = None
-    records: list[Json] = []
-    ended = False
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        record = _load(line)
-        if header is None:
-            header = _header(record, number)
-            continue
-        if record is None:
-            raise CaptureInputError(number, "malformed line: not a capture record (a JSON object with a 'type')")
-        ended = _take(record, number, records) or ended
-    if last.strip():
-        number = len(lines) + 1
-        record = _load(last)
-        if record is None:
-            raise CaptureInputError(number, "torn last record: the line is cut short (no newline, not JSON)")
-        if header is None:
-            header = _header(record, number)
-        else:
-            ended = _take(record, number, records) or ended
-    if header is None:
+
+    def __init__(self, lines: Iterable[bytes]) -> None:
+        self._lines = enumerate(lines, 1)
+        self.ended = False
+        self.header = self._first()
+
+    def __repr__(self) -> str:
+        return f"<Capture format={self.header.get('format')} ended={self.ended}>"
+
+    def _first(self) -> Json:
+        for number, line in self._lines:
+            if line.strip():
+                return _header(self._load(line, number, header=True), number)
         raise CaptureInputError(1, "not a capture: it is empty")
-    return Capture(header, records, ended)
+
+    @staticmethod
+    def _load(line: bytes, number: int, *, header: bool = False) -> Json | None:
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            record = None
+        if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+            if not line.endswith(b"\n"):
+                raise CaptureInputError(number, "torn last record: the line is cut short (no newline, not JSON)")
+            if header:
+                return None
+            raise CaptureInputError(number, "malformed line: not a capture record (a JSON object with a 'type')")
+        return record
+
+    def records(self) -> Iterator[Json]:
+        """The message records, in order, each checked; other types are skipped, as
+        capture-format.md asks of readers."""
+        for number, line in self._lines:
+            if not line.strip():
+                continue
+            record = self._load(line, number)
+            assert record is not None
+            kind = record["type"]
+            if kind == "end":
+                self.ended = True
+            elif kind == "message":
+                _check(record, number)
+                yield record
+
+
+def lines_of(data: bytes) -> Iterator[bytes]:
+    """The lines of `data`, each with its newline (the last may have none), as a file gives them."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start) + 1 or len(data)
+        yield data[start:end]
+        start = end
+
+
+def parse_capture(data: bytes) -> Capture:
+    """A capture held in memory (tests); the CLI reads the file as it goes."""
+    return Capture(lines_of(data))
 
 
 def _header(record: Json | None, number: int) -> Json:
@@ -104,20 +118,12 @@ def _header(record: Json | None, number: int) -> Json:
     return record
 
 
-def _take(record: Json, number: int, records: list[Json]) -> bool:
-    """Keep a message record (checked); True for the end record. Other types are ignored,
-    as capture-format.md asks of readers."""
-    kind = record["type"]
-    if kind == "end":
-        return True
-    if kind == "message":
-        if record.get("direction") not in _DIRECTIONS:
-            raise CaptureInputError(number, "malformed message record: 'direction' is not to-agent or to-client")
-        for key in ("raw", "out"):
-            if key in record and not isinstance(record[key], (str, type(None))):
-                raise CaptureInputError(number, f"malformed message record: '{key}' is not text")
-        records.append(record)
-    return False
+def _check(record: Json, number: int) -> None:
+    if record.get("direction") not in _DIRECTIONS:
+        raise CaptureInputError(number, "malformed message record: 'direction' is not to-agent or to-client")
+    for key in ("raw", "out"):
+        if key in record and not isinstance(record[key], (str, type(None))):
+            raise CaptureInputError(number, f"malformed message record: '{key}' is not text")
 
 
 # -- the script ----------------------------------------------------------------------------
@@ -193,7 +199,7 @@ def build_script(capture: Capture, *, before_rules: bool = False) -> Script:
     pending: dict[Any, int] = {}  # id key of a recorded client request -> its index, until answered
     agent_requests: dict[Any, str | None] = {}
     requests = script.requests
-    for record in capture.records:
+    for record in capture.records():
         verdict = record.get("verdict")
         kind = record.get("kind")
         mono = record.get("mono")
