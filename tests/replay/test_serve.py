@@ -323,3 +323,19 @@ async def test_an_answer_that_differs_from_the_recorded_one_is_reported_not_fata
     assert err.decode().splitlines() == [
         'acp-bridge replay: the client\'s answer to fs/read_text_file differs from the recording: '
         '{"/result/content":{"was":"def f():\\n    return 1\\n"}}'] * 2
+
+
+async def test_answers_carry_the_live_ids() -> None:
+    """A client that numbers its requests otherwise (strings here) gets each recorded answer
+    with its own id, and the answer otherwise as recorded."""
+    capture = GOLDEN / "v2-resume-spec-dialect.jsonl"
+    recorded = records(capture)
+    answers = {r["id"]: json.loads(sent(r) or "null") for r in recorded
+               if r["direction"] == "to-client" and r["kind"] == "response"}
+    with trio.fail_after(20):
+        async with open_bridge(["replay", str(capture)]) as proc:
+            session = Session(proc)
+            for r in recorded:
+                if r["direction"] == "to-agent" and r["kind"] == "request":
+                    msg = {**json.loads(r["raw"]), "id": f"live-{r['id']}"}
+                    assert await session.ask(msg) == {**answers[r["id"]], "id": f"live-{r['id']}"}
