@@ -146,3 +146,17 @@ def test_the_config_file_layers_as_for_run(tmp_path: Path) -> None:
     status, _, err = rerun("v1-legacy-air-meta", options=["-c", str(bad)])
     assert status == 2 and err.startswith("acp-bridge: ") and err.count("\n") == 1
     assert ROOT.exists()
+
+
+def test_a_failing_rule_fails_open_and_with_strict_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule that raises: as in `run`, the line goes out as it came (so the recorded rewrite
+    shows as a difference); with --strict the re-run stops at that record, exit 1."""
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(system_prompt, "inject_setup", broken)
+    status, out, _ = rerun("v2-resume-spec-dialect")
+    assert status == 1 and out.splitlines()[0].startswith('#3 -> session/new: changed {"/params/systemPrompt":{"was":')
+    status, out, err = rerun("v2-resume-spec-dialect", "--strict")
+    assert (status, out) == (1, "")
+    assert err.endswith("v2-resume-spec-dialect.jsonl: a rule failed on the line of record #3: RuntimeError: boom\n")
