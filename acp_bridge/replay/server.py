@@ -145,8 +145,8 @@ class ReplayServer:
     async def _serve(self, steps: list[Step], since: float) -> None:
         recorded = self.options.timing == "recorded"
         for step in steps:
-            if recorded:
-                gap = min(step.mono - since, self.options.max_gap)
+            if recorded:  # the wait for a client's answer takes its own time: no pause before it
+                gap = min(step.mono - since, self.options.max_gap) if isinstance(step, Send) else 0.0
                 since = step.mono
                 if gap > 0:
                     await self._flush()
