@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 import orjson
@@ -23,7 +23,10 @@ from acp_bridge.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config, setup_loggin
 from acp_bridge.cli import run as run_command
 from acp_bridge.core.framing import MIB
 from acp_bridge.errors import ConfigError
-from acp_bridge.replay.script import Capture, CaptureInputError, build_script
+from acp_bridge.replay.script import Capture, CaptureInputError, Script, build_script
+
+if TYPE_CHECKING:
+    from acp_bridge.replay.server import ReplayOptions
 
 # The run options `--rules` takes, as `run` declares them: all but where a live session's
 # capture goes (`--write` says where the re-run goes) and `--strict` (declared here, for both
@@ -116,7 +119,7 @@ def _spelling(ctx: click.Context, param: click.Parameter) -> str:
     return max(param.opts, key=len) if isinstance(param, click.Option) else str(param.name)
 
 
-def _fail(text: str) -> None:
+def _fail(text: str) -> NoReturn:
     click.echo(f"acp-bridge: {text}", err=True)
     raise SystemExit(EXIT_USAGE)
 
@@ -133,7 +136,7 @@ def _reading(path: str) -> Iterator[Capture]:
         _fail(f"{path}:{exc.line}: {exc.problem}")
 
 
-def _serve(script: Any, options: Any) -> int:
+def _serve(script: Script, options: ReplayOptions) -> int:
     import trio
 
     from acp_bridge.process import open_stdio, write_all
@@ -186,6 +189,7 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
     if write is not None and result.capture is not None:
         try:
             fd = os.open(write, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            os.fchmod(fd, 0o600)  # a capture may hold what redaction leaves: private, as `run` makes it
             with os.fdopen(fd, "wb") as file:
                 file.write(result.capture)
         except OSError as exc:

@@ -44,6 +44,15 @@ class RuleFailed(Exception):
         self.seq = seq
 
 
+def _showable(diff: Json) -> Json:
+    """`diff`, or a note where it is nested past what can be written (254 levels)."""
+    try:
+        orjson.dumps(diff, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return {"": {"note": "the messages differ, nested deeper than can be written"}}
+    return diff
+
+
 @dataclass(frozen=True)
 class Difference:
     seq: Any  # the recorded record's seq (for a message the bridge writes now only, its trigger's)
@@ -106,7 +115,7 @@ def _compare(old: Json | None, new: Json | None, seq: Any, out: list[Difference]
         assert present is not None
         change = (EMITTED_NOW if new is not None else NO_LONGER_EMITTED) if emitted else CHANGED
         side = "now" if new is not None else "was"
-        out.append(Difference(seq, direction, method, change, {"": {side: _parse(sent_bytes(present))}}))
+        out.append(Difference(seq, direction, method, change, _showable({"": {side: _parse(sent_bytes(present))}})))
         return
     was, now = sent_bytes(old), sent_bytes(new)
     if was == now:
@@ -114,12 +123,12 @@ def _compare(old: Json | None, new: Json | None, seq: Any, out: list[Difference]
     if was is None or now is None:
         change = DROPPED_NOW if now is None else FORWARDED_NOW
         side, data = ("was", was) if now is None else ("now", now)
-        out.append(Difference(seq, direction, method, change, {"": {side: _parse(data)}}))
+        out.append(Difference(seq, direction, method, change, _showable({"": {side: _parse(data)}})))
         return
     diff = compact_diff(_parse(was), _parse(now))
     if not diff:  # the same JSON, spelled differently
         diff = {"": {"was": was.decode("utf-8", "backslashreplace"), "now": now.decode("utf-8", "backslashreplace")}}
-    out.append(Difference(seq, direction, method, CHANGED, diff))
+    out.append(Difference(seq, direction, method, CHANGED, _showable(diff)))
 
 
 def _with_emits(records: Iterator[Json]) -> Iterator[tuple[Json, list[Json]]]:

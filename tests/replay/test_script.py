@@ -105,3 +105,13 @@ def test_compact_diff_is_empty_exactly_for_the_same_json(old: Any, new: Any) -> 
     assert compact_diff(old, old) == {}
     same = orjson.dumps(old, option=orjson.OPT_SORT_KEYS) == orjson.dumps(new, option=orjson.OPT_SORT_KEYS)
     assert (compact_diff(old, new) == {}) == same
+
+
+def test_a_difference_nested_past_what_can_be_written_is_a_note() -> None:
+    from acp_bridge.replay.rerun import _showable
+
+    deep: Any = []
+    for _ in range(300):
+        deep = [deep]
+    assert _showable({"": {"now": deep}}) == {"": {"note": "the messages differ, nested deeper than can be written"}}
+    assert _showable({"/a": {"was": 1}}) == {"/a": {"was": 1}}
