@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import importlib
 import logging
 import sys
 from pathlib import Path
@@ -44,6 +45,7 @@ class BridgeGroup(click.Group):
     """
 
     LAZY = ("show", "stats", "export")
+    LAZY_COMMANDS = (("replay", "acp_bridge.replay.cli"),)  # (name, module with COMMAND), loaded when asked for
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
@@ -81,7 +83,7 @@ class BridgeGroup(click.Group):
         return (arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]) in names
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self.LAZY})
+        return sorted({*super().list_commands(ctx), *self.LAZY, *dict(self.LAZY_COMMANDS)})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.LAZY and cmd_name not in self.commands:
@@ -89,6 +91,9 @@ class BridgeGroup(click.Group):
 
             for command in COMMANDS:
                 self.add_command(command)
+        module = dict(self.LAZY_COMMANDS).get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            self.add_command(importlib.import_module(module).COMMAND)
         return super().get_command(ctx, cmd_name)
 
 

@@ -32,7 +32,7 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [sys.executable, "-m", "bench", "--lines", "3000", "--pairs", "30", "--repeat", "1",
-         "--export-messages", "2000", "--skip", "startup", "memory", "--json", str(out)],
+         "--export-messages", "2000", "--skip", "startup", "memory", "replay", "--json", str(out)],
         capture_output=True, cwd=ROOT, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
@@ -46,7 +46,7 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
         "3c. to agent, prompts never answered (baseline: C relay)", "3b. floor: bare trio relay, to agent",
         "7. to client, SDK relay vs acp-bridge",
         "4. added round trip p50", "4. added round trip p99", "4b. floor: bare trio relay, added p50",
-        "8. export --html, time (baseline: stats)", "8b. export --html, peak RSS (baseline: stats)",
+        "9. export --html, time (baseline: stats)", "9b. export --html, peak RSS (baseline: stats)",
     ]
     assert all(row["bridge"] > 0 and row["baseline"] > 0 for row in rows)
     printed = done.stdout.decode()

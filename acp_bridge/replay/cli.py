@@ -1,0 +1,204 @@
+"""`acp-bridge replay CAPTURE`: a capture served back as the agent, or (`--rules`) the rules
+re-run over it offline.
+
+Owns: the command's options (the run options are `run`'s own declarations, copied, and
+settled by `run`'s config layering), reading the capture file, bad input as one line on
+stderr with exit 2, and the exit statuses. Must never: write anything but protocol lines to
+stdout while serving, or import trio when only `--rules` runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+import orjson
+
+from acp_bridge.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config, setup_logging
+from acp_bridge.cli import run as run_command
+from acp_bridge.core.framing import MIB
+from acp_bridge.errors import ConfigError
+from acp_bridge.replay.script import Capture, CaptureInputError, Script, build_script
+
+if TYPE_CHECKING:
+    from acp_bridge.replay.server import ReplayOptions
+
+# The run options `--rules` takes, as `run` declares them: all but where a live session's
+# capture goes (`--write` says where the re-run goes) and `--strict` (declared here, for both
+# modes). The parameter name `capture` stays unused here: `resolve_config` reads it.
+_NOT_TAKEN = ("capture", "strict")
+# `resolve_config` wants an agent command, as `run` does; the re-run starts none.
+_NO_AGENT = ("acp-bridge-replay",)
+
+REPLAY_EPILOG = """
+Redacted values replay as the capture holds them: a value the capture masked reaches the client
+as the string "<redacted>" (and the system prompt as "<redacted: system prompt>"), and a line
+withheld whole is not replayed (a withheld answer becomes a JSON-RPC error). See docs/replay.md.
+
+\b
+In an editor's agent settings:
+  {"command": "acp-bridge", "args": ["replay", "/path/to/cap.jsonl"]}
+Through today's rules:
+  acp-bridge run [RUN OPTIONS] -- acp-bridge replay --before-rules cap.jsonl
+In CI (exit 1 when the rules' output differs):
+  acp-bridge replay cap.jsonl --rules [RUN OPTIONS]
+"""
+
+
+@click.command("replay", epilog=REPLAY_EPILOG)
+@click.argument("capture_file", metavar="CAPTURE", type=click.Path(dir_okay=False))
+@click.option("--before-rules", is_flag=True,
+              help="Replay what the agent sent (the capture's raw lines) instead of what the client "
+                   "received, to run it through the bridge again: acp-bridge run [OPTIONS] -- "
+                   "acp-bridge replay --before-rules CAPTURE.")
+@click.option("--timing", type=click.Choice(["fast", "recorded"]), default="fast", show_default=True,
+              help="fast: as fast as causality allows; recorded: keep the recorded gaps (capped by --max-gap).")
+@click.option("--max-gap", type=click.FloatRange(min=0, max=3600), default=2.0, show_default=True, metavar="S",
+              help="With --timing recorded, the longest pause kept, in seconds.")
+@click.option("--strict", is_flag=True, default=None,
+              help="Serving: end the replay with exit status 1 at the first request the recording has "
+                   "no counterpart for (for CI). With --rules: the run option (a failing rule stops).")
+@click.option("--rules", is_flag=True,
+              help="Do not serve: feed the recorded incoming lines through the rules that the RUN OPTIONS "
+                   "and config set, and compare what would go out now with what was recorded going out. "
+                   "One line per message that differs, then a summary; exit 1 when something differs.")
+@click.option("--json", "as_json", is_flag=True, help="With --rules: the differences and summary as one JSON object.")
+@click.option("--write", metavar="OUT.jsonl", type=click.Path(dir_okay=False),
+              help="With --rules: write the re-run as a capture (show, stats and export read it).")
+@click.pass_context
+def replay(ctx: click.Context, /, capture_file: str, before_rules: bool, timing: str, max_gap: float,
+           strict: bool | None, rules: bool, as_json: bool, write: str | None, config_file: str | None,
+           **options: Any) -> None:
+    """Serve CAPTURE on stdin/stdout as the agent it recorded, or re-run the rules over it.
+
+    Serving (the default), each request of the live client is matched to the next recorded
+    client request of the same method and session and gets the recorded answer (with the live
+    id), preceded by what the agent sent in between; the agent's own requests (permission,
+    fs, terminal) are sent and the client's answer awaited (a different answer is reported on
+    stderr). A request with no recorded counterpart gets a JSON-RPC error naming what the
+    recording expected next, reported once on stderr; the replay stays up. By default the
+    client gets what the editor got (the bridge's rewrites and own messages included).
+
+    Bad input (not a capture, an unknown format version, a malformed line or a torn last
+    record) is one line on stderr naming the file and line, exit status 2. A capture without
+    its end record (a killed bridge) is replayed up to its last record.
+    """
+    serving_only = [name for name, given in (("--before-rules", before_rules),
+                                             ("--timing", _given(ctx, "timing")),
+                                             ("--max-gap", _given(ctx, "max_gap"))) if given]
+    rules_only = [name for name, given in (("--json", as_json), ("--write", write is not None)) if given]
+    rules_only += [_spelling(ctx, param) for param in ctx.command.params
+                   if param.name in options or param.name == "config_file"
+                   if param.name is not None and _given(ctx, param.name)]
+    if rules and serving_only:
+        raise click.UsageError(f"{', '.join(serving_only)}: only when serving, not with --rules", ctx)
+    if not rules and rules_only:
+        raise click.UsageError(f"{', '.join(rules_only)}: only with --rules (to serve through today's "
+                               "rules: acp-bridge run [OPTIONS] -- acp-bridge replay --before-rules CAPTURE)", ctx)
+    if rules:
+        options["strict"] = strict
+        ctx.exit(_rerun(ctx, capture_file, config_file, options, as_json, write))
+    from acp_bridge.replay.server import ReplayOptions
+
+    with _reading(capture_file) as capture:
+        script = build_script(capture, before_rules=before_rules)
+    ctx.exit(_serve(script, ReplayOptions(timing, max_gap, bool(strict))))
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def _spelling(ctx: click.Context, param: click.Parameter) -> str:
+    return max(param.opts, key=len) if isinstance(param, click.Option) else str(param.name)
+
+
+def _fail(text: str) -> NoReturn:
+    click.echo(f"acp-bridge: {text}", err=True)
+    raise SystemExit(EXIT_USAGE)
+
+
+@contextmanager
+def _reading(path: str) -> Iterator[Capture]:
+    """The capture at `path`, read as it is used; bad input is one line on stderr, exit 2."""
+    try:
+        with open(path, "rb") as file:
+            yield Capture(file)
+    except OSError as exc:
+        _fail(f"{path}: cannot read it: {exc.strerror or exc}")
+    except CaptureInputError as exc:
+        _fail(f"{path}:{exc.line}: {exc.problem}")
+
+
+def _serve(script: Script, options: ReplayOptions) -> int:
+    import trio
+
+    from acp_bridge.process import open_stdio, write_all
+    from acp_bridge.replay.server import ReplayServer
+
+    def report(text: str) -> None:
+        write_all(2, f"acp-bridge replay: {text}\n".encode("utf-8", "replace"))
+
+    if script.withheld:
+        report(f"{script.withheld} agent line(s) were withheld whole by the capture's redaction; not replayed")
+    if script.partial:
+        report(f"{script.partial} line(s) over the parse limit were recorded only in part; "
+               "their first bytes are replayed")
+
+    async def main() -> int:
+        async with open_stdio() as stream:
+            return await ReplayServer(script, options, stream, report).run()
+
+    try:
+        return trio.run(main)
+    except KeyboardInterrupt:
+        return 128 + 2
+
+
+def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: dict[str, Any],
+           as_json: bool, write: str | None) -> int:
+    from acp_bridge.replay.rerun import RuleFailed, rerun
+
+    try:
+        config = resolve_config(ctx, config_file, _NO_AGENT, options)
+        setup_logging(config)
+    except ConfigError as exc:
+        _fail(str(exc))
+    except (OSError, ValueError) as exc:
+        _fail(f"cannot open the log file: {exc}")
+    try:
+        with _reading(capture) as recorded:
+            result = rerun(recorded, config, strict=config.strict, max_line=config.relay.parse_limit_mib * MIB,
+                           redact=config.capture.redact, write=write is not None, argv=sys.argv,
+                           pid=os.getpid(), config_digest=config.digest())
+    except RuleFailed as exc:
+        click.echo(f"acp-bridge: {capture}: {exc}", err=True)
+        return EXIT_BRIDGE
+    if as_json:
+        click.echo(orjson.dumps(result.as_json(), option=orjson.OPT_NON_STR_KEYS).decode())
+    else:
+        for difference in result.differences:
+            click.echo(difference.text())
+        click.echo(f"acp-bridge replay --rules: {capture}: {result.summary()}")
+    if write is not None and result.capture is not None:
+        try:
+            fd = os.open(write, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            os.fchmod(fd, 0o600)  # a capture may hold what redaction leaves: private, as `run` makes it
+            with os.fdopen(fd, "wb") as file:
+                file.write(result.capture)
+        except OSError as exc:
+            _fail(f"{write}: cannot write it: {exc.strerror or exc}")
+    return 1 if result.differences else 0
+
+
+# The run options, as `run` declares them (copies: click keeps state on a parameter).
+replay.params.extend(copy.copy(param) for param in run_command.params
+                     if isinstance(param, click.Option) and param.name not in _NOT_TAKEN)
+
+COMMAND = replay

@@ -1,0 +1,37 @@
+"""The pure parts of replay stay pure, as the core does (tests/core/test_layering.py): reading
+a capture into a script, the diff and the rules' re-run import neither trio nor click and do
+no IO; only the server and the command do."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.core.test_layering import _problems, pure_modules
+
+PURE = ("acp_bridge.replay", "acp_bridge.replay.script", "acp_bridge.replay.diff", "acp_bridge.replay.rerun")
+
+
+def test_replay_pure_modules_import_neither_trio_nor_click() -> None:
+    code = (
+        "import sys, importlib\n"
+        f"for name in {PURE!r}: importlib.import_module(name)\n"
+        "print(','.join(m for m in ('trio', 'click', 'subprocess', 'socket', 'acp_bridge.config') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_replay_pure_modules_read_no_clock_file_or_process() -> None:
+    pure = frozenset((*pure_modules(), *PURE))
+    problems = {}
+    for name in PURE:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None
+        found = _problems(ast.parse(Path(spec.origin).read_text(encoding="utf-8")), pure)
+        if found:
+            problems[name] = found
+    assert problems == {}

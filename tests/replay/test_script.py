@@ -1,0 +1,117 @@
+"""The pure parts of replay: a capture read into segments, live requests matched to
+recorded ones, and the compact JSON diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_bridge.replay.diff import compact_diff
+from acp_bridge.replay.script import AwaitAnswer, Matcher, RecordedRequest, Send, build_script, parse_capture
+from tests.replay.drive import GOLDEN
+
+
+def golden(name: str) -> bytes:
+    return (GOLDEN / f"{name}.jsonl").read_bytes()
+
+
+def test_the_script_groups_the_agent_side_by_the_client_request_it_followed() -> None:
+    """v1-new-client-unlock, as the client received it: each prompt's segment is the agent's
+    fs request, a chunk, the answer, then the suggestion the bridge converted; the wait for
+    the client's fs answer sits where the recorded answer came; the withdrawal the bridge sent
+    on the second prompt opens that prompt's segment."""
+    script = build_script(parse_capture(golden("v1-new-client-unlock")))
+    assert [(r.method, r.session, r.id, r.answered) for r in script.requests] == [
+        ("initialize", None, 0, True), ("session/new", None, 1, True),
+        ("session/prompt", "sess_new_1", 2, True), ("session/prompt", "sess_new_1", 3, True)]
+    assert script.opening == []
+
+    def shape(step: Any) -> tuple[Any, ...]:
+        if isinstance(step, AwaitAnswer):
+            return ("await", step.method)
+        msg = orjson.loads(step.data)
+        update = msg.get("params", {}).get("update", {}).get("sessionUpdate")
+        return ("send", msg.get("method") or "answer", update, step.answers)
+
+    assert [shape(s) for s in script.requests[3].steps] == [
+        ("send", "session/update", "prompt_suggestions_update", None),  # the withdrawal
+        ("send", "fs/read_text_file", None, None),
+        ("send", "session/update", "agent_message_chunk", None),
+        ("send", "answer", None, 3),
+        ("send", "session/update", "prompt_suggestions_update", None),  # converted
+        ("await", "fs/read_text_file"),
+    ]
+
+
+def test_before_rules_the_script_holds_what_the_agent_sent() -> None:
+    """--before-rules: the legacy suggestion the bridge dropped is there, the messages the
+    bridge wrote are not."""
+    script = build_script(parse_capture(golden("v1-new-client-unlock")), before_rules=True)
+    updates = [orjson.loads(s.data)["params"]["update"]["sessionUpdate"] for s in script.requests[3].steps
+               if isinstance(s, Send) and b"session/update" in s.data]
+    assert updates == ["agent_message_chunk", "session_info_update"]
+
+
+def test_a_capture_without_its_end_is_read_to_its_last_record() -> None:
+    data = golden("v1-new-client-unlock")
+    whole, cut = parse_capture(data), parse_capture(data[:data.rindex(b'{"type":"end"')])
+    assert (whole.ended, cut.ended) == (False, False)  # not known before the records are read
+    assert len(list(cut.records())) == len(list(whole.records())) == 20
+    assert (whole.ended, cut.ended) == (True, False)
+
+
+def request(index: int, method: str, session: Any) -> RecordedRequest:
+    return RecordedRequest(index, method, session, index, 0.0)
+
+
+def test_requests_match_in_order_per_method_and_session() -> None:
+    """Two sessions whose prompts the live client sends in another order than recorded: each
+    gets its own session's next prompt; what is expected next is the earliest unmatched."""
+    matcher = Matcher([request(0, "session/prompt", "a"), request(1, "session/prompt", "b"),
+                       request(2, "session/prompt", "a"), request(3, "session/prompt", 1)])
+    first_b = matcher.match("session/prompt", "b")
+    assert first_b is not None and first_b.index == 1
+    assert matcher.expected_next() is matcher.requests[0]
+    assert [m.index if m else None for m in (matcher.match("session/prompt", "a"),
+                                             matcher.match("session/prompt", "a"),
+                                             matcher.match("session/prompt", "a"),
+                                             matcher.match("session/prompt", "1"))] == [0, 2, None, None]
+    last = matcher.match("session/prompt", 1)  # 1 and "1" are different session ids
+    assert last is not None and last.index == 3
+    assert matcher.expected_next() is None
+
+
+def test_compact_diff_names_each_place_that_differs() -> None:
+    old = {"a": 1, "b": [1, 2, 3], "c": {"d": "x"}, "e/f": True, "g": 1}
+    new = {"a": 1, "b": [1, 5], "c": {"d": "y", "n": None}, "e/f": 1, "h": 2}
+    assert compact_diff(old, new) == {
+        "/b/1": {"was": 2, "now": 5}, "/b/2": {"was": 3}, "/c/d": {"was": "x", "now": "y"},
+        "/c/n": {"now": None}, "/e~1f": {"was": True, "now": 1}, "/g": {"was": 1}, "/h": {"now": 2}}
+    assert compact_diff([1], {"a": 1}) == {"": {"was": [1], "now": {"a": 1}}}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(0.5, 2) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    max_leaves=12)
+
+
+@given(json_values, json_values)
+def test_compact_diff_is_empty_exactly_for_the_same_json(old: Any, new: Any) -> None:
+    """No difference exactly when both are written the same (1, 1.0 and true differ)."""
+    assert compact_diff(old, old) == {}
+    same = orjson.dumps(old, option=orjson.OPT_SORT_KEYS) == orjson.dumps(new, option=orjson.OPT_SORT_KEYS)
+    assert (compact_diff(old, new) == {}) == same
+
+
+def test_a_difference_nested_past_what_can_be_written_is_a_note() -> None:
+    from acp_bridge.replay.rerun import _showable
+
+    deep: Any = []
+    for _ in range(300):
+        deep = [deep]
+    assert _showable({"": {"now": deep}}) == {"": {"note": "the messages differ, nested deeper than can be written"}}
+    assert _showable({"/a": {"was": 1}}) == {"/a": {"was": 1}}
