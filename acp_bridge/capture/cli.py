@@ -8,9 +8,11 @@ Must never: write to a capture, or import the export page code before `export` r
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -196,7 +198,9 @@ def export(capture: str, out: str) -> None:
     In the page's address, `#q=TEXT` presets the filter and `#m=SEQ` opens message SEQ."""
     from acp_bridge.capture.html import write_page
 
-    records = (record for record in map(load_record, _lines(capture)) if record is not None)
+    if not os.path.isfile(capture):
+        _fail(f"{capture}: not a regular file, so not a capture")
+    reader = _CheckedCapture(capture)
     target = Path(out)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     tty = sys.stderr.isatty()
@@ -205,20 +209,78 @@ def export(capture: str, out: str) -> None:
         if tty and messages % 20_000 < 2_000:
             click.echo(f"\racp-bridge: export: {messages} messages…", err=True, nl=False)
 
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so that `finally` runs
     try:
-        with open(partial, "xb") as file:
-            written = write_page(records, file, title=Path(capture).name, progress=progress)
+        # Readable by the user only, as the capture it comes from (umask may narrow it).
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+            written = write_page(reader, file, title=Path(capture).name, progress=progress)
         os.replace(partial, target)  # a symlink at OUT is replaced, never written through
+    except NotACapture as exc:
+        _fail(str(exc))
     except OSError as exc:
+        what = f"read {capture}" if reader.reading else f"write {out}"
+        _fail(f"export: cannot {what}: {exc.strerror or exc}", status=1)
+    finally:
         partial.unlink(missing_ok=True)
-        raise click.ClickException(f"export: cannot write {out}: {exc.strerror or exc}") from exc
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+        signal.signal(signal.SIGTERM, previous)
     if tty:
         click.echo("\r", err=True, nl=False)
+    if reader.malformed:
+        click.echo(f"acp-bridge: {capture}: {reader.malformed} line(s) that are not capture records were "
+                   f"skipped (the first at line {reader.first_malformed})", err=True)
     click.echo(f"acp-bridge: wrote {out} ({written.messages} messages in {written.rows} rows, "
                f"{written.turns} turns)", err=True)
+
+
+class NotACapture(Exception):
+    """The file read is not a capture this version reads."""
+
+
+class _CheckedCapture:
+    """The records of a capture file, checked as they are read: the first line must be a
+    header of a format this version reads; later lines that are not records (a torn last
+    line, a line edited by hand) are counted and skipped."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.malformed = 0
+        self.first_malformed = 0
+        self.reading = False
+
+    def __iter__(self) -> Iterator[Json]:
+        from acp_bridge.capture.records import FORMAT_VERSION
+
+        number = 0
+        self.reading = True
+        for number, line in enumerate(_lines(self.path), 1):
+            record = load_record(line)
+            if number == 1:
+                version = record.get("format") if record is not None and record.get("type") == "header" else None
+                if record is None or record.get("type") != "header":
+                    raise NotACapture(f"{self.path}:1: not a capture (the first line is not a header record)")
+                if type(version) is not int or version != FORMAT_VERSION:
+                    raise NotACapture(f"{self.path}:1: capture format {version!r}; this acp-bridge reads "
+                                      f"format {FORMAT_VERSION}")
+            if record is None:
+                if line.strip():
+                    self.malformed += 1
+                    self.first_malformed = self.first_malformed or number
+                continue
+            self.reading = False
+            yield record
+            self.reading = True
+        self.reading = False
+        if number == 0:
+            raise NotACapture(f"{self.path}: empty, not a capture")
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _fail(message: str, status: int = 2) -> NoReturn:
+    click.echo(f"acp-bridge: {message}", err=True)
+    raise SystemExit(status)
 
 
 def _lines(capture: str) -> Iterator[bytes]:

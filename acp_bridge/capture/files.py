@@ -25,27 +25,52 @@ def capture_path(template: str, now: float, pid: int) -> str:
     return template.format(time=stamp, pid=pid)
 
 
-def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECONDS) -> Iterator[bytes]:
+READ_SIZE = 1 << 20
+MAX_LINE = 1 << 30  # a capture line longer than this is no record: its first MAX_LINE bytes stand for it
+
+
+def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECONDS,
+               max_line: int = MAX_LINE) -> Iterator[bytes]:
     """Complete lines of a capture; with `follow`, wait for more like `tail -f` (forever).
 
     A partial last line (a record being written) is held until it is complete; when
     following, a capture that shrinks (rewritten from the start) is read again from the top.
+    The pieces of a long line are joined once, when it ends (linear in its length); a line
+    past `max_line` bytes is cut there (its head, which no reader takes for a record, stands
+    for it) and the rest of it is skipped, so memory stays bounded on any input.
     """
-    pending = b""
+    pieces: list[bytes] = []
+    held = 0  # bytes in pieces
+    skipping = False  # inside a line already cut at max_line
     while True:
-        chunk = file.read(64 * 1024)
+        chunk = file.read(READ_SIZE)
         if chunk:
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-            yield from lines
+            end = chunk.find(b"\n")
+            if end < 0:
+                if not skipping:
+                    pieces.append(chunk)
+                    held += len(chunk)
+                    if held > max_line:
+                        yield b"".join(pieces)[:max_line]
+                        pieces, held, skipping = [], 0, True
+                continue
+            if not skipping:
+                pieces.append(chunk[:end])
+                yield b"".join(pieces)[:max_line]
+            skipping = False
+            lines = chunk[end + 1:].split(b"\n")
+            last = lines.pop()
+            for line in lines:
+                yield line if len(line) <= max_line else line[:max_line]
+            pieces, held = ([last], len(last)) if last else ([], 0)
             continue
         if not follow:
-            if pending:
-                yield pending
+            if pieces and not skipping:
+                yield b"".join(pieces)[:max_line]
             return
         if os.fstat(file.fileno()).st_size < file.tell():
             file.seek(0)
-            pending = b""
+            pieces, held, skipping = [], 0, False
         time.sleep(poll)
 
 

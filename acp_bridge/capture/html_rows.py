@@ -21,16 +21,15 @@ A row is a small dict with short keys (the page carries one per message, see pag
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from acp_bridge.capture.reading import WITHHELD_NOTE, record_bytes, record_message, short_session, summarize
 from acp_bridge.capture.records import withhold
 from acp_bridge.capture.redaction import WHOLE, Redactor
 from acp_bridge.core import protocol as p
+from acp_bridge.core.frames import id_key
 from acp_bridge.core.protocol import Json
 
 BODY_LIMIT = 20_000  # characters of one message kept; the rest is cut with a note
@@ -128,11 +127,9 @@ def _update(msg: Any) -> dict[str, Any]:
     return update if isinstance(update, dict) else {}
 
 
-def _key(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # nested too deep to write: no link
-        return repr(value).encode()
+def _key(value: Any) -> Hashable:
+    """A dict key for a session or an id, as small as the value (see `id_key`)."""
+    return id_key(value)
 
 
 @dataclass
@@ -157,12 +154,12 @@ class RowBuilder:
         self.count = 0  # rows handed out
         self.messages = 0
         self.turns = 0
-        self._open_turns: collections.OrderedDict[bytes, int] = collections.OrderedDict()
+        self._open_turns: collections.OrderedDict[Hashable, int] = collections.OrderedDict()
         self._outside: int | None = None  # the "between turns" group being filled
         self._last_group: int | None = None
-        self._requests: collections.OrderedDict[tuple[str, bytes], int] = collections.OrderedDict()
+        self._requests: collections.OrderedDict[tuple[str, Hashable], int] = collections.OrderedDict()
         # a turn's request row -> its header row and session key
-        self._turn_requests: collections.OrderedDict[int, tuple[int, bytes]] = collections.OrderedDict()
+        self._turn_requests: collections.OrderedDict[int, tuple[int, Hashable]] = collections.OrderedDict()
         self._fold: _Pending | None = None
         self._input: tuple[float, int] | None = None  # (mono, row) of the last message that came in
 
@@ -254,7 +251,7 @@ class RowBuilder:
         return target, None
 
     def _close_turn(self, request_row: int) -> None:
-        header, key = self._turn_requests.pop(request_row, (None, b""))
+        header, key = self._turn_requests.pop(request_row, (None, None))
         if header is not None and self._open_turns.get(key) == header:
             del self._open_turns[key]
 

@@ -205,8 +205,8 @@ def brief(value: Any) -> str:
 def id_key(id_: Any) -> tuple[type, Any]:
     """A dict key for a JSON-RPC id: `1`, `1.0`, `true` and `"1"` are all different ids."""
     if isinstance(id_, (dict, list)):  # not a valid id, but it must not crash the bridge
-        try:
-            return (type(id_), orjson.dumps(id_, option=orjson.OPT_SORT_KEYS))
+        try:  # as text: a bytes object from orjson keeps its 4 KiB buffer for as long as it lives
+            return (type(id_), orjson.dumps(id_, option=orjson.OPT_SORT_KEYS).decode())
         except TypeError:  # nested past what orjson writes: such ids pair with nothing
             return (type(id_), None)
     return (type(id_), id_)

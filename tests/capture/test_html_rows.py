@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tracemalloc
 from typing import Any
 
 import orjson
@@ -198,3 +199,33 @@ def test_no_message_text_can_end_the_page_s_script_blocks() -> None:
     rows = page_rows(page)
     assert evil in rows[1]["b"] and rows[2]["b"] == evil
     assert len(re.findall(r"</script>", page)) == page.count("<script")
+
+
+def test_open_turns_cost_little_memory_each() -> None:
+    """20,000 sessions, each with a turn never answered: what the builder keeps is a few
+    hundred bytes a turn (a key holding an orjson buffer kept 4 KiB each, 900 MB at the cap)."""
+    builder = RowBuilder(Redactor(()), utc_clock)
+    records = [record(i, {"jsonrpc": "2.0", "id": i, "method": "session/prompt",
+                          "params": {"sessionId": f"sess_{i:08d}", "prompt": []}}, "to-agent")
+               for i in range(1, 20_001)]
+    tracemalloc.start()
+    try:
+        for r in records:
+            for _ in builder.add(r):
+                pass
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(builder._open_turns) == 20_000
+    assert kept / 20_000 < 600, kept / 20_000
+
+
+def test_a_session_id_that_is_an_object_or_too_deep_still_groups() -> None:
+    deep: Any = []
+    for _ in range(300):
+        deep = [deep]
+    for session in ({"b": 1, "a": 2}, deep, 1, "1", None):
+        msg = {"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"prompt": []}}
+        rows = rows_of([{**record(1, msg, "to-agent"), "session": session},
+                        {**record(2, {"jsonrpc": "2.0", "id": 1, "result": {}}), "session": session}])
+        assert [r.get("h") for r in rows] == ["turn", None, None] and rows[2]["q"] == 1

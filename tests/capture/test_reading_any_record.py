@@ -49,7 +49,7 @@ def test_readers_take_any_record(records: list[dict[str, Any]]) -> None:
 def test_show_stats_and_export_of_an_odd_capture(tmp_path: Path) -> None:
     capture = tmp_path / "odd.jsonl"
     capture.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [
-        {"type": "header", "redact": True},
+        {"type": "header", "format": 1, "redact": True},
         {"type": "message", "seq": None, "time": 1e300, "direction": "to-agent", "kind": "request",
          "method": ["x"], "raw_b64": "!!not base64", "size": "big", "rules": [1], "redacted": 3},
         {"type": "end", "records": "many"},
