@@ -179,23 +179,37 @@ def stats(capture: str) -> None:
 
 @click.command()
 @click.argument("capture", type=_CAPTURE)
-@click.option("--html", "out", required=True, type=click.Path(dir_okay=False, writable=True),
+@click.option("--html", "out", type=click.Path(dir_okay=False, writable=True),
               metavar="OUT.html", help="Write the page to OUT.html.")
-def export(capture: str, out: str) -> None:
+@click.option("--otlp", is_flag=True, help="Send the capture to an OpenTelemetry collector as the spans a live "
+              "bridge sends, with their recorded times (the OTEL_* variables say where; no content is "
+              "sent; needs the otel extra; docs/telemetry.md).")
+def export(capture: str, out: str | None, otlp: bool) -> None:
     """Write a capture as one self-contained HTML page (no network needed): a sequence
     view of client, bridge and agent, grouped by turn, with rewrites as before/after and
-    a filter box. The capture's redaction is applied again."""
-    from acp_bridge.capture.html import render
-
+    a filter box. The capture's redaction is applied again. With --otlp, send it as
+    OpenTelemetry spans instead (or as well)."""
+    if out is None and not otlp:
+        raise click.UsageError("say what to export to: --html OUT.html or --otlp")
     records: list[Json] = []
     with open(capture, "rb") as file:
         for line in read_lines(file):
             record = load_record(line) if line.strip() else None
             if record is not None:
                 records.append(record)
-    page = render(records, title=Path(capture).name)
-    Path(out).write_text(page, encoding="utf-8")
-    click.echo(f"acp-bridge: wrote {out} ({len(records)} records)", err=True)
+    if out is not None:
+        from acp_bridge.capture.html import render
+
+        page = render(records, title=Path(capture).name)
+        Path(out).write_text(page, encoding="utf-8")
+        click.echo(f"acp-bridge: wrote {out} ({len(records)} records)", err=True)
+    if otlp:
+        from acp_bridge.telemetry.replay import send_capture
+
+        status, said = send_capture(records, capture)
+        click.echo(f"acp-bridge: {said}", err=True)
+        if status:
+            raise SystemExit(status)
 
 
 COMMANDS: list[click.Command] = [show, stats, export]
