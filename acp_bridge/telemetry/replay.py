@@ -76,6 +76,5 @@ def send_capture(records: Iterable[Json], name: str) -> tuple[int, str]:
     sink.spans(spans)
     finished = sink.shutdown(EXPORT_SECONDS)
     if sink.failed or not finished:
-        return 1, (f"{name}: {len(spans)} spans built, {sink.exported} taken by {sink.where}; "
-                   "the rest could not be sent")
+        return 1, f"{name}: {sink.exported} of {len(spans)} spans taken by {sink.where}; the rest could not be sent"
     return 0, f"{name}: sent {sink.exported} spans to {sink.where}"

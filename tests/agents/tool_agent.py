@@ -57,9 +57,9 @@ class ToolAgent(Agent):
             "call_1", "Read notes.txt", kind="read", status="pending",
             raw_input={"path": "/tmp/notes.txt", "token": "s3cr3t"}))
         await conn.request_permission(
-            session_id=session_id, tool_call=ToolCallUpdate(toolCallId="call_1"),
-            options=[PermissionOption(optionId="allow", name="Allow", kind="allow_once"),
-                     PermissionOption(optionId="reject", name="Reject", kind="reject_once")])
+            session_id=session_id, tool_call=ToolCallUpdate(tool_call_id="call_1"),
+            options=[PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+                     PermissionOption(option_id="reject", name="Reject", kind="reject_once")])
         await conn.session_update(session_id=session_id, update=update_tool_call("call_1", status="in_progress"))
         read = await conn.read_text_file(session_id=session_id, path="/tmp/notes.txt")
         await conn.session_update(session_id=session_id, update=update_tool_call(
@@ -67,7 +67,7 @@ class ToolAgent(Agent):
         await conn.session_update(session_id=session_id, update=start_tool_call(
             "call_2", "Run make", kind="execute", status="in_progress"))
         await conn.session_update(session_id=session_id, update=update_tool_call("call_2", status="failed"))
-        return PromptResponse(stopReason="end_turn", usage=Usage(totalTokens=46, inputTokens=12, outputTokens=34))
+        return PromptResponse(stop_reason="end_turn", usage=Usage(total_tokens=46, input_tokens=12, output_tokens=34))
 
 
 if __name__ == "__main__":
