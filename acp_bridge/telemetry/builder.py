@@ -13,7 +13,9 @@ is ended (marked `acp.evicted`) to make room.
 
 from __future__ import annotations
 
+import os
 import random
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +37,7 @@ from acp_bridge.telemetry.fields import (
 from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
 
 MAX_SESSIONS = 1024
-MAX_PENDING = 4096
+MAX_PENDING = 1024  # requests in flight: a handful in a healthy connection
 MAX_TOOLS = 1024  # open tool calls per session
 TOOL_DONE = frozenset({"completed", "failed"})
 SESSION_SETUP = frozenset({p.SESSION_NEW, p.SESSION_LOAD, p.SESSION_RESUME, p.SESSION_FORK})
@@ -47,6 +49,7 @@ _OTHER_WAY = {"to-agent": "to-client", "to-client": "to-agent"}
 class _Turn:
     span: SpanRecord
     first_chunk: float | None = None
+    acked: bool = False  # v2: the prompt's response came without a stop reason
     text: list[str] = field(default_factory=list)  # the agent's reply (content only)
     size: int = 0
 
@@ -55,7 +58,7 @@ class _Turn:
 class _Session:
     span: SpanRecord
     turn: _Turn | None = None
-    tools: dict[Any, SpanRecord] = field(default_factory=dict)
+    tools: OrderedDict[Any, SpanRecord] = field(default_factory=OrderedDict)  # O(1) eviction of the oldest
 
 
 @dataclass(slots=True)
@@ -77,14 +80,17 @@ class TraceBuilder:
 
     def __init__(self, masked: Callable[[Any], Any] | None = None, rng: random.Random | None = None) -> None:
         self.masked = masked
-        self._rng = rng or random.SystemRandom()
+        self._rng = rng or random.Random(os.urandom(16))  # unique ids, not secrets: urandom per id is slow
         self.agent: dict[str, str] = {}  # gen_ai.agent.name / version, from initialize
-        self._sessions: dict[Any, _Session] = {}
-        self._pending: dict[tuple[str, Any], _Request] = {}
+        # Ordered: the oldest goes first when full (a plain dict's first key is found by a
+        # scan past every deleted slot, which made eviction quadratic).
+        self._sessions: OrderedDict[Any, _Session] = OrderedDict()
+        self._pending: OrderedDict[tuple[str, Any], _Request] = OrderedDict()
         self._done: list[SpanRecord] = []
         self._observations: list[Observation] = []
         self.evicted = 0
         self._waiting = 0  # open turns without their first chunk yet
+        self._acked = 0  # open v2 turns: acknowledged, waiting for an idle state_update
 
     def __repr__(self) -> str:
         return (f"<TraceBuilder sessions={len(self._sessions)} pending={len(self._pending)} "
@@ -95,6 +101,12 @@ class TraceBuilder:
         """Whether an `agent_message_chunk` would tell the builder something (a turn still
         waiting for its first chunk, or content being kept): the observer parses chunks only then."""
         return self.masked is not None or self._waiting > 0
+
+    @property
+    def awaiting_idle(self) -> bool:
+        """Whether a v2 turn (its prompt acknowledged, no stop reason yet) waits for the idle
+        `state_update` that ends it: the observer looks for those only then."""
+        return self._acked > 0
 
     def take(self) -> tuple[list[SpanRecord], list[Observation]]:
         """The spans that ended and the metric observations made since the last call."""
@@ -177,7 +189,7 @@ class TraceBuilder:
             old.span.attributes[s.UNFINISHED] = True
             self._end(old.span, seen.wall)
         if len(self._pending) >= MAX_PENDING:
-            oldest = self._pending.pop(next(iter(self._pending)))
+            _, oldest = self._pending.popitem(last=False)
             self.evicted += 1
             oldest.span.attributes[s.EVICTED] = True
             self._end(oldest.span, seen.wall)
@@ -229,6 +241,9 @@ class TraceBuilder:
                     self._end_turn(state, seen.wall, stop)
                 else:  # v2: the response only acknowledges; an idle state_update ends the turn
                     usage_attributes(span, result)
+                    if not state.turn.acked:
+                        state.turn.acked = True
+                        self._acked += 1
             return
         if method in SESSION_SETUP and error is None:
             new_id = result.get("sessionId") if type(result) is dict else None
@@ -291,7 +306,7 @@ class TraceBuilder:
         span = state.tools.get(key)
         if span is None:
             if len(state.tools) >= MAX_TOOLS:
-                oldest = state.tools.pop(next(iter(state.tools)))
+                _, oldest = state.tools.popitem(last=False)
                 self.evicted += 1
                 oldest.attributes[s.EVICTED] = True
                 self._end_tool(oldest, wall)
@@ -375,7 +390,7 @@ class TraceBuilder:
         state = self._sessions.get(key)
         if state is None:
             if len(self._sessions) >= MAX_SESSIONS:
-                oldest = self._sessions.pop(next(iter(self._sessions)))
+                _, oldest = self._sessions.popitem(last=False)
                 self.evicted += 1
                 oldest.span.attributes[s.EVICTED] = True
                 self._close_session(oldest, wall, unfinished=True)
@@ -390,6 +405,8 @@ class TraceBuilder:
         state.turn = None
         if turn.first_chunk is None:
             self._waiting -= 1
+        if turn.acked:
+            self._acked -= 1
         span = turn.span
         if stop is not None:
             span.attributes[s.FINISH_REASONS] = (stop,)

@@ -11,6 +11,7 @@ drops what does not fit and counts it.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -21,6 +22,7 @@ import trio.lowlevel
 
 from acp_bridge.config import Config
 from acp_bridge.core.forward import Forward, Verdict, complete_lines
+from acp_bridge.core.frames import Direction
 from acp_bridge.telemetry import require_sdk
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.builder import TraceBuilder
@@ -30,11 +32,22 @@ log = logging.getLogger("acp_bridge.telemetry")
 
 QUEUE_BYTES = 32 * 1024 * 1024  # forwarded bytes waiting for the builder, at most
 DRAIN_INTERVAL = 0.05  # seconds between drains: batching keeps the cost off each message
-SLICE = 2000  # lines built between two checkpoints, so the pumps are never kept waiting long
-# Lines the builder needs: requests and responses (an "id" member), tool calls, the end of a
-# v2 turn, a cancel. Streamed chunks only while a turn waits for its first one.
-NEEDED = (b'"id"', b"tool_call", b"state_update", b"session/cancel")
+SLICE_SECONDS = 0.005  # building between two checkpoints, so the pumps never wait long
+# The most of the bridge's time that building may take. It shares the thread with the
+# pumps, so under a flood it would otherwise slow the relay down; held to this share, the
+# queue fills instead, and what does not fit is dropped and counted (the relay comes first).
+SHARE = 0.06
+CLOSE_SECONDS = 0.25  # building what is still queued at the end, at most (then: dropped)
+# Lines the relay did not parse that the builder needs. Requests and responses are not among
+# them: the relay parses every line with an "id" member (or a `\u` escape), so they come
+# with their frame. Toward the client: tool calls (`toolCallId` is required in both kinds),
+# the end of a v2 turn only while one waits for it, and chunks only while a turn waits for
+# its first one. Toward the agent: a cancel. Each needle is one more pass over the bytes,
+# so there are as few as can be.
+TOOL_CALL = b'CallId"'
+STATE_UPDATE = b"state_update"
 CHUNK = b"agent_message_chunk"
+CANCEL = b"session/cancel"
 
 
 def telemetry_observer(config: Config) -> TelemetryObserver:
@@ -105,8 +118,6 @@ class TelemetryObserver:
         if self._closed or len(self._queue) > 65536:
             self.dropped += 1
             return
-        import time
-
         self._queue.append((time.time() if wall is None else wall, finding))
 
     # -- beside the pumps -------------------------------------------------------------------------
@@ -115,30 +126,51 @@ class TelemetryObserver:
         while True:
             await trio.sleep(DRAIN_INTERVAL)
             while self._queue:
-                self.drain(SLICE)
-                await trio.lowlevel.checkpoint()  # let the pumps go first
+                start = time.perf_counter()
+                self.drain(SLICE_SECONDS)
+                spent = time.perf_counter() - start
+                await trio.sleep(spent * (1 - SHARE) / SHARE)  # the pumps go first
 
-    def drain(self, budget: int | None = None) -> None:
-        """Build what is queued (about `budget` lines of it; None: all), and hand it on."""
-        built = 0
+    def drain(self, seconds: float | None = None) -> None:
+        """Build what is queued (for about `seconds`, handing spans to the SDK included;
+        None: all of it), and hand it on."""
+        deadline = None if seconds is None else time.perf_counter() + seconds
         counts: dict[tuple[str, str], int] = {}
-        while self._queue and (budget is None or built < budget):
+        observations: list[Observation] = []
+        while self._queue and (deadline is None or time.perf_counter() < deadline):
             wall, item = self._queue.popleft()
             if isinstance(item, Sequence):
-                for fwd in item:
+                for index, fwd in enumerate(item):
+                    if deadline is not None and index and time.perf_counter() >= deadline:
+                        self._queue.appendleft((wall, item[index:]))  # one read can hold 10,000 lines
+                        break
                     self._queued -= len(fwd.raw)
-                    built += self._forward(wall, fwd, counts)
+                    self._forward(wall, fwd, counts)
+                    if fwd.frame is not None:  # a parsed line may have ended spans
+                        spans, observed = self.builder.take()
+                        observations.extend(observed)
+                        if spans:
+                            self._hand(self.sink.spans, spans)
             else:
                 self.builder.finding(wall, getattr(item, "session", None), str(getattr(item, "code", "")),
                                      str(getattr(item, "level", "")), str(getattr(item, "message", "")))
-        spans, observations = self.builder.take()
+            spans, observed = self.builder.take()
+            observations.extend(observed)
+            if spans:
+                self._hand(self.sink.spans, spans)
+        spans, observed = self.builder.take()  # what `finish` ended
+        if spans:
+            self._hand(self.sink.spans, spans)
+        observations.extend(observed)
         observations.extend(Observation(name, value, ((s.DIRECTION, direction),))
                             for (name, direction), value in counts.items())
+        if observations:
+            self._hand(self.sink.observe, observations)
+
+    @staticmethod
+    def _hand(to: Callable[[Any], None], what: Any) -> None:
         try:
-            if spans:
-                self.sink.spans(spans)
-            if observations:
-                self.sink.observe(observations)
+            to(what)
         except Exception:  # the SDK must not take the bridge down
             log.exception("telemetry: handing spans to the SDK failed")
 
@@ -159,11 +191,12 @@ class TelemetryObserver:
                 return 0
             raw = fwd.raw
             self._count(counts, direction, raw.count(b"\n") if fwd.untouched_lines else 1)
-            if not self._needed(raw):
+            to_client = fwd.direction is Direction.TO_CLIENT
+            if not self._needed(raw, to_client):
                 return 0
             parsed = 0
             for line in complete_lines(raw) if fwd.untouched_lines else (raw,):
-                if self._needed(line):
+                if self._needed(line, to_client):
                     parsed += 1
                     self.builder.feed(Seen(wall, direction, _loads(line)))
             return parsed
@@ -174,11 +207,12 @@ class TelemetryObserver:
         self.builder.feed(Seen(wall, frame.direction.value, frame.msg, fwd.verdict.value, fwd.rules, sent))
         return 1
 
-    def _needed(self, raw: bytes) -> bool:
-        for needle in NEEDED:
-            if needle in raw:
-                return True
-        return CHUNK in raw and self.builder.awaiting_first_chunk
+    def _needed(self, raw: bytes, to_client: bool) -> bool:
+        if not to_client:
+            return CANCEL in raw
+        builder = self.builder
+        return (TOOL_CALL in raw or (builder.awaiting_idle and STATE_UPDATE in raw)
+                or (builder.awaiting_first_chunk and CHUNK in raw))
 
     @staticmethod
     def _count(counts: dict[tuple[str, str], int], direction: str, lines: int) -> None:
@@ -188,7 +222,9 @@ class TelemetryObserver:
     def close(self, wall: float, mono: float) -> None:
         """Build what is left, end every open span at `wall`, and flush, within `flush_seconds`."""
         self._closed = True
-        self.drain()
+        self.drain(CLOSE_SECONDS)
+        self.dropped += len(self._queue)
+        self._queue.clear()
         self.builder.finish(wall)
         self.drain()
         if self.dropped:

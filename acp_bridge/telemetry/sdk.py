@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,7 +109,11 @@ class _Quiet(logging.Handler):
         self.owner = owner
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.owner.problem(record.getMessage())
+        message = record.getMessage()
+        if message.startswith("Queue full"):  # the batch processor dropped a span
+            with self.owner.lock:
+                self.owner.failed += 1
+        self.owner.problem(message)
 
 
 class _Counting(SpanExporter):
@@ -160,7 +165,7 @@ class OtlpSink:
         self.processor = BatchSpanProcessor(_Counting(exporter, self))
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("acp_bridge", __version__)
-        self._sampled: dict[int, bool] = {}
+        self._sampled: OrderedDict[int, bool] = OrderedDict()
         self.meters: MeterProvider | None = None
         self._instruments: dict[str, Any] = {}
         if settings.metrics:
@@ -181,7 +186,7 @@ class OtlpSink:
             return
         self._said = True
         log.warning("telemetry: cannot export to %s (%s); telemetry is dropped and counted, the relay "
-                    "goes on (said once)", self.where, text)
+                    "goes on (said once)", self.where, text.rstrip("."))
 
     def spans(self, records: list[SpanRecord]) -> None:
         for record in records:
@@ -208,7 +213,7 @@ class OtlpSink:
         known = self._sampled.get(trace_id)
         if known is None:
             if len(self._sampled) >= _SAMPLED_CACHE:
-                self._sampled.pop(next(iter(self._sampled)))
+                self._sampled.popitem(last=False)
             decision = self.provider.sampler.should_sample(Context(), trace_id, "session")
             known = self._sampled[trace_id] = decision.decision.is_sampled()  # type: ignore[no-untyped-call]
         return known
