@@ -37,7 +37,7 @@ from acp_bridge.telemetry.fields import (
 from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
 
 MAX_SESSIONS = 1024
-MAX_PENDING = 1024  # requests in flight: a handful in a healthy connection
+MAX_PENDING = 256  # requests in flight: a handful in a healthy connection
 MAX_TOOLS = 1024  # open tool calls per session
 TOOL_DONE = frozenset({"completed", "failed"})
 SESSION_SETUP = frozenset({p.SESSION_NEW, p.SESSION_LOAD, p.SESSION_RESUME, p.SESSION_FORK})

@@ -30,14 +30,14 @@ from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
 
 log = logging.getLogger("acp_bridge.telemetry")
 
-QUEUE_BYTES = 32 * 1024 * 1024  # forwarded bytes waiting for the builder, at most
+QUEUE_BYTES = 4 * 1024 * 1024  # forwarded bytes waiting for the builder, at most
 DRAIN_INTERVAL = 0.05  # seconds between drains: batching keeps the cost off each message
 SLICE_SECONDS = 0.005  # building between two checkpoints, so the pumps never wait long
 # The most of the bridge's time that building may take. It shares the thread with the
 # pumps, so under a flood it would otherwise slow the relay down; held to this share, the
 # queue fills instead, and what does not fit is dropped and counted (the relay comes first).
-SHARE = 0.06
-CLOSE_SECONDS = 0.25  # building what is still queued at the end, at most (then: dropped)
+SHARE = 0.05
+CLOSE_SECONDS = 0.1  # building what is still queued at the end, at most (then: dropped)
 # Lines the relay did not parse that the builder needs. Requests and responses are not among
 # them: the relay parses every line with an "id" member (or a `\u` escape), so they come
 # with their frame. Toward the client: tool calls (`toolCallId` is required in both kinds),
@@ -82,6 +82,11 @@ class SpanSink(Protocol):
 
     def shutdown(self, timeout: float) -> bool: ...
 
+    @property
+    def export_cpu(self) -> float:
+        """CPU seconds spent exporting so far (in the SDK's thread, competing for the GIL)."""
+        ...
+
 
 class TelemetryObserver:
     """An `observers.Observer` that turns the traffic into spans beside the pumps."""
@@ -123,12 +128,16 @@ class TelemetryObserver:
     # -- beside the pumps -------------------------------------------------------------------------
 
     async def run(self) -> None:
+        exported = self.sink.export_cpu
         while True:
             await trio.sleep(DRAIN_INTERVAL)
             while self._queue:
                 start = time.perf_counter()
                 self.drain(SLICE_SECONDS)
-                spent = time.perf_counter() - start
+                # Building here, and encoding in the SDK's export thread: both take the
+                # interpreter from the pumps, so both count against the share.
+                spent = time.perf_counter() - start + self.sink.export_cpu - exported
+                exported = self.sink.export_cpu
                 await trio.sleep(spent * (1 - SHARE) / SHARE)  # the pumps go first
 
     def drain(self, seconds: float | None = None) -> None:
