@@ -31,6 +31,7 @@ from acp_bridge.telemetry.fields import (
     key_of,
     message_parts,
     permission_attributes,
+    suggestion_count,
     text_of,
     usage_attributes,
 )
@@ -91,6 +92,8 @@ class TraceBuilder:
         self.evicted = 0
         self._waiting = 0  # open turns without their first chunk yet
         self._acked = 0  # open v2 turns: acknowledged, waiting for an idle state_update
+        # A suggestion update just dropped: converted, if the bridge sends its other form next.
+        self._dropped_suggestion: tuple[SpanRecord, float, dict[str, Any]] | None = None
 
     def __repr__(self) -> str:
         return (f"<TraceBuilder sessions={len(self._sessions)} pending={len(self._pending)} "
@@ -150,8 +153,9 @@ class TraceBuilder:
     def finish(self, wall: float) -> None:
         """The connection (or capture) ended at `wall`: end every open span, marked unfinished."""
         for request in self._pending.values():
-            request.span.attributes[s.UNFINISHED] = True
-            self._end(request.span, wall)
+            if request.span.end is None:
+                request.span.attributes[s.UNFINISHED] = True
+                self._end(request.span, wall)
         self._pending.clear()
         for state in self._sessions.values():
             self._close_session(state, wall, unfinished=True)
@@ -345,11 +349,8 @@ class TraceBuilder:
         msg = seen.msg if type(seen.msg) is dict else {}
         params = msg.get("params")
         session_id = params.get("sessionId") if type(params) is dict else None
-        if "suggestions" in seen.rules:
-            action = {"rewrite": "converted", "drop": "dropped", "emit": "emitted"}.get(seen.verdict, seen.verdict)
-            span = self._current(session_id)
-            if span is not None:
-                add_event(span, "acp_bridge.suggestion", seen.wall, {s.BRIDGE_ACTION: action})
+        if "suggestions" in seen.rules and seen.verdict in ("rewrite", "drop", "emit"):
+            self._suggestion(seen, session_id)
         if "system-prompt" in seen.rules and seen.verdict == "rewrite":
             method = msg.get("method")
             sent = seen.sent if type(seen.sent) is dict else {}
@@ -371,6 +372,25 @@ class TraceBuilder:
                     span.attributes[s.DIALECT] = dialect
             if span is not None:
                 add_event(span, "acp_bridge.system_prompt", seen.wall, {s.DIALECT: dialect})
+
+    def _suggestion(self, seen: Seen, session_id: Any) -> None:
+        """An event per suggestion update the bridge changed: converted (rewritten in place,
+        or dropped and sent again in the other form, in the same read), dropped, or sent by
+        the bridge itself (a withdrawal: `acp_bridge.suggestions` 0)."""
+        span = self._current(session_id)
+        if span is None:
+            return
+        count = suggestion_count(seen.msg)
+        last = self._dropped_suggestion
+        self._dropped_suggestion = None
+        if seen.verdict == "emit" and last is not None and last[0] is span and last[1] == seen.wall:
+            last[2].update({s.BRIDGE_ACTION: "converted", s.SUGGESTIONS: count})
+            return
+        action = {"rewrite": "converted", "drop": "dropped", "emit": "sent"}[seen.verdict]
+        attrs: dict[str, Any] = {s.BRIDGE_ACTION: action, s.SUGGESTIONS: count}
+        add_event(span, "acp_bridge.suggestion", seen.wall, attrs)
+        if seen.verdict == "drop":
+            self._dropped_suggestion = (span, seen.wall, attrs)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -441,6 +461,8 @@ class TraceBuilder:
                           parent.span_id if parent is not None else None, wall, kind, attrs)
 
     def _end(self, span: SpanRecord, wall: float) -> None:
+        if span.end is not None:  # ended already (a turn a newer prompt replaced, still pending)
+            return
         span.end = max(wall, span.start)
         self._done.append(span)
 

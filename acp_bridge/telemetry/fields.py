@@ -82,3 +82,12 @@ def json_text(value: Any) -> str:
     except TypeError:  # nested past what orjson writes, or not UTF-8
         text = "<not representable>"
     return text[:MAX_CONTENT]
+
+
+def suggestion_count(msg: Any) -> int:
+    """How many prompt suggestions a suggestion update carries, in either form (-1: none found)."""
+    update = p.get_path(msg, "params", "update")
+    items = p.get_path(update, "suggestions")
+    if not isinstance(items, list):
+        items = p.get_path(update, p.META, p.PROMPT_SUGGESTIONS, "suggestions")
+    return len(items) if isinstance(items, list) else -1

@@ -209,7 +209,8 @@ class TelemetryObserver:
                     parsed += 1
                     self.builder.feed(Seen(wall, direction, _loads(line)))
             return parsed
-        self._count(counts, direction, 1)
+        if fwd.data:  # messages that went out (a dropped one did not)
+            self._count(counts, direction, 1)
         sent = None
         if fwd.verdict is Verdict.REWRITE and "system-prompt" in fwd.rules:
             sent = _loads(fwd.data)

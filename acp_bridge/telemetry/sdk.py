@@ -155,11 +155,12 @@ class OtlpSink:
         self.exported = self.failed = 0
         self.export_cpu = 0.0  # seconds of CPU the exporter's thread has spent, for the observer's budget
         self._said = False
+        trace_protocol = protocol_of(settings, "TRACES")  # ConfigError: before anything is set up
+        metric_protocol = protocol_of(settings, "METRICS") if settings.metrics else None
         self._handler = _Quiet(self)
         sdk_log = logging.getLogger("opentelemetry")
         sdk_log.addHandler(self._handler)
         sdk_log.propagate = False  # not Python's last-resort handler: said once, by `problem`
-        trace_protocol = protocol_of(settings, "TRACES")
         self.where = settings.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") \
             or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "the default OTLP endpoint"
         resource = make_resource()
@@ -172,8 +173,7 @@ class OtlpSink:
         self._sampled: OrderedDict[int, bool] = OrderedDict()
         self.meters: MeterProvider | None = None
         self._instruments: dict[str, Any] = {}
-        if settings.metrics:
-            metric_protocol = protocol_of(settings, "METRICS")
+        if metric_protocol is not None:
             reader = PeriodicExportingMetricReader(
                 _metric_exporter(metric_protocol, _endpoint(settings, "METRICS", metric_protocol)))
             self.meters = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
