@@ -59,8 +59,8 @@ def telemetry_rows(tmp: Path, lines: int, repeat: int, pairs: int) -> list[Row]:
         try:
             # What telemetry costs once (importing the SDK, setting it up, the flush at exit),
             # apart from what it costs per line: the bridge started with nothing to relay.
-            fixed = min(timed(q(BRIDGE + ["--", "true"]) + " < /dev/null") for _ in range(3))
-            extra = min(timed(q(BRIDGE + ["--otlp", "--", "true"]) + " < /dev/null") for _ in range(3)) - fixed
+            fixed = min(timed(q(BRIDGE + ["--", "true"]) + " < /dev/null") for _ in range(repeat))
+            extra = min(timed(q(BRIDGE + ["--otlp", "--", "true"]) + " < /dev/null") for _ in range(repeat)) - fixed
             for label, feed, agent in (("to client", start, ["cat", str(chunks)]), ("to agent", to_agent, sink)):
                 off = on = float("inf")
                 for _ in range(repeat):  # alternated, best of each: noise on a shared machine only adds
@@ -73,13 +73,13 @@ def telemetry_rows(tmp: Path, lines: int, repeat: int, pairs: int) -> list[Row]:
                                 goal == "report" or off / on >= 0.90,
                                 f"baseline = the bridge without --otlp; local OTLP/HTTP receiver; {steady:.2f} "
                                 f"without telemetry's {extra * 1000:.0f} ms of start-up and exit"))
-            rows.extend(_latency(pairs, endpoint))
+            rows.extend(_latency(pairs, min(3, repeat)))
         finally:
             os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     return rows
 
 
-def _latency(pairs: int, endpoint: str) -> list[Row]:
+def _latency(pairs: int, rounds: int) -> list[Row]:
     pong = [PY, "-c", w.PONG_AGENT]
 
     def run(cmd: list[str]) -> list[float]:
@@ -91,7 +91,7 @@ def _latency(pairs: int, endpoint: str) -> list[Row]:
 
     off: dict[float, float] = {}
     on: dict[float, float] = {}
-    for _ in range(3):
+    for _ in range(rounds):
         for times, cmd in ((off, BRIDGE + ["--"] + pong), (on, BRIDGE + ["--otlp", "--"] + pong)):
             values = run(cmd)
             for p in (0.50, 0.99):
@@ -101,5 +101,5 @@ def _latency(pairs: int, endpoint: str) -> list[Row]:
         added = (on[p] - off[p]) * 1e6
         rows.append(Row(f"9. round trip {label}, telemetry on vs off", round(on[p] * 1e6, 1), round(off[p] * 1e6, 1),
                         "us", round(added, 1), f"<= {goal:.0f} us added", added <= goal,
-                        f"{pairs} pairs, best of 3 rounds; baseline = the bridge without --otlp"))
+                        f"{pairs} pairs, best of {rounds} rounds; baseline = the bridge without --otlp"))
     return rows

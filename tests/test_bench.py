@@ -44,6 +44,8 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
         "2. to client, capture on", "3. to agent, all rules", "3b. floor: bare trio relay, to agent",
         "7. to client, SDK relay vs acp-bridge",
         "4. added round trip p50", "4. added round trip p99", "4b. floor: bare trio relay, added p50",
+        "8. to client, telemetry on vs off", "8b. to agent (a request or response per line), telemetry on vs off",
+        "9. round trip p50, telemetry on vs off", "9. round trip p99, telemetry on vs off",
     ]
     assert all(row["bridge"] > 0 and row["baseline"] > 0 for row in rows)
     printed = done.stdout.decode()

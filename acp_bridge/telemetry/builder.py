@@ -13,7 +13,6 @@ is ended (marked `acp.evicted`) to make room.
 
 from __future__ import annotations
 
-import os
 import random
 from collections import OrderedDict
 from collections.abc import Callable
@@ -81,7 +80,7 @@ class TraceBuilder:
 
     def __init__(self, masked: Callable[[Any], Any] | None = None, rng: random.Random | None = None) -> None:
         self.masked = masked
-        self._rng = rng or random.Random(os.urandom(16))  # unique ids, not secrets: urandom per id is slow
+        self._rng = rng or random.Random()  # seeded from the OS once: ids must be unique, not secret
         self.agent: dict[str, str] = {}  # gen_ai.agent.name / version, from initialize
         # Ordered: the oldest goes first when full (a plain dict's first key is found by a
         # scan past every deleted slot, which made eviction quadratic).

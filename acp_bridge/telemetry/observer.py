@@ -11,6 +11,7 @@ drops what does not fit and counts it.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -69,7 +70,8 @@ def telemetry_observer(config: Config) -> TelemetryObserver:
             except RecursionError:  # nested too deep to mask: nothing of it is sent
                 return None
 
-    sink = OtlpSink(ExportSettings(config.telemetry.endpoint, config.telemetry.protocol))
+    metrics = os.environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() != "none"  # e.g. for Jaeger
+    sink = OtlpSink(ExportSettings(config.telemetry.endpoint, config.telemetry.protocol, metrics))
     return TelemetryObserver(TraceBuilder(masked), sink, flush_seconds=config.telemetry.flush_seconds)
 
 
