@@ -364,6 +364,9 @@ class TraceBuilder:
                 return
             if method == p.SESSION_PROMPT:
                 span = self._current(session_id)
+                state = self._sessions.get(key_of(session_id))
+                if state is not None:
+                    state.span.attributes.setdefault(s.DIALECT, dialect)
             else:  # session setup: on its request span; the session takes it when it starts
                 request = self._pending.get((seen.direction, id_key(msg.get("id"))))
                 span = request.span if request is not None else None

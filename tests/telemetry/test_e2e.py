@@ -200,3 +200,38 @@ def test_content_is_sent_only_when_asked_and_redacted_first(tmp_path: Path) -> N
     assert orjson.loads(read["gen_ai.tool.call.arguments"]) == {"path": "/tmp/notes.txt", "token": "<redacted>"}
     assert orjson.loads(read["gen_ai.tool.call.result"]) == {"text": "the notes"}
     assert "s3cr3t" not in repr(spans)
+
+
+async def demo_turns(env: dict[str, str]) -> int:
+    client = ToolClient()
+    bridge = [sys.executable, "-m", "acp_bridge", "run", "--otlp", "--unlock-legacy-agent",
+              "--system-prompt", "Be brief.", "--", sys.executable, "-m", "acp_bridge.demo.legacy_agent"]
+    async with acp.spawn_agent_process(client, bridge[0], *bridge[1:], env=env) as (conn, process):
+        await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 30)
+        session = await asyncio.wait_for(conn.new_session(cwd="/tmp", mcp_servers=[]), 30)
+        for text in ("first", "second"):
+            await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)]), 30)
+    await asyncio.wait_for(process.wait(), 30)
+    return process.returncode if process.returncode is not None else -1
+
+
+def test_the_demo_agent_through_run_otlp_shows_the_bridges_work_as_events() -> None:
+    """The bundled legacy agent behind `run --otlp` with a system prompt, and an SDK client:
+    the dialect that carried the prompt (the first prompt's, as the agent has no capability)
+    is an event on that turn and an attribute of the session. (The SDK cannot advertise
+    prompt suggestions, so the demo agent sends none here; test_builder shows those events.)"""
+    with running_collector() as collector:
+        status = asyncio.run(demo_turns(otel_env(collector)))
+        spans = collector.wait_spans(5)
+    assert status == 0
+    demo = "invoke_agent demo-legacy-agent"
+    assert tree(spans) == [("initialize", ""), (demo, "session"), (demo, "session"), ("session", ""),
+                           ("session/new", "session")]
+    turns = [span for span in spans if span["name"] == demo]
+    assert [span["events"] for span in turns] == [
+        [("acp_bridge.system_prompt", {"acp_bridge.system_prompt.dialect": "first-prompt"})], []]
+    assert [span["attributes"]["rpc.jsonrpc.request_id"] for span in turns] == ["2", "3"]
+    session = by_name([span for span in spans if span["name"] != demo])["session"]
+    assert session["attributes"] == {"gen_ai.conversation.id": "sess_1", "gen_ai.agent.name": "demo-legacy-agent",
+                                     "gen_ai.agent.version": "1.0.0", "acp.unfinished": True,
+                                     "acp_bridge.system_prompt.dialect": "first-prompt"}
