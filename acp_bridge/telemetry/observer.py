@@ -33,7 +33,7 @@ log = logging.getLogger("acp_bridge.telemetry")
 
 QUEUE_BYTES = 4 * 1024 * 1024  # forwarded bytes waiting for the builder, at most
 DRAIN_INTERVAL = 0.05  # seconds between drains: batching keeps the cost off each message
-SLICE_SECONDS = 0.005  # building between two checkpoints, so the pumps never wait long
+SLICE_SECONDS = 0.002  # building between two checkpoints: the most a message can wait for it
 # The most of the bridge's time that building may take. It shares the thread with the
 # pumps, so under a flood it would otherwise slow the relay down; held to this share, the
 # queue fills instead, and what does not fit is dropped and counted (the relay comes first).
