@@ -24,6 +24,7 @@ from acp_bridge.core.frames import id_key
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import (
     MAX_CONTENT,
+    MAX_METRIC_VALUES,
     add_event,
     id_text,
     json_text,
@@ -90,6 +91,7 @@ class TraceBuilder:
         self._observations: list[Observation] = []
         self.evicted = 0
         self._waiting = 0  # open turns without their first chunk yet
+        self._metric_values: dict[str, set[str]] = {}
         self._acked = 0  # open v2 turns: acknowledged, waiting for an idle state_update
         # A suggestion update just dropped: converted, if the bridge sends its other form next.
         self._dropped_suggestion: tuple[SpanRecord, float, dict[str, Any]] | None = None
@@ -165,7 +167,7 @@ class TraceBuilder:
     def _request(self, seen: Seen, msg: dict[str, Any], method: str) -> None:
         params = msg.get("params")
         session_id = params.get("sessionId") if type(params) is dict else None
-        attrs: dict[str, Any] = {s.RPC_SYSTEM: "jsonrpc", s.RPC_METHOD: method, s.DIRECTION: seen.direction}
+        attrs: dict[str, Any] = {s.RPC_SYSTEM: "jsonrpc", s.RPC_METHOD: text_of(method), s.DIRECTION: seen.direction}
         rid = id_text(msg.get("id"))
         if rid is not None:
             attrs[s.RPC_ID] = rid
@@ -185,7 +187,7 @@ class TraceBuilder:
             parent = self._parent_of(method, params, session_id, seen.wall)
             if session_id is not None:
                 attrs[s.SESSION_ID] = text_of(session_id)
-            span = self._span(method, seen.wall, parent, attrs, s.CLIENT)
+            span = self._span(attrs[s.RPC_METHOD], seen.wall, parent, attrs, s.CLIENT)
         key = (seen.direction, id_key(msg.get("id")))
         if key in self._pending:  # the same id again before an answer: the older one is lost
             old = self._pending.pop(key)
@@ -228,13 +230,13 @@ class TraceBuilder:
             span.error = f"JSON-RPC error {code}" if code is not None else "JSON-RPC error"
         direction = request.span.attributes.get(s.DIRECTION, "")
         self._observations.append(Observation(s.REQUESTS, 1, (
-            (s.RPC_METHOD, method), (s.DIRECTION, direction), ("acp.outcome", outcome))))
+            (s.RPC_METHOD, self._bounded(s.RPC_METHOD, text_of(method))), (s.DIRECTION, direction), ("acp.outcome", outcome))))
         if method == p.INITIALIZE and type(result) is dict:
             info = result.get("agentInfo") or result.get("info")
             if type(info) is dict:
                 for attr, key in ((s.AGENT_NAME, "name"), (s.AGENT_VERSION, "version")):
                     if isinstance(info.get(key), str):
-                        self.agent[attr] = info[key]
+                        self.agent[attr] = text_of(info[key])
         if method == p.SESSION_PROMPT:
             state = self._sessions.get(key_of(request.session))
             if state is not None and state.turn is not None and state.turn.span is span:
@@ -320,6 +322,7 @@ class TraceBuilder:
         for attr, field_name in ((s.TOOL_TITLE, "title"), (s.TOOL_KIND, "kind"), (s.TOOL_STATUS, "status")):
             value = update.get(field_name)
             if isinstance(value, str):
+                value = text_of(value)
                 span.attributes[attr] = value
         kind = span.attributes.get(s.TOOL_KIND)
         if isinstance(kind, str):
@@ -340,7 +343,8 @@ class TraceBuilder:
         self._end(span, wall)
         attrs = span.attributes
         self._observations.append(Observation(s.TOOL_DURATION, max(0.0, wall - span.start), (
-            (s.TOOL_KIND, attrs.get(s.TOOL_KIND, "")), (s.TOOL_STATUS, attrs.get(s.TOOL_STATUS, "")))))
+            (s.TOOL_KIND, self._bounded(s.TOOL_KIND, attrs.get(s.TOOL_KIND, ""))),
+            (s.TOOL_STATUS, self._bounded(s.TOOL_STATUS, attrs.get(s.TOOL_STATUS, ""))))))
 
     # -- the bridge's own work ----------------------------------------------------------------
 
@@ -431,7 +435,7 @@ class TraceBuilder:
             self._acked -= 1
         span = turn.span
         if stop is not None:
-            span.attributes[s.FINISH_REASONS] = (stop,)
+            span.attributes[s.FINISH_REASONS] = (text_of(stop),)
         if unfinished:
             span.attributes[s.UNFINISHED] = True
         if self.masked is not None and turn.text:
@@ -440,7 +444,7 @@ class TraceBuilder:
             span.attributes[s.OUTPUT_MESSAGES] = json_text(reply)
         self._end(span, wall)
         self._observations.append(Observation(s.TURN_DURATION, max(0.0, wall - span.start), (
-            *self._agent_attrs(), (s.FINISH_REASONS, stop or ""))))
+            *self._agent_attrs(), (s.FINISH_REASONS, self._bounded(s.FINISH_REASONS, stop or "")))))
 
     def _close_session(self, state: _Session, wall: float, *, unfinished: bool) -> None:
         for tool in state.tools.values():
@@ -452,6 +456,17 @@ class TraceBuilder:
         if unfinished:
             state.span.attributes[s.UNFINISHED] = True
         self._end(state.span, wall)
+
+    def _bounded(self, key: str, value: str) -> str:
+        """A metric attribute's value from the wire, or "other" once MAX_METRIC_VALUES
+        distinct ones have been seen for `key`: each is a series the SDK keeps."""
+        seen = self._metric_values.setdefault(key, set())
+        if value in seen:
+            return value
+        if len(seen) >= MAX_METRIC_VALUES:
+            return "other"
+        seen.add(value)
+        return value
 
     def _agent_attrs(self) -> tuple[tuple[str, Any], ...]:
         return tuple(sorted(self.agent.items()))

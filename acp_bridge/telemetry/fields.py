@@ -18,6 +18,8 @@ from acp_bridge.telemetry.spans import SpanRecord
 
 MAX_CONTENT = 64 * 1024  # characters of one content attribute
 MAX_EVENTS = 128  # per span
+MAX_NAME = 1024  # characters of a name, id or title from the wire
+MAX_METRIC_VALUES = 256  # distinct values of one metric attribute from the wire (then "other")
 
 
 def add_event(span: SpanRecord, name: str, wall: float, attrs: dict[str, Any]) -> None:
@@ -67,7 +69,9 @@ def key_of(value: Any) -> Any:
 
 
 def text_of(value: Any) -> str:
-    return value if isinstance(value, str) else json_text(value)
+    """A value from the wire as attribute text (an id, a name), at most MAX_NAME characters:
+    a peer that sends a megabyte as a sessionId or a title does not have it exported."""
+    return (value if isinstance(value, str) else json_text(value))[:MAX_NAME]
 
 
 def id_text(value: Any) -> str | None:

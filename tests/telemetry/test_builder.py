@@ -266,3 +266,24 @@ def test_a_full_queue_drops_reads_and_counts_them() -> None:
     assert messages == {(("acp.direction", "to-client"),): 6}
     observer.record(T0 + 10, 10.0, relay.feed(Direction.TO_CLIENT, run, 10.0))  # after close: dropped
     assert observer.dropped == 4
+
+
+def test_what_a_hostile_peer_sends_is_bounded() -> None:
+    """A megabyte title or method is cut to MAX_NAME characters, and a peer inventing method
+    names cannot make the metrics keep a series for each (past a bound they are "other")."""
+    from acp_bridge.telemetry.fields import MAX_METRIC_VALUES, MAX_NAME
+
+    builder = TraceBuilder(rng=random.Random(2))
+    builder.feed(Seen(T0, C, update("s", sessionUpdate="tool_call", toolCallId="t", title="T" * 1_000_000,
+                                    kind="k" * 5000, status="completed")))
+    builder.feed(Seen(T0, A, req(1, "m" * 1_000_000)))
+    for i in range(MAX_METRIC_VALUES + 50):
+        builder.feed(Seen(T0 + 1, A, req(f"r{i}", f"x/{i}")))
+        builder.feed(Seen(T0 + 2, C, ok(f"r{i}")))
+    builder.finish(T0 + 3)
+    spans, observations = builder.take()
+    tool, method = spans[0], next(span for span in spans if span.name.startswith("mmm"))
+    assert len(tool.attributes["acp.tool_call.title"]) == len(tool.attributes["gen_ai.tool.name"]) == MAX_NAME
+    assert len(method.name) == len(method.attributes["rpc.method"]) == MAX_NAME
+    methods = {dict(o.attributes)["rpc.method"] for o in observations if o.instrument == "acp.requests"}
+    assert len(methods) == MAX_METRIC_VALUES + 1 and "other" in methods
