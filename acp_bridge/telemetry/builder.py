@@ -3,7 +3,7 @@
 Owns: the span tree of a connection (a trace per session: session > invoke_agent turn >
 execute_tool and request spans; requests outside a session as their own traces), pairing
 requests with responses, tool calls by `toolCallId`, turns of v1 (the prompt's response
-ends it) and v2 (an idle `state_update` ends it), the bridge's work as span events, and
+ends it) and v2 (an idle `state_update` ends it), handing lines a rule touched to `work`, and
 what content may be added (only with a redactor: `--otlp-content`). The same builder is
 fed live (`observer`) and from a capture (`replay`).
 Must never: do IO, read a clock (every time comes with its message), import the SDK, or
@@ -31,11 +31,11 @@ from acp_bridge.telemetry.fields import (
     key_of,
     message_parts,
     permission_attributes,
-    suggestion_count,
     text_of,
     usage_attributes,
 )
 from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
+from acp_bridge.telemetry.work import BridgeWork
 
 MAX_SESSIONS = 1024
 MAX_PENDING = 256  # requests in flight: a handful in a healthy connection
@@ -93,8 +93,7 @@ class TraceBuilder:
         self._waiting = 0  # open turns without their first chunk yet
         self._metric_values: dict[str, set[str]] = {}
         self._acked = 0  # open v2 turns: acknowledged, waiting for an idle state_update
-        # A suggestion update just dropped: converted, if the bridge sends its other form next.
-        self._dropped_suggestion: tuple[SpanRecord, float, dict[str, Any]] | None = None
+        self._work = BridgeWork(self._current, self._session_span, self._request_span)
 
     def __repr__(self) -> str:
         return (f"<TraceBuilder sessions={len(self._sessions)} pending={len(self._pending)} "
@@ -137,7 +136,7 @@ class TraceBuilder:
             elif "id" in msg and ("result" in msg or "error" in msg):
                 self._response(seen, msg)
         if seen.rules:
-            self._bridge_work(seen)
+            self._work.feed(seen)
 
     def finding(self, wall: float, session: Any, code: str, level: str, message: str) -> None:
         """A finding of the health watchdog, as an event on its session's turn or session
@@ -229,8 +228,9 @@ class TraceBuilder:
                 span.attributes[s.RPC_ERROR_MESSAGE] = message[:MAX_CONTENT]
             span.error = f"JSON-RPC error {code}" if code is not None else "JSON-RPC error"
         direction = request.span.attributes.get(s.DIRECTION, "")
+        method_value = self._bounded(s.RPC_METHOD, text_of(method))
         self._observations.append(Observation(s.REQUESTS, 1, (
-            (s.RPC_METHOD, self._bounded(s.RPC_METHOD, text_of(method))), (s.DIRECTION, direction), ("acp.outcome", outcome))))
+            (s.RPC_METHOD, method_value), (s.DIRECTION, direction), ("acp.outcome", outcome))))
         if method == p.INITIALIZE and type(result) is dict:
             info = result.get("agentInfo") or result.get("info")
             if type(info) is dict:
@@ -346,58 +346,6 @@ class TraceBuilder:
             (s.TOOL_KIND, self._bounded(s.TOOL_KIND, attrs.get(s.TOOL_KIND, ""))),
             (s.TOOL_STATUS, self._bounded(s.TOOL_STATUS, attrs.get(s.TOOL_STATUS, ""))))))
 
-    # -- the bridge's own work ----------------------------------------------------------------
-
-    def _bridge_work(self, seen: Seen) -> None:
-        msg = seen.msg if type(seen.msg) is dict else {}
-        params = msg.get("params")
-        session_id = params.get("sessionId") if type(params) is dict else None
-        if "suggestions" in seen.rules and seen.verdict in ("rewrite", "drop", "emit"):
-            self._suggestion(seen, session_id)
-        if "system-prompt" in seen.rules and seen.verdict == "rewrite":
-            method = msg.get("method")
-            sent = seen.sent if type(seen.sent) is dict else {}
-            dialect = None
-            if method == p.SESSION_PROMPT:
-                dialect = "first-prompt"
-            elif p.get_path(sent, "params", p.SYSTEM_PROMPT) is not None:
-                dialect = "spec"
-            elif p.get_path(sent, "params", p.META, p.SYSTEM_PROMPT) is not None:
-                dialect = "meta"
-            if dialect is None:
-                return
-            if method == p.SESSION_PROMPT:
-                span = self._current(session_id)
-                state = self._sessions.get(key_of(session_id))
-                if state is not None:
-                    state.span.attributes.setdefault(s.DIALECT, dialect)
-            else:  # session setup: on its request span; the session takes it when it starts
-                request = self._pending.get((seen.direction, id_key(msg.get("id"))))
-                span = request.span if request is not None else None
-                if span is not None:
-                    span.attributes[s.DIALECT] = dialect
-            if span is not None:
-                add_event(span, "acp_bridge.system_prompt", seen.wall, {s.DIALECT: dialect})
-
-    def _suggestion(self, seen: Seen, session_id: Any) -> None:
-        """An event per suggestion update the bridge changed: converted (rewritten in place,
-        or dropped and sent again in the other form, in the same read), dropped, or sent by
-        the bridge itself (a withdrawal: `acp_bridge.suggestions` 0)."""
-        span = self._current(session_id)
-        if span is None:
-            return
-        count = suggestion_count(seen.msg)
-        last = self._dropped_suggestion
-        self._dropped_suggestion = None
-        if seen.verdict == "emit" and last is not None and last[0] is span and last[1] == seen.wall:
-            last[2].update({s.BRIDGE_ACTION: "converted", s.SUGGESTIONS: count})
-            return
-        action = {"rewrite": "converted", "drop": "dropped", "emit": "sent"}[seen.verdict]
-        attrs: dict[str, Any] = {s.BRIDGE_ACTION: action, s.SUGGESTIONS: count}
-        add_event(span, "acp_bridge.suggestion", seen.wall, attrs)
-        if seen.verdict == "drop":
-            self._dropped_suggestion = (span, seen.wall, attrs)
-
     # -- helpers ------------------------------------------------------------------------------
 
     def _current(self, session_id: Any) -> SpanRecord | None:
@@ -405,6 +353,14 @@ class TraceBuilder:
         if state is None:
             return None
         return state.turn.span if state.turn is not None else state.span
+
+    def _session_span(self, session_id: Any) -> SpanRecord | None:
+        state = self._sessions.get(key_of(session_id)) if session_id is not None else None
+        return state.span if state is not None else None
+
+    def _request_span(self, direction: str, id_: Any) -> SpanRecord | None:
+        request = self._pending.get((direction, id_key(id_)))
+        return request.span if request is not None else None
 
     def _turn_of(self, msg: dict[str, Any]) -> _Turn | None:
         session_id = p.get_path(msg, "params", "sessionId")

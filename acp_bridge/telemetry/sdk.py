@@ -251,7 +251,8 @@ class OtlpSink:
         threading.Thread(target=stop, name="acp-bridge-telemetry-shutdown", daemon=True).start()
         if not done.wait(timeout):
             self.problem(f"the collector did not answer within {timeout:g} s at exit")
-        logging.getLogger("opentelemetry").removeHandler(self._handler)
+        # The handler stays: an export still retrying in the SDK's thread may log after
+        # this, and with no handler Python's last resort would print it on stderr.
         with self.lock:
             failed, exported = self.failed, self.exported
         if failed:
