@@ -9,7 +9,7 @@ capture holds prompt text and tool output, and export sends none of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from acp_bridge.capture.reading import record_message
@@ -33,11 +33,10 @@ def seen_of(record: Json) -> Seen | None:
     return Seen(float(wall), direction, msg, verdict, rules, sent)
 
 
-def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None) -> list[SpanRecord]:
-    """Every span of a capture's records, in the order they ended; what is still open at
-    the end record (or the last message) ends there, marked unfinished."""
+def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None) -> Iterator[SpanRecord]:
+    """Every span of a capture's records, as they end; what is still open at the end record
+    (or the last message) ends there, marked unfinished."""
     builder = builder or TraceBuilder()
-    out: list[SpanRecord] = []
     last: float | None = None
     for record in records:
         if record.get("type") == "end" and isinstance(record.get("time"), (int, float)):
@@ -48,18 +47,20 @@ def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None) 
             continue
         builder.feed(seen)
         last = seen.wall if last is None else max(last, seen.wall)
-        out.extend(builder.take()[0])
+        yield from builder.take()[0]
     if last is not None:
         builder.finish(last)
-    out.extend(builder.take()[0])
-    return out
+    yield from builder.take()[0]
 
 
-EXPORT_SECONDS = 15.0  # how long `export --otlp` waits for the collector to take the spans
+EXPORT_SECONDS = 15.0  # how long `export --otlp` waits for the collector at the end
+BATCH = 256  # spans handed to the SDK before waiting for it to send them (at most half its queue)
 
 
 def send_capture(records: Iterable[Json], name: str) -> tuple[int, str]:
-    """`export CAPTURE --otlp`: the exit status and the line to say on stderr."""
+    """`export CAPTURE --otlp`: the exit status and the line to say on stderr. Spans go in
+    batches, each sent before the next (a capture can hold more spans than the SDK's queue);
+    once the collector has failed to take one, the rest are counted, not sent."""
     from acp_bridge.errors import ConfigError
     from acp_bridge.telemetry import missing_sdk
 
@@ -72,9 +73,21 @@ def send_capture(records: Iterable[Json], name: str) -> tuple[int, str]:
         sink = OtlpSink(ExportSettings(metrics=False))
     except ConfigError as exc:
         return 2, str(exc)
-    spans = capture_spans(records)
-    sink.spans(spans)
+    built = 0
+    size = max(1, min(BATCH, sink.queue_size // 2))
+    batch: list[SpanRecord] = []
+    for span in capture_spans(records):
+        built += 1
+        if sink.failed:
+            continue
+        batch.append(span)
+        if len(batch) == size:
+            sink.spans(batch)
+            sink.flush()
+            batch = []
+    if batch and not sink.failed:
+        sink.spans(batch)
     finished = sink.shutdown(EXPORT_SECONDS)
-    if sink.failed or not finished:
-        return 1, f"{name}: {sink.exported} of {len(spans)} spans taken by {sink.where}; the rest could not be sent"
+    if sink.failed or not finished or sink.exported < built:
+        return 1, f"{name}: {sink.exported} of {built} spans taken by {sink.where}; the rest could not be sent"
     return 0, f"{name}: sent {sink.exported} spans to {sink.where}"

@@ -108,13 +108,18 @@ class _Quiet(logging.Handler):
     def __init__(self, owner: OtlpSink) -> None:
         super().__init__(logging.WARNING)
         self.owner = owner
+        self.said: set[str] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if message.startswith("Queue full"):  # the batch processor dropped a span
             with self.owner.lock:
                 self.owner.failed += 1
-        self.owner.problem(message)
+        if "xport" in message or message.startswith("Queue full"):
+            self.owner.problem(message)
+        elif message not in self.said:  # a setting it did not like, and what it does instead
+            self.said.add(message)
+            log.warning("telemetry: the OpenTelemetry SDK says: %s", message)
 
 
 class _Counting(SpanExporter):
@@ -163,11 +168,21 @@ class OtlpSink:
         sdk_log.propagate = False  # not Python's last-resort handler: said once, by `problem`
         self.where = settings.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") \
             or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "the default OTLP endpoint"
+        try:
+            self._build(settings, trace_protocol, metric_protocol)
+        except ValueError as exc:  # an OTEL_* variable the SDK refuses (OTEL_BSP_*, a sampler argument)
+            raise ConfigError(f"OpenTelemetry settings: {exc}") from None
+
+    def _build(self, settings: ExportSettings, trace_protocol: str, metric_protocol: str | None) -> None:
         resource = make_resource()
         self._ids = _PresetIds()
         self.provider = TracerProvider(resource=resource, id_generator=self._ids, shutdown_on_exit=False)
         exporter = _span_exporter(trace_protocol, _endpoint(settings, "TRACES", trace_protocol))
         self.processor = BatchSpanProcessor(_Counting(exporter, self))
+        try:  # what the processor read too: how many spans it queues before it drops
+            self.queue_size = int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE", "2048"))
+        except ValueError:
+            self.queue_size = 2048
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("acp_bridge", __version__)
         self._sampled: OrderedDict[int, bool] = OrderedDict()
@@ -195,6 +210,10 @@ class OtlpSink:
     def spans(self, records: list[SpanRecord]) -> None:
         for record in records:
             self._start(record)
+
+    def flush(self) -> None:
+        """Send what is queued now, waiting for it (for `export`, never for a live bridge)."""
+        self.processor.force_flush()
 
     def _start(self, record: SpanRecord) -> None:
         self._ids.span_id, self._ids.trace_id = record.span_id, record.trace_id

@@ -235,3 +235,26 @@ def test_the_demo_agent_through_run_otlp_shows_the_bridges_work_as_events() -> N
     assert session["attributes"] == {"gen_ai.conversation.id": "sess_1", "gen_ai.agent.name": "demo-legacy-agent",
                                      "gen_ai.agent.version": "1.0.0", "acp.unfinished": True,
                                      "acp_bridge.system_prompt.dialect": "first-prompt"}
+
+
+def test_export_sends_a_capture_larger_than_the_sdks_queue(tmp_path: Path) -> None:
+    """1,000 answered requests: more spans than the SDK's batch queue holds (200 here); every
+    one arrives, each with the duration the capture recorded."""
+    capture = tmp_path / "big.jsonl"
+    lines = []
+    for i in range(1000):
+        for offset, direction, msg in ((0.0, "to-agent", {"jsonrpc": "2.0", "id": i, "method": "x/ping"}),
+                                       (0.25, "to-client", {"jsonrpc": "2.0", "id": i, "result": {}})):
+            lines.append(orjson.dumps({"type": "message", "time": 1_800_000_000 + i + offset, "direction": direction,
+                                       "verdict": "pass", "raw": orjson.dumps(msg).decode() + "\n"}))
+    capture.write_bytes(b"\n".join(lines) + b"\n")
+    with running_collector() as collector:
+        done = subprocess.run([sys.executable, "-m", "acp_bridge", "export", str(capture), "--otlp"],
+                              env={**otel_env(collector), "OTEL_BSP_MAX_QUEUE_SIZE": "200",
+                                   "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100"},
+                              capture_output=True, timeout=120, check=False)
+        spans = collector.wait_spans(1000)
+    assert done.returncode == 0, done.stderr
+    assert len(spans) == 1000
+    assert all(abs(span["end"] - span["start"] - 250_000_000) < 1000 for span in spans)  # float seconds: ~0.1 us
+    assert sorted(int(span["attributes"]["rpc.jsonrpc.request_id"]) for span in spans) == list(range(1000))
