@@ -163,6 +163,13 @@ what a file sets.
                    "append). Same as [bridge] strict; ACP_BRIDGE_STRICT=0 turns it off. [config: bridge.strict = true]")
 @click.option("--log-file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_LOG_FILE", cls=RunOption,
               help="Write the bridge's log to FILE instead of stderr. [config: bridge.log_file]")
+@click.option("--otlp", is_flag=True, default=None, envvar="ACP_BRIDGE_OTLP", cls=RunOption,
+              help="Send traces and metrics of the traffic to an OpenTelemetry collector (OTLP; the "
+                   "OTEL_* variables say where). Needs the otel extra. See docs/telemetry.md. "
+                   "[config: telemetry.enabled = true]")
+@click.option("--otlp-content", is_flag=True, default=None, envvar="ACP_BRIDGE_OTLP_CONTENT", cls=RunOption,
+              help="With --otlp, also send prompt text, replies and tool input and output (the capture's "
+                   "redaction applied first); implies --otlp. [config: telemetry.content = true]")
 @click.option("-v", "--verbose", count=True,
               help="More log: -v rewrites and drops, -vv every frame. [config: bridge.verbosity = 1 or 2]")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors in the log. [config: bridge.verbosity = -1]")
@@ -181,6 +188,10 @@ def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], 
     """
     try:
         config = resolve_config(ctx, config_file, agent, options)
+        if config.telemetry.enabled:
+            from acp_bridge.telemetry import require_sdk
+
+            require_sdk()
     except ConfigError as exc:
         click.echo(f"acp-bridge: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
@@ -283,6 +294,7 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
     # Flags: the command line can only say yes; ACP_BRIDGE_STRICT=0 (false, no, off) says no,
     # and that replaces what the file says too.
     unlock, no_suggestions, strict = pick("unlock_legacy_agent"), pick("no_suggestions"), pick("strict")
+    otlp, otlp_content = pick("otlp"), pick("otlp_content")
     return Overrides(
         capture_path=capture,
         system_prompt=prompt,
@@ -291,6 +303,8 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
         unlock_legacy_agent=None if unlock is None else bool(unlock),
         strict=None if strict is None else bool(strict),
         log_file=pick("log_file"),
+        otlp=None if otlp is None else bool(otlp),
+        otlp_content=None if otlp_content is None else bool(otlp_content),
     )
 
 

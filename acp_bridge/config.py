@@ -53,12 +53,24 @@ class RelayConfig:
 
 
 @dataclass(frozen=True)
+class TelemetryConfig:
+    """[telemetry]: OpenTelemetry export (docs/telemetry.md); the OTEL_* variables win."""
+
+    enabled: bool = False
+    content: bool = False  # prompt text, tool input and output: off unless asked for
+    endpoint: str | None = None  # OTLP base URL (OTEL_EXPORTER_OTLP_ENDPOINT wins)
+    protocol: str | None = None  # http/protobuf | grpc (OTEL_EXPORTER_OTLP_PROTOCOL wins)
+    flush_seconds: float = 2.0  # the longest the bridge's exit waits for the collector
+
+
+@dataclass(frozen=True)
 class Config:
     agent: AgentConfig = AgentConfig()
     suggestions: SuggestionsConfig = SuggestionsConfig()  # noqa: RUF009 - frozen, so shared safely
     system_prompt: SystemPromptConfig = SystemPromptConfig()  # noqa: RUF009 - frozen, so shared safely
     capture: CaptureConfig = CaptureConfig()
     relay: RelayConfig = RelayConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
     # Every strictness at once: a rule that raises is fatal (tests, conformance runs), and
     # `settle` makes it imply `system_prompt.strict` (no silent downgrade either).
     strict: bool = False
@@ -171,6 +183,8 @@ class Overrides:
     strict: bool | None = None
     log_file: str | None = None
     verbosity: int | None = None
+    otlp: bool | None = None
+    otlp_content: bool | None = None
 
     def over(self, lower: Overrides) -> Overrides:
         """This layer on top of `lower`: each setting this one gives replaces lower's."""
@@ -184,6 +198,8 @@ class Overrides:
             strict=_given(self.strict, lower.strict),
             log_file=_given(self.log_file, lower.log_file),
             verbosity=_given(self.verbosity, lower.verbosity),
+            otlp=_given(self.otlp, lower.otlp),
+            otlp_content=_given(self.otlp_content, lower.otlp_content),
         )
 
 
@@ -205,7 +221,15 @@ def apply_overrides(config: Config, given: Overrides) -> Config:
         strict=_given(given.strict, config.strict),
         log_file=_given(given.log_file, config.log_file),
         verbosity=_given(given.verbosity, config.verbosity),
+        telemetry=_telemetry(config.telemetry, given),
     )
+
+
+def _telemetry(telemetry: TelemetryConfig, given: Overrides) -> TelemetryConfig:
+    """`--otlp-content` asks for telemetry too; ACP_BRIDGE_OTLP=0 turns both off."""
+    content = _given(given.otlp_content, telemetry.content)
+    enabled = _given(given.otlp, telemetry.enabled) or bool(given.otlp_content)
+    return dataclasses.replace(telemetry, enabled=enabled, content=content and enabled)
 
 
 def _given(value: T | None, otherwise: T) -> T:

@@ -28,6 +28,7 @@ from acp_bridge.config import (
     RelayConfig,
     SuggestionsConfig,
     SystemPromptConfig,
+    TelemetryConfig,
 )
 from acp_bridge.config_schema import (
     BRIDGE_TABLE,
@@ -220,6 +221,20 @@ def _relay(values: dict[str, Any], src: _File) -> RelayConfig:
     return _build(RelayConfig, values, src, "relay")
 
 
+def _telemetry(values: dict[str, Any], src: _File) -> TelemetryConfig:
+    values = dict(values)
+    if values.get("protocol", "http/protobuf") not in ("http/protobuf", "grpc"):
+        raise src.error("telemetry.protocol", f"{values['protocol']!r} is not one of http/protobuf, grpc")
+    endpoint = values.get("endpoint")
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        raise src.error("telemetry.endpoint", f"{endpoint!r} is not an http:// or https:// URL")
+    if "flush_seconds" in values:
+        values["flush_seconds"] = _seconds(values["flush_seconds"], src.fail("telemetry.flush_seconds"))
+        if values["flush_seconds"] > 60:
+            raise src.error("telemetry.flush_seconds", f"must be at most 60, got {values['flush_seconds']:g}")
+    return _build(TelemetryConfig, values, src, "telemetry")
+
+
 def _bridge(values: dict[str, Any], src: _File) -> dict[str, Any]:
     """[bridge]: the settings of `Config` itself, as keyword arguments for it."""
     values = dict(values)
@@ -233,7 +248,7 @@ def _bridge(values: dict[str, Any], src: _File) -> dict[str, Any]:
 
 _READERS: dict[str, Callable[[dict[str, Any], _File], object]] = {
     "agent": _agent, "suggestions": _suggestions, "system_prompt": _system_prompt,
-    "capture": _capture, "relay": _relay,
+    "capture": _capture, "relay": _relay, "telemetry": _telemetry,
 }
 
 

@@ -247,7 +247,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per throughput figure (best is kept)")
     parser.add_argument("--quick", action="store_true", help="100k lines, 1 repeat, no 1 GiB line")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["throughput", "latency", "memory", "startup", "export", "replay"])
+                        choices=["throughput", "latency", "memory", "startup", "export", "replay", "telemetry"])
     parser.add_argument("--export-messages", type=int, default=200_000, help="messages in the export run's capture")
     parser.add_argument("--json", type=Path, default=Path("bench/results/latest.json"), help="where to write the table")
     args = parser.parse_args()
@@ -262,6 +262,8 @@ def main() -> int:
     import acp_bridge
 
     compileall.compile_dir(Path(acp_bridge.__file__).parent, quiet=1)
+    from bench.telemetry import telemetry_rows  # issue 16: --otlp on vs off (needs the otel extra)
+
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="acp-bench-") as tmp_name:
         tmp = Path(tmp_name)
@@ -271,7 +273,8 @@ def main() -> int:
                  "latency": lambda: latency(tmp, args.pairs),
                  "memory": lambda: memory(tmp, sizes),
                  "export": lambda: export(tmp, args.export_messages),
-                 "replay": lambda: replay_rows(tmp, Row)}
+                 "replay": lambda: replay_rows(tmp, Row),
+                 "telemetry": lambda: telemetry_rows(tmp, args.lines, args.repeat, args.pairs)}
         for name, step in steps.items():
             if name in args.skip:
                 continue

@@ -47,6 +47,8 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
         "7. to client, SDK relay vs acp-bridge",
         "4. added round trip p50", "4. added round trip p99", "4b. floor: bare trio relay, added p50",
         "9. export --html, time (baseline: stats)", "9b. export --html, peak RSS (baseline: stats)",
+        "10. to client, telemetry on vs off", "10b. to agent (a request or response per line), telemetry on vs off",
+        "11. round trip p50, telemetry on vs off", "11. round trip p99, telemetry on vs off",
     ]
     assert all(row["bridge"] > 0 and row["baseline"] > 0 for row in rows)
     printed = done.stdout.decode()

@@ -377,6 +377,8 @@ def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
         "log_file": [["--log-file", log]],
         "verbose": [["-v"], ["-vv"], ["--verbose"]],
         "quiet": [["-q"], ["--quiet"]],
+        "otlp": [["--otlp"]],
+        "otlp_content": [["--otlp-content"]],
     }
 
 

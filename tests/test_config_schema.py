@@ -49,6 +49,11 @@ SAMPLES: dict[str, tuple[str, str, Any]] = {
     "capture.required": ("true", "capture.required", True),
     "relay.parse_limit_mib": ("3", "relay.parse_limit_mib", 3),
     "relay.grace_seconds": ("2", "relay.grace_seconds", 2.0),
+    "telemetry.enabled": ("true", "telemetry.enabled", True),
+    "telemetry.content": ("true", "telemetry.content", True),
+    "telemetry.endpoint": ('"http://127.0.0.1:4318"', "telemetry.endpoint", "http://127.0.0.1:4318"),
+    "telemetry.protocol": ('"grpc"', "telemetry.protocol", "grpc"),
+    "telemetry.flush_seconds": ("5", "telemetry.flush_seconds", 5.0),
     "bridge.strict": ("true", "strict", True),
     "bridge.log_file": ('"b.log"', "log_file", "<tmp>/b.log"),
     "bridge.verbosity": ("2", "verbosity", 2),
@@ -74,6 +79,11 @@ WRONG_TYPES: dict[str, tuple[str, str]] = {
     "capture.required": ("[]", "expected a boolean, got list"),
     "relay.parse_limit_mib": ("1.5", "expected an integer, got float"),
     "relay.grace_seconds": ('"5"', "expected an integer or a number, got str"),
+    "telemetry.enabled": ('"yes"', "expected a boolean, got str"),
+    "telemetry.content": ("1", "expected a boolean, got int"),
+    "telemetry.endpoint": ("4318", "expected a string, got int"),
+    "telemetry.protocol": ("[]", "expected a string, got list"),
+    "telemetry.flush_seconds": ('"2"', "expected an integer or a number, got str"),
     "bridge.strict": ("1", "expected a boolean, got int"),
     "bridge.log_file": ("true", "expected a string, got a boolean"),
     "bridge.verbosity": ('"2"', "expected an integer, got str"),
@@ -103,7 +113,7 @@ def test_the_tables_here_name_every_field() -> None:
 
 def test_the_schema_has_a_key_for_every_field() -> None:
     assert {f"{table}.{key}" for table, keys in schema().items() for key in keys} == every_key()
-    assert list(schema()) == ["agent", "suggestions", "system_prompt", "capture", "relay", "bridge"]
+    assert list(schema()) == ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "bridge"]
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -170,7 +180,7 @@ def test_a_wrong_type_names_the_key_and_the_expected_type(tmp_path: Path, key: s
     assert refused(tmp_path, f"[{table}]\n{name} = {toml}\n") == f"{key}: {problem}"
 
 
-@pytest.mark.parametrize("table", ["agent", "suggestions", "system_prompt", "capture", "relay", "bridge"])
+@pytest.mark.parametrize("table", ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "bridge"])
 def test_an_unknown_key_names_its_path_and_the_known_keys(tmp_path: Path, table: str) -> None:
     message = refused(tmp_path, f"[{table}]\nfoo = 1\n")
     known = [key.split(".")[1] for key in SAMPLES if key.startswith(f"{table}.")]
@@ -180,11 +190,11 @@ def test_an_unknown_key_names_its_path_and_the_known_keys(tmp_path: Path, table:
 
 @pytest.mark.parametrize(("toml", "message"), [
     pytest.param("[nope]\n", "nope: unknown table (known tables: agent, suggestions, system_prompt, capture, "
-                 "relay, bridge)", id="table"),
+                 "relay, telemetry, bridge)", id="table"),
     pytest.param("verbosity = 2\n", "verbosity: unknown key (known tables: agent, suggestions, system_prompt, "
-                 "capture, relay, bridge)", id="top-level-key"),
+                 "capture, relay, telemetry, bridge)", id="top-level-key"),
     pytest.param("source = 'x'\n", "source: unknown key (known tables: agent, suggestions, system_prompt, "
-                 "capture, relay, bridge)", id="source-is-no-key"),
+                 "capture, relay, telemetry, bridge)", id="source-is-no-key"),
     pytest.param("[bridge]\nsource = 'x'\n", "bridge.source: unknown key (known: strict, log_file, verbosity)",
                  id="source-is-not-in-bridge-either"),
     pytest.param("relay = []\n", "relay: must be a table", id="not-a-table"),
@@ -245,6 +255,8 @@ OVERRIDES: dict[str, tuple[str, Any, Any, Any]] = {
     "strict": ("strict", True, False, True),
     "log_file": ("log_file", "upper.log", "lower.log", "upper.log"),
     "verbosity": ("verbosity", 2, -1, 2),
+    "otlp": ("telemetry.enabled", True, False, True),
+    "otlp_content": ("telemetry.content", True, False, True),
 }
 UPPER = Overrides(**{name: upper for name, (_, upper, _, _) in OVERRIDES.items()})
 LOWER = Overrides(**{name: lower for name, (_, _, lower, _) in OVERRIDES.items()})

@@ -183,9 +183,12 @@ def stats(capture: str) -> None:
 
 @click.command()
 @click.argument("capture", type=_CAPTURE)
-@click.option("--html", "out", required=True, type=click.Path(dir_okay=False, writable=True),
+@click.option("--html", "out", type=click.Path(dir_okay=False, writable=True),
               metavar="OUT.html", help="Write the page to OUT.html (replaced whole once written).")
-def export(capture: str, out: str) -> None:
+@click.option("--otlp", is_flag=True, help="Send the capture to an OpenTelemetry collector as the spans a live "
+              "bridge sends, with their recorded times (the OTEL_* variables say where; no content is "
+              "sent; needs the otel extra; docs/telemetry.md).")
+def export(capture: str, out: str | None, otlp: bool) -> None:
     """Write a capture as one self-contained HTML page (no network needed): a sequence
     view of client, bridge and agent, grouped by turn, with a one-line preview of each
     message, rewrites as before/after with the changes marked, links between a request and
@@ -195,11 +198,30 @@ def export(capture: str, out: str) -> None:
     quick with hundreds of thousands of messages; the export itself reads the capture once,
     in bounded memory. The capture's redaction is applied again.
 
-    In the page's address, `#q=TEXT` presets the filter and `#m=SEQ` opens message SEQ."""
-    from acp_bridge.capture.html import write_page
+    In the page's address, `#q=TEXT` presets the filter and `#m=SEQ` opens message SEQ.
 
+    With --otlp, send the capture as OpenTelemetry spans instead (or as well)."""
+    if out is None and not otlp:
+        raise click.UsageError("say what to export to: --html OUT.html or --otlp")
     if not os.path.isfile(capture):
         _fail(f"{capture}: not a regular file, so not a capture")
+    if out is not None:
+        _export_html(capture, out)
+    if otlp:
+        from acp_bridge.telemetry.replay import send_capture
+
+        try:
+            status, said = send_capture(_CheckedCapture(capture), capture)
+        except NotACapture as exc:
+            _fail(str(exc))
+        click.echo(f"acp-bridge: {said}", err=True)
+        if status:
+            raise SystemExit(status)
+
+
+def _export_html(capture: str, out: str) -> None:
+    from acp_bridge.capture.html import write_page
+
     reader = _CheckedCapture(capture)
     target = Path(out)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")

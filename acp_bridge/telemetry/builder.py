@@ -1,0 +1,441 @@
+"""The trace builder: timed ACP messages in, finished spans and metric observations out.
+
+Owns: the span tree of a connection (a trace per session: session > invoke_agent turn >
+execute_tool and request spans; requests outside a session as their own traces), pairing
+requests with responses, tool calls by `toolCallId`, turns of v1 (the prompt's response
+ends it) and v2 (an idle `state_update` ends it), handing lines a rule touched to `work`, and
+what content may be added (only with a redactor: `--otlp-content`). The same builder is
+fed live (`observer`) and from a capture (`replay`).
+Must never: do IO, read a clock (every time comes with its message), import the SDK, or
+hold unbounded state: open sessions, requests and tool calls are capped, and the oldest
+is ended (marked `acp.evicted`) to make room.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_bridge.core import protocol as p
+from acp_bridge.core.frames import id_key
+from acp_bridge.telemetry import spans as s
+from acp_bridge.telemetry.fields import (
+    MAX_CONTENT,
+    MAX_METRIC_VALUES,
+    add_event,
+    id_text,
+    json_text,
+    key_of,
+    message_parts,
+    permission_attributes,
+    text_of,
+    usage_attributes,
+)
+from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
+from acp_bridge.telemetry.work import BridgeWork
+
+MAX_SESSIONS = 1024
+MAX_PENDING = 256  # requests in flight: a handful in a healthy connection
+MAX_TOOLS = 1024  # open tool calls per session
+TOOL_DONE = frozenset({"completed", "failed"})
+SESSION_SETUP = frozenset({p.SESSION_NEW, p.SESSION_LOAD, p.SESSION_RESUME, p.SESSION_FORK})
+REQUEST_PERMISSION = "session/request_permission"
+_OTHER_WAY = {"to-agent": "to-client", "to-client": "to-agent"}
+
+
+@dataclass(slots=True)
+class _Turn:
+    span: SpanRecord
+    first_chunk: float | None = None
+    acked: bool = False  # v2: the prompt's response came without a stop reason
+    text: list[str] = field(default_factory=list)  # the agent's reply (content only)
+    size: int = 0
+
+
+@dataclass(slots=True)
+class _Session:
+    span: SpanRecord
+    turn: _Turn | None = None
+    tools: OrderedDict[Any, SpanRecord] = field(default_factory=OrderedDict)  # O(1) eviction of the oldest
+
+
+@dataclass(slots=True)
+class _Request:
+    span: SpanRecord
+    method: str
+    session: Any  # the sessionId it names, if any
+    msg: Any  # the request, for what its response needs (permission options)
+
+
+class TraceBuilder:
+    """Builds spans from `Seen` messages fed in order; `take()` hands over what has ended.
+
+    Args:
+        masked: with content (`--otlp-content`), a function that returns a message with the
+            capture's redaction applied; None (the default): no content leaves the machine.
+        rng: where span and trace ids come from (seeded in tests).
+    """
+
+    def __init__(self, masked: Callable[[Any], Any] | None = None, rng: random.Random | None = None) -> None:
+        self.masked = masked
+        self._rng = rng or random.Random()  # seeded from the OS once: ids must be unique, not secret
+        self.agent: dict[str, str] = {}  # gen_ai.agent.name / version, from initialize
+        # Ordered: the oldest goes first when full (a plain dict's first key is found by a
+        # scan past every deleted slot, which made eviction quadratic).
+        self._sessions: OrderedDict[Any, _Session] = OrderedDict()
+        self._pending: OrderedDict[tuple[str, Any], _Request] = OrderedDict()
+        self._done: list[SpanRecord] = []
+        self._observations: list[Observation] = []
+        self.evicted = 0
+        self._waiting = 0  # open turns without their first chunk yet
+        self._metric_values: dict[str, set[str]] = {}
+        self._acked = 0  # open v2 turns: acknowledged, waiting for an idle state_update
+        self._work = BridgeWork(self._current, self._session_span, self._request_span)
+
+    def __repr__(self) -> str:
+        return (f"<TraceBuilder sessions={len(self._sessions)} pending={len(self._pending)} "
+                f"ended={len(self._done)}>")
+
+    @property
+    def awaiting_first_chunk(self) -> bool:
+        """Whether an `agent_message_chunk` would tell the builder something (a turn still
+        waiting for its first chunk, or content being kept): the observer parses chunks only then."""
+        return self.masked is not None or self._waiting > 0
+
+    @property
+    def awaiting_idle(self) -> bool:
+        """Whether a v2 turn (its prompt acknowledged, no stop reason yet) waits for the idle
+        `state_update` that ends it: the observer looks for those only then."""
+        return self._acked > 0
+
+    def take(self) -> tuple[list[SpanRecord], list[Observation]]:
+        """The spans that ended and the metric observations made since the last call."""
+        done, observed = self._done, self._observations
+        self._done, self._observations = [], []
+        return done, observed
+
+    # -- feeding --------------------------------------------------------------------------------
+
+    def feed(self, seen: Seen) -> None:
+        """One message, in the order the bridge handled them."""
+        msg = seen.msg
+        if type(msg) is dict and seen.verdict != "drop":  # a dropped line reached nobody
+            method = msg.get("method")
+            if isinstance(method, str):
+                if "id" in msg:
+                    self._request(seen, msg, method)
+                elif method == p.SESSION_UPDATE:
+                    self._update(seen.wall, msg)
+                elif method == p.SESSION_CANCEL:
+                    turn = self._turn_of(msg)
+                    if turn is not None:
+                        add_event(turn.span, "session/cancel", seen.wall, {})
+            elif "id" in msg and ("result" in msg or "error" in msg):
+                self._response(seen, msg)
+        if seen.rules:
+            self._work.feed(seen)
+
+    def finding(self, wall: float, session: Any, code: str, level: str, message: str) -> None:
+        """A finding of the health watchdog, as an event on its session's turn or session
+        span (dropped when the session is not known: there is no span to hang it on)."""
+        state = self._sessions.get(key_of(session)) if session is not None else None
+        if state is None:
+            return
+        span = state.turn.span if state.turn is not None else state.span
+        attrs = {"acp_bridge.finding.code": code, "acp_bridge.finding.level": level}
+        if self.masked is not None:
+            attrs["acp_bridge.finding.message"] = message[:MAX_CONTENT]
+        add_event(span, "acp_bridge.finding", wall, attrs)
+
+    def finish(self, wall: float) -> None:
+        """The connection (or capture) ended at `wall`: end every open span, marked unfinished."""
+        for request in self._pending.values():
+            if request.span.end is None:
+                request.span.attributes[s.UNFINISHED] = True
+                self._end(request.span, wall)
+        self._pending.clear()
+        for state in self._sessions.values():
+            self._close_session(state, wall, unfinished=True)
+        self._sessions.clear()
+
+    # -- requests and responses -------------------------------------------------------------------
+
+    def _request(self, seen: Seen, msg: dict[str, Any], method: str) -> None:
+        params = msg.get("params")
+        session_id = params.get("sessionId") if type(params) is dict else None
+        attrs: dict[str, Any] = {s.RPC_SYSTEM: "jsonrpc", s.RPC_METHOD: text_of(method), s.DIRECTION: seen.direction}
+        rid = id_text(msg.get("id"))
+        if rid is not None:
+            attrs[s.RPC_ID] = rid
+        if method == p.SESSION_PROMPT and session_id is not None:
+            state = self._session(session_id, seen.wall)
+            if state.turn is not None:  # a turn never answered: a new prompt starts another
+                self._end_turn(state, seen.wall, None, unfinished=True)
+            attrs.update({s.OPERATION: "invoke_agent", s.CONVERSATION: text_of(session_id), **self.agent})
+            name = f"invoke_agent {self.agent[s.AGENT_NAME]}" if s.AGENT_NAME in self.agent else "invoke_agent"
+            span = self._span(name, seen.wall, state.span, attrs, s.CLIENT)
+            state.turn = _Turn(span)
+            self._waiting += 1
+            if self.masked is not None:
+                prompt = p.get_path(self.masked(msg), "params", "prompt")
+                span.attributes[s.INPUT_MESSAGES] = json_text([{"role": "user", "parts": message_parts(prompt)}])
+        else:
+            parent = self._parent_of(method, params, session_id, seen.wall)
+            if session_id is not None:
+                attrs[s.SESSION_ID] = text_of(session_id)
+            span = self._span(attrs[s.RPC_METHOD], seen.wall, parent, attrs, s.CLIENT)
+        key = (seen.direction, id_key(msg.get("id")))
+        if key in self._pending:  # the same id again before an answer: the older one is lost
+            old = self._pending.pop(key)
+            old.span.attributes[s.UNFINISHED] = True
+            self._end(old.span, seen.wall)
+        if len(self._pending) >= MAX_PENDING:
+            _, oldest = self._pending.popitem(last=False)
+            self.evicted += 1
+            oldest.span.attributes[s.EVICTED] = True
+            self._end(oldest.span, seen.wall)
+        self._pending[key] = _Request(span, method, session_id, msg)
+
+    def _parent_of(self, method: str, params: Any, session_id: Any, wall: float) -> SpanRecord | None:
+        if session_id is None or method in (p.SESSION_NEW, p.SESSION_FORK):
+            return None  # a new session's span starts with its response, and adopts this one
+        state = self._session(session_id, wall)
+        if method == REQUEST_PERMISSION:
+            tool_id = p.get_path(params, "toolCall", "toolCallId")
+            tool = state.tools.get(key_of(tool_id)) if tool_id is not None else None
+            if tool is not None:
+                return tool
+        return state.turn.span if state.turn is not None else state.span
+
+    def _response(self, seen: Seen, msg: dict[str, Any]) -> None:
+        request = self._pending.pop((_OTHER_WAY.get(seen.direction, ""), id_key(msg.get("id"))), None)
+        if request is None:
+            return
+        span, method = request.span, request.method
+        error = msg.get("error")
+        result = msg.get("result")
+        outcome = "ok"
+        if error is not None:
+            outcome = "error"
+            code = error.get("code") if type(error) is dict else None
+            if isinstance(code, int) and not isinstance(code, bool):
+                span.attributes[s.RPC_ERROR_CODE] = code
+            message = error.get("message") if type(error) is dict else None
+            if self.masked is not None and isinstance(message, str):
+                span.attributes[s.RPC_ERROR_MESSAGE] = message[:MAX_CONTENT]
+            span.error = f"JSON-RPC error {code}" if code is not None else "JSON-RPC error"
+        direction = request.span.attributes.get(s.DIRECTION, "")
+        method_value = self._bounded(s.RPC_METHOD, text_of(method))
+        self._observations.append(Observation(s.REQUESTS, 1, (
+            (s.RPC_METHOD, method_value), (s.DIRECTION, direction), ("acp.outcome", outcome))))
+        if method == p.INITIALIZE and type(result) is dict:
+            info = result.get("agentInfo") or result.get("info")
+            if type(info) is dict:
+                for attr, key in ((s.AGENT_NAME, "name"), (s.AGENT_VERSION, "version")):
+                    if isinstance(info.get(key), str):
+                        self.agent[attr] = text_of(info[key])
+        if method == p.SESSION_PROMPT:
+            state = self._sessions.get(key_of(request.session))
+            if state is not None and state.turn is not None and state.turn.span is span:
+                stop = result.get("stopReason") if type(result) is dict else None
+                if error is not None or stop is not None:
+                    usage_attributes(span, result)
+                    self._end_turn(state, seen.wall, stop)
+                else:  # v2: the response only acknowledges; an idle state_update ends the turn
+                    usage_attributes(span, result)
+                    if not state.turn.acked:
+                        state.turn.acked = True
+                        self._acked += 1
+            return
+        if method in SESSION_SETUP and error is None:
+            new_id = result.get("sessionId") if type(result) is dict else None
+            session_id = new_id if new_id is not None else request.session
+            if session_id is not None:
+                state = self._session(session_id, span.start)
+                if span.parent_id is None:  # session/new, session/fork: adopted by the new session
+                    span.trace_id, span.parent_id = state.span.trace_id, state.span.span_id
+                    span.attributes[s.SESSION_ID] = text_of(session_id)
+                dialect = span.attributes.get(s.DIALECT)
+                if dialect is not None:
+                    state.span.attributes[s.DIALECT] = dialect
+        if method == REQUEST_PERMISSION:
+            permission_attributes(span, request.msg, result)
+        self._end(span, seen.wall)
+        if method == p.SESSION_CLOSE and error is None and request.session is not None:
+            state = self._sessions.pop(key_of(request.session), None)
+            if state is not None:
+                self._close_session(state, seen.wall, unfinished=False)
+
+    # -- session/update -----------------------------------------------------------------------
+
+    def _update(self, wall: float, msg: dict[str, Any]) -> None:
+        params = msg.get("params")
+        update = params.get("update") if type(params) is dict else None
+        session_id = params.get("sessionId") if type(params) is dict else None
+        if type(update) is not dict or session_id is None:
+            return
+        kind = update.get("sessionUpdate")
+        if kind == "agent_message_chunk":
+            state = self._sessions.get(key_of(session_id))
+            turn = state.turn if state is not None else None
+            if turn is None:
+                return
+            if turn.first_chunk is None:
+                turn.first_chunk = wall
+                self._waiting -= 1
+                ttfc = max(0.0, wall - turn.span.start)
+                turn.span.attributes[s.TIME_TO_FIRST_CHUNK] = ttfc
+                self._observations.append(Observation(s.TTFC_METRIC, ttfc, self._agent_attrs()))
+            if self.masked is not None and turn.size < MAX_CONTENT:
+                text = p.get_path(self.masked(msg), "params", "update", "content", "text")
+                if isinstance(text, str):
+                    turn.text.append(text)
+                    turn.size += len(text)
+        elif kind in ("tool_call", "tool_call_update"):
+            self._tool(wall, session_id, update)
+        elif kind == "state_update" and update.get("state") == "idle":
+            state = self._sessions.get(key_of(session_id))
+            if state is not None and state.turn is not None:
+                stop = update.get("stopReason")
+                self._end_turn(state, wall, stop if isinstance(stop, str) else None)
+
+    def _tool(self, wall: float, session_id: Any, update: dict[str, Any]) -> None:
+        tool_id = update.get("toolCallId")
+        if tool_id is None:
+            return
+        state = self._session(session_id, wall)
+        key = key_of(tool_id)
+        span = state.tools.get(key)
+        if span is None:
+            if len(state.tools) >= MAX_TOOLS:
+                _, oldest = state.tools.popitem(last=False)
+                self.evicted += 1
+                oldest.attributes[s.EVICTED] = True
+                self._end_tool(oldest, wall)
+            parent = state.turn.span if state.turn is not None else state.span
+            span = self._span("execute_tool", wall, parent, {
+                s.OPERATION: "execute_tool", s.TOOL_CALL_ID: text_of(tool_id), s.CONVERSATION: text_of(session_id)})
+            state.tools[key] = span
+        for attr, field_name in ((s.TOOL_TITLE, "title"), (s.TOOL_KIND, "kind"), (s.TOOL_STATUS, "status")):
+            value = update.get(field_name)
+            if isinstance(value, str):
+                value = text_of(value)
+                span.attributes[attr] = value
+        kind = span.attributes.get(s.TOOL_KIND)
+        if isinstance(kind, str):
+            span.name, span.attributes[s.TOOL_NAME] = f"execute_tool {kind}", kind
+        if self.masked is not None:
+            masked = self.masked({"params": {"update": update}})
+            for attr, field_name in ((s.TOOL_ARGUMENTS, "rawInput"), (s.TOOL_RESULT, "rawOutput")):
+                value = p.get_path(masked, "params", "update", field_name)
+                if value is not None:
+                    span.attributes[attr] = json_text(value)
+        if update.get("status") in TOOL_DONE:
+            del state.tools[key]
+            self._end_tool(span, wall)
+
+    def _end_tool(self, span: SpanRecord, wall: float) -> None:
+        if span.attributes.get(s.TOOL_STATUS) == "failed":
+            span.error = "tool call failed"
+        self._end(span, wall)
+        attrs = span.attributes
+        self._observations.append(Observation(s.TOOL_DURATION, max(0.0, wall - span.start), (
+            (s.TOOL_KIND, self._bounded(s.TOOL_KIND, attrs.get(s.TOOL_KIND, ""))),
+            (s.TOOL_STATUS, self._bounded(s.TOOL_STATUS, attrs.get(s.TOOL_STATUS, ""))))))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _current(self, session_id: Any) -> SpanRecord | None:
+        state = self._sessions.get(key_of(session_id)) if session_id is not None else None
+        if state is None:
+            return None
+        return state.turn.span if state.turn is not None else state.span
+
+    def _session_span(self, session_id: Any) -> SpanRecord | None:
+        state = self._sessions.get(key_of(session_id)) if session_id is not None else None
+        return state.span if state is not None else None
+
+    def _request_span(self, direction: str, id_: Any) -> SpanRecord | None:
+        request = self._pending.get((direction, id_key(id_)))
+        return request.span if request is not None else None
+
+    def _turn_of(self, msg: dict[str, Any]) -> _Turn | None:
+        session_id = p.get_path(msg, "params", "sessionId")
+        state = self._sessions.get(key_of(session_id)) if session_id is not None else None
+        return state.turn if state is not None else None
+
+    def _session(self, session_id: Any, wall: float) -> _Session:
+        key = key_of(session_id)
+        state = self._sessions.get(key)
+        if state is None:
+            if len(self._sessions) >= MAX_SESSIONS:
+                _, oldest = self._sessions.popitem(last=False)
+                self.evicted += 1
+                oldest.span.attributes[s.EVICTED] = True
+                self._close_session(oldest, wall, unfinished=True)
+            span = self._span("session", wall, None, {s.CONVERSATION: text_of(session_id), **self.agent})
+            state = self._sessions[key] = _Session(span)
+        return state
+
+    def _end_turn(self, state: _Session, wall: float, stop: str | None, *, unfinished: bool = False) -> None:
+        turn = state.turn
+        if turn is None:
+            return
+        state.turn = None
+        if turn.first_chunk is None:
+            self._waiting -= 1
+        if turn.acked:
+            self._acked -= 1
+        span = turn.span
+        if stop is not None:
+            span.attributes[s.FINISH_REASONS] = (text_of(stop),)
+        if unfinished:
+            span.attributes[s.UNFINISHED] = True
+        if self.masked is not None and turn.text:
+            text = "".join(turn.text)[:MAX_CONTENT]
+            reply = [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
+            span.attributes[s.OUTPUT_MESSAGES] = json_text(reply)
+        self._end(span, wall)
+        self._observations.append(Observation(s.TURN_DURATION, max(0.0, wall - span.start), (
+            *self._agent_attrs(), (s.FINISH_REASONS, self._bounded(s.FINISH_REASONS, stop or "")))))
+
+    def _close_session(self, state: _Session, wall: float, *, unfinished: bool) -> None:
+        for tool in state.tools.values():
+            tool.attributes[s.UNFINISHED] = True
+            self._end_tool(tool, wall)
+        state.tools.clear()
+        if state.turn is not None:
+            self._end_turn(state, wall, None, unfinished=True)
+        if unfinished:
+            state.span.attributes[s.UNFINISHED] = True
+        self._end(state.span, wall)
+
+    def _bounded(self, key: str, value: str) -> str:
+        """A metric attribute's value from the wire, or "other" once MAX_METRIC_VALUES
+        distinct ones have been seen for `key`: each is a series the SDK keeps."""
+        seen = self._metric_values.setdefault(key, set())
+        if value in seen:
+            return value
+        if len(seen) >= MAX_METRIC_VALUES:
+            return "other"
+        seen.add(value)
+        return value
+
+    def _agent_attrs(self) -> tuple[tuple[str, Any], ...]:
+        return tuple(sorted(self.agent.items()))
+
+    def _span(self, name: str, wall: float, parent: SpanRecord | None, attrs: dict[str, Any],
+              kind: str = s.INTERNAL) -> SpanRecord:
+        trace_id = parent.trace_id if parent is not None else self._rng.getrandbits(128) or 1
+        return SpanRecord(name, trace_id, self._rng.getrandbits(64) or 1,
+                          parent.span_id if parent is not None else None, wall, kind, attrs)
+
+    def _end(self, span: SpanRecord, wall: float) -> None:
+        if span.end is not None:  # ended already (a turn a newer prompt replaced, still pending)
+            return
+        span.end = max(wall, span.start)
+        self._done.append(span)
+

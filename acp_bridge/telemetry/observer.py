@@ -1,0 +1,251 @@
+"""The live telemetry observer: a bridge's forwards in, spans and metrics to the exporter.
+
+Owns: the bounded queue between the forwarding path and the span builder, deciding which
+lines are worth parsing (the relay leaves most streamed chunks unparsed, and so does this
+unless a turn still waits for its first chunk), counting bytes and messages by direction,
+and the bounded flush at the end. Must never: parse, build or export on the forwarding
+path (`record` only appends), wait on the network, or raise into the bridge: a full queue
+drops what does not fit and counts it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import orjson
+import trio
+import trio.lowlevel
+
+from acp_bridge.config import Config
+from acp_bridge.core.forward import Forward, Verdict, complete_lines
+from acp_bridge.core.frames import Direction
+from acp_bridge.telemetry import require_sdk
+from acp_bridge.telemetry import spans as s
+from acp_bridge.telemetry.builder import TraceBuilder
+from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
+
+log = logging.getLogger("acp_bridge.telemetry")
+
+QUEUE_BYTES = 4 * 1024 * 1024  # forwarded bytes waiting for the builder, at most
+DRAIN_INTERVAL = 0.05  # seconds between drains: batching keeps the cost off each message
+SLICE_SECONDS = 0.002  # building between two checkpoints: the most a message can wait for it
+# The most of the bridge's time that building may take. It shares the thread with the
+# pumps, so under a flood it would otherwise slow the relay down; held to this share, the
+# queue fills instead, and what does not fit is dropped and counted (the relay comes first).
+SHARE = 0.05
+CLOSE_SECONDS = 0.1  # building what is still queued at the end, at most (then: dropped)
+# Lines the relay did not parse that the builder needs. Requests and responses are not among
+# them: the relay parses every line with an "id" member (or a `\u` escape), so they come
+# with their frame. Toward the client: tool calls (`toolCallId` is required in both kinds),
+# the end of a v2 turn only while one waits for it, and chunks only while a turn waits for
+# its first one. Toward the agent: a cancel. Each needle is one more pass over the bytes,
+# so there are as few as can be.
+TOOL_CALL = b'CallId"'
+STATE_UPDATE = b"state_update"
+CHUNK = b"agent_message_chunk"
+CANCEL = b"session/cancel"
+
+
+def telemetry_observer(config: Config) -> TelemetryObserver:
+    """The observer `[telemetry]` asks for, exporting through the SDK. Raises ConfigError
+    when the SDK is missing or a setting cannot be used."""
+    require_sdk()
+    from acp_bridge.telemetry.sdk import ExportSettings, OtlpSink
+
+    masked: Callable[[Any], Any] | None = None
+    if config.telemetry.content:
+        from acp_bridge.capture.redaction import Redactor
+
+        secret = None if config.capture.include_system_prompt else config.system_prompt.text
+        redactor = Redactor(config.capture.redact, secret)
+
+        def masked(msg: Any) -> Any:
+            try:
+                return redactor.mask(msg)[0]
+            except RecursionError:  # nested too deep to mask: nothing of it is sent
+                return None
+
+    metrics = os.environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() != "none"  # e.g. for Jaeger
+    sink = OtlpSink(ExportSettings(config.telemetry.endpoint, config.telemetry.protocol, metrics))
+    return TelemetryObserver(TraceBuilder(masked), sink, flush_seconds=config.telemetry.flush_seconds)
+
+
+class SpanSink(Protocol):
+    """Where built spans and observations go (the SDK adapter; a list in tests)."""
+
+    def spans(self, records: list[SpanRecord]) -> None: ...
+
+    def observe(self, observations: list[Observation]) -> None: ...
+
+    def shutdown(self, timeout: float) -> bool: ...
+
+    @property
+    def export_cpu(self) -> float:
+        """CPU seconds spent exporting so far (in the SDK's thread, competing for the GIL)."""
+        ...
+
+
+class TelemetryObserver:
+    """An `observers.Observer` that turns the traffic into spans beside the pumps."""
+
+    def __init__(self, builder: TraceBuilder, sink: SpanSink, *, flush_seconds: float = 2.0,
+                 queue_bytes: int = QUEUE_BYTES) -> None:
+        self.builder, self.sink = builder, sink
+        self.flush_seconds = flush_seconds
+        self._limit = queue_bytes
+        self._queue: deque[tuple[float, Any]] = deque()
+        self._queued = 0
+        self.dropped = 0  # reads (or findings) not turned into telemetry: the queue was full
+        self.lines = 0
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<TelemetryObserver queued={len(self._queue)} dropped={self.dropped} {self.builder!r}>"
+
+    # -- on the forwarding path -------------------------------------------------------------------
+
+    def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
+        size = 0
+        for fwd in forwards:
+            size += len(fwd.raw)
+        if self._queued + size > self._limit or self._closed:
+            self.dropped += 1
+            return
+        self._queued += size
+        self._queue.append((wall, forwards))
+
+    def finding(self, finding: Any, wall: float | None = None) -> None:
+        """Hook for the health watchdog: a finding (with `code`, `level`, `session` and
+        `message`) becomes an event on its session's span. Cheap; built with the traffic."""
+        if self._closed or len(self._queue) > 65536:
+            self.dropped += 1
+            return
+        self._queue.append((time.time() if wall is None else wall, finding))
+
+    # -- beside the pumps -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        exported = self.sink.export_cpu
+        while True:
+            await trio.sleep(DRAIN_INTERVAL)
+            while self._queue:
+                start = time.perf_counter()
+                self.drain(SLICE_SECONDS)
+                # Building here, and encoding in the SDK's export thread: both take the
+                # interpreter from the pumps, so both count against the share.
+                spent = time.perf_counter() - start + self.sink.export_cpu - exported
+                exported = self.sink.export_cpu
+                await trio.sleep(spent * (1 - SHARE) / SHARE)  # the pumps go first
+
+    def drain(self, seconds: float | None = None) -> None:
+        """Build what is queued (for about `seconds`, handing spans to the SDK included;
+        None: all of it), and hand it on."""
+        deadline = None if seconds is None else time.perf_counter() + seconds
+        counts: dict[tuple[str, str], int] = {}
+        observations: list[Observation] = []
+        while self._queue and (deadline is None or time.perf_counter() < deadline):
+            wall, item = self._queue.popleft()
+            if isinstance(item, Sequence):
+                for index, fwd in enumerate(item):
+                    if deadline is not None and index and time.perf_counter() >= deadline:
+                        self._queue.appendleft((wall, item[index:]))  # one read can hold 10,000 lines
+                        break
+                    self._queued -= len(fwd.raw)
+                    self._forward(wall, fwd, counts)
+                    if fwd.frame is not None:  # a parsed line may have ended spans
+                        spans, observed = self.builder.take()
+                        observations.extend(observed)
+                        if spans:
+                            self._hand(self.sink.spans, spans)
+            else:
+                self.builder.finding(wall, getattr(item, "session", None), str(getattr(item, "code", "")),
+                                     str(getattr(item, "level", "")), str(getattr(item, "message", "")))
+            spans, observed = self.builder.take()
+            observations.extend(observed)
+            if spans:
+                self._hand(self.sink.spans, spans)
+        spans, observed = self.builder.take()  # what `finish` ended
+        if spans:
+            self._hand(self.sink.spans, spans)
+        observations.extend(observed)
+        observations.extend(Observation(name, value, ((s.DIRECTION, direction),))
+                            for (name, direction), value in counts.items())
+        if observations:
+            self._hand(self.sink.observe, observations)
+
+    @staticmethod
+    def _hand(to: Callable[[Any], None], what: Any) -> None:
+        try:
+            to(what)
+        except Exception:  # the SDK must not take the bridge down
+            log.exception("telemetry: handing spans to the SDK failed")
+
+    def _forward(self, wall: float, fwd: Forward, counts: dict[tuple[str, str], int]) -> int:
+        """Build one forward; the number of lines parsed."""
+        direction = fwd.direction.value
+        if fwd.data:
+            key = (s.BYTES, direction)
+            counts[key] = counts.get(key, 0) + len(fwd.data)
+        frame = fwd.frame
+        if frame is None:
+            if fwd.verdict is Verdict.EMIT:
+                self._count(counts, direction, 1)
+                self.builder.feed(Seen(wall, direction, _loads(fwd.data), "emit", fwd.rules))
+                return 1
+            if fwd.verdict is Verdict.OPAQUE:  # a piece of a line over the parse limit
+                self._count(counts, direction, fwd.raw.endswith(b"\n"))
+                return 0
+            raw = fwd.raw
+            self._count(counts, direction, raw.count(b"\n") if fwd.untouched_lines else 1)
+            to_client = fwd.direction is Direction.TO_CLIENT
+            if not self._needed(raw, to_client):
+                return 0
+            parsed = 0
+            for line in complete_lines(raw) if fwd.untouched_lines else (raw,):
+                if self._needed(line, to_client):
+                    parsed += 1
+                    self.builder.feed(Seen(wall, direction, _loads(line)))
+            return parsed
+        if fwd.data:  # messages that went out (a dropped one did not)
+            self._count(counts, direction, 1)
+        sent = None
+        if fwd.verdict is Verdict.REWRITE and "system-prompt" in fwd.rules:
+            sent = _loads(fwd.data)
+        self.builder.feed(Seen(wall, frame.direction.value, frame.msg, fwd.verdict.value, fwd.rules, sent))
+        return 1
+
+    def _needed(self, raw: bytes, to_client: bool) -> bool:
+        if not to_client:
+            return CANCEL in raw
+        builder = self.builder
+        return (TOOL_CALL in raw or (builder.awaiting_idle and STATE_UPDATE in raw)
+                or (builder.awaiting_first_chunk and CHUNK in raw))
+
+    @staticmethod
+    def _count(counts: dict[tuple[str, str], int], direction: str, lines: int) -> None:
+        key = (s.MESSAGES, direction)
+        counts[key] = counts.get(key, 0) + lines
+
+    def close(self, wall: float, mono: float) -> None:
+        """Build what is left, end every open span at `wall`, and flush, within `flush_seconds`."""
+        self._closed = True
+        self.drain(CLOSE_SECONDS)
+        self.dropped += len(self._queue)
+        self._queue.clear()
+        self.builder.finish(wall)
+        self.drain()
+        if self.dropped:
+            log.warning("telemetry: %d reads were not turned into telemetry (its queue was full)", self.dropped)
+        self.sink.shutdown(self.flush_seconds)
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None

@@ -1,0 +1,93 @@
+"""A capture as telemetry: its records fed to the span builder with their recorded times.
+
+Owns: turning capture records (docs/capture-format.md) back into `Seen` messages, and
+`acp-bridge export CAPTURE --otlp`: the same spans a live bridge would have sent, with the
+times the capture recorded. Metrics are not sent (an OTLP metric carries the time it was
+collected, not a recorded one). Must never: write to the capture, or send content: a
+capture holds prompt text and tool output, and export sends none of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from acp_bridge.capture.reading import record_message
+from acp_bridge.core.protocol import Json
+from acp_bridge.telemetry.builder import TraceBuilder
+from acp_bridge.telemetry.spans import Seen, SpanRecord
+
+
+def seen_of(record: Json) -> Seen | None:
+    """The message a capture record holds, as telemetry sees it (None: not a message)."""
+    if record.get("type") != "message":
+        return None
+    wall = record.get("time")
+    direction = record.get("direction")
+    if not isinstance(wall, (int, float)) or isinstance(wall, bool) or direction not in ("to-agent", "to-client"):
+        return None
+    verdict = record.get("verdict", "pass")
+    rules = tuple(record.get("rules") or ())
+    msg: Any = record_message(record, "out" if verdict == "emit" else "raw")
+    sent = record_message(record, "out") if verdict == "rewrite" else None
+    return Seen(float(wall), direction, msg, verdict, rules, sent)
+
+
+def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None) -> Iterator[SpanRecord]:
+    """Every span of a capture's records, as they end; what is still open at the end record
+    (or the last message) ends there, marked unfinished."""
+    builder = builder or TraceBuilder()
+    last: float | None = None
+    for record in records:
+        if record.get("type") == "end" and isinstance(record.get("time"), (int, float)):
+            last = float(record["time"])
+            continue
+        seen = seen_of(record)
+        if seen is None:
+            continue
+        builder.feed(seen)
+        last = seen.wall if last is None else max(last, seen.wall)
+        yield from builder.take()[0]
+    if last is not None:
+        builder.finish(last)
+    yield from builder.take()[0]
+
+
+EXPORT_SECONDS = 15.0  # how long `export --otlp` waits for the collector at the end
+BATCH = 256  # spans handed to the SDK before waiting for it to send them (at most half its queue)
+
+
+def send_capture(records: Iterable[Json], name: str) -> tuple[int, str]:
+    """`export CAPTURE --otlp`: the exit status and the line to say on stderr. Spans go in
+    batches, each sent before the next (a capture can hold more spans than the SDK's queue);
+    once the collector has failed to take one, the rest are counted, not sent."""
+    from acp_bridge.errors import ConfigError
+    from acp_bridge.telemetry import missing_sdk
+
+    problem = missing_sdk()
+    if problem is not None:
+        return 2, problem
+    from acp_bridge.telemetry.sdk import ExportSettings, OtlpSink
+
+    try:
+        sink = OtlpSink(ExportSettings(metrics=False))
+    except ConfigError as exc:
+        return 2, str(exc)
+    built = 0
+    size = max(1, min(BATCH, sink.queue_size // 2))
+    batch: list[SpanRecord] = []
+    for span in capture_spans(records):
+        built += 1
+        if sink.failed:
+            continue
+        batch.append(span)
+        if len(batch) == size:
+            sink.spans(batch)
+            sink.flush()
+            batch = []
+    if batch and not sink.failed:
+        sink.spans(batch)
+    finished = sink.shutdown(EXPORT_SECONDS)
+    if sink.failed or not finished or sink.exported < built:
+        return 1, f"{name}: {sink.exported} of {built} spans taken by {sink.where}; the rest could not be sent"
+    return 0, f"{name}: sent {sink.exported} spans to {sink.where}"

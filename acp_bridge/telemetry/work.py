@@ -1,0 +1,84 @@
+"""The bridge's own work as span events: suggestion updates converted, dropped or sent, and
+the dialect that carried the system prompt (docs/telemetry.md, "Events").
+
+Owns: reading what the rules did from a line's verdict, its rules and what went out.
+Must never: look at lines no rule touched (the builder calls it only for those), do IO, or
+raise on any shape from the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from acp_bridge.core import protocol as p
+from acp_bridge.telemetry import spans as s
+from acp_bridge.telemetry.fields import add_event, suggestion_count
+from acp_bridge.telemetry.spans import Seen, SpanRecord
+
+SpanOf = Callable[[Any], SpanRecord | None]
+
+
+class BridgeWork:
+    """Events for what the rules did, on spans the builder looks up.
+
+    Args:
+        current: a session's open turn span, else its session span (None: unknown session).
+        session: a session's span.
+        request: the span of a request in flight, by (direction it went, id).
+    """
+
+    def __init__(self, current: SpanOf, session: SpanOf, request: Callable[[str, Any], SpanRecord | None]) -> None:
+        self.current, self.session, self.request = current, session, request
+        # A suggestion update just dropped: converted, if the bridge sends its other form next.
+        self._dropped: tuple[SpanRecord, float, dict[str, Any]] | None = None
+
+    def feed(self, seen: Seen) -> None:
+        msg = seen.msg if type(seen.msg) is dict else {}
+        params = msg.get("params")
+        session_id = params.get("sessionId") if type(params) is dict else None
+        if "suggestions" in seen.rules and seen.verdict in ("rewrite", "drop", "emit"):
+            self._suggestion(seen, session_id)
+        if "system-prompt" in seen.rules and seen.verdict == "rewrite":
+            self._system_prompt(seen, msg, session_id)
+
+    def _system_prompt(self, seen: Seen, msg: dict[str, Any], session_id: Any) -> None:
+        method = msg.get("method")
+        sent = seen.sent if type(seen.sent) is dict else {}
+        if method == p.SESSION_PROMPT:
+            dialect = "first-prompt"
+        elif p.get_path(sent, "params", p.SYSTEM_PROMPT) is not None:
+            dialect = "spec"
+        elif p.get_path(sent, "params", p.META, p.SYSTEM_PROMPT) is not None:
+            dialect = "meta"
+        else:
+            return
+        if method == p.SESSION_PROMPT:
+            span = self.current(session_id)
+            session = self.session(session_id)
+            if session is not None:
+                session.attributes.setdefault(s.DIALECT, dialect)
+        else:  # session setup: on its request span; the session takes it when it starts
+            span = self.request(seen.direction, msg.get("id"))
+            if span is not None:
+                span.attributes[s.DIALECT] = dialect
+        if span is not None:
+            add_event(span, "acp_bridge.system_prompt", seen.wall, {s.DIALECT: dialect})
+
+    def _suggestion(self, seen: Seen, session_id: Any) -> None:
+        """An event per suggestion update the bridge changed: converted (rewritten in place,
+        or dropped and sent again in the other form, in the same read), dropped, or sent by
+        the bridge itself (a withdrawal: `acp_bridge.suggestions` 0)."""
+        span = self.current(session_id)
+        if span is None:
+            return
+        count = suggestion_count(seen.msg)
+        last, self._dropped = self._dropped, None
+        if seen.verdict == "emit" and last is not None and last[0] is span and last[1] == seen.wall:
+            last[2].update({s.BRIDGE_ACTION: "converted", s.SUGGESTIONS: count})
+            return
+        action = {"rewrite": "converted", "drop": "dropped", "emit": "sent"}[seen.verdict]
+        attrs: dict[str, Any] = {s.BRIDGE_ACTION: action, s.SUGGESTIONS: count}
+        add_event(span, "acp_bridge.suggestion", seen.wall, attrs)
+        if seen.verdict == "drop":
+            self._dropped = (span, seen.wall, attrs)
