@@ -24,6 +24,9 @@ NOTE = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","
 TAG = b'{"jsonrpc":"2.0","id":"t","method":"tag","params":{}}\r\n'
 DROPPED = b'{"jsonrpc":"2.0","method":"drop","params":{"sessionId":"s2"}}\n'
 PING = b'{"jsonrpc":"2.0","method":"ping"}\n'
+# What begins every capture (readers that need a capture, such as `export`, check it).
+HEADER: dict[str, Any] = {"type": "header", "format": 1, "bridge": "0.1.0", "started": "2026-12-01T00:00:00Z",
+                          "time": 1_800_000_000.0, "mono": 0.0, "pid": 1, "argv": [], "config": "x", "redact": []}
 
 
 FIXED = [

@@ -16,7 +16,7 @@ import orjson
 import pytest
 import trio
 
-from tests.capture.samples import FIXED
+from tests.capture.samples import FIXED, HEADER
 from tests.conftest import agent_cmd
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is in the test extra")
@@ -76,7 +76,7 @@ async def test_the_relay_is_unaffected_when_the_collector_is_unreachable(how: st
 
 def test_export_says_when_the_collector_cannot_be_reached(tmp_path: Path) -> None:
     capture = tmp_path / "c.jsonl"
-    capture.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in FIXED))
+    capture.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in [HEADER, *FIXED]))
     with dead_endpoint("refused") as endpoint:
         env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         env.update(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_EXPORTER_OTLP_TIMEOUT="1")

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.capture.samples import HEADER
 from tests.conftest import TESTS
 
 acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test dependency")
@@ -247,7 +248,7 @@ def test_export_sends_a_capture_larger_than_the_sdks_queue(tmp_path: Path) -> No
                                        (0.25, "to-client", {"jsonrpc": "2.0", "id": i, "result": {}})):
             lines.append(orjson.dumps({"type": "message", "time": 1_800_000_000 + i + offset, "direction": direction,
                                        "verdict": "pass", "raw": orjson.dumps(msg).decode() + "\n"}))
-    capture.write_bytes(b"\n".join(lines) + b"\n")
+    capture.write_bytes(orjson.dumps(HEADER) + b"\n" + b"\n".join(lines) + b"\n")
     with running_collector() as collector:
         done = subprocess.run([sys.executable, "-m", "acp_bridge", "export", str(capture), "--otlp"],
                               env={**otel_env(collector), "OTEL_BSP_MAX_QUEUE_SIZE": "200",

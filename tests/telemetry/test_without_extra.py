@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.capture.samples import FIXED
+from tests.capture.samples import FIXED, HEADER
 from tests.conftest import agent_cmd
 
 BLOCKED = """
@@ -53,7 +53,7 @@ def test_export_otlp_without_the_extra_says_how_to_install_it(tmp_path: Path) ->
     capture = tmp_path / "c.jsonl"
     import orjson
 
-    capture.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in FIXED))
+    capture.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in [HEADER, *FIXED]))
     done = without_extra("export", str(capture), "--otlp")
     assert done.returncode == 2
     assert done.stderr.decode().endswith(HINT)
