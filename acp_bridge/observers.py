@@ -64,6 +64,10 @@ class FanOut:
 def build_observers(config: Config, capture: CaptureFile | None) -> list[Observer]:
     """The observers `config` asks for. Each is imported only when it is asked for."""
     observers: list[Observer] = []
+    if config.health.enabled:
+        from acp_bridge.health.watchdog import Watchdog
+
+        observers.append(Watchdog(config, capture))
     return observers
 
 

@@ -1,0 +1,236 @@
+"""The live watchdog: the findings engine fed from the forwarding path, as an `Observer`.
+
+Owns: turning each read's `Forward`s into engine events using only what the relay already
+parsed (requests and responses, with the relay's pairing; notifications a rule looked at;
+what the bridge wrote itself), plus the agent's unparsed lines that came alone and one line
+of each read that came in runs (a sample, for session ids and update shapes) and, toward
+the agent, the lines that name `session/cancel`; the one timer task; logging each finding
+once per code and session; and writing finding records to the capture.
+
+Must never: change, delay or reorder traffic, parse every line of a big read (of its runs
+of untouched lines, only the first line is looked at), or take the bridge down: a failure
+of its own turns it off for the rest of the connection (said once). Its timer task sleeps
+until the earliest deadline, and forever when nothing is pending.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from acp_bridge.config import Config
+from acp_bridge.core.forward import Forward, Verdict, complete_lines
+from acp_bridge.core.frames import Direction, Frame, Kind, classify
+from acp_bridge.health.engine import Engine
+from acp_bridge.health.findings import Finding, Level
+
+if TYPE_CHECKING:
+    from acp_bridge.capture.writer import CaptureFile
+
+log = logging.getLogger("acp_bridge.health")
+
+TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
+REQUEST, RESPONSE, NOTIFICATION = Kind.REQUEST, Kind.RESPONSE, Kind.NOTIFICATION
+EMIT, OPAQUE, REWRITE = Verdict.EMIT, Verdict.OPAQUE, Verdict.REWRITE
+INF = math.inf
+_LOG_LEVEL = {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING, Level.ERROR: logging.ERROR}
+
+
+class Watchdog:
+    """Findings while the bridge runs (docs/health.md): in the log and the capture."""
+
+    def __init__(self, config: Config, capture: CaptureFile | None = None) -> None:
+        self.engine = Engine(config.health, notify=1)
+        self.engine.listeners.append(self._told)
+        self.capture = capture
+        self.off = False
+        self._wake = INF  # the monotonic time the timer task sleeps until
+        self._scope: trio.CancelScope | None = None
+        self._base: int | None = capture.encoder.seq if capture is not None else None
+        self._cursor = (0, 0)  # (forwards counted, seq after them) within the current read
+
+    def __repr__(self) -> str:
+        return f"<Watchdog {self.engine!r} wake={self._wake} off={self.off}>"
+
+    # -- the forwarding path ------------------------------------------------------------------
+
+    def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
+        if self.off or not forwards:
+            return
+        try:
+            self._record(mono, forwards)
+            soonest = self.engine.soonest
+            if soonest < self._wake:
+                self._reschedule(soonest)
+        except Exception:
+            self.off = True
+            log.exception("health: the watchdog failed and is off for the rest of this connection "
+                          "(traffic is not affected)")
+        capture = self.capture
+        if capture is not None:
+            self._base = capture.encoder.seq if capture.fd is not None else None
+
+    def _record(self, mono: float, forwards: Sequence[Forward]) -> None:
+        engine = self.engine
+        first = forwards[0]
+        source = first.frame.direction if first.frame is not None else first.direction
+        if source is TO_CLIENT and first.verdict is not EMIT:
+            engine.last_out = mono
+        if self._base is not None:
+            self._cursor = (0, self._base)
+        sampled = source is TO_AGENT
+        seq: int | None = None
+        for index, fwd in enumerate(forwards):
+            frame = fwd.frame
+            if frame is None:
+                verdict = fwd.verdict
+                if verdict is EMIT:
+                    self._emitted(fwd, mono, forwards, index)
+                elif verdict is OPAQUE:
+                    pass
+                elif source is TO_AGENT:
+                    if b"session/cancel" in fwd.raw:
+                        self._lines(fwd, b"session/cancel", mono, forwards, index)
+                elif engine.watching_cancel and b'"state_update"' in fwd.raw:
+                    self._lines(fwd, b'"state_update"', mono, forwards, index)
+                elif not fwd.untouched_lines:  # a line that came alone (a small read): parsed
+                    self._lines(fwd, None, mono, forwards, index)
+                elif not sampled:  # of the runs of a big read, one line: session ids, update shapes
+                    sampled = True
+                    self._lines(fwd, None, mono, forwards, index)
+                continue
+            if self._base is not None:
+                seq = self._seq_before(forwards, index) + 1
+            kind = frame.kind
+            msg = frame.msg
+            if kind is REQUEST:
+                engine.request(frame.direction, msg, mono, seq)  # type: ignore[arg-type]
+            elif kind is RESPONSE:
+                engine.response(frame.direction, msg, mono, fwd.request is not None, seq)  # type: ignore[arg-type]
+            elif kind is NOTIFICATION:
+                engine.notification(frame.direction, msg, mono, seq)  # type: ignore[arg-type]
+            elif frame.batch is not None:
+                self._batch(frame, mono, seq)
+            if fwd.rules and fwd.verdict is REWRITE and "system-prompt" in fwd.rules:
+                out = classify(frame.direction, fwd.data).msg
+                engine.system_prompt_sent(frame.method, out, None, mono, seq)
+
+    def _emitted(self, fwd: Forward, mono: float, forwards: Sequence[Forward], index: int) -> None:
+        """A message the bridge wrote: its answers settle requests (it answered them)."""
+        frame = classify(fwd.direction, fwd.data)
+        if frame.kind is RESPONSE and frame.msg is not None:
+            seq = None if self._base is None else self._seq_before(forwards, index) + 1
+            self.engine.response(fwd.direction, frame.msg, mono, True, seq)
+
+    def _lines(self, fwd: Forward, needle: bytes | None, mono: float, forwards: Sequence[Forward],
+               index: int) -> None:
+        """Parse the lines of an unparsed forward that hold `needle` (None: only the first)."""
+        if fwd.untouched_lines:
+            if needle is None:
+                lines = [fwd.raw[:fwd.raw.find(b"\n") + 1]]
+            else:
+                lines = complete_lines(fwd.raw)
+        else:
+            lines = [fwd.raw]
+        before = None if self._base is None else self._seq_before(forwards, index)
+        for number, line in enumerate(lines, 1):
+            if needle is not None and needle not in line:
+                continue
+            frame = classify(fwd.direction, line)
+            if frame.kind is NOTIFICATION and frame.msg is not None:
+                self.engine.notification(fwd.direction, frame.msg, mono, None if before is None else before + number)
+
+    def _batch(self, frame: Frame, mono: float, seq: int | None) -> None:
+        for element in frame.batch or ():
+            if not isinstance(element, dict) or "id" not in element:
+                continue
+            if isinstance(element.get("method"), str):
+                self.engine.request(frame.direction, element, mono, seq)
+            elif "result" in element or "error" in element:
+                self.engine.response(frame.direction, element, mono, True, seq)
+
+    def _seq_before(self, forwards: Sequence[Forward], index: int) -> int:
+        """The capture's seq before `forwards[index]`'s records (counted once per read)."""
+        counted, seq = self._cursor
+        while counted < index:
+            fwd = forwards[counted]
+            if fwd.verdict is OPAQUE:
+                seq += not fwd.raw or fwd.raw.endswith(b"\n")
+            elif fwd.untouched_lines:
+                seq += fwd.raw.count(b"\n")
+            else:
+                seq += 1
+            counted += 1
+        self._cursor = (counted, seq)
+        return seq
+
+    # -- findings ------------------------------------------------------------------------------
+
+    def _told(self, finding: Finding) -> None:
+        where = f" (session {finding.session})" if finding.session is not None else ""
+        log.log(_LOG_LEVEL[finding.level], "health: %s %s: %s%s", finding.level.label, finding.code,
+                finding.text, where)
+        capture = self.capture
+        if capture is not None and capture.fd is not None:
+            capture.write_record(finding.record(time.time() - time.monotonic() + finding.at))
+
+    # -- timers --------------------------------------------------------------------------------
+
+    def _reschedule(self, due: float) -> None:
+        self._wake = due
+        if self._scope is not None:
+            self._scope.deadline = trio.current_time() + (due - time.monotonic())
+
+    async def run(self) -> None:
+        while True:
+            with trio.CancelScope() as scope:
+                self._scope = scope
+                if self._wake < INF:
+                    scope.deadline = trio.current_time() + (self._wake - time.monotonic())
+                await trio.sleep_forever()
+            self._scope = None
+            if self.off:
+                self._wake = INF
+                continue
+            try:
+                self._wake = self.engine.advance(time.monotonic())
+            except Exception:
+                self.off = True
+                self._wake = INF
+                log.exception("health: the watchdog failed and is off for the rest of this connection")
+
+    def close(self, wall: float, mono: float) -> None:
+        """Report what was overdue at the end, and how often each finding came in all."""
+        if self.off:
+            return
+        self.engine.finish(mono)
+        capture = self.capture
+        for (code, _), count in self.engine.counts.items():
+            if count > 1:
+                log.info("health: %s came %d times", code, count)
+        if capture is None or capture.fd is None:
+            return
+        for (code, session), count in self.engine.counts.items():
+            if count > 1:
+                capture.write_record({"type": "finding", "time": wall, "mono": mono, "code": code,
+                                      "level": self.engine_level(code), "session": _session_text(session),
+                                      "message": f"{count} occurrences in all", "about": None, "count": count,
+                                      "total": True})
+
+    @staticmethod
+    def engine_level(code: str) -> str:
+        from acp_bridge.health.findings import CODES
+
+        return CODES[code].level.label
+
+
+def _session_text(key: object) -> object:
+    """A session key (type, value) back to the value it stands for."""
+    if isinstance(key, tuple) and len(key) == 2:
+        return key[1] if isinstance(key[1], (str, int, float)) else None
+    return key
