@@ -6,15 +6,19 @@ ignored cancels, v1 shapes on v2, the migration facts), counting each code per s
 and telling listeners. Fed the same way live (`watchdog`, from what the relay already
 parsed) and post hoc (`posthoc`, from every record of a capture).
 
+Requests in flight are not tracked here but read from a `core.session.Session`: the relay's
+own live (so the forwarding path pays nothing per request for the timers), one kept by the
+caller post hoc. Timers are one scan of that table when the earliest deadline has come.
+
 Must never: do IO, read a clock (every call says when), parse bytes (it is given parsed
-messages), or grow without bound: requests tracked, sessions known and codes counted are
-capped, and what is past a cap is counted, not remembered.
+messages), or grow without bound: what it remembers beside the session (reported requests,
+seqs, sessions known, codes counted) is capped or pruned, and what is past a cap is counted.
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,6 +26,7 @@ from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction, brief, id_key
 from acp_bridge.core.protocol import Json
+from acp_bridge.core.session import Pending, Session
 from acp_bridge.health.findings import CODES, Finding
 
 TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
@@ -42,25 +47,6 @@ V1_ONLY_UPDATES = frozenset({"current_mode_update", "tool_call", "plan"})
 Listener = Callable[[Finding], None]
 
 
-class _Request:
-    __slots__ = ("at", "direction", "id", "method", "seq", "session")
-
-    def __init__(self, direction: Direction, id_: Any, method: Any, session: Any, at: float,
-                 seq: int | None) -> None:
-        self.direction, self.id, self.method, self.session, self.at, self.seq = (
-            direction, id_, method, session, at, seq)
-
-
-class _Queue:
-    """Requests with one threshold, oldest first (so the first is the next due)."""
-
-    __slots__ = ("code", "entries", "from_output", "seconds")
-
-    def __init__(self, seconds: float, code: str, from_output: bool) -> None:
-        self.seconds, self.code, self.from_output = seconds, code, from_output
-        self.entries: OrderedDict[Any, _Request] = OrderedDict()
-
-
 class Engine:
     """Findings from one connection's traffic, in the order it went by.
 
@@ -71,43 +57,48 @@ class Engine:
         max_tracked, max_sessions, max_counted: memory caps (see the module docstring).
     """
 
-    def __init__(self, config: HealthConfig | None = None, *, notify: int = 1, max_tracked: int = 100_000,
-                 max_sessions: int = 100_000, max_counted: int = 10_000) -> None:
+    def __init__(self, config: HealthConfig | None = None, session: Session | None = None, *, notify: int = 1,
+                 max_tracked: int = 100_000, max_sessions: int = 100_000, max_counted: int = 10_000) -> None:
         self.config = config or HealthConfig()
+        self.session = session if session is not None else Session()  # requests in flight
         self.notify = notify
         self.listeners: list[Listener] = []  # called with each finding told (OpenTelemetry can add one)
         self.counts: dict[tuple[str, Any], int] = {}
         self.max_tracked, self.max_sessions, self.max_counted = max_tracked, max_sessions, max_counted
-        self.untracked = 0  # requests past the cap: not timed
         self.last_out = -INF  # when the agent last wrote anything (the prompt's clock)
-        self.soonest = INF  # no timer is due before this (lowered as timers are added)
+        self.soonest = INF  # the next timer is not due before this
         self.client_init: Json | None = None
         self.agent_init: Json | None = None
         self.version: int | None = None
-        self._pending: dict[Any, _Request] = {}
-        self._queues: dict[tuple[Direction, str], _Queue | None] = {}
-        self._by_seconds: dict[tuple[float, str, bool], _Queue] = {}
-        self._answered: set[Any] = set()  # recently answered keys, two generations
-        self._answered_old: set[Any] = set()
-        self._reused: dict[Any, int] = {}  # keys with extra requests in flight
+        self.seqs: dict[int, int] = {}  # id(Pending) -> seq of its record, when known
+        self._reported: dict[int, Pending] = {}  # overdue requests already reported (kept: ids stay unique)
+        self._reused: dict[int, Pending] = {}  # requests with a reused id already reported
+        self._recent: deque[Pending] = deque(maxlen=256)  # answered requests: a second answer is a duplicate
+        self._thresholds: dict[tuple[Direction, Any], float] = {}
+        config = self.config
+        # The shortest threshold there is: nothing can be due sooner after a request.
+        self.min_threshold = min((v for v in (config.request_seconds, config.prompt_seconds,
+                                              config.client_request_seconds, *config.methods.values()) if v > 0),
+                                 default=INF)
         self._sessions: dict[Any, bool] = {}  # True open, False closed
         self._sessions_full = False
         self._opening = 0  # session/new and session/fork in flight
         self._maybe: dict[Any, tuple[Any, float, int | None]] = {}  # updates for a session being created
         self._cancels: OrderedDict[Any, tuple[Any, float, int | None]] = OrderedDict()
         self._running: dict[Any, bool] = {}  # v2: the last state_update of a session said running
-        self._prompts: dict[Any, Any] = {}  # v1: session key -> key of its prompt in flight
 
     def __repr__(self) -> str:
-        return (f"<Engine pending={len(self._pending)} sessions={len(self._sessions)} "
+        return (f"<Engine {self.session!r} sessions={len(self._sessions)} "
                 f"findings={sum(self.counts.values())}>")
 
     # -- findings ---------------------------------------------------------------------------
 
-    def found(self, code: str, session: Any, at: float, seq: int | None, text: str, *,
+    def found(self, code: str, session: Any, at: float, seq: int | None, text: str, *args: Any,
               direction: Direction | None = None, method: str | None = None, id_: Any = None) -> None:
-        """Count one occurrence; tell the listeners about the first `notify` of its code and session."""
-        key = (code, _session_key(session))
+        """Count one occurrence; tell the listeners about the first `notify` of its code and
+        session. With `args`, `text` is a `str.format` template for them (shown briefly),
+        filled in only when a listener is told: most occurrences are only counted."""
+        key: tuple[str, Any] = (code, None if session is None else id_key(session))
         n = self.counts.get(key)
         if n is None:
             if len(self.counts) >= self.max_counted:
@@ -119,120 +110,102 @@ class Engine:
         self.counts[key] = n
         if n > self.notify or not self.listeners:
             return
+        if args:
+            text = text.format(*(_brief(arg) for arg in args))
         finding = Finding(code, CODES[code].level, _plain(session), text, at, seq,
                           None if direction is None else direction.value, method, _plain(id_), n)
         for listener in self.listeners:
             listener(finding)
 
     # -- requests and responses --------------------------------------------------------------
+    # The session pairs them; these calls are for what the pairing teaches.
 
-    def request(self, direction: Direction, msg: Json, at: float, seq: int | None = None) -> float:
-        """A request went by; return when its timer is due (INF: none)."""
-        id_ = msg.get("id")
-        method = msg.get("method")
-        key = (direction, id_key(id_))
-        if key in self._pending:
-            self._reused[key] = self._reused.get(key, 0) + 1
-            self.found("request-id-reused", _session_of(msg), at, seq,
-                       f"request {method} reuses id {_brief(id_)}, still in flight",
-                       direction=direction, method=method, id_=id_)
-            return INF
-        if method in _SPECIAL:
-            self._special_request(direction, method, msg, at, seq)
-        queue = self._queues.get((direction, method), _UNSET) if isinstance(method, str) else None
-        if queue is _UNSET:
-            queue = self._queue_for(direction, method)
-        if len(self._pending) >= self.max_tracked:
-            self.untracked += 1
-            return INF
-        request = _Request(direction, id_, method, _session_of(msg), at, seq)
-        self._pending[key] = request
-        if method == p.SESSION_PROMPT and direction is TO_AGENT:
-            self._prompts[_session_key(request.session)] = key
-        if queue is None:
-            return INF
-        queue.entries[key] = request
-        if len(queue.entries) == 1:
-            due: float = at + queue.seconds
-            self.soonest = min(self.soonest, due)
-            return due
-        return INF
+    def request(self, pending: Pending, seq: int | None = None, msg: Json | None = None) -> None:
+        """A request went by (live: only those whose method is in SPECIAL; the timers read
+        the rest from the session)."""
+        if seq is not None and len(self.seqs) < self.max_tracked:
+            self.seqs[id(pending)] = seq
+        if pending.method in SPECIAL:
+            self._special_request(pending, msg or {}, seq)
 
-    def response(self, direction: Direction, msg: Json, at: float, paired: bool,
-                 seq: int | None = None) -> None:
-        """A response went by. `paired`: the relay matched it with a request (perhaps one
-        this engine never saw: a line over the parse limit, a batch)."""
-        id_ = msg.get("id")
-        if "result" in msg and "error" in msg:
-            self.found("response-result-and-error", None, at, seq,
-                       f"response {_brief(id_)} has both result and error", direction=direction, id_=id_)
-        key = (direction.reverse, id_key(id_))
-        request = self._pending.pop(key, None)
-        if request is None:
-            extra = self._reused.get(key)
-            if extra:
-                if extra == 1:
-                    del self._reused[key]
-                else:
-                    self._reused[key] = extra - 1
-            elif not paired and not self.untracked:
-                if key in self._answered or key in self._answered_old:
-                    self.found("response-duplicate", None, at, seq,
-                               f"a second response for id {_brief(id_)}", direction=direction, id_=id_)
-                else:
-                    self.found("response-unknown-id", None, at, seq,
-                               f"response for id {_brief(id_)}, which no request in flight has",
-                               direction=direction, id_=id_)
-            self._remember(key)
+    def answered(self, pending: Pending, msg: Json, at: float, seq: int | None = None) -> None:
+        """A response the session paired with `pending` (live: only when SPECIAL has its
+        method, or a cancel is waiting)."""
+        self._recent.append(pending)
+        method = pending.method
+        if method in SPECIAL:
+            self._special_response(pending, msg, at, seq)
+        elif self._cancels and method == p.SESSION_PROMPT and pending.origin is TO_AGENT:
+            self._prompt_answered(pending, msg, at, seq)
+
+    def unpaired(self, direction: Direction, id_: Any, at: float, seq: int | None = None) -> None:
+        """A response that answers no request in flight: a second answer, or one for an id
+        nobody asked."""
+        recent = self._recent
+        if recent:
+            origin = direction.reverse
+            if any(r.id == id_ and r.origin is origin and type(r.id) is type(id_) for r in recent):
+                self.found("response-duplicate", None, at, seq, "a second response for id {}", id_,
+                           direction=direction, id_=id_)
+                return
+        counts = self.counts
+        n = counts.get(_UNKNOWN_ID)
+        if n is not None and n >= self.notify:  # told already: only counted (a peer may send thousands)
+            counts[_UNKNOWN_ID] = n + 1
             return
-        self._remember(key)
-        method = request.method
-        queue = self._queues.get((request.direction, method))
-        if queue is not None:
-            queue.entries.pop(key, None)
-        if method in _SPECIAL:
-            self._special_response(request, msg, at, seq)
+        self.found("response-unknown-id", None, at, seq, "response for id {}, which no request in flight has",
+                   id_, direction=direction, id_=id_)
 
-    def _remember(self, key: Any) -> None:
-        answered = self._answered
-        answered.add(key)
-        if len(answered) > 4096:
-            self._answered_old, self._answered = answered, set()
+    def result_and_error(self, direction: Direction, id_: Any, at: float, seq: int | None = None) -> None:
+        self.found("response-result-and-error", None, at, seq, "response {} has both result and error", id_,
+                   direction=direction, id_=id_)
 
-    def _queue_for(self, direction: Direction, method: Any) -> _Queue | None:
-        config = self.config
-        seconds = _threshold(config, direction, method)
-        from_output = method == p.SESSION_PROMPT and direction is TO_AGENT
-        if direction is TO_AGENT:
-            code = "prompt-stalled" if from_output else "request-unanswered"
-        else:
-            code = "client-request-unanswered"
-        queue = None
-        if seconds > 0:
-            shared = (seconds, code, from_output)
-            queue = self._by_seconds.get(shared)
-            if queue is None:
-                queue = self._by_seconds[shared] = _Queue(seconds, code, from_output)
-        if len(self._queues) < 1000:  # methods are the peer's to choose: cache a bounded number
-            self._queues[(direction, method)] = queue
-        return queue
+    def reused(self, at: float) -> None:
+        """Look for requests that came with the id of one still in flight from the same side
+        (the session keeps them waiting behind it); each is reported once."""
+        for pending in self.session.reused():
+            if id(pending) not in self._reused and len(self._reused) < self.max_tracked:
+                self._reused[id(pending)] = pending
+                self.found("request-id-reused", pending.session_id, at, self.seqs.get(id(pending)),
+                           "request {} reuses id {}, still in flight", pending.method, pending.id,
+                           direction=pending.origin, method=pending.method, id_=pending.id)
+
+    def threshold(self, origin: Direction, method: Any) -> float:
+        key = (origin, method)
+        seconds = self._thresholds.get(key)
+        if seconds is None:
+            seconds = _threshold(self.config, origin, method)
+            if len(self._thresholds) < 1000:  # methods are the peer's to choose: cache a bounded number
+                self._thresholds[key] = seconds
+        return seconds
 
     # -- timers -----------------------------------------------------------------------------
 
     def advance(self, now: float) -> float:
-        """Report every timer due by `now`; return when the next one is due (INF: none)."""
+        """Report every request and cancel overdue by `now` (one scan of the requests in
+        flight); return when the next one is due (INF: none)."""
         nearest = INF
-        for queue in self._by_seconds.values():
-            entries = queue.entries
-            while entries:
-                key, request = next(iter(entries.items()))
-                start = max(request.at, self.last_out) if queue.from_output else request.at
-                due = start + queue.seconds
-                if due > now:
-                    nearest = min(nearest, due)
-                    break
-                del entries[key]  # still in flight: an answer later is no finding of its own
-                self._overdue(queue, request, now)
+        in_flight = self.session.pending(TO_AGENT) + self.session.pending(TO_CLIENT)
+        reported = self._reported
+        last_out = self.last_out
+        for pending in in_flight:
+            if id(pending) in reported:
+                continue
+            seconds = self.threshold(pending.origin, pending.method)
+            if seconds <= 0:
+                continue
+            prompt = pending.method == p.SESSION_PROMPT and pending.origin is TO_AGENT
+            due = (max(pending.at, last_out) if prompt else pending.at) + seconds
+            if due > now:
+                nearest = min(nearest, due)
+            elif len(reported) < self.max_tracked:
+                reported[id(pending)] = pending
+                self._overdue(pending, prompt, now)
+        if reported or self.seqs or self._reused:  # forget what is no longer in flight
+            alive = {id(r) for r in in_flight}
+            for table in (reported, self.seqs, self._reused):
+                for gone in [k for k in table if k not in alive]:
+                    del table[gone]
         while self._cancels:
             key, (session, at, seq) = next(iter(self._cancels.items()))
             due = at + self.config.cancel_seconds
@@ -241,23 +214,34 @@ class Engine:
                 break
             del self._cancels[key]
             self.found("cancel-ignored", session, now, seq,
-                       f"session/cancel for {_brief(session)} was not followed by stopReason "
-                       f"cancelled within {self.config.cancel_seconds:g}s", direction=TO_AGENT,
-                       method=p.SESSION_CANCEL)
+                       "session/cancel for {} was not followed by stopReason cancelled within {}s", session,
+                       f"{self.config.cancel_seconds:g}", direction=TO_AGENT, method=p.SESSION_CANCEL)
         self.soonest = nearest
         return nearest
 
-    def _overdue(self, queue: _Queue, request: _Request, now: float) -> None:
-        waited = now - request.at
-        if queue.from_output:
-            text = (f"session/prompt {_brief(request.id)} unanswered for {waited:.0f}s, the agent silent for "
-                    f"{now - max(request.at, self.last_out):.0f}s")
-        elif request.direction is TO_AGENT:
-            text = f"{request.method} {_brief(request.id)} unanswered by the agent for {waited:.0f}s"
+    def late(self, pending: Pending, now: float) -> None:
+        """`pending` is answered at `now`: report it if it was overdue by then and no scan
+        reported it (post hoc, where scans are spaced out)."""
+        if self._reported.pop(id(pending), None) is pending:
+            return
+        seconds = self.threshold(pending.origin, pending.method)
+        prompt = pending.method == p.SESSION_PROMPT and pending.origin is TO_AGENT
+        if seconds > 0 and (max(pending.at, self.last_out) if prompt else pending.at) + seconds <= now:
+            self._overdue(pending, prompt, now)
+
+    def _overdue(self, pending: Pending, prompt: bool, now: float) -> None:
+        origin, id_, method, at = pending.origin, pending.id, pending.method, pending.at
+        waited = f"{now - at:.0f}"
+        if prompt:
+            code, text = "prompt-stalled", "session/prompt {} unanswered for {}s, the agent silent for {}s"
+            args: tuple[Any, ...] = (id_, waited, f"{now - max(at, self.last_out):.0f}")
+        elif origin is TO_AGENT:
+            code, text, args = "request-unanswered", "{} {} unanswered by the agent for {}s", (method, id_, waited)
         else:
-            text = f"{request.method} {_brief(request.id)} from the agent unanswered by the client for {waited:.0f}s"
-        self.found(queue.code, request.session, now, request.seq, text, direction=request.direction,
-                   method=request.method, id_=request.id)
+            code, text = "client-request-unanswered", "{} {} from the agent unanswered by the client for {}s"
+            args = (method, id_, waited)
+        self.found(code, pending.session_id, now, self.seqs.get(id(pending)), text, *args, direction=origin,
+                   method=method, id_=id_)
 
     @property
     def watching_cancel(self) -> bool:
@@ -279,7 +263,7 @@ class Engine:
         update = params.get("update") if isinstance(params, dict) else None
         if session is None or not isinstance(update, dict):
             missing = "params" if not isinstance(params, dict) else "sessionId" if session is None else "update"
-            self.found("update-malformed", session, at, seq, f"session/update without {missing} (an object)",
+            self.found("update-malformed", session, at, seq, "session/update without {} (an object)", missing,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
             return
         skey = _session_key(session)
@@ -290,11 +274,11 @@ class Engine:
                     self._maybe.setdefault(skey, (session, at, seq))
             else:
                 self.found("update-unknown-session", session, at, seq,
-                           f"session/update for {_brief(session)}, which was never created, loaded or resumed",
+                           "session/update for {}, which was never created, loaded or resumed", session,
                            direction=TO_CLIENT, method=p.SESSION_UPDATE)
         elif state is False:
             self.found("update-closed-session", session, at, seq,
-                       f"session/update for {_brief(session)} after its session/close",
+                       "session/update for {} after its session/close", session,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
         kind = update.get("sessionUpdate")
         if kind == p.SESSION_INFO_UPDATE:
@@ -319,7 +303,7 @@ class Engine:
                     if update.get("stopReason") != "cancelled":
                         self._ignored(session, at, seq, update.get("stopReason"))
         elif kind in V1_ONLY_UPDATES and self.version is not None and self.version >= 2:
-            self.found("v1-shape-on-v2", session, at, seq, f"update kind {kind}, removed in v2",
+            self.found("v1-shape-on-v2", session, at, seq, "update kind {}, removed in v2", kind,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
 
     def _cancel(self, msg: Json, at: float, seq: int | None) -> None:
@@ -327,20 +311,21 @@ class Engine:
         skey = _session_key(session)
         if self.version is not None and self.version >= 2:
             watch = self._running.get(skey, False)  # v2: only a running turn answers a cancel
-        else:
-            watch = self._prompts.get(skey) in self._pending
+        else:  # v1: a prompt of that session in flight
+            watch = bool(self.session.in_flight(p.SESSION_PROMPT, session))
         if watch and skey not in self._cancels and len(self._cancels) < 10_000:
             self._cancels[skey] = (session, at, seq)
             self.soonest = min(self.soonest, at + self.config.cancel_seconds)
 
     def _ignored(self, session: Any, at: float, seq: int | None, reason: Any) -> None:
         self.found("cancel-ignored", session, at, seq,
-                   f"the turn cancelled with session/cancel ended with stopReason {_brief(reason)}, "
-                   f"not cancelled", direction=TO_AGENT, method=p.SESSION_CANCEL)
+                   "the turn cancelled with session/cancel ended with stopReason {}, not cancelled", reason,
+                   direction=TO_AGENT, method=p.SESSION_CANCEL)
 
     # -- requests that teach something --------------------------------------------------------
 
-    def _special_request(self, direction: Direction, method: str, msg: Json, at: float, seq: int | None) -> None:
+    def _special_request(self, pending: Pending, msg: Json, seq: int | None) -> None:
+        direction, method, session, at = pending.origin, pending.method, pending.session_id, pending.at
         if method == p.INITIALIZE and direction is TO_AGENT:
             params = msg.get("params")
             self.client_init = params if isinstance(params, dict) else {}
@@ -351,17 +336,17 @@ class Engine:
                            "the client is JetBrains AIR only (legacy suggestion form, no session.promptSuggestions)",
                            direction=direction, method=method)
         elif method in SESSION_REOPENERS and direction is TO_AGENT:
-            self._open(p.get_path(msg, "params", "sessionId"))
+            self._open(session)
         elif method in SESSION_OPENERS and direction is TO_AGENT:
             self._opening += 1
         if method in V1_ONLY_METHODS and self.version is not None and self.version >= 2:
-            self.found("v1-shape-on-v2", _session_of(msg), at, seq, f"method {method}, removed in v2",
+            self.found("v1-shape-on-v2", session, at, seq, "method {}, removed in v2", method,
                        direction=direction, method=method)
 
-    def _special_response(self, request: _Request, msg: Json, at: float, seq: int | None) -> None:
+    def _special_response(self, request: Pending, msg: Json, at: float, seq: int | None) -> None:
         method = request.method
         result = msg.get("result")
-        if method == p.INITIALIZE and request.direction is TO_AGENT and isinstance(result, dict):
+        if method == p.INITIALIZE and request.origin is TO_AGENT and isinstance(result, dict):
             self.agent_init = result
             version = result.get("protocolVersion")
             self.version = version if isinstance(version, int) and not isinstance(version, bool) else None
@@ -370,7 +355,7 @@ class Engine:
                 old += [k for k in ("clientCapabilities", "clientInfo") if k in (self.client_init or {})]
                 if old:
                     self.found("v1-shape-on-v2", None, at, seq, f"v1 initialize keys on v2: {', '.join(old)}",
-                               direction=request.direction, method=method)
+                               direction=request.origin, method=method)
         elif method in SESSION_OPENERS:
             self._opening = max(0, self._opening - 1)
             created = p.get_path(result, "sessionId")
@@ -380,17 +365,18 @@ class Engine:
             if not self._opening:
                 self._flush_maybe()
         elif method == p.SESSION_CLOSE and "result" in msg:
-            skey = _session_key(request.session)
+            skey = _session_key(request.session_id)
             if skey in self._sessions:
                 self._sessions[skey] = False
-        elif method == p.SESSION_PROMPT and request.direction is TO_AGENT:
-            skey = _session_key(request.session)
-            self._prompts.pop(skey, None)
-            if skey in self._cancels and (self.version is None or self.version < 2):
-                del self._cancels[skey]
-                reason = p.get_path(result, "stopReason")
-                if reason != "cancelled":
-                    self._ignored(request.session, at, seq, reason if "result" in msg else "(an error)")
+
+    def _prompt_answered(self, request: Pending, msg: Json, at: float, seq: int | None) -> None:
+        """v1: the answer to a cancelled prompt must say `cancelled`."""
+        skey = _session_key(request.session_id)
+        if skey in self._cancels and (self.version is None or self.version < 2):
+            del self._cancels[skey]
+            reason = p.get_path(msg.get("result"), "stopReason")
+            if reason != "cancelled":
+                self._ignored(request.session_id, at, seq, reason if "result" in msg else "(an error)")
 
     def _open(self, session: Any) -> None:
         if session is None:
@@ -405,7 +391,7 @@ class Engine:
         for skey, (session, at, seq) in maybe.items():
             if skey not in self._sessions:
                 self.found("update-unknown-session", session, at, seq,
-                           f"session/update for {_brief(session)}, which was never created, loaded or resumed",
+                           "session/update for {}, which was never created, loaded or resumed", session,
                            direction=TO_CLIENT, method=p.SESSION_UPDATE)
 
     # -- what the rules did --------------------------------------------------------------------
@@ -432,8 +418,9 @@ class Engine:
 
 
 _UNSET: Any = object()
-_SPECIAL = frozenset({p.INITIALIZE, p.SESSION_CLOSE, p.SESSION_PROMPT, *SESSION_OPENERS, *SESSION_REOPENERS,
-                      *V1_ONLY_METHODS})
+_UNKNOWN_ID = ("response-unknown-id", None)
+# Methods whose requests or answers teach the engine something (capabilities, sessions).
+SPECIAL = frozenset({p.INITIALIZE, p.SESSION_CLOSE, *SESSION_OPENERS, *SESSION_REOPENERS, *V1_ONLY_METHODS})
 
 
 def system_prompt_dialect(method: str | None, out: Any) -> str | None:
@@ -475,4 +462,8 @@ def _plain(value: Any) -> Any:
 
 
 def _brief(value: Any) -> str:
-    return value if isinstance(value, str) and len(value) <= 60 else brief(value)
+    if isinstance(value, str) and len(value) <= 60:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return brief(value)

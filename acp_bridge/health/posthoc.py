@@ -19,10 +19,15 @@ from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction
 from acp_bridge.core.protocol import Json
+from acp_bridge.core.session import Pending
 from acp_bridge.health.engine import Engine, system_prompt_dialect
 from acp_bridge.health.findings import CODES, Finding, Level
 
 KEPT = 50  # occurrences kept per code and session (the rest are counted)
+# Timers are checked at most once per second of capture time: each check scans the requests
+# in flight, and a capture with many unanswered requests would otherwise take quadratic time.
+SCAN_EVERY = 1.0
+INF = float("inf")
 _DIRECTIONS = {"to-agent": Direction.TO_AGENT, "to-client": Direction.TO_CLIENT}
 
 
@@ -102,9 +107,10 @@ def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = No
     """The findings and migration report of one capture's records, in file order."""
     report = Report(path)
     engine = Engine(config, notify=KEPT, max_tracked=10_000_000, max_sessions=10_000_000,
-                    max_counted=1_000_000)
+                    max_counted=1_000_000)  # its own session pairs as the relay did
     engine.listeners.append(report.findings.append)
     now = 0.0
+    scanned = -INF
     for record in records:
         kind = record.get("type")
         mono = record.get("mono")
@@ -115,7 +121,9 @@ def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = No
         if kind != "message":
             continue
         report.messages += 1
-        engine.advance(now)
+        if now >= engine.soonest and now >= scanned + SCAN_EVERY:
+            engine.advance(now)
+            scanned = now
         _feed(engine, report.migration, record, now)
     engine.finish(now)
     for finding in extra:  # e.g. schema validation
@@ -145,13 +153,23 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
         msg = record_message(record, "out")
         if isinstance(msg, dict):
             if "id" in msg and ("result" in msg or "error" in msg):
-                engine.response(direction, msg, now, True, seq)
+                pending = engine.session.pair(direction, msg["id"])  # the bridge answered it
+                if pending is not None:
+                    engine.late(pending, now)
+                    engine.answered(pending, msg, now, seq)
                 if "system-prompt" in rules:
                     migration.dialects["refused"] += 1
             _suggestions_out(migration, msg, written=True)
         return
-    if direction is Direction.TO_CLIENT:
-        engine.last_out = now
+    try:
+        _message(engine, migration, record, direction, now)
+    finally:
+        if direction is Direction.TO_CLIENT:
+            engine.last_out = now  # after: an answer is not the output that keeps its own prompt alive
+
+
+def _message(engine: Engine, migration: Migration, record: Json, direction: Direction, now: float) -> None:
+    seq, verdict, rules = record.get("seq"), record.get("verdict"), record.get("rules") or []
     msg = record_message(record, "raw")
     if not isinstance(msg, dict):
         msg = _from_fields(record)
@@ -161,9 +179,16 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
             return
     kind = record.get("kind")
     if kind == "request":
-        engine.request(direction, msg, now, seq)
+        _request(engine, direction, msg, now, seq)
     elif kind == "response":
-        engine.response(direction, msg, now, record.get("method") is not None, seq)
+        pending = engine.session.pair(direction, msg.get("id"))
+        if pending is not None:
+            engine.late(pending, now)
+            engine.answered(pending, msg, now, seq)
+        elif record.get("method") is None:  # the relay paired it with nothing either
+            engine.unpaired(direction, msg.get("id"), now, seq)
+        if "error" in msg and "result" in msg:
+            engine.result_and_error(direction, msg.get("id"), now, seq)
     elif kind == "notification":
         engine.notification(direction, msg, now, seq)
     if verdict == "rewrite" and "system-prompt" in rules:
@@ -232,14 +257,28 @@ def _from_fields(record: Json) -> Json | None:
     return msg
 
 
+def _request(engine: Engine, direction: Direction, msg: Json, now: float, seq: Any) -> None:
+    """A request: tracked in the engine's session, as the relay tracked it."""
+    method, params = msg.get("method"), msg.get("params")
+    if not isinstance(method, str):
+        return
+    session_id = params.get("sessionId") if isinstance(params, dict) else None
+    pending = engine.session.track(Pending(direction, msg.get("id"), method, session_id, b"", now))
+    engine.request(pending, seq, msg)
+    if engine.session.reused():
+        engine.reused(now)
+
+
 def _batch(engine: Engine, direction: Direction, batch: Any, now: float, seq: Any) -> None:
     for element in batch:
         if not isinstance(element, dict) or "id" not in element:
             continue
         if isinstance(element.get("method"), str):
-            engine.request(direction, element, now, seq)
+            _request(engine, direction, element, now, seq)
         elif "result" in element or "error" in element:
-            engine.response(direction, element, now, True, seq)
+            pending = engine.session.pair(direction, element["id"])
+            if pending is not None:
+                engine.answered(pending, element, now, seq)
 
 
 def _name(init: Json | None, *keys: str) -> str | None:

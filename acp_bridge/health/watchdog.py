@@ -26,7 +26,8 @@ import trio
 from acp_bridge.config import Config
 from acp_bridge.core.forward import Forward, Verdict, complete_lines
 from acp_bridge.core.frames import Direction, Frame, Kind, classify
-from acp_bridge.health.engine import Engine
+from acp_bridge.core.session import Pending, Session
+from acp_bridge.health.engine import SPECIAL, Engine
 from acp_bridge.health.findings import Finding, Level
 
 if TYPE_CHECKING:
@@ -44,8 +45,11 @@ _LOG_LEVEL = {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING, Level.ER
 class Watchdog:
     """Findings while the bridge runs (docs/health.md): in the log and the capture."""
 
-    def __init__(self, config: Config, capture: CaptureFile | None = None) -> None:
-        self.engine = Engine(config.health, notify=1)
+    def __init__(self, config: Config, capture: CaptureFile | None = None, session: Session | None = None) -> None:
+        # With the relay's session, the requests in flight are read from it; without one
+        # (a watchdog on its own, in tests), they are tracked in a session of its own.
+        self.own = session is None
+        self.engine = Engine(config.health, session, notify=1)
         self.engine.listeners.append(self._told)
         self.capture = capture
         self.off = False
@@ -85,47 +89,81 @@ class Watchdog:
             self._cursor = (0, self._base)
         sampled = source is TO_AGENT
         seq: int | None = None
+        base, own, session = self._base, self.own, engine.session
+        saw_request = False
         for index, fwd in enumerate(forwards):
             frame = fwd.frame
             if frame is None:
-                verdict = fwd.verdict
-                if verdict is EMIT:
-                    self._emitted(fwd, mono, forwards, index)
-                elif verdict is OPAQUE:
-                    pass
-                elif source is TO_AGENT:
-                    if b"session/cancel" in fwd.raw:
-                        self._lines(fwd, b"session/cancel", mono, forwards, index)
-                elif engine.watching_cancel and b'"state_update"' in fwd.raw:
-                    self._lines(fwd, b'"state_update"', mono, forwards, index)
-                elif not fwd.untouched_lines:  # a line that came alone (a small read): parsed
-                    self._lines(fwd, None, mono, forwards, index)
-                elif not sampled:  # of the runs of a big read, one line: session ids, update shapes
-                    sampled = True
-                    self._lines(fwd, None, mono, forwards, index)
+                self._unparsed(fwd, source, sampled, mono, forwards, index)
+                sampled = sampled or fwd.untouched_lines
                 continue
-            if self._base is not None:
-                seq = self._seq_before(forwards, index) + 1
             kind = frame.kind
-            msg = frame.msg
             if kind is REQUEST:
-                engine.request(frame.direction, msg, mono, seq)  # type: ignore[arg-type]
+                pending = fwd.request
+                if pending is None:
+                    continue  # refused by the bridge: the agent is gone
+                saw_request = True
+                if own:
+                    session.track(pending)
+                if base is not None or pending.method in SPECIAL:
+                    if base is not None:
+                        seq = self._seq_before(forwards, index) + 1
+                    engine.request(pending, seq, frame.msg)
             elif kind is RESPONSE:
-                engine.response(frame.direction, msg, mono, fwd.request is not None, seq)  # type: ignore[arg-type]
-            elif kind is NOTIFICATION:
-                engine.notification(frame.direction, msg, mono, seq)  # type: ignore[arg-type]
-            elif frame.batch is not None:
-                self._batch(frame, mono, seq)
+                msg = frame.msg
+                assert msg is not None
+                pending = session.pair(fwd.direction, msg.get("id")) if own else fwd.request
+                if base is not None:
+                    seq = self._seq_before(forwards, index) + 1
+                if pending is None:
+                    engine.unpaired(fwd.direction, msg.get("id"), mono, seq)
+                else:
+                    engine.answered(pending, msg, mono, seq)
+                if "error" in msg and "result" in msg:
+                    engine.result_and_error(fwd.direction, msg.get("id"), mono, seq)
+            else:
+                if base is not None:
+                    seq = self._seq_before(forwards, index) + 1
+                if kind is NOTIFICATION:
+                    engine.notification(fwd.direction, frame.msg, mono, seq)  # type: ignore[arg-type]
+                elif frame.batch is not None:
+                    self._batch(frame, mono, seq)
             if fwd.rules and fwd.verdict is REWRITE and "system-prompt" in fwd.rules:
+                if base is not None:
+                    seq = self._seq_before(forwards, index) + 1
                 out = classify(frame.direction, fwd.data).msg
                 engine.system_prompt_sent(frame.method, out, None, mono, seq)
+        if saw_request:
+            if session.reused():
+                engine.reused(mono)
+            due = mono + engine.min_threshold  # nothing new is due sooner; the timer's scan tells exactly
+            if due < self._wake:
+                engine.soonest = min(engine.soonest, due)
+
+    def _unparsed(self, fwd: Forward, source: Direction, sampled: bool, mono: float,
+                  forwards: Sequence[Forward], index: int) -> None:
+        """A forward the relay did not parse: look at what a rule needs, cheaply."""
+        verdict = fwd.verdict
+        if verdict is EMIT:
+            self._emitted(fwd, mono, forwards, index)
+        elif verdict is OPAQUE:
+            pass
+        elif source is TO_AGENT:
+            if b"session/cancel" in fwd.raw:
+                self._lines(fwd, b"session/cancel", mono, forwards, index)
+        elif self.engine.watching_cancel and b'"state_update"' in fwd.raw:
+            self._lines(fwd, b'"state_update"', mono, forwards, index)
+        elif not fwd.untouched_lines or not sampled:  # a line that came alone (a small read): parsed
+            self._lines(fwd, None, mono, forwards, index)
 
     def _emitted(self, fwd: Forward, mono: float, forwards: Sequence[Forward], index: int) -> None:
-        """A message the bridge wrote: its answers settle requests (it answered them)."""
+        """A message the bridge wrote: its answers settle requests (the relay's session knows;
+        a session of the watchdog's own is told)."""
+        if not self.own:
+            return
         frame = classify(fwd.direction, fwd.data)
         if frame.kind is RESPONSE and frame.msg is not None:
-            seq = None if self._base is None else self._seq_before(forwards, index) + 1
-            self.engine.response(fwd.direction, frame.msg, mono, True, seq)
+            self.engine.session.pair(fwd.direction, frame.msg.get("id"))
 
     def _lines(self, fwd: Forward, needle: bytes | None, mono: float, forwards: Sequence[Forward],
                index: int) -> None:
@@ -146,13 +184,19 @@ class Watchdog:
                 self.engine.notification(fwd.direction, frame.msg, mono, None if before is None else before + number)
 
     def _batch(self, frame: Frame, mono: float, seq: int | None) -> None:
+        """The elements of a batch (the relay tracks their requests; a session of the
+        watchdog's own is told)."""
+        if not self.own:
+            return
         for element in frame.batch or ():
             if not isinstance(element, dict) or "id" not in element:
                 continue
-            if isinstance(element.get("method"), str):
-                self.engine.request(frame.direction, element, mono, seq)
+            method, params = element.get("method"), element.get("params")
+            if isinstance(method, str):
+                session_id = params.get("sessionId") if isinstance(params, dict) else None
+                self.engine.session.track(Pending(frame.direction, element["id"], method, session_id, b"", mono))
             elif "result" in element or "error" in element:
-                self.engine.response(frame.direction, element, mono, True, seq)
+                self.engine.session.pair(frame.direction, element["id"])
 
     def _seq_before(self, forwards: Sequence[Forward], index: int) -> int:
         """The capture's seq before `forwards[index]`'s records (counted once per read)."""
