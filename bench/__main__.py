@@ -76,6 +76,11 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     bare = timed(f"cat {init} | {q(BRIDGE + ['--no-suggestions', '--', 'cat', str(chunks)])} | cat > /dev/null", repeat)
     rows.append(Row("1b. to client, all rules vs no rules", round(plain, 3), round(bare, 3), "s",
                     round(bare / plain, 3), "report", True, "baseline = the bridge with no rules"))
+    quiet = timed(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--no-health', '--', 'cat', str(chunks)])}"
+                  " | cat > /dev/null", repeat)
+    rows.append(Row("1d. to client, health watchdog vs --no-health", round(plain, 3), round(quiet, 3), "s",
+                    round(quiet / plain, 3), ">= 0.95", quiet / plain >= 0.95,
+                    "baseline = row 1 with --no-health (row 1 has the watchdog on, the default)"))
     floor = timed(f"cat {init} | {q(TRIO_RELAY + ['cat', str(chunks)])} | cat > /dev/null", repeat)
     rows.append(Row("1c. floor: bare trio relay, to client", round(floor, 3), round(base, 3), "s",
                     round(base / floor, 3), "report", True, "bench/trio_relay.py: copies bytes, parses nothing"))
@@ -87,6 +92,11 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     sink = [PY, "-c", "import sys,shutil; shutil.copyfileobj(sys.stdin.buffer, open('/dev/null','wb'), 1<<20)"]
     into = timed(f"cat {to_agent} | {q(BRIDGE + ['-c', str(rules), '--'] + sink)} > /dev/null", repeat)
     rows.append(ratio_row("3. to agent, all rules", into, base_in, 0.60))
+    into_quiet = timed(f"cat {to_agent} | {q(BRIDGE + ['-c', str(rules), '--no-health', '--'] + sink)} > /dev/null",
+                       repeat)
+    rows.append(Row("3c. to agent, health watchdog vs --no-health", round(into, 3), round(into_quiet, 3), "s",
+                    round(into_quiet / into, 3), ">= 0.95", into_quiet / into >= 0.95,
+                    "baseline = row 3 with --no-health"))
     floor_in = timed(f"cat {to_agent} | {q(TRIO_RELAY + sink)} > /dev/null", repeat)
     rows.append(Row("3b. floor: bare trio relay, to agent", round(floor_in, 3), round(base_in, 3), "s",
                     round(base_in / floor_in, 3), "report", True, "bench/trio_relay.py: copies bytes, parses nothing"))

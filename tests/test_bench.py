@@ -40,8 +40,9 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     names = [row["name"] for row in rows]
     assert names == [
         "1. to client, all rules", "1b. to client, all rules vs no rules",
-        "1c. floor: bare trio relay, to client",
-        "2. to client, capture on", "3. to agent, all rules", "3b. floor: bare trio relay, to agent",
+        "1d. to client, health watchdog vs --no-health", "1c. floor: bare trio relay, to client",
+        "2. to client, capture on", "3. to agent, all rules", "3c. to agent, health watchdog vs --no-health",
+        "3b. floor: bare trio relay, to agent",
         "7. to client, SDK relay vs acp-bridge",
         "4. added round trip p50", "4. added round trip p99", "4b. floor: bare trio relay, added p50",
     ]
