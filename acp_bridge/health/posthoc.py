@@ -45,6 +45,10 @@ class Migration:
     taken_out: int = 0  # agent suggestion updates not forwarded as they came
     dialects: Counter[str] = field(default_factory=Counter)  # spec, meta, first-prompt, refused
     changed: Counter[str] = field(default_factory=Counter)  # messages changed or written, per rule
+    # Changes the pair does not need: the bridge's withdrawal on a prompt when the agent then
+    # withdrew as well, and the agent's own withdrawals the bridge held back as repeats.
+    redundant: int = 0
+    _awaiting: dict[Any, int] = field(default_factory=dict)  # session -> bridge withdrawals not yet echoed
 
     def as_dict(self) -> Json:
         return {
@@ -53,11 +57,18 @@ class Migration:
             "client_received": {"legacy": self.client_legacy, "new": self.client_new},
             "bridge_wrote": self.written, "withdrawals": self.withdrawals, "taken_out": self.taken_out,
             "system_prompt": dict(self.dialects), "changed_by_rule": dict(self.changed),
+            "needed_by_rule": dict(self.needed()),
         }
+
+    def needed(self) -> Counter[str]:
+        """`changed` without the redundant changes."""
+        needed = Counter(self.changed)
+        needed["suggestions"] -= self.redundant
+        return +needed
 
     def verdict(self) -> str:
         """One sentence: does this pair still need the bridge, and why."""
-        if not self.changed:
+        if not self.needed():
             return "nothing was rewritten: the bridge can be removed"
         reasons = []
         if self.agent_legacy and self.client_form in ("new", "both"):
@@ -68,8 +79,10 @@ class Migration:
                            f"({self.agent_new}x)")
         if self.client_form == "none" and (self.agent_legacy or self.agent_new):
             reasons.append("the client reads no suggestions and the agent sends them (taken out)")
-        if self.withdrawals:
-            reasons.append(f"the bridge withdrew suggestions on the next prompt ({self.withdrawals}x)")
+        unechoed = sum(self._awaiting.values())
+        if unechoed:
+            reasons.append(f"the bridge withdrew suggestions on the next prompt ({unechoed}x), which the agent "
+                           "did not do")
         fallback = [d for d in ("meta", "first-prompt") if self.dialects.get(d)]
         if fallback:
             reasons.append(f"the agent lacks the systemPrompt capability (the prompt went through "
@@ -79,7 +92,7 @@ class Migration:
         if self.dialects.get("refused"):
             reasons.append("the bridge refused session setup it could not give the system prompt to")
         if not reasons:
-            rules = ", ".join(f"{rule} {n}x" for rule, n in sorted(self.changed.items()))
+            rules = ", ".join(f"{rule} {n}x" for rule, n in sorted(self.needed().items()))
             reasons.append(f"it changed or wrote messages ({rules})")
         return "this pair still needs the bridge because " + "; ".join(reasons)
 
@@ -206,6 +219,13 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
                 migration.agent_new += 1
             if verdict in ("drop", "rewrite"):
                 migration.taken_out += 1
+            if _suggestions(msg, form) == []:  # the agent's own withdrawal
+                session = p.get_path(msg, "params", "sessionId")
+                if verdict == "drop":
+                    migration.redundant += 1  # held back as a repeat: harmless without the bridge too
+                if migration._awaiting.get(session):
+                    migration._awaiting[session] -= 1
+                    migration.redundant += 1  # the bridge's withdrawal came first; the agent's would have done
         out = record_message(record, "out") if verdict == "rewrite" else msg if verdict != "drop" else None
         if isinstance(out, dict):
             _suggestions_out(migration, out, written=False)
@@ -222,11 +242,17 @@ def _suggestions_out(migration: Migration, msg: Json, *, written: bool) -> None:
         migration.client_new += 1
     if written:
         migration.written += 1
-        update = p.get_path(msg, "params", "update")
-        items = (p.get_path(update, p.META, p.PROMPT_SUGGESTIONS, "suggestions") if form == "legacy"
-                 else p.get_path(update, "suggestions"))
-        if items == []:
+        if _suggestions(msg, form) == []:
             migration.withdrawals += 1
+            session = p.get_path(msg, "params", "sessionId")
+            migration._awaiting[session] = migration._awaiting.get(session, 0) + 1
+
+
+def _suggestions(msg: Any, form: str) -> Any:
+    update = p.get_path(msg, "params", "update")
+    if form == "legacy":
+        return p.get_path(update, p.META, p.PROMPT_SUGGESTIONS, "suggestions")
+    return p.get_path(update, "suggestions")
 
 
 def _suggestion_form(msg: Any) -> str | None:
