@@ -156,6 +156,15 @@ class Engine:
         self.found("response-unknown-id", None, at, seq, "response for id {}, which no request in flight has",
                    id_, direction=direction, id_=id_)
 
+    def quiet_unknown(self) -> bool:
+        """Would `unpaired` only count now (unknown ids told already, no answer to tell a
+        duplicate by)? Then a caller may count a read's unpaired responses at once."""
+        return not self._recent and self.counts.get(_UNKNOWN_ID, 0) >= self.notify
+
+    def count_unknown(self, n: int) -> None:
+        """`n` responses for ids nobody asked, already known to be only counted."""
+        self.counts[_UNKNOWN_ID] = self.counts.get(_UNKNOWN_ID, 0) + n
+
     def result_and_error(self, direction: Direction, id_: Any, at: float, seq: int | None = None) -> None:
         self.found("response-result-and-error", None, at, seq, "response {} has both result and error", id_,
                    direction=direction, id_=id_)

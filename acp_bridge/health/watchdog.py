@@ -91,11 +91,14 @@ class Watchdog:
         seq: int | None = None
         base, own, session = self._base, self.own, engine.session
         saw_request = False
+        quiet = engine.quiet_unknown()
+        unknown = 0  # responses for ids nobody asked, counted at once when `quiet`
         for index, fwd in enumerate(forwards):
             frame = fwd.frame
             if frame is None:
-                self._unparsed(fwd, source, sampled, mono, forwards, index)
-                sampled = sampled or fwd.untouched_lines
+                if fwd.verdict is not EMIT or own:  # the bridge's own answers: the relay's session knows
+                    self._unparsed(fwd, source, sampled, mono, forwards, index)
+                    sampled = sampled or fwd.untouched_lines
                 continue
             kind = frame.kind
             if kind is REQUEST:
@@ -115,10 +118,12 @@ class Watchdog:
                 pending = session.pair(fwd.direction, msg.get("id")) if own else fwd.request
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
-                if pending is None:
-                    engine.unpaired(fwd.direction, msg.get("id"), mono, seq)
-                else:
+                if pending is not None:
                     engine.answered(pending, msg, mono, seq)
+                elif quiet:
+                    unknown += 1
+                else:
+                    engine.unpaired(fwd.direction, msg.get("id"), mono, seq)
                 if "error" in msg and "result" in msg:
                     engine.result_and_error(fwd.direction, msg.get("id"), mono, seq)
             else:
@@ -133,6 +138,8 @@ class Watchdog:
                     seq = self._seq_before(forwards, index) + 1
                 out = classify(frame.direction, fwd.data).msg
                 engine.system_prompt_sent(frame.method, out, None, mono, seq)
+        if unknown:
+            engine.count_unknown(unknown)
         if saw_request:
             if session.reused():
                 engine.reused(mono)
@@ -159,8 +166,6 @@ class Watchdog:
     def _emitted(self, fwd: Forward, mono: float, forwards: Sequence[Forward], index: int) -> None:
         """A message the bridge wrote: its answers settle requests (the relay's session knows;
         a session of the watchdog's own is told)."""
-        if not self.own:
-            return
         frame = classify(fwd.direction, fwd.data)
         if frame.kind is RESPONSE and frame.msg is not None:
             self.engine.session.pair(fwd.direction, frame.msg.get("id"))

@@ -170,3 +170,18 @@ async def test_the_demo_has_no_warning_and_needs_the_bridge(tmp_path: Path) -> N
     assert report["migration"]["system_prompt"] == {"first-prompt": 1}
     assert report["verdict"].startswith("this pair still needs the bridge because the agent sends suggestions "
                                         "in the legacy form (3x)")
+
+
+def test_show_follow_findings_prints_the_watchdogs_records_in_place(broken_v1: tuple[Path, Path]) -> None:
+    from click.testing import CliRunner
+
+    from acp_bridge.cli import main
+
+    capture, _ = broken_v1
+    result = CliRunner().invoke(main, ["show", str(capture), "--follow", "--findings"])
+    assert result.exit_code == 0
+    marks = [line.split(" !! ", 1)[1] for line in result.stdout.splitlines() if " !! " in line]
+    written = [r for r in records(capture) if r["type"] == "finding"]
+    assert len(marks) == len(written)
+    assert marks[0] == ("info air-only-client: the client is JetBrains AIR only (legacy suggestion form, no "
+                        "session.promptSuggestions) [seq 1]")
