@@ -28,7 +28,7 @@ from acp_bridge.core.forward import Forward, Verdict, complete_lines
 from acp_bridge.core.frames import Direction, Frame, Kind, classify
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.health.engine import SPECIAL, Engine
-from acp_bridge.health.findings import Finding, Level
+from acp_bridge.health.findings import CODES, Finding, Level
 
 if TYPE_CHECKING:
     from acp_bridge.capture.writer import CaptureFile
@@ -272,15 +272,9 @@ class Watchdog:
         for (code, session), count in self.engine.counts.items():
             if count > 1:
                 capture.write_record({"type": "finding", "time": wall, "mono": mono, "code": code,
-                                      "level": self.engine_level(code), "session": _session_text(session),
+                                      "level": CODES[code].level.label, "session": _session_text(session),
                                       "message": f"{count} occurrences in all", "about": None, "count": count,
                                       "total": True})
-
-    @staticmethod
-    def engine_level(code: str) -> str:
-        from acp_bridge.health.findings import CODES
-
-        return CODES[code].level.label
 
 
 def _session_text(key: object) -> object:
