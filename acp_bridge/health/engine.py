@@ -304,7 +304,8 @@ class Engine:
         elif kind == "state_update":
             state_now = update.get("state")
             if state_now == "running":
-                self._running[skey] = True
+                if len(self._running) < self.max_sessions:
+                    self._running[skey] = True
             elif state_now == "idle":
                 self._running.pop(skey, None)
                 if skey in self._cancels:

@@ -55,7 +55,7 @@ class Watchdog:
         self.off = False
         self._wake = INF  # the monotonic time the timer task sleeps until
         self._scope: trio.CancelScope | None = None
-        self._base: int | None = capture.encoder.seq if capture is not None else None
+        self._base: int | None = capture.encoder.seq if capture is not None and capture.fd is not None else None
         self._cursor = (0, 0)  # (forwards counted, seq after them) within the current read
 
     def __repr__(self) -> str:
