@@ -18,7 +18,7 @@ seqs, sessions known, codes counted) is capped or pruned, and what is past a cap
 from __future__ import annotations
 
 import math
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,6 +28,8 @@ from acp_bridge.core.frames import Direction, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.health.findings import CODES, Finding
+from acp_bridge.health.sessions import V1_ONLY_UPDATES as V1_ONLY_UPDATES
+from acp_bridge.health.sessions import SessionRules
 
 TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 INF = math.inf
@@ -42,12 +44,11 @@ V1_ONLY_METHODS = frozenset({
     "session/load", "session/set_mode", "authenticate", "fs/read_text_file", "fs/write_text_file",
     "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill",
 })
-V1_ONLY_UPDATES = frozenset({"current_mode_update", "tool_call", "plan"})
 
 Listener = Callable[[Finding], None]
 
 
-class Engine:
+class Engine(SessionRules):
     """Findings from one connection's traffic, in the order it went by.
 
     Args:
@@ -59,6 +60,7 @@ class Engine:
 
     def __init__(self, config: HealthConfig | None = None, session: Session | None = None, *, notify: int = 1,
                  max_tracked: int = 100_000, max_sessions: int = 100_000, max_counted: int = 10_000) -> None:
+        super().__init__()
         self.config = config or HealthConfig()
         self.session = session if session is not None else Session()  # requests in flight
         self.notify = notify
@@ -80,12 +82,6 @@ class Engine:
         self.min_threshold = min((v for v in (config.request_seconds, config.prompt_seconds,
                                               config.client_request_seconds, *config.methods.values()) if v > 0),
                                  default=INF)
-        self._sessions: dict[Any, bool] = {}  # True open, False closed
-        self._sessions_full = False
-        self._opening = 0  # session/new and session/fork in flight
-        self._maybe: dict[Any, tuple[Any, float, int | None]] = {}  # updates for a session being created
-        self._cancels: OrderedDict[Any, tuple[Any, float, int | None]] = OrderedDict()
-        self._running: dict[Any, bool] = {}  # v2: the last state_update of a session said running
 
     def __repr__(self) -> str:
         return (f"<Engine {self.session!r} sessions={len(self._sessions)} "
@@ -215,16 +211,7 @@ class Engine:
             for table in (reported, self.seqs, self._reused):
                 for gone in [k for k in table if k not in alive]:
                     del table[gone]
-        while self._cancels:
-            key, (session, at, seq) = next(iter(self._cancels.items()))
-            due = at + self.config.cancel_seconds
-            if due > now:
-                nearest = min(nearest, due)
-                break
-            del self._cancels[key]
-            self.found("cancel-ignored", session, now, seq,
-                       "session/cancel for {} was not followed by stopReason cancelled within {}s", session,
-                       f"{self.config.cancel_seconds:g}", direction=TO_AGENT, method=p.SESSION_CANCEL)
+        nearest = min(nearest, self._due_cancels(now))
         self.soonest = nearest
         return nearest
 
@@ -251,86 +238,6 @@ class Engine:
             args = (method, id_, waited)
         self.found(code, pending.session_id, now, self.seqs.get(id(pending)), text, *args, direction=origin,
                    method=method, id_=id_)
-
-    @property
-    def watching_cancel(self) -> bool:
-        """A v2 cancel waits for its idle state_update (the watchdog then looks for it)."""
-        return bool(self._cancels) and self.version is not None and self.version >= 2
-
-    # -- notifications ------------------------------------------------------------------------
-
-    def notification(self, direction: Direction, msg: Json, at: float, seq: int | None = None) -> None:
-        method = msg.get("method")
-        if method == p.SESSION_UPDATE and direction is TO_CLIENT:
-            self._update(msg, at, seq)
-        elif method == p.SESSION_CANCEL and direction is TO_AGENT:
-            self._cancel(msg, at, seq)
-
-    def _update(self, msg: Json, at: float, seq: int | None) -> None:
-        params = msg.get("params")
-        session = params.get("sessionId") if isinstance(params, dict) else None
-        update = params.get("update") if isinstance(params, dict) else None
-        if session is None or not isinstance(update, dict):
-            missing = "params" if not isinstance(params, dict) else "sessionId" if session is None else "update"
-            self.found("update-malformed", session, at, seq, "session/update without {} (an object)", missing,
-                       direction=TO_CLIENT, method=p.SESSION_UPDATE)
-            return
-        skey = _session_key(session)
-        state = self._sessions.get(skey)
-        if state is None and not self._sessions_full:
-            if self._opening:
-                if len(self._maybe) < 64:
-                    self._maybe.setdefault(skey, (session, at, seq))
-            else:
-                self.found("update-unknown-session", session, at, seq,
-                           "session/update for {}, which was never created, loaded or resumed", session,
-                           direction=TO_CLIENT, method=p.SESSION_UPDATE)
-        elif state is False:
-            self.found("update-closed-session", session, at, seq,
-                       "session/update for {} after its session/close", session,
-                       direction=TO_CLIENT, method=p.SESSION_UPDATE)
-        kind = update.get("sessionUpdate")
-        if kind == p.SESSION_INFO_UPDATE:
-            if p.get_path(update, p.META, p.PROMPT_SUGGESTIONS) is not None:
-                self.found("legacy-suggestions", session, at, seq,
-                           "the agent sent a legacy suggestion (_meta.promptSuggestions)",
-                           direction=TO_CLIENT, method=p.SESSION_UPDATE)
-        elif kind == p.PROMPT_SUGGESTIONS_UPDATE:
-            if not isinstance(p.get_path(p.client_capabilities(self.client_init), "session",
-                                         p.PROMPT_SUGGESTIONS), dict):
-                self.found("suggestions-unadvertised", session, at, seq,
-                           "the agent sent prompt_suggestions_update; the client never advertised "
-                           "session.promptSuggestions", direction=TO_CLIENT, method=p.SESSION_UPDATE)
-        elif kind == "state_update":
-            state_now = update.get("state")
-            if state_now == "running":
-                if len(self._running) < self.max_sessions:
-                    self._running[skey] = True
-            elif state_now == "idle":
-                self._running.pop(skey, None)
-                if skey in self._cancels:
-                    del self._cancels[skey]
-                    if update.get("stopReason") != "cancelled":
-                        self._ignored(session, at, seq, update.get("stopReason"))
-        elif kind in V1_ONLY_UPDATES and self.version is not None and self.version >= 2:
-            self.found("v1-shape-on-v2", session, at, seq, "update kind {}, removed in v2", kind,
-                       direction=TO_CLIENT, method=p.SESSION_UPDATE)
-
-    def _cancel(self, msg: Json, at: float, seq: int | None) -> None:
-        session = p.get_path(msg, "params", "sessionId")
-        skey = _session_key(session)
-        if self.version is not None and self.version >= 2:
-            watch = self._running.get(skey, False)  # v2: only a running turn answers a cancel
-        else:  # v1: a prompt of that session in flight
-            watch = bool(self.session.in_flight(p.SESSION_PROMPT, session))
-        if watch and skey not in self._cancels and len(self._cancels) < 10_000:
-            self._cancels[skey] = (session, at, seq)
-            self.soonest = min(self.soonest, at + self.config.cancel_seconds)
-
-    def _ignored(self, session: Any, at: float, seq: int | None, reason: Any) -> None:
-        self.found("cancel-ignored", session, at, seq,
-                   "the turn cancelled with session/cancel ended with stopReason {}, not cancelled", reason,
-                   direction=TO_AGENT, method=p.SESSION_CANCEL)
 
     # -- requests that teach something --------------------------------------------------------
 
@@ -378,31 +285,6 @@ class Engine:
             skey = _session_key(request.session_id)
             if skey in self._sessions:
                 self._sessions[skey] = False
-
-    def _prompt_answered(self, request: Pending, msg: Json, at: float, seq: int | None) -> None:
-        """v1: the answer to a cancelled prompt must say `cancelled`."""
-        skey = _session_key(request.session_id)
-        if skey in self._cancels and (self.version is None or self.version < 2):
-            del self._cancels[skey]
-            reason = p.get_path(msg.get("result"), "stopReason")
-            if reason != "cancelled":
-                self._ignored(request.session_id, at, seq, reason if "result" in msg else "(an error)")
-
-    def _open(self, session: Any) -> None:
-        if session is None:
-            return
-        if len(self._sessions) >= self.max_sessions:
-            self._sessions_full = True  # past the cap, no session can be called unknown
-            return
-        self._sessions[_session_key(session)] = True
-
-    def _flush_maybe(self) -> None:
-        maybe, self._maybe = self._maybe, {}
-        for skey, (session, at, seq) in maybe.items():
-            if skey not in self._sessions:
-                self.found("update-unknown-session", session, at, seq,
-                           "session/update for {}, which was never created, loaded or resumed", session,
-                           direction=TO_CLIENT, method=p.SESSION_UPDATE)
 
     # -- what the rules did --------------------------------------------------------------------
 
