@@ -9,8 +9,7 @@ finding happens (the engine does) or do IO.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from acp_bridge.core.protocol import Json
 
@@ -25,8 +24,7 @@ class Level(enum.IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True)
-class Code:
+class Code(NamedTuple):  # a NamedTuple: cheaper to define than a dataclass, and `run` imports this
     code: str
     level: Level
     meaning: str
@@ -94,21 +92,20 @@ _ALL = (
 CODES: dict[str, Code] = {code.code: code for code in _ALL}
 
 
-@dataclass(slots=True)
 class Finding:
     """One occurrence of a finding. `count` is how many of this code and session there have
-    been so far, this one included (the first is 1)."""
+    been so far, this one included (the first is 1). A plain class: `run` imports this
+    module, and a dataclass costs a millisecond of start-up to define."""
 
-    code: str
-    level: Level
-    session: Any
-    text: str
-    at: float  # monotonic seconds (the capture's `mono`)
-    seq: int | None = None  # the capture record of the message it concerns, when known
-    direction: str | None = None
-    method: str | None = None
-    id: Any = None
-    count: int = 1
+    __slots__ = ("at", "code", "count", "direction", "id", "level", "method", "seq", "session", "text")
+
+    def __init__(self, code: str, level: Level, session: Any, text: str, at: float, seq: int | None = None,
+                 direction: str | None = None, method: str | None = None, id_: Any = None, count: int = 1) -> None:
+        self.code, self.level, self.session, self.text, self.at = code, level, session, text, at
+        self.seq, self.direction, self.method, self.id, self.count = seq, direction, method, id_, count
+
+    def __repr__(self) -> str:
+        return f"<Finding {self.level.label} {self.code} session={self.session!r} seq={self.seq} count={self.count}>"
 
     def record(self, wall: float) -> Json:
         """The capture record of this finding (docs/capture-format.md, `finding`)."""
