@@ -222,8 +222,7 @@ class Watchdog:
 
     def _told(self, finding: Finding) -> None:
         where = f" (session {finding.session})" if finding.session is not None else ""
-        log.log(_LOG_LEVEL[finding.level], "health: %s %s: %s%s", finding.level.label, finding.code,
-                finding.text, where)
+        log.log(_LOG_LEVEL[finding.level], "health: %s: %s%s", finding.code, finding.text, where)
         capture = self.capture
         if capture is not None and capture.fd is not None:
             capture.write_record(finding.record(time.time() - time.monotonic() + finding.at))

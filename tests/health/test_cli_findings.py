@@ -116,7 +116,8 @@ async def test_v1_shape_on_a_v2_connection(tmp_path: Path) -> None:
     agent = script(tmp_path, "v2", sc.BROKEN_V2)
     result = await run_cli(["run", "--capture", str(capture), "--", *agent], sc.wire(sc.V2_CLIENT_INIT))
     assert result.returncode == 0
-    assert b"health: warning v1-shape-on-v2: v1 initialize keys on v2: agentCapabilities" in result.stderr
+    assert result.stderr.decode().splitlines() == [
+        "acp-bridge: WARNING: health: v1-shape-on-v2: v1 initialize keys on v2: agentCapabilities"]
     assert live_codes(capture) == {"v1-shape-on-v2"}
     checked = await run_cli(["check", str(capture), "--fail-on", "error"])
     assert checked.returncode == 0
