@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import click
 
@@ -67,9 +68,17 @@ def read_capture(path: str) -> Iterator[Json]:
             last = _record_or_none(held[1])
             if last is not None:
                 yield last
-            elif held[1].endswith(b"\n"):
+            elif _ends_with_newline(file):
                 raise Unreadable(f"{path}:{held[0]}: not a capture record")
             # else: a torn last line (the bridge was killed while writing it): skipped
+
+
+def _ends_with_newline(file: IO[bytes]) -> bool:
+    size = file.seek(0, os.SEEK_END)
+    if not size:
+        return False
+    file.seek(size - 1)
+    return file.read(1) == b"\n"
 
 
 def _record(path: str, number: int, line: bytes) -> Json:

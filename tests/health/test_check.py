@@ -165,6 +165,7 @@ def test_fail_on_and_junit_over_several_captures(captures: dict[str, Path], tmp_
     ("", "{path}: not an acp-bridge capture (empty)"),
     ('{"jsonrpc":"2.0"}\n', "{path}: not an acp-bridge capture (its first line is no header record)"),
     ('{"type":"header","format":1}\nnot json\n{"type":"end"}\n', "{path}:2: not a capture record"),
+    ('{"type":"header","format":1}\n{"type":"end"}\nnot json\n', "{path}:3: not a capture record"),
 ])
 def test_unreadable_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, problem: str) -> None:
     path = tmp_path / "c.jsonl"
