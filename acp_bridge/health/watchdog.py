@@ -27,6 +27,7 @@ from acp_bridge.config import Config
 from acp_bridge.core.forward import Forward, Verdict, complete_lines
 from acp_bridge.core.frames import Direction, Frame, Kind, classify
 from acp_bridge.core.session import Pending, Session
+from acp_bridge.errors import CaptureError
 from acp_bridge.health.engine import SPECIAL, Engine
 from acp_bridge.health.findings import CODES, Finding, Level
 
@@ -71,6 +72,8 @@ class Watchdog:
             soonest = self.engine.soonest
             if soonest < self._wake:
                 self._reschedule(soonest)
+        except CaptureError:
+            raise  # a finding record could not be written and `capture.required` is set
         except Exception:
             self.off = True
             log.exception("health: the watchdog failed and is off for the rest of this connection "
@@ -252,6 +255,8 @@ class Watchdog:
                 # A scan reads every request in flight: with very many, space the scans out so
                 # that they take at most 2% of the time (findings come that much later).
                 self._wake = self.engine.soonest = max(nearest, now + 50 * (time.perf_counter() - started))
+            except CaptureError:
+                raise
             except Exception:
                 self.off = True
                 self._wake = INF

@@ -87,3 +87,23 @@ async def test_the_timer_wakes_for_a_deadline_and_sleeps_when_nothing_is_pending
                 await trio.sleep(0.01)
         assert len(told) == 1
         nursery.cancel_scope.cancel()
+
+
+def test_a_finding_record_that_cannot_be_written_stops_a_required_capture() -> None:
+    """`capture.required`: the capture's failure ends the session, also when it is the
+    watchdog that wrote."""
+    from acp_bridge.capture.records import CaptureEncoder
+    from acp_bridge.errors import CaptureError
+
+    class Failing:
+        encoder = CaptureEncoder()
+        fd = 1
+
+        def write_record(self, record: dict[str, Any]) -> None:
+            raise CaptureError("capture: cannot write c.jsonl: No space left on device (capture.required is set)")
+
+    relay = Relay()
+    dog = wd.Watchdog(Config(), Failing(), relay.session)  # type: ignore[arg-type]
+    with pytest.raises(CaptureError):
+        feed(relay, dog, C, sc.wire(sc.chunk("ghost", "x")))
+    assert not dog.off
