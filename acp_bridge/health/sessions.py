@@ -33,12 +33,16 @@ class SessionRules:
     client_init: Json | None
     soonest: float
     max_sessions: int
+    notify: int
+    counts: dict[tuple[str, Any], int]
 
     def __init__(self) -> None:
         self._sessions: dict[Any, bool] = {}  # True open, False closed
         self._sessions_full = False
         self._opening = 0  # session/new and session/fork in flight
-        self._maybe: dict[Any, tuple[Any, float, int | None]] = {}  # updates for a session being created
+        # Updates for a session that a session/new or session/fork in flight may be creating:
+        # session key -> the updates (time, seq), the first `notify` of them kept, all counted.
+        self._maybe: dict[Any, tuple[Any, list[tuple[float, int | None]], list[int]]] = {}
         self._cancels: OrderedDict[Any, tuple[Any, float, int | None]] = OrderedDict()
         self._running: dict[Any, bool] = {}  # v2: the last state_update of a session said running
 
@@ -66,12 +70,15 @@ class SessionRules:
 
     # -- notifications ------------------------------------------------------------------------
 
-    def notification(self, direction: Direction, msg: Json, at: float, seq: int | None = None) -> None:
+    def notification(self, direction: Direction, msg: Json, at: float, seq: int | None = None,
+                     later: frozenset[int] = frozenset()) -> None:
+        """A notification went by. `later`: ids of the requests the session already holds
+        that came after it (live, the relay has read the whole chunk before the watchdog)."""
         method = msg.get("method")
         if method == p.SESSION_UPDATE and direction is TO_CLIENT:
             self._update(msg, at, seq)
         elif method == p.SESSION_CANCEL and direction is TO_AGENT:
-            self._cancel(msg, at, seq)
+            self._cancel(msg, at, seq, later)
 
     def _update(self, msg: Json, at: float, seq: int | None) -> None:
         params = msg.get("params")
@@ -86,8 +93,13 @@ class SessionRules:
         state = self._sessions.get(skey)
         if state is None and not self._sessions_full:
             if self._opening:
-                if len(self._maybe) < 64:
-                    self._maybe.setdefault(skey, (session, at, seq))
+                held = self._maybe.get(skey)
+                if held is None and len(self._maybe) < 64:
+                    held = self._maybe[skey] = (session, [], [0])
+                if held is not None:
+                    if len(held[1]) < self.notify:
+                        held[1].append((at, seq))
+                    held[2][0] += 1
             else:
                 self.found("update-unknown-session", session, at, seq,
                            "session/update for {}, which was never created, loaded or resumed", session,
@@ -123,13 +135,13 @@ class SessionRules:
             self.found("v1-shape-on-v2", session, at, seq, "update kind {}, removed in v2", kind,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
 
-    def _cancel(self, msg: Json, at: float, seq: int | None) -> None:
+    def _cancel(self, msg: Json, at: float, seq: int | None, later: frozenset[int] = frozenset()) -> None:
         session = p.get_path(msg, "params", "sessionId")
         skey = _session_key(session)
         if self.version is not None and self.version >= 2:
             watch = self._running.get(skey, False)  # v2: only a running turn answers a cancel
         else:  # v1: a prompt of that session in flight
-            watch = bool(self.session.in_flight(p.SESSION_PROMPT, session))
+            watch = any(id(r) not in later for r in self.session.in_flight(p.SESSION_PROMPT, session))
         if watch and skey not in self._cancels and len(self._cancels) < 10_000:
             self._cancels[skey] = (session, at, seq)
             self.soonest = min(self.soonest, at + self.config.cancel_seconds)
@@ -158,11 +170,17 @@ class SessionRules:
 
     def _flush_maybe(self) -> None:
         maybe, self._maybe = self._maybe, {}
-        for skey, (session, at, seq) in maybe.items():
-            if skey not in self._sessions:
+        for skey, (session, kept, (count,)) in maybe.items():
+            if skey in self._sessions:
+                continue
+            for at, seq in kept:
                 self.found("update-unknown-session", session, at, seq,
                            "session/update for {}, which was never created, loaded or resumed", session,
                            direction=TO_CLIENT, method=p.SESSION_UPDATE)
+            if count > len(kept):
+                key = ("update-unknown-session", skey)
+                if key in self.counts:
+                    self.counts[key] += count - len(kept)
 
 
 def _session_key(session: Any) -> Any:

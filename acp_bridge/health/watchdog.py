@@ -189,7 +189,10 @@ class Watchdog:
                 continue
             frame = classify(fwd.direction, line)
             if frame.kind is NOTIFICATION and frame.msg is not None:
-                self.engine.notification(fwd.direction, frame.msg, mono, None if before is None else before + number)
+                later = frozenset(id(f.request) for f in forwards[index + 1:] if f.request is not None) \
+                    if frame.method == "session/cancel" else frozenset()
+                self.engine.notification(fwd.direction, frame.msg, mono, None if before is None else before + number,
+                                         later)
 
     def _batch(self, frame: Frame, mono: float, seq: int | None) -> None:
         """The elements of a batch (the relay tracks their requests; a session of the

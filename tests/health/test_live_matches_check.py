@@ -4,6 +4,7 @@ read, the first finding of each code and session is the same message in both."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,3 +77,27 @@ def test_live_and_afterwards_agree_on_each_first_finding(traffic: list[tuple[Dir
     for finding in sorted(report.findings, key=lambda f: f.seq or 0):
         first.setdefault((finding.code, finding.session), finding.seq)
     assert live == {(code, session, seq) for (code, session), seq in first.items()}
+
+
+@given(traffic=st.lists(messages, max_size=40), cuts=st.lists(st.integers(1, 6000), max_size=6))
+def test_in_big_reads_what_the_watchdog_finds_is_a_message_check_finds_too(
+        traffic: list[tuple[Direction, dict[str, Any]]], cuts: list[int]) -> None:
+    """Read in big chunks, the watchdog samples the runs of lines no rule looks at, so it
+    may miss a finding; but each it makes names the same message `check` finds (the seq
+    counted across runs of lines, pieces of lines and messages the rules parsed)."""
+    relay = Relay(run_min=64)  # runs of untouched lines even in these small reads
+    capture = MemoryCapture()
+    dog = Watchdog(Config(), capture, relay.session)  # type: ignore[arg-type]
+    for direction in (A, C):
+        data = b"".join(orjson.dumps(m) + b"\n" for d, m in traffic if d is direction)
+        points = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+        for n, (start, end) in enumerate(itertools.pairwise(points)):
+            forwards = relay.feed(direction, data[start:end], float(n))
+            capture.record(0.0, float(n), forwards)
+            dog.record(0.0, float(n), forwards)
+    dog.close(0.0, 100.0)
+    records = [r for r in map(load_record, capture.lines) if r is not None]
+    live = {(r["code"], r["session"], r["about"]) for r in records
+            if r["type"] == "finding" and not r.get("total")}
+    after = {(f.code, f.session, f.seq) for f in analyse("c", records).findings}
+    assert live <= after
