@@ -44,7 +44,7 @@ class BridgeGroup(click.Group):
     `stats` and `export` need.
     """
 
-    LAZY = ("show", "stats", "export")
+    LAZY = ("show", "stats", "export", "check")
     LAZY_COMMANDS = (("replay", "acp_bridge.replay.cli"),)  # (name, module with COMMAND), loaded when asked for
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
@@ -88,8 +88,9 @@ class BridgeGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.LAZY and cmd_name not in self.commands:
             from acp_bridge.capture.cli import COMMANDS
+            from acp_bridge.health.check import check
 
-            for command in COMMANDS:
+            for command in (*COMMANDS, check):
                 self.add_command(command)
         module = dict(self.LAZY_COMMANDS).get(cmd_name)
         if module is not None and cmd_name not in self.commands:
@@ -157,6 +158,9 @@ what a file sets.
                    "[config: suggestions.unlock_legacy_agent = true]")
 @click.option("--no-suggestions", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_SUGGESTIONS", cls=RunOption,
               help="Leave prompt suggestions of either form untouched. [config: suggestions.enabled = false]")
+@click.option("--no-health", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_HEALTH", cls=RunOption,
+              help="Turn off the protocol watchdog (findings in the log and the capture; see "
+                   "docs/health.md). [config: health.enabled = false]")
 @click.option("--strict", is_flag=True, default=None, envvar="ACP_BRIDGE_STRICT", cls=RunOption,
               help="Every strictness at once (tests, conformance runs): a rule that fails stops the "
                    "bridge, and implies system_prompt.strict (no silent downgrade of override to "
@@ -295,12 +299,14 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
     # and that replaces what the file says too.
     unlock, no_suggestions, strict = pick("unlock_legacy_agent"), pick("no_suggestions"), pick("strict")
     otlp, otlp_content = pick("otlp"), pick("otlp_content")
+    no_health = pick("no_health")
     return Overrides(
         capture_path=capture,
         system_prompt=prompt,
         system_prompt_mode=pick("system_prompt_mode"),
         suggestions_enabled=None if no_suggestions is None else not no_suggestions,
         unlock_legacy_agent=None if unlock is None else bool(unlock),
+        health_enabled=None if no_health is None else not no_health,
         strict=None if strict is None else bool(strict),
         log_file=pick("log_file"),
         otlp=None if otlp is None else bool(otlp),

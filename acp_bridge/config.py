@@ -64,6 +64,19 @@ class TelemetryConfig:
 
 
 @dataclass(frozen=True)
+class HealthConfig:
+    """`[health]`: the protocol watchdog (docs/health.md). Thresholds are seconds; 0 turns
+    that one off."""
+
+    enabled: bool = True
+    request_seconds: float = 60.0  # a client request not answered by the agent
+    prompt_seconds: float = 600.0  # session/prompt, counted from the agent's last output
+    client_request_seconds: float = 120.0  # an agent request (fs, terminal) not answered by the client
+    cancel_seconds: float = 10.0  # session/cancel until the prompt ends as cancelled
+    methods: Mapping[str, float] = field(default_factory=dict)  # per-method thresholds, either side
+
+
+@dataclass(frozen=True)
 class Config:
     agent: AgentConfig = AgentConfig()
     suggestions: SuggestionsConfig = SuggestionsConfig()  # noqa: RUF009 - frozen, so shared safely
@@ -71,6 +84,7 @@ class Config:
     capture: CaptureConfig = CaptureConfig()
     relay: RelayConfig = RelayConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    health: HealthConfig = HealthConfig()
     # Every strictness at once: a rule that raises is fatal (tests, conformance runs), and
     # `settle` makes it imply `system_prompt.strict` (no silent downgrade either).
     strict: bool = False
@@ -95,6 +109,7 @@ class Config:
     def as_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["agent"]["env"] = dict(self.agent.env)
+        data["health"]["methods"] = dict(self.health.methods)
         return data
 
     def printable(self) -> dict[str, Any]:
@@ -180,6 +195,7 @@ class Overrides:
     system_prompt_mode: str | None = None
     suggestions_enabled: bool | None = None
     unlock_legacy_agent: bool | None = None
+    health_enabled: bool | None = None
     strict: bool | None = None
     log_file: str | None = None
     verbosity: int | None = None
@@ -195,6 +211,7 @@ class Overrides:
             system_prompt_mode=_given(self.system_prompt_mode, lower.system_prompt_mode),
             suggestions_enabled=_given(self.suggestions_enabled, lower.suggestions_enabled),
             unlock_legacy_agent=_given(self.unlock_legacy_agent, lower.unlock_legacy_agent),
+            health_enabled=_given(self.health_enabled, lower.health_enabled),
             strict=_given(self.strict, lower.strict),
             log_file=_given(self.log_file, lower.log_file),
             verbosity=_given(self.verbosity, lower.verbosity),
@@ -218,6 +235,7 @@ def apply_overrides(config: Config, given: Overrides) -> Config:
         system_prompt=dataclasses.replace(
             config.system_prompt, text=text, mode=_given(given.system_prompt_mode, config.system_prompt.mode)),
         capture=dataclasses.replace(config.capture, path=_given(given.capture_path, config.capture.path)),
+        health=dataclasses.replace(config.health, enabled=_given(given.health_enabled, config.health.enabled)),
         strict=_given(given.strict, config.strict),
         log_file=_given(given.log_file, config.log_file),
         verbosity=_given(given.verbosity, config.verbosity),

@@ -25,6 +25,7 @@ from acp_bridge.config import (
     AgentConfig,
     CaptureConfig,
     Config,
+    HealthConfig,
     RelayConfig,
     SuggestionsConfig,
     SystemPromptConfig,
@@ -235,6 +236,20 @@ def _telemetry(values: dict[str, Any], src: _File) -> TelemetryConfig:
     return _build(TelemetryConfig, values, src, "telemetry")
 
 
+def _health(values: dict[str, Any], src: _File) -> HealthConfig:
+    values = dict(values)
+    for key in ("request_seconds", "prompt_seconds", "client_request_seconds", "cancel_seconds"):
+        if key in values:
+            values[key] = _seconds(values[key], src.fail(f"health.{key}"))
+    methods = values.get("methods", {})
+    for method, seconds in methods.items():
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+            raise src.error(f"health.methods.{method}", f"expected a number of seconds, got {type(seconds).__name__}")
+    values["methods"] = {method: _seconds(seconds, src.fail(f"health.methods.{method}"))
+                         for method, seconds in methods.items()}
+    return _build(HealthConfig, values, src, "health")
+
+
 def _bridge(values: dict[str, Any], src: _File) -> dict[str, Any]:
     """[bridge]: the settings of `Config` itself, as keyword arguments for it."""
     values = dict(values)
@@ -248,7 +263,7 @@ def _bridge(values: dict[str, Any], src: _File) -> dict[str, Any]:
 
 _READERS: dict[str, Callable[[dict[str, Any], _File], object]] = {
     "agent": _agent, "suggestions": _suggestions, "system_prompt": _system_prompt,
-    "capture": _capture, "relay": _relay, "telemetry": _telemetry,
+    "capture": _capture, "relay": _relay, "telemetry": _telemetry, "health": _health,
 }
 
 

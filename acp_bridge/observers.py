@@ -27,6 +27,7 @@ from acp_bridge.core import Forward
 
 if TYPE_CHECKING:
     from acp_bridge.capture.writer import CaptureFile
+    from acp_bridge.core.session import Session
 
 log = logging.getLogger("acp_bridge.observers")
 
@@ -61,21 +62,31 @@ class FanOut:
             observer.record(wall, mono, forwards)
 
 
-def build_observers(config: Config, capture: CaptureFile | None) -> list[Observer]:
-    """The observers `config` asks for. Each is imported only when it is asked for."""
+def build_observers(config: Config, capture: CaptureFile | None, session: Session | None = None) -> list[Observer]:
+    """The observers `config` asks for. Each is imported only when it is asked for.
+    `session`: the relay's, whose requests in flight an observer may read (not change)."""
     observers: list[Observer] = []
+    telemetry = None
     if config.telemetry.enabled:
         from acp_bridge.telemetry.observer import telemetry_observer
 
-        observers.append(telemetry_observer(config))
+        telemetry = telemetry_observer(config)
+        observers.append(telemetry)
+    if config.health.enabled:
+        from acp_bridge.health.watchdog import Watchdog
+
+        watchdog = Watchdog(config, capture, session)
+        if telemetry is not None:  # findings become span events too
+            watchdog.engine.listeners.append(telemetry.finding)
+        observers.append(watchdog)
     return observers
 
 
 @asynccontextmanager
-async def observing(config: Config, capture: Any) -> AsyncIterator[CaptureSink | None]:
+async def observing(config: Config, capture: Any, session: Session | None = None) -> AsyncIterator[CaptureSink | None]:
     """Run the configured observers for the life of the block; yield the sink the bridge
     records into (the capture itself when there are no observers)."""
-    observers = build_observers(config, capture)
+    observers = build_observers(config, capture, session)
     if not observers:
         yield capture
         return

@@ -165,14 +165,14 @@ async def run_bridge(config: Config, *, stdin_fd: int = 0, stdout_fd: int = 1) -
     from acp_bridge.observers import observing
 
     if config.capture.path is None:
-        async with observing(config, None) as sink, open_stdio(stdin_fd, stdout_fd) as client:
+        async with observing(config, None, relay.session) as sink, open_stdio(stdin_fd, stdout_fd) as client:
             return await serve(config, relay, client, sink)
     from acp_bridge.capture.writer import (
         open_capture,  # only then: it costs start-up time
     )
 
     with open_capture(config) as capture:
-        async with observing(config, capture) as sink, open_stdio(stdin_fd, stdout_fd) as client:
+        async with observing(config, capture, relay.session) as sink, open_stdio(stdin_fd, stdout_fd) as client:
             return await serve(config, relay, client, sink)
 
 

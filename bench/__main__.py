@@ -58,6 +58,16 @@ def timed(shell: str, repeat: int = 1) -> float:
     return best
 
 
+def timed_pair(first: str, second: str, rounds: int) -> tuple[float, float]:
+    """Best wall time of each of two pipelines, run alternately `rounds` times."""
+    best = [float("inf"), float("inf")]
+    for n in range(rounds):
+        order = (0, 1) if n % 2 == 0 else (1, 0)  # neither always runs first
+        for i in order:
+            best[i] = min(best[i], timed((first, second)[i]))
+    return best[0], best[1]
+
+
 def q(args: list[str]) -> str:
     return shlex.join(args)
 
@@ -80,11 +90,20 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     crelay = timed(f"cat {chunks} | cat | cat > /dev/null", repeat)
     rows.append(Row("0. C relay (cat | cat | cat) vs direct pipe, to client", round(crelay, 3), round(base, 3), "s",
                     round(base / crelay, 3), "report", True, "what one process in the middle costs"))
-    plain = timed(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--', 'cat', str(chunks)])} | cat > /dev/null", repeat)
+    # Rows 1 and 1d (3 and 3d) alternate the bridge with and without the health watchdog, best
+    # of at least three each: the difference is a few percent, less than one run's noise on a
+    # shared machine. (A smoke run of a few thousand lines keeps `repeat`.)
+    rounds = max(repeat, 3) if lines >= 100_000 else repeat
+    plain, quiet = timed_pair(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--', 'cat', str(chunks)])} | cat > /dev/null",
+                              f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--no-health', '--', 'cat', str(chunks)])}"
+                              " | cat > /dev/null", rounds)
     rows.append(ratio_row("1. to client, all rules (baseline: C relay)", plain, crelay, 0.75))
     bare = timed(f"cat {init} | {q(BRIDGE + ['--no-suggestions', '--', 'cat', str(chunks)])} | cat > /dev/null", repeat)
     rows.append(Row("1b. to client, all rules vs no rules", round(plain, 3), round(bare, 3), "s",
                     round(bare / plain, 3), "report", True, "baseline = the bridge with no rules"))
+    rows.append(Row("1d. to client, health watchdog vs --no-health", round(plain, 3), round(quiet, 3), "s",
+                    round(quiet / plain, 3), ">= 0.95", quiet / plain >= 0.95,
+                    "baseline = row 1 with --no-health (row 1 has the watchdog on, the default); alternated"))
     floor = timed(f"cat {init} | {q(TRIO_RELAY + ['cat', str(chunks)])} | cat > /dev/null", repeat)
     rows.append(Row("1c. floor: bare trio relay, to client", round(floor, 3), round(crelay, 3), "s",
                     round(crelay / floor, 3), "report", True, "bench/trio_relay.py: copies bytes, parses nothing"))
@@ -94,13 +113,18 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
                           f"capture {capture.stat().st_size / 1e6:.0f} MB"))
     answering = [PY, "-c", w.ANSWERING_AGENT]
     crelay_in = timed(f"cat {to_agent} | cat | {q(answering)} > /dev/null", repeat)
-    into = timed(f"cat {to_agent} | {q(BRIDGE + ['-c', str(rules), '--'] + answering)} > /dev/null", repeat)
+    into, into_quiet = timed_pair(f"cat {to_agent} | {q(BRIDGE + ['-c', str(rules), '--'] + answering)} > /dev/null",
+                                  f"cat {to_agent} | {q(BRIDGE + ['-c', str(rules), '--no-health', '--'] + answering)}"
+                                  " > /dev/null", rounds)
     rows.append(ratio_row("3. to agent, prompts answered (baseline: C relay)", into, crelay_in, 0.50))
     sink = [PY, "-c", "import sys,shutil; shutil.copyfileobj(sys.stdin.buffer, open('/dev/null','wb'), 1<<20)"]
     crelay_sink = timed(f"cat {to_agent} | cat | {q(sink)} > /dev/null", repeat)
     unanswered = timed(f"cat {to_agent} | {q(BRIDGE + ['-c', str(rules), '--'] + sink)} > /dev/null", repeat)
     rows.append(ratio_row("3c. to agent, prompts never answered (baseline: C relay)", unanswered, crelay_sink, 0.0,
                           "pathological: every prompt stays in flight"))
+    rows.append(Row("3d. to agent, health watchdog vs --no-health", round(into, 3), round(into_quiet, 3), "s",
+                    round(into_quiet / into, 3), ">= 0.95", into_quiet / into >= 0.95,
+                    "baseline = row 3 with --no-health; alternated"))
     floor_in = timed(f"cat {to_agent} | {q(TRIO_RELAY + answering)} > /dev/null", repeat)
     rows.append(Row("3b. floor: bare trio relay, to agent", round(floor_in, 3), round(crelay_in, 3), "s",
                     round(crelay_in / floor_in, 3), "report", True, "bench/trio_relay.py: copies bytes, parses nothing"))

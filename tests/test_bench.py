@@ -41,9 +41,10 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     assert names == [
         "0. C relay (cat | cat | cat) vs direct pipe, to client",
         "1. to client, all rules (baseline: C relay)", "1b. to client, all rules vs no rules",
-        "1c. floor: bare trio relay, to client", "2. to client, capture on (baseline: C relay)",
-        "3. to agent, prompts answered (baseline: C relay)",
-        "3c. to agent, prompts never answered (baseline: C relay)", "3b. floor: bare trio relay, to agent",
+        "1d. to client, health watchdog vs --no-health", "1c. floor: bare trio relay, to client",
+        "2. to client, capture on (baseline: C relay)", "3. to agent, prompts answered (baseline: C relay)",
+        "3c. to agent, prompts never answered (baseline: C relay)",
+        "3d. to agent, health watchdog vs --no-health", "3b. floor: bare trio relay, to agent",
         "7. to client, SDK relay vs acp-bridge",
         "4. added round trip p50", "4. added round trip p99", "4b. floor: bare trio relay, added p50",
         "9. export --html, time (baseline: stats)", "9b. export --html, peak RSS (baseline: stats)",

@@ -373,6 +373,7 @@ def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
         "system_prompt_mode": [["--system-prompt-mode", "override"]],
         "unlock_legacy_agent": [["--unlock-legacy-agent"]],
         "no_suggestions": [["--no-suggestions"]],
+        "no_health": [["--no-health"]],
         "strict": [["--strict"]],
         "log_file": [["--log-file", log]],
         "verbose": [["-v"], ["-vv"], ["--verbose"]],

@@ -54,6 +54,12 @@ SAMPLES: dict[str, tuple[str, str, Any]] = {
     "telemetry.endpoint": ('"http://127.0.0.1:4318"', "telemetry.endpoint", "http://127.0.0.1:4318"),
     "telemetry.protocol": ('"grpc"', "telemetry.protocol", "grpc"),
     "telemetry.flush_seconds": ("5", "telemetry.flush_seconds", 5.0),
+    "health.enabled": ("false", "health.enabled", False),
+    "health.request_seconds": ("30", "health.request_seconds", 30.0),
+    "health.prompt_seconds": ("1200.5", "health.prompt_seconds", 1200.5),
+    "health.client_request_seconds": ("5", "health.client_request_seconds", 5.0),
+    "health.cancel_seconds": ("0", "health.cancel_seconds", 0.0),
+    "health.methods": ('{ "session/new" = 5, "x/y" = 0.5 }', "health.methods", {"session/new": 5.0, "x/y": 0.5}),
     "bridge.strict": ("true", "strict", True),
     "bridge.log_file": ('"b.log"', "log_file", "<tmp>/b.log"),
     "bridge.verbosity": ("2", "verbosity", 2),
@@ -84,6 +90,12 @@ WRONG_TYPES: dict[str, tuple[str, str]] = {
     "telemetry.endpoint": ("4318", "expected a string, got int"),
     "telemetry.protocol": ("[]", "expected a string, got list"),
     "telemetry.flush_seconds": ('"2"', "expected an integer or a number, got str"),
+    "health.enabled": ('"no"', "expected a boolean, got str"),
+    "health.request_seconds": ("true", "expected an integer or a number, got a boolean"),
+    "health.prompt_seconds": ("[]", "expected an integer or a number, got list"),
+    "health.client_request_seconds": ('"5"', "expected an integer or a number, got str"),
+    "health.cancel_seconds": ("{}", "expected an integer or a number, got dict"),
+    "health.methods": ("5", "expected a table, got int"),
     "bridge.strict": ("1", "expected a boolean, got int"),
     "bridge.log_file": ("true", "expected a string, got a boolean"),
     "bridge.verbosity": ('"2"', "expected an integer, got str"),
@@ -113,7 +125,7 @@ def test_the_tables_here_name_every_field() -> None:
 
 def test_the_schema_has_a_key_for_every_field() -> None:
     assert {f"{table}.{key}" for table, keys in schema().items() for key in keys} == every_key()
-    assert list(schema()) == ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "bridge"]
+    assert list(schema()) == ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "bridge"]
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -180,7 +192,7 @@ def test_a_wrong_type_names_the_key_and_the_expected_type(tmp_path: Path, key: s
     assert refused(tmp_path, f"[{table}]\n{name} = {toml}\n") == f"{key}: {problem}"
 
 
-@pytest.mark.parametrize("table", ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "bridge"])
+@pytest.mark.parametrize("table", ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "bridge"])
 def test_an_unknown_key_names_its_path_and_the_known_keys(tmp_path: Path, table: str) -> None:
     message = refused(tmp_path, f"[{table}]\nfoo = 1\n")
     known = [key.split(".")[1] for key in SAMPLES if key.startswith(f"{table}.")]
@@ -190,11 +202,11 @@ def test_an_unknown_key_names_its_path_and_the_known_keys(tmp_path: Path, table:
 
 @pytest.mark.parametrize(("toml", "message"), [
     pytest.param("[nope]\n", "nope: unknown table (known tables: agent, suggestions, system_prompt, capture, "
-                 "relay, telemetry, bridge)", id="table"),
+                 "relay, telemetry, health, bridge)", id="table"),
     pytest.param("verbosity = 2\n", "verbosity: unknown key (known tables: agent, suggestions, system_prompt, "
-                 "capture, relay, telemetry, bridge)", id="top-level-key"),
+                 "capture, relay, telemetry, health, bridge)", id="top-level-key"),
     pytest.param("source = 'x'\n", "source: unknown key (known tables: agent, suggestions, system_prompt, "
-                 "capture, relay, telemetry, bridge)", id="source-is-no-key"),
+                 "capture, relay, telemetry, health, bridge)", id="source-is-no-key"),
     pytest.param("[bridge]\nsource = 'x'\n", "bridge.source: unknown key (known: strict, log_file, verbosity)",
                  id="source-is-not-in-bridge-either"),
     pytest.param("relay = []\n", "relay: must be a table", id="not-a-table"),
@@ -207,6 +219,12 @@ def test_unknown_tables_and_shapes(tmp_path: Path, toml: str, message: str) -> N
     pytest.param('[agent]\ncommand = ["a", 1]\n', "agent.command: every item must be a string", id="command-item"),
     pytest.param('[agent]\ncommand = ["a", true]\n', "agent.command: every item must be a string", id="command-bool"),
     pytest.param('[agent]\nenv = { A = 1 }\n', "agent.env.A: expected a string, got int", id="env-value"),
+    pytest.param('[health]\nmethods = { "session/new" = "5" }\n', "health.methods.session/new: expected a number "
+                 "of seconds, got str", id="health-method-type"),
+    pytest.param('[health]\nmethods = { "session/new" = -1 }\n', "health.methods.session/new: must not be "
+                 "negative, got -1", id="health-method-negative"),
+    pytest.param('[health]\nrequest_seconds = nan\n', "health.request_seconds: must be a finite number of "
+                 "seconds, got nan", id="health-nan"),
     pytest.param('[capture]\nredact = [1]\n', "capture.redact: 1 is not a JSON pointer (a string, RFC 6901)",
                  id="redact-item"),
     pytest.param('[capture]\nredact = ["x"]\n', "capture.redact: 'x' is not a JSON pointer (RFC 6901: starts with /)",
@@ -252,6 +270,7 @@ OVERRIDES: dict[str, tuple[str, Any, Any, Any]] = {
     "system_prompt_mode": ("system_prompt.mode", "override", "append", "override"),
     "suggestions_enabled": ("suggestions.enabled", False, True, False),
     "unlock_legacy_agent": ("suggestions.unlock_legacy_agent", True, False, True),
+    "health_enabled": ("health.enabled", False, True, False),
     "strict": ("strict", True, False, True),
     "log_file": ("log_file", "upper.log", "lower.log", "upper.log"),
     "verbosity": ("verbosity", 2, -1, 2),

@@ -21,7 +21,9 @@ from acp_bridge.capture.reading import (
     RecordFilter,
     Summary,
     detail_lines,
+    finding_line,
     load_record,
+    mark_line,
     summarize,
 )
 from acp_bridge.capture.stats import CaptureStats
@@ -63,8 +65,11 @@ def styled(summary: Summary) -> str:
 @click.option("--direction", type=click.Choice(["to-agent", "to-client"]), help="Only one direction.")
 @click.option("--detail", type=click.IntRange(0, 3), default=1, show_default=True,
               help="0 only failures, 1 one line per message, 2 plus params, 3 plus before/after of rewrites.")
+@click.option("--findings", is_flag=True,
+              help="Mark protocol findings (docs/health.md) under the messages they concern; with "
+                   "--follow, the watchdog's finding records as they are written.")
 def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
-         updates: tuple[str, ...], direction: str | None, detail: int) -> None:
+         updates: tuple[str, ...], direction: str | None, detail: int, findings: bool = False) -> None:
     """Print a capture, one line per message: time, arrow, method or response id,
     session, size and what the bridge did (rewrite, drop, bridge-sent, redacted). A session
     id longer than 12 characters shows as its first 8 and "…"; --session takes that prefix back
@@ -85,6 +90,9 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
         ctx = click.get_current_context()
         argument = next(param for param in ctx.command.params if param.name == "capture")
         _CAPTURE.convert(capture, argument, ctx)  # exists, is a file, can be read
+        if findings and not follow:
+            tally.marks = _findings_by_seq(capture)
+        tally.findings = findings
         _show_capture(capture, follow, methods, session, updates, direction, detail, tally)
     except KeyboardInterrupt:
         pass  # Ctrl-C ends --follow; that is the normal way out
@@ -110,7 +118,15 @@ def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session:
                 click.echo(f"acp-bridge: {capture}:{number}: not a capture record", err=True)
                 continue
             tally.read += 1
-            tally.shown += _show_record(record, keep, detail)
+            if tally.findings and follow and record.get("type") == "finding" and keep.session in (
+                    None, str(record.get("session"))):
+                click.echo(click.style(finding_line(record, local_clock), fg="red"))
+                continue
+            shown = _show_record(record, keep, detail)
+            tally.shown += shown
+            marks = tally.marks.get(record.get("seq")) if shown and tally.marks else None
+            for mark in marks or ():
+                click.echo(click.style(mark, fg="red"))
             if follow and record.get("type") == "end":
                 return  # the bridge closed the capture: nothing more will come
 
@@ -141,6 +157,26 @@ class _Tally:
         self.shown = 0
         self.unreadable = 0
         self.keep = RecordFilter()
+        self.findings = False  # --findings
+        self.marks: dict[object, list[str]] = {}  # seq -> lines marking its findings
+
+
+def _findings_by_seq(capture: str) -> dict[object, list[str]]:
+    """The findings of a capture computed afterwards (`acp-bridge check`), by the seq of the
+    message each concerns."""
+    from acp_bridge.health.check import Unreadable, read_capture
+    from acp_bridge.health.posthoc import analyse
+
+    try:
+        report = analyse(capture, read_capture(capture))
+    except Unreadable as exc:
+        click.echo(f"acp-bridge: --findings: {exc}", err=True)
+        return {}
+    marks: dict[object, list[str]] = {}
+    for finding in report.findings:
+        if finding.seq is not None:
+            marks.setdefault(finding.seq, []).append(mark_line(finding.level.label, finding.code, finding.text))
+    return marks
 
 
 def _in_force(keep: RecordFilter, detail: int) -> str:

@@ -69,6 +69,10 @@ _FIELD_TYPES: dict[str, Callable[[Any], bool]] = {
     "out": lambda v: v is None or isinstance(v, str),
     "redacted": lambda v: v == WHOLE or (isinstance(v, list) and all(isinstance(r, str) for r in v)),
     **dict.fromkeys(("truncated", "unfinished"), lambda v: isinstance(v, bool)),
+    # `finding` records (docs/health.md)
+    **dict.fromkeys(("code", "level", "message"), lambda v: isinstance(v, str)),
+    "about": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+    "count": lambda v: isinstance(v, int) and not isinstance(v, bool),
 }
 
 
@@ -301,6 +305,21 @@ def detail_lines(record: Json, detail: int) -> list[str]:
 
 def pretty_message(record: Json, key: str) -> str:
     return display(record, key)
+
+
+def finding_line(record: Json, clock: Callable[[float], str] = utc_clock) -> str:
+    """One line for a `finding` record (the watchdog's, as it wrote them into the capture)."""
+    session = record.get("session")
+    where = f" ({short_session(str(session))})" if session is not None else ""
+    about = record.get("about")
+    seq = f" [seq {about}]" if about is not None else ""
+    return (f"{clock(float(record.get('time', 0.0)))} !! {record.get('level', '?')} {record.get('code', '?')}: "
+            f"{record.get('message', '')}{where}{seq}")
+
+
+def mark_line(level: str, code: str, text: str) -> str:
+    """A finding marked under the message it concerns (`show --findings`)."""
+    return f"    !! {level} {code}: {text}"
 
 
 @dataclass(frozen=True)

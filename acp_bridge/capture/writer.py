@@ -20,9 +20,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from acp_bridge.capture.files import capture_path
-from acp_bridge.capture.records import CaptureEncoder, dumps, header_record
+from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.config import Config
+from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Forward
 from acp_bridge.errors import CaptureError
 
@@ -115,6 +116,12 @@ class CaptureFile:
         data = self.encoder.encode_batch(wall, mono, forwards)
         if data:
             self.write(data)
+
+    def write_record(self, record: Json) -> None:
+        """Write one record of another kind than a message (a health finding), between two
+        reads' batches. It takes no `seq`: those number the messages."""
+        if self.fd is not None:
+            self.write(safe_dumps(record))
 
     def write(self, data: bytes) -> bool:
         """Write all of `data`; on failure say so once and stop (or raise when required)."""

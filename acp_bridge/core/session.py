@@ -172,6 +172,14 @@ class Session:
             out.extend(req for req in later if req.origin is origin)
         return out
 
+    def reused(self) -> list[Pending]:
+        """Requests that came with the id of one still in flight from the same side (a
+        peer's bug), waiting behind it for their answer. Empty in any correct connection,
+        and then as cheap as a truth test (the health watchdog asks after each read)."""
+        if not self._same_id:
+            return []
+        return [req for later in self._same_id.values() for req in later]
+
     def in_flight(self, method: str, session_id: Any, origin: Direction = Direction.TO_AGENT) -> list[Pending]:
         key = id_key(session_id)  # "1" is not 1, and 1 is not true: compare as JSON values
         return [

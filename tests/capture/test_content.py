@@ -150,7 +150,7 @@ def odd_capture(tmp_path: Path) -> Path:
 
 async def test_deep_lines_and_big_numbers_are_captured_shown_and_exported(odd_capture: Path, tmp_path: Path) -> None:
     path = odd_capture
-    result = await run_cli(["run", "--capture", str(path), "--", *agent_cmd("echo")], DEEP + BIG_REQ)
+    result = await run_cli(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")], DEEP + BIG_REQ)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(DEEP + BIG_REQ)
     kept = records(path)

@@ -208,7 +208,7 @@ async def test_each_batch_is_on_disk_when_record_returns_and_the_trailer_comes_h
 async def test_run_with_capture_end_to_end(tmp_path: Path) -> None:
     path = tmp_path / "caps" / "c-{pid}.jsonl"
     stdin = REQ + NOTE + b"not json\n" + b"\xff\xfe\n"
-    result = await run_cli(["run", "--capture", str(path), "--", *agent_cmd("echo")], stdin)
+    result = await run_cli(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")], stdin)
     assert result.returncode == 0, result.stderr
     # The echo agent never answers the request: the bridge does, when the agent exits.
     assert result.stdout.startswith(stdin)
@@ -233,7 +233,7 @@ async def test_run_with_capture_end_to_end(tmp_path: Path) -> None:
 async def test_unwritable_capture_end_to_end_says_so_once(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    result = await run_cli(["run", "--capture", str(blocker / "c.jsonl"), "--", *agent_cmd("echo")], NOTE + NOTE)
+    result = await run_cli(["run", "--no-health", "--capture", str(blocker / "c.jsonl"), "--", *agent_cmd("echo")], NOTE + NOTE)
     assert result.returncode == 0 and result.stdout == NOTE + NOTE
     [message] = result.stderr.decode().splitlines()
     assert "capture: cannot create" in message and "Not a directory" in message

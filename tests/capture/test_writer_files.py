@@ -45,7 +45,7 @@ async def test_a_symlink_to_a_file_is_refused_and_the_file_untouched(tmp_path: P
     victim.chmod(0o644)
     link = tmp_path / "c.jsonl"
     link.symlink_to(victim)
-    result = await run_cli(["run", "--capture", str(link), "--", *agent_cmd("echo")], NOTE)
+    result = await run_cli(["run", "--no-health", "--capture", str(link), "--", *agent_cmd("echo")], NOTE)
     assert result.returncode == 0 and result.stdout == NOTE  # the session goes on
     assert result.stderr.decode().splitlines() == [
         f"acp-bridge: ERROR: capture: refusing {link}: it is a symbolic link; relaying without a capture"]
@@ -56,7 +56,7 @@ async def test_a_symlink_to_a_file_is_refused_and_the_file_untouched(tmp_path: P
 async def test_a_dangling_symlink_is_refused_and_its_target_not_created(tmp_path: Path) -> None:
     link = tmp_path / "c.jsonl"
     link.symlink_to(tmp_path / "planted")
-    result = await run_cli(["run", "--capture", str(link), "--", *agent_cmd("echo")], NOTE)
+    result = await run_cli(["run", "--no-health", "--capture", str(link), "--", *agent_cmd("echo")], NOTE)
     assert result.returncode == 0 and result.stdout == NOTE
     assert result.stderr.decode().splitlines() == [
         f"acp-bridge: ERROR: capture: refusing {link}: it is a symbolic link; relaying without a capture"]
@@ -80,7 +80,7 @@ async def test_an_existing_capture_is_never_truncated(tmp_path: Path) -> None:
     old = tmp_path / "c.jsonl"
     old.write_bytes(b"yesterday's capture\n")
     old.chmod(0o640)
-    result = await run_cli(["run", "-v", "--capture", str(old), "--", *agent_cmd("echo")], NOTE)
+    result = await run_cli(["run", "-v", "--no-health", "--capture", str(old), "--", *agent_cmd("echo")], NOTE)
     assert result.returncode == 0 and result.stdout == NOTE
     assert old.read_bytes() == b"yesterday's capture\n" and stat.S_IMODE(old.stat().st_mode) == 0o640
     fresh = tmp_path / "c-1.jsonl"

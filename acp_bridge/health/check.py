@@ -1,0 +1,287 @@
+"""`acp-bridge check CAPTURE...`: findings and the migration report, afterwards.
+
+Owns: reading the captures (a line that is not a record is unreadable input: exit 2 with
+one line naming the file and line; a torn last line, as a killed bridge may leave, is
+skipped), the text report (grouped by finding, with the seqs to `show`), `--json`,
+`--junit FILE` (one test case per connection and finding code) and the exit status
+(`--fail-on`: 0 clean, 1 findings at or above the level, 2 unreadable input). Must never:
+write to a capture, or import jsonschema unless `--schema` is given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import click
+
+from acp_bridge.capture.files import read_lines
+from acp_bridge.capture.reading import load_record
+from acp_bridge.core.protocol import Json
+from acp_bridge.health.findings import CODES, Finding, Level
+from acp_bridge.health.posthoc import Report, analyse
+
+EXIT_FINDINGS, EXIT_UNREADABLE = 1, 2
+SEQS_SHOWN = 12
+
+
+class Unreadable(Exception):
+    """A capture that cannot be read: the message is the one line to print."""
+
+
+def read_capture(path: str) -> Iterator[Json]:
+    """The records of a capture, in order. Raises Unreadable (while iterating)."""
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below, after the generator is done
+    except IsADirectoryError:
+        raise Unreadable(f"{path}: is a directory, not a capture") from None
+    except OSError as exc:
+        raise Unreadable(f"{path}: cannot read: {exc.strerror or exc}") from None
+    with file:
+        number = 0
+        first = True
+        held: tuple[int, bytes] | None = None
+        try:
+            for line in read_lines(file):
+                if held is not None:
+                    yield _record(path, *held)
+                    held = None
+                number += 1
+                if not line.strip():
+                    continue
+                if first:
+                    record = load_record(line)
+                    if record is None or record.get("type") != "header":
+                        raise Unreadable(f"{path}: not an acp-bridge capture (its first line is no header record)")
+                    first = False
+                    yield record
+                    continue
+                held = (number, line)
+        except OSError as exc:
+            raise Unreadable(f"{path}: cannot read: {exc.strerror or exc}") from None
+        if first:
+            raise Unreadable(f"{path}: not an acp-bridge capture (empty)")
+        if held is not None:
+            last = _record_or_none(held[1])
+            if last is not None:
+                yield last
+            elif _ends_with_newline(file):
+                raise Unreadable(f"{path}:{held[0]}: not a capture record")
+            # else: a torn last line (the bridge was killed while writing it): skipped
+
+
+def _ends_with_newline(file: IO[bytes]) -> bool:
+    size = file.seek(0, os.SEEK_END)
+    if not size:
+        return False
+    file.seek(size - 1)
+    return file.read(1) == b"\n"
+
+
+def _record(path: str, number: int, line: bytes) -> Json:
+    record = load_record(line)
+    if record is None:
+        raise Unreadable(f"{path}:{number}: not a capture record")
+    return record
+
+
+def _record_or_none(line: bytes) -> Json | None:
+    return load_record(line)
+
+
+@click.command()
+@click.argument("captures", nargs=-1, required=True, type=click.Path(), metavar="CAPTURE...")
+@click.option("--fail-on", type=click.Choice(["warning", "error"]), default="warning", show_default=True,
+              help="Exit 1 when a finding at or above this level is found.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of text.")
+@click.option("--junit", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Also write a JUnit XML file: one test case per capture and finding code.")
+@click.option("-c", "--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Take the thresholds from this config file's [health] table (default: the defaults).")
+@click.option("--schema", "schema_dir", metavar="DIR", type=click.Path(file_okay=False),
+              help="Validate every message against the ACP JSON schema in DIR (the npm package "
+                   "@agentclientprotocol/sdk); needs the jsonschema package.")
+def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | None, config_file: str | None,
+          schema_dir: str | None) -> None:
+    """Check captures for protocol problems and say whether each pair still needs the bridge.
+
+    Computes the findings of docs/health.md from each CAPTURE (one connection each; captures
+    of older versions too), and a migration report: which suggestion form each side used,
+    what the bridge converted or took out, which system-prompt dialect carried the prompt,
+    and a verdict in one sentence. The thresholds are the defaults, or those of --config
+    (give the file the bridge ran with). Exit status: 0 clean, 1 findings at or above
+    --fail-on, 2 unreadable input.
+    """
+    health = None
+    if config_file is not None:
+        from acp_bridge.config import load_config
+        from acp_bridge.errors import ConfigError
+
+        try:
+            health = load_config(config_file).health
+        except ConfigError as exc:
+            click.echo(f"acp-bridge: {exc}", err=True)
+            raise SystemExit(EXIT_UNREADABLE) from None
+    validator = None
+    if schema_dir is not None:
+        from acp_bridge.health.schema import SchemaError, Validator
+
+        try:
+            validator = Validator(schema_dir)
+        except SchemaError as exc:
+            click.echo(f"acp-bridge: {exc}", err=True)
+            raise SystemExit(EXIT_UNREADABLE) from None
+    reports: list[Report] = []
+    unreadable = False
+    for path in captures:
+        try:
+            extra: list[Finding] = []
+            if validator is not None:
+                from acp_bridge.health.schema import SchemaError, schema_findings
+
+                try:
+                    extra = schema_findings(validator, list(read_capture(path)))
+                except SchemaError as exc:
+                    click.echo(f"acp-bridge: {exc}", err=True)
+                    raise SystemExit(EXIT_UNREADABLE) from None
+            reports.append(analyse(path, read_capture(path), health, extra=extra))
+        except Unreadable as exc:
+            click.echo(f"acp-bridge: {exc}", err=True)
+            unreadable = True
+    threshold = Level.WARNING if fail_on == "warning" else Level.ERROR
+    failed = any((report.worst() or 0) >= threshold for report in reports)
+    if as_json:
+        click.echo(json.dumps({"captures": [report_json(r) for r in reports], "fail_on": fail_on,
+                               "failed": failed}, indent=2, default=str))
+    else:
+        for report in reports:
+            for text in report_text(report):
+                click.echo(text)
+    if junit is not None:
+        try:
+            Path(junit).write_text(junit_xml(reports, threshold, with_schema=validator is not None),
+                                   encoding="utf-8")
+        except OSError as exc:
+            click.echo(f"acp-bridge: --junit: cannot write {junit}: {exc.strerror or exc}", err=True)
+            raise SystemExit(EXIT_UNREADABLE) from None
+    if unreadable:
+        raise SystemExit(EXIT_UNREADABLE)
+    raise SystemExit(EXIT_FINDINGS if failed else 0)
+
+
+def _grouped(report: Report) -> list[tuple[str, list[Finding]]]:
+    """Codes found, worst level first, with their kept occurrences."""
+    by_code: dict[str, list[Finding]] = {code: [] for code in report.counts}
+    for finding in report.findings:
+        by_code.setdefault(finding.code, []).append(finding)
+    return sorted(by_code.items(), key=lambda item: (-CODES[item[0]].level, item[0]))
+
+
+def _seqs(findings: list[Finding]) -> list[int]:
+    return sorted({f.seq for f in findings if f.seq is not None})
+
+
+def report_text(report: Report) -> list[str]:
+    """The report of one capture, for a person."""
+    parts = [f"{report.messages} messages"]
+    if report.version is not None:
+        parts.append(f"protocol v{report.version}")
+    if report.client:
+        parts.append(f"client {report.client}")
+    if report.agent:
+        parts.append(f"agent {report.agent}")
+    if not report.ended:
+        parts.append("no end record (the bridge did not close it)")
+    lines = [f"{report.path}: {', '.join(parts)}"]
+    groups = _grouped(report)
+    if not groups:
+        lines.append("  no findings")
+    for code, findings in groups:
+        level = CODES[code].level.label
+        seqs = _seqs(findings)
+        shown = ", ".join(str(s) for s in seqs[:SEQS_SHOWN]) + (", …" if len(seqs) > SEQS_SHOWN else "")
+        lines.append(f"  {level:7} {code} ({report.counts[code]}x)" + (f"  seq {shown}" if seqs else ""))
+        if findings:
+            example = findings[0]
+            where = f" (session {example.session})" if example.session is not None else ""
+            lines.append(f"          e.g. {example.text}{where}")
+        lines.append(f"          {CODES[code].advice}")
+    migration = report.migration
+    lines.append(f"  suggestions: the client reads {_form(migration.client_form)}; the agent sent "
+                 f"legacy {migration.agent_legacy}x, new {migration.agent_new}x; the client received "
+                 f"legacy {migration.client_legacy}x, new {migration.client_new}x; the bridge wrote "
+                 f"{migration.written} (withdrawals: {migration.withdrawals}) and took out {migration.taken_out}")
+    dialects = ", ".join(f"{d} {n}x" for d, n in sorted(migration.dialects.items())) or "none injected"
+    lines.append(f"  system prompt: {dialects}")
+    lines.append(f"  verdict: {migration.verdict()}")
+    if groups:
+        lines.append(f"  to see them in place: acp-bridge show {_quoted(report.path)} --findings")
+    return lines
+
+
+def _form(client_form: str) -> str:
+    return {"new": "the new form", "legacy (AIR only)": "the legacy form only (AIR)", "both": "both forms",
+            "none": "no suggestions", "unknown": "? (no initialize in the capture)"}.get(client_form, client_form)
+
+
+def _quoted(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)
+
+
+def report_json(report: Report) -> Json:
+    return {
+        "path": report.path, "messages": report.messages, "protocol_version": report.version,
+        "client": report.client, "agent": report.agent, "ended": report.ended,
+        "findings": [
+            {"code": code, "level": CODES[code].level.label, "count": report.counts[code],
+             "meaning": CODES[code].meaning, "advice": CODES[code].advice,
+             "occurrences": [{"seq": f.seq, "session": f.session, "message": f.text, "direction": f.direction,
+                              "method": f.method, "id": f.id} for f in findings]}
+            for code, findings in _grouped(report)
+        ],
+        "migration": report.migration.as_dict(),
+        "verdict": report.migration.verdict(),
+    }
+
+
+def junit_xml(reports: list[Report], threshold: Level, *, with_schema: bool) -> str:
+    """JUnit XML: a test suite per capture, a test case per finding code."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", name="acp-bridge check")
+    total = failures = 0
+    for report in reports:
+        suite = ET.SubElement(root, "testsuite", name=report.path)
+        name = Path(report.path).stem
+        cases = fails = 0
+        grouped = dict(_grouped(report))
+        for code, info in CODES.items():
+            if code == "schema-invalid" and not with_schema:
+                continue
+            cases += 1
+            case = ET.SubElement(suite, "testcase", classname=f"acp-bridge.check.{name}", name=code)
+            if code not in report.counts:
+                continue
+            body = "\n".join(f"seq {f.seq}: {f.text}" for f in grouped.get(code, []))
+            message = f"{info.level.label}: {info.meaning} ({report.counts[code]}x)"
+            if info.level >= threshold:
+                fails += 1
+                failure = ET.SubElement(case, "failure", message=message, type=info.level.label)
+                failure.text = f"{body}\n{info.advice}"
+            else:
+                out = ET.SubElement(case, "system-out")
+                out.text = f"{message}\n{body}"
+        suite.set("tests", str(cases))
+        suite.set("failures", str(fails))
+        props = ET.SubElement(suite, "system-out")
+        props.text = f"verdict: {report.migration.verdict()}"
+        total += cases
+        failures += fails
+    root.set("tests", str(total))
+    root.set("failures", str(failures))
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + os.linesep

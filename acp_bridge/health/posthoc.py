@@ -1,0 +1,327 @@
+"""Findings and the migration report, computed afterwards from a capture's records.
+
+Owns: feeding every message record of one capture (one connection) to the findings engine,
+parsing each line (post hoc there is time for that, so nothing is sampled), and the
+migration report: which suggestion form each side used and how often, what the bridge wrote
+or took out, which system-prompt dialect carried the prompt, and the one-sentence verdict.
+Must never: do IO (records are handed in), read a clock, or raise on what a capture holds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_bridge.capture.reading import record_message
+from acp_bridge.config import HealthConfig
+from acp_bridge.core import protocol as p
+from acp_bridge.core.frames import Direction
+from acp_bridge.core.protocol import Json
+from acp_bridge.core.session import Pending
+from acp_bridge.health.engine import Engine, system_prompt_dialect
+from acp_bridge.health.findings import CODES, Finding, Level
+
+KEPT = 50  # occurrences kept per code and session (the rest are counted)
+# Timers are checked at most once per second of capture time: each check scans the requests
+# in flight, and a capture with many unanswered requests would otherwise take quadratic time.
+SCAN_EVERY = 1.0
+INF = float("inf")
+_DIRECTIONS = {"to-agent": Direction.TO_AGENT, "to-client": Direction.TO_CLIENT}
+
+
+@dataclass
+class Migration:
+    """What the suggestion and system-prompt rules met on one connection."""
+
+    client_form: str = "unknown"  # new, legacy (AIR only), both, none, unknown (no initialize seen)
+    agent_legacy: int = 0  # suggestion updates the agent sent, per form
+    agent_new: int = 0
+    client_legacy: int = 0  # suggestion updates the client received, per form
+    client_new: int = 0
+    written: int = 0  # suggestion updates the bridge wrote (conversions, withdrawals)
+    withdrawals: int = 0  # of those, empty lists
+    taken_out: int = 0  # agent suggestion updates not forwarded as they came
+    dialects: Counter[str] = field(default_factory=Counter)  # spec, meta, first-prompt, refused
+    changed: Counter[str] = field(default_factory=Counter)  # messages changed or written, per rule
+    # Changes the pair does not need: the bridge's withdrawal on a prompt when the agent then
+    # withdrew as well, and the agent's own withdrawals the bridge held back as repeats.
+    redundant: int = 0
+    _awaiting: dict[Any, int] = field(default_factory=dict)  # session -> bridge withdrawals not yet echoed
+
+    def as_dict(self) -> Json:
+        return {
+            "client_form": self.client_form,
+            "agent_sent": {"legacy": self.agent_legacy, "new": self.agent_new},
+            "client_received": {"legacy": self.client_legacy, "new": self.client_new},
+            "bridge_wrote": self.written, "withdrawals": self.withdrawals, "taken_out": self.taken_out,
+            "system_prompt": dict(self.dialects), "changed_by_rule": dict(self.changed),
+            "needed_by_rule": dict(self.needed()),
+        }
+
+    def needed(self) -> Counter[str]:
+        """`changed` without the redundant changes."""
+        needed = Counter(self.changed)
+        needed["suggestions"] -= self.redundant
+        return +needed
+
+    def verdict(self) -> str:
+        """One sentence: does this pair still need the bridge, and why."""
+        if not self.needed():
+            return "nothing was rewritten: the bridge can be removed"
+        reasons = []
+        if self.agent_legacy and self.client_form in ("new", "both"):
+            reasons.append(f"the agent sends suggestions in the legacy form ({self.agent_legacy}x), "
+                           "converted for a client that reads the new form")
+        if self.agent_new and self.client_form == "legacy (AIR only)":
+            reasons.append(f"the client reads only the legacy form and the agent sends the new form "
+                           f"({self.agent_new}x)")
+        if self.client_form == "none" and (self.agent_legacy or self.agent_new):
+            reasons.append("the client reads no suggestions and the agent sends them (taken out)")
+        unechoed = sum(self._awaiting.values())
+        if unechoed:
+            reasons.append(f"the bridge withdrew suggestions on the next prompt ({unechoed}x), which the agent "
+                           "did not do")
+        fallback = [d for d in ("meta", "first-prompt") if self.dialects.get(d)]
+        if fallback:
+            reasons.append(f"the agent lacks the systemPrompt capability (the prompt went through "
+                           f"{' and '.join(fallback)})")
+        elif self.dialects.get("spec"):
+            reasons.append("the system prompt comes from the bridge's configuration")
+        if self.dialects.get("refused"):
+            reasons.append("the bridge refused session setup it could not give the system prompt to")
+        if not reasons:
+            rules = ", ".join(f"{rule} {n}x" for rule, n in sorted(self.needed().items()))
+            reasons.append(f"it changed or wrote messages ({rules})")
+        return "this pair still needs the bridge because " + "; ".join(reasons)
+
+
+@dataclass
+class Report:
+    """What `check` says about one capture."""
+
+    path: str
+    messages: int = 0
+    version: int | None = None
+    agent: str | None = None
+    client: str | None = None
+    findings: list[Finding] = field(default_factory=list)  # the first KEPT per code and session
+    counts: dict[str, int] = field(default_factory=dict)  # occurrences per code
+    migration: Migration = field(default_factory=Migration)
+    ended: bool = False  # the capture has its end record
+
+    def worst(self) -> Level | None:
+        return max((CODES[code].level for code in self.counts), default=None)
+
+
+def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = None,
+            extra: Iterable[Finding] = ()) -> Report:
+    """The findings and migration report of one capture's records, in file order."""
+    report = Report(path)
+    engine = Engine(config, notify=KEPT, max_tracked=10_000_000, max_sessions=10_000_000,
+                    max_counted=1_000_000)  # its own session pairs as the relay did
+    engine.listeners.append(report.findings.append)
+    now = 0.0
+    scanned = -INF
+    for record in records:
+        kind = record.get("type")
+        mono = record.get("mono")
+        if isinstance(mono, (int, float)):
+            now = max(now, float(mono))
+        if kind == "end":
+            report.ended = True
+        if kind != "message":
+            continue
+        report.messages += 1
+        if now >= engine.soonest and now >= scanned + SCAN_EVERY:
+            engine.advance(now)
+            scanned = now
+        _feed(engine, report.migration, record, now)
+    engine.finish(now)
+    for finding in extra:  # e.g. schema validation
+        engine.found(finding.code, finding.session, finding.at, finding.seq, finding.text,
+                     method=finding.method, id_=finding.id)
+    report.counts = engine.summary()
+    report.version = engine.version
+    report.agent = _name(engine.agent_init, "agentInfo", "info")
+    report.client = _name(engine.client_init, "clientInfo", "info")
+    report.migration.client_form = _client_form(engine.client_init)
+    report.findings.sort(key=lambda f: (-f.level, f.code, f.seq if f.seq is not None else -1))
+    return report
+
+
+def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> None:
+    direction = _DIRECTIONS.get(str(record.get("direction")))
+    if direction is None:
+        return
+    seq = record.get("seq")
+    verdict = record.get("verdict")
+    rules = record.get("rules") or []
+    if verdict in ("rewrite", "drop", "emit"):
+        for rule in rules:
+            if rule != "bridge":  # answers for an agent that is gone: no migration matter
+                migration.changed[rule] += 1
+    if verdict == "emit":
+        msg = record_message(record, "out")
+        if isinstance(msg, dict):
+            if "id" in msg and ("result" in msg or "error" in msg):
+                pending = engine.session.pair(direction, msg["id"])  # the bridge answered it
+                if pending is not None:
+                    engine.late(pending, now)
+                    engine.answered(pending, msg, now, seq)
+                if "system-prompt" in rules:
+                    migration.dialects["refused"] += 1
+            _suggestions_out(migration, msg, written=True)
+        return
+    try:
+        _message(engine, migration, record, direction, now)
+    finally:
+        if direction is Direction.TO_CLIENT:
+            engine.last_out = now  # after: an answer is not the output that keeps its own prompt alive
+
+
+def _message(engine: Engine, migration: Migration, record: Json, direction: Direction, now: float) -> None:
+    seq, verdict, rules = record.get("seq"), record.get("verdict"), record.get("rules") or []
+    msg = record_message(record, "raw")
+    if not isinstance(msg, dict):
+        msg = _from_fields(record)
+        if msg is None:
+            if isinstance(record_message(record, "raw"), list):
+                _batch(engine, direction, record_message(record, "raw"), now, seq)
+            return
+    kind = record.get("kind")
+    if kind == "request":
+        _request(engine, direction, msg, now, seq)
+    elif kind == "response":
+        pending = engine.session.pair(direction, msg.get("id"))
+        if pending is not None:
+            engine.late(pending, now)
+            engine.answered(pending, msg, now, seq)
+        elif record.get("method") is None:  # the relay paired it with nothing either
+            engine.unpaired(direction, msg.get("id"), now, seq)
+        if "error" in msg and "result" in msg:
+            engine.result_and_error(direction, msg.get("id"), now, seq)
+    elif kind == "notification":
+        engine.notification(direction, msg, now, seq)
+    if verdict == "rewrite" and "system-prompt" in rules:
+        out = record_message(record, "out")
+        dialect = system_prompt_dialect(record.get("method"), out)
+        if dialect is not None:
+            migration.dialects[dialect] += 1
+        engine.system_prompt_sent(record.get("method"), out, record.get("session"), now, seq)
+    if direction is Direction.TO_CLIENT and kind == "notification":
+        form = _suggestion_form(msg)
+        if form is not None:
+            if form == "legacy":
+                migration.agent_legacy += 1
+            else:
+                migration.agent_new += 1
+            if verdict in ("drop", "rewrite"):
+                migration.taken_out += 1
+            if _suggestions(msg, form) == []:  # the agent's own withdrawal
+                session = p.get_path(msg, "params", "sessionId")
+                if verdict == "drop":
+                    migration.redundant += 1  # held back as a repeat: harmless without the bridge too
+                if migration._awaiting.get(session):
+                    migration._awaiting[session] -= 1
+                    migration.redundant += 1  # the bridge's withdrawal came first; the agent's would have done
+        out = record_message(record, "out") if verdict == "rewrite" else msg if verdict != "drop" else None
+        if isinstance(out, dict):
+            _suggestions_out(migration, out, written=False)
+
+
+def _suggestions_out(migration: Migration, msg: Json, *, written: bool) -> None:
+    """A suggestion update that reached the client."""
+    form = _suggestion_form(msg)
+    if form is None:
+        return
+    if form == "legacy":
+        migration.client_legacy += 1
+    else:
+        migration.client_new += 1
+    if written:
+        migration.written += 1
+        if _suggestions(msg, form) == []:
+            migration.withdrawals += 1
+            session = p.get_path(msg, "params", "sessionId")
+            migration._awaiting[session] = migration._awaiting.get(session, 0) + 1
+
+
+def _suggestions(msg: Any, form: str) -> Any:
+    update = p.get_path(msg, "params", "update")
+    if form == "legacy":
+        return p.get_path(update, p.META, p.PROMPT_SUGGESTIONS, "suggestions")
+    return p.get_path(update, "suggestions")
+
+
+def _suggestion_form(msg: Any) -> str | None:
+    if p.get_path(msg, "method") != p.SESSION_UPDATE:
+        return None
+    update = p.get_path(msg, "params", "update")
+    kind = p.get_path(update, "sessionUpdate")
+    if kind == p.PROMPT_SUGGESTIONS_UPDATE:
+        return "new"
+    if kind == p.SESSION_INFO_UPDATE and p.get_path(update, p.META, p.PROMPT_SUGGESTIONS) is not None:
+        return "legacy"
+    return None
+
+
+def _from_fields(record: Json) -> Json | None:
+    """A message withheld from the capture (redacted whole), as far as its record tells."""
+    kind = record.get("kind")
+    if kind not in ("request", "response", "notification"):
+        return None
+    msg: Json = {"jsonrpc": "2.0"}
+    if kind != "notification":
+        msg["id"] = record.get("id")
+    if kind == "response":
+        msg["result"] = None
+    else:
+        msg["method"] = record.get("method")
+        msg["params"] = {"sessionId": record.get("session")}
+    return msg
+
+
+def _request(engine: Engine, direction: Direction, msg: Json, now: float, seq: Any) -> None:
+    """A request: tracked in the engine's session, as the relay tracked it."""
+    method, params = msg.get("method"), msg.get("params")
+    if not isinstance(method, str):
+        return
+    session_id = params.get("sessionId") if isinstance(params, dict) else None
+    pending = engine.session.track(Pending(direction, msg.get("id"), method, session_id, b"", now))
+    engine.request(pending, seq, msg)
+    if engine.session.reused():
+        engine.reused(now)
+
+
+def _batch(engine: Engine, direction: Direction, batch: Any, now: float, seq: Any) -> None:
+    for element in batch:
+        if not isinstance(element, dict) or "id" not in element:
+            continue
+        if isinstance(element.get("method"), str):
+            _request(engine, direction, element, now, seq)
+        elif "result" in element or "error" in element:
+            pending = engine.session.pair(direction, element["id"])
+            if pending is not None:
+                engine.answered(pending, element, now, seq)
+
+
+def _name(init: Json | None, *keys: str) -> str | None:
+    for key in keys:
+        name = p.get_path(init, key, "name")
+        if isinstance(name, str):
+            version = p.get_path(init, key, "version")
+            return f"{name} {version}" if isinstance(version, str) else name
+    return None
+
+
+def _client_form(init: Json | None) -> str:
+    if init is None:
+        return "unknown"
+    caps = p.client_capabilities(init)
+    new = isinstance(p.get_path(caps, "session", p.PROMPT_SUGGESTIONS), dict)
+    air = isinstance(p.get_path(caps, p.META, "jetbrains", "air"), dict)
+    if new and air:
+        return "both"
+    return "new" if new else "legacy (AIR only)" if air else "none"

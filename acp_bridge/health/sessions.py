@@ -1,0 +1,187 @@
+"""Session facts for the findings engine: which sessions exist, their updates, and cancels.
+
+Owns: the rules that read `session/update` and `session/cancel` (updates for sessions never
+opened or already closed, malformed updates, the suggestion forms the agent uses, v1 update
+kinds on v2, cancels the agent ignores) and the sessions each connection opened and closed.
+A mixin of `engine.Engine`, which owns counting and telling; kept apart so that each module
+stays readable. Must never: do IO, read a clock, or grow without bound (sessions and turn
+states are capped like the engine's other tables).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from acp_bridge.config import HealthConfig
+from acp_bridge.core import protocol as p
+from acp_bridge.core.frames import Direction, id_key
+from acp_bridge.core.protocol import Json
+from acp_bridge.core.session import Pending, Session
+
+TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
+INF = float("inf")
+V1_ONLY_UPDATES = frozenset({"current_mode_update", "tool_call", "plan"})  # removed in v2 (acp-notes 4.2)
+
+
+class SessionRules:
+    """The session and cancel rules (see the module docstring); `Engine` mixes them in."""
+
+    config: HealthConfig
+    session: Session
+    version: int | None
+    client_init: Json | None
+    soonest: float
+    max_sessions: int
+    notify: int
+    counts: dict[tuple[str, Any], int]
+
+    def __init__(self) -> None:
+        self._sessions: dict[Any, bool] = {}  # True open, False closed
+        self._sessions_full = False
+        self._opening = 0  # session/new and session/fork in flight
+        # Updates for a session that a session/new or session/fork in flight may be creating:
+        # session key -> the updates (time, seq), the first `notify` of them kept, all counted.
+        self._maybe: dict[Any, tuple[Any, list[tuple[float, int | None]], list[int]]] = {}
+        self._cancels: OrderedDict[Any, tuple[Any, float, int | None]] = OrderedDict()
+        self._running: dict[Any, bool] = {}  # v2: the last state_update of a session said running
+
+    def found(self, code: str, session: Any, at: float, seq: int | None, text: str, *args: Any,
+              direction: Direction | None = None, method: str | None = None, id_: Any = None) -> None:
+        raise NotImplementedError  # Engine.found
+
+    @property
+    def watching_cancel(self) -> bool:
+        """A v2 cancel waits for its idle state_update (the watchdog then looks for it)."""
+        return bool(self._cancels) and self.version is not None and self.version >= 2
+
+    def _due_cancels(self, now: float) -> float:
+        """Report the cancels that waited past `cancel_seconds`; when the next is due."""
+        while self._cancels:
+            key, (session, at, seq) = next(iter(self._cancels.items()))
+            due = at + self.config.cancel_seconds
+            if due > now:
+                return due
+            del self._cancels[key]
+            self.found("cancel-ignored", session, now, seq,
+                       "session/cancel for {} was not followed by stopReason cancelled within {}s", session,
+                       f"{self.config.cancel_seconds:g}", direction=TO_AGENT, method=p.SESSION_CANCEL)
+        return INF
+
+    # -- notifications ------------------------------------------------------------------------
+
+    def notification(self, direction: Direction, msg: Json, at: float, seq: int | None = None,
+                     later: frozenset[int] = frozenset()) -> None:
+        """A notification went by. `later`: ids of the requests the session already holds
+        that came after it (live, the relay has read the whole chunk before the watchdog)."""
+        method = msg.get("method")
+        if method == p.SESSION_UPDATE and direction is TO_CLIENT:
+            self._update(msg, at, seq)
+        elif method == p.SESSION_CANCEL and direction is TO_AGENT:
+            self._cancel(msg, at, seq, later)
+
+    def _update(self, msg: Json, at: float, seq: int | None) -> None:
+        params = msg.get("params")
+        session = params.get("sessionId") if isinstance(params, dict) else None
+        update = params.get("update") if isinstance(params, dict) else None
+        if session is None or not isinstance(update, dict):
+            missing = "params" if not isinstance(params, dict) else "sessionId" if session is None else "update"
+            self.found("update-malformed", session, at, seq, "session/update without {} (an object)", missing,
+                       direction=TO_CLIENT, method=p.SESSION_UPDATE)
+            return
+        skey = _session_key(session)
+        state = self._sessions.get(skey)
+        if state is None and not self._sessions_full:
+            if self._opening:
+                held = self._maybe.get(skey)
+                if held is None and len(self._maybe) < 64:
+                    held = self._maybe[skey] = (session, [], [0])
+                if held is not None:
+                    if len(held[1]) < self.notify:
+                        held[1].append((at, seq))
+                    held[2][0] += 1
+            else:
+                self.found("update-unknown-session", session, at, seq,
+                           "session/update for {}, which was never created, loaded or resumed", session,
+                           direction=TO_CLIENT, method=p.SESSION_UPDATE)
+        elif state is False:
+            self.found("update-closed-session", session, at, seq,
+                       "session/update for {} after its session/close", session,
+                       direction=TO_CLIENT, method=p.SESSION_UPDATE)
+        kind = update.get("sessionUpdate")
+        if kind == p.SESSION_INFO_UPDATE:
+            if p.get_path(update, p.META, p.PROMPT_SUGGESTIONS) is not None:
+                self.found("legacy-suggestions", session, at, seq,
+                           "the agent sent a legacy suggestion (_meta.promptSuggestions)",
+                           direction=TO_CLIENT, method=p.SESSION_UPDATE)
+        elif kind == p.PROMPT_SUGGESTIONS_UPDATE:
+            if not isinstance(p.get_path(p.client_capabilities(self.client_init), "session",
+                                         p.PROMPT_SUGGESTIONS), dict):
+                self.found("suggestions-unadvertised", session, at, seq,
+                           "the agent sent prompt_suggestions_update; the client never advertised "
+                           "session.promptSuggestions", direction=TO_CLIENT, method=p.SESSION_UPDATE)
+        elif kind == "state_update":
+            state_now = update.get("state")
+            if state_now == "running":
+                if len(self._running) < self.max_sessions:
+                    self._running[skey] = True
+            elif state_now == "idle":
+                self._running.pop(skey, None)
+                if skey in self._cancels:
+                    del self._cancels[skey]
+                    if update.get("stopReason") != "cancelled":
+                        self._ignored(session, at, seq, update.get("stopReason"))
+        elif kind in V1_ONLY_UPDATES and self.version is not None and self.version >= 2:
+            self.found("v1-shape-on-v2", session, at, seq, "update kind {}, removed in v2", kind,
+                       direction=TO_CLIENT, method=p.SESSION_UPDATE)
+
+    def _cancel(self, msg: Json, at: float, seq: int | None, later: frozenset[int] = frozenset()) -> None:
+        session = p.get_path(msg, "params", "sessionId")
+        skey = _session_key(session)
+        if self.version is not None and self.version >= 2:
+            watch = self._running.get(skey, False)  # v2: only a running turn answers a cancel
+        else:  # v1: a prompt of that session in flight
+            watch = any(id(r) not in later for r in self.session.in_flight(p.SESSION_PROMPT, session))
+        if watch and skey not in self._cancels and len(self._cancels) < 10_000:
+            self._cancels[skey] = (session, at, seq)
+            self.soonest = min(self.soonest, at + self.config.cancel_seconds)
+
+    def _ignored(self, session: Any, at: float, seq: int | None, reason: Any) -> None:
+        self.found("cancel-ignored", session, at, seq,
+                   "the turn cancelled with session/cancel ended with stopReason {}, not cancelled", reason,
+                   direction=TO_AGENT, method=p.SESSION_CANCEL)
+
+    def _prompt_answered(self, request: Pending, msg: Json, at: float, seq: int | None) -> None:
+        """v1: the answer to a cancelled prompt must say `cancelled`."""
+        skey = _session_key(request.session_id)
+        if skey in self._cancels and (self.version is None or self.version < 2):
+            del self._cancels[skey]
+            reason = p.get_path(msg.get("result"), "stopReason")
+            if reason != "cancelled":
+                self._ignored(request.session_id, at, seq, reason if "result" in msg else "(an error)")
+
+    def _open(self, session: Any) -> None:
+        if session is None:
+            return
+        if len(self._sessions) >= self.max_sessions:
+            self._sessions_full = True  # past the cap, no session can be called unknown
+            return
+        self._sessions[_session_key(session)] = True
+
+    def _flush_maybe(self) -> None:
+        maybe, self._maybe = self._maybe, {}
+        for skey, (session, kept, (count,)) in maybe.items():
+            if skey in self._sessions:
+                continue
+            for at, seq in kept:
+                self.found("update-unknown-session", session, at, seq,
+                           "session/update for {}, which was never created, loaded or resumed", session,
+                           direction=TO_CLIENT, method=p.SESSION_UPDATE)
+            if count > len(kept):
+                key = ("update-unknown-session", skey)
+                if key in self.counts:
+                    self.counts[key] += count - len(kept)
+
+
+def _session_key(session: Any) -> Any:
+    return None if session is None else id_key(session)

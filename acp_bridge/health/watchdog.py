@@ -1,0 +1,291 @@
+"""The live watchdog: the findings engine fed from the forwarding path, as an `Observer`.
+
+Owns: turning each read's `Forward`s into engine events using only what the relay already
+parsed (requests and responses, with the relay's pairing; notifications a rule looked at;
+what the bridge wrote itself), plus the agent's unparsed lines that came alone and one line
+of each read that came in runs (a sample, for session ids and update shapes) and, toward
+the agent, the lines that name `session/cancel`; the one timer task; logging each finding
+once per code and session; and writing finding records to the capture.
+
+Must never: change, delay or reorder traffic, parse every line of a big read (of its runs
+of untouched lines, only the first line is looked at), or take the bridge down: a failure
+of its own turns it off for the rest of the connection (said once). Its timer task sleeps
+until the earliest deadline, and forever when nothing is pending.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from acp_bridge.config import Config
+from acp_bridge.core.forward import Forward, Verdict, complete_lines
+from acp_bridge.core.frames import Direction, Frame, Kind, classify
+from acp_bridge.core.session import Pending, Session
+from acp_bridge.errors import CaptureError
+from acp_bridge.health.engine import SPECIAL, Engine
+from acp_bridge.health.findings import CODES, Finding, Level
+
+if TYPE_CHECKING:
+    from acp_bridge.capture.writer import CaptureFile
+
+log = logging.getLogger("acp_bridge.health")
+
+TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
+REQUEST, RESPONSE, NOTIFICATION = Kind.REQUEST, Kind.RESPONSE, Kind.NOTIFICATION
+EMIT, OPAQUE, REWRITE = Verdict.EMIT, Verdict.OPAQUE, Verdict.REWRITE
+INF = math.inf
+_LOG_LEVEL = {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING, Level.ERROR: logging.ERROR}
+
+
+class Watchdog:
+    """Findings while the bridge runs (docs/health.md): in the log and the capture."""
+
+    def __init__(self, config: Config, capture: CaptureFile | None = None, session: Session | None = None) -> None:
+        # With the relay's session, the requests in flight are read from it; without one
+        # (a watchdog on its own, in tests), they are tracked in a session of its own.
+        self.own = session is None
+        self.engine = Engine(config.health, session, notify=1)
+        self.engine.listeners.append(self._told)
+        self.capture = capture
+        self.off = False
+        self._wake = INF  # the monotonic time the timer task sleeps until
+        self._scope: trio.CancelScope | None = None
+        self._base: int | None = capture.encoder.seq if capture is not None and capture.fd is not None else None
+        self._cursor = (0, 0)  # (forwards counted, seq after them) within the current read
+
+    def __repr__(self) -> str:
+        return f"<Watchdog {self.engine!r} wake={self._wake} off={self.off}>"
+
+    # -- the forwarding path ------------------------------------------------------------------
+
+    def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
+        if self.off or not forwards:
+            return
+        try:
+            self._record(mono, forwards)
+            soonest = self.engine.soonest
+            if soonest < self._wake:
+                self._reschedule(soonest)
+        except CaptureError:
+            raise  # a finding record could not be written and `capture.required` is set
+        except Exception:
+            self.off = True
+            log.exception("health: the watchdog failed and is off for the rest of this connection "
+                          "(traffic is not affected)")
+        capture = self.capture
+        if capture is not None:
+            self._base = capture.encoder.seq if capture.fd is not None else None
+
+    def _record(self, mono: float, forwards: Sequence[Forward]) -> None:
+        engine = self.engine
+        first = forwards[0]
+        source = first.frame.direction if first.frame is not None else first.direction
+        if source is TO_CLIENT and first.verdict is not EMIT:
+            engine.last_out = mono
+        if self._base is not None:
+            self._cursor = (0, self._base)
+        sampled = source is TO_AGENT
+        seq: int | None = None
+        base, own, session = self._base, self.own, engine.session
+        saw_request = False
+        quiet = engine.quiet_unknown()
+        unknown = 0  # responses for ids nobody asked, counted at once when `quiet`
+        for index, fwd in enumerate(forwards):
+            frame = fwd.frame
+            if frame is None:
+                if fwd.verdict is not EMIT or own:  # the bridge's own answers: the relay's session knows
+                    self._unparsed(fwd, source, sampled, mono, forwards, index)
+                    sampled = sampled or fwd.untouched_lines
+                continue
+            kind = frame.kind
+            if kind is REQUEST:
+                pending = fwd.request
+                if pending is None:
+                    continue  # refused by the bridge: the agent is gone
+                saw_request = True
+                if own:
+                    session.track(pending)
+                if base is not None or pending.method in SPECIAL:
+                    if base is not None:
+                        seq = self._seq_before(forwards, index) + 1
+                    engine.request(pending, seq, frame.msg)
+            elif kind is RESPONSE:
+                msg = frame.msg
+                assert msg is not None
+                pending = session.pair(fwd.direction, msg.get("id")) if own else fwd.request
+                if base is not None:
+                    seq = self._seq_before(forwards, index) + 1
+                if pending is not None:
+                    engine.answered(pending, msg, mono, seq)
+                elif quiet:
+                    unknown += 1
+                else:
+                    engine.unpaired(fwd.direction, msg.get("id"), mono, seq)
+                if "error" in msg and "result" in msg:
+                    engine.result_and_error(fwd.direction, msg.get("id"), mono, seq)
+            else:
+                if base is not None:
+                    seq = self._seq_before(forwards, index) + 1
+                if kind is NOTIFICATION:
+                    engine.notification(fwd.direction, frame.msg, mono, seq)  # type: ignore[arg-type]
+                elif frame.batch is not None:
+                    self._batch(frame, mono, seq)
+            if fwd.rules and fwd.verdict is REWRITE and "system-prompt" in fwd.rules:
+                if base is not None:
+                    seq = self._seq_before(forwards, index) + 1
+                out = classify(frame.direction, fwd.data).msg
+                engine.system_prompt_sent(frame.method, out, None, mono, seq)
+        if unknown:
+            engine.count_unknown(unknown)
+        if saw_request:
+            if session.reused():
+                engine.reused(mono)
+            due = mono + engine.min_threshold  # nothing new is due sooner; the timer's scan tells exactly
+            if due < self._wake:
+                engine.soonest = min(engine.soonest, due)
+
+    def _unparsed(self, fwd: Forward, source: Direction, sampled: bool, mono: float,
+                  forwards: Sequence[Forward], index: int) -> None:
+        """A forward the relay did not parse: look at what a rule needs, cheaply."""
+        verdict = fwd.verdict
+        if verdict is EMIT:
+            self._emitted(fwd, mono, forwards, index)
+        elif verdict is OPAQUE:
+            pass
+        elif source is TO_AGENT:
+            if b"session/cancel" in fwd.raw:
+                self._lines(fwd, b"session/cancel", mono, forwards, index)
+        elif self.engine.watching_cancel and b'"state_update"' in fwd.raw:
+            self._lines(fwd, b'"state_update"', mono, forwards, index)
+        elif not fwd.untouched_lines or not sampled:  # a line that came alone (a small read): parsed
+            self._lines(fwd, None, mono, forwards, index)
+
+    def _emitted(self, fwd: Forward, mono: float, forwards: Sequence[Forward], index: int) -> None:
+        """A message the bridge wrote: its answers settle requests (the relay's session knows;
+        a session of the watchdog's own is told)."""
+        frame = classify(fwd.direction, fwd.data)
+        if frame.kind is RESPONSE and frame.msg is not None:
+            self.engine.session.pair(fwd.direction, frame.msg.get("id"))
+
+    def _lines(self, fwd: Forward, needle: bytes | None, mono: float, forwards: Sequence[Forward],
+               index: int) -> None:
+        """Parse the lines of an unparsed forward that hold `needle` (None: only the first)."""
+        if fwd.untouched_lines:
+            if needle is None:
+                lines = [fwd.raw[:fwd.raw.find(b"\n") + 1]]
+            else:
+                lines = complete_lines(fwd.raw)
+        else:
+            lines = [fwd.raw]
+        before = None if self._base is None else self._seq_before(forwards, index)
+        for number, line in enumerate(lines, 1):
+            if needle is not None and needle not in line:
+                continue
+            frame = classify(fwd.direction, line)
+            if frame.kind is NOTIFICATION and frame.msg is not None:
+                later = frozenset(id(f.request) for f in forwards[index + 1:] if f.request is not None) \
+                    if frame.method == "session/cancel" else frozenset()
+                self.engine.notification(fwd.direction, frame.msg, mono, None if before is None else before + number,
+                                         later)
+
+    def _batch(self, frame: Frame, mono: float, seq: int | None) -> None:
+        """The elements of a batch (the relay tracks their requests; a session of the
+        watchdog's own is told)."""
+        if not self.own:
+            return
+        for element in frame.batch or ():
+            if not isinstance(element, dict) or "id" not in element:
+                continue
+            method, params = element.get("method"), element.get("params")
+            if isinstance(method, str):
+                session_id = params.get("sessionId") if isinstance(params, dict) else None
+                self.engine.session.track(Pending(frame.direction, element["id"], method, session_id, b"", mono))
+            elif "result" in element or "error" in element:
+                self.engine.session.pair(frame.direction, element["id"])
+
+    def _seq_before(self, forwards: Sequence[Forward], index: int) -> int:
+        """The capture's seq before `forwards[index]`'s records (counted once per read)."""
+        counted, seq = self._cursor
+        while counted < index:
+            fwd = forwards[counted]
+            if fwd.verdict is OPAQUE:
+                seq += not fwd.raw or fwd.raw.endswith(b"\n")
+            elif fwd.untouched_lines:
+                seq += fwd.raw.count(b"\n")
+            else:
+                seq += 1
+            counted += 1
+        self._cursor = (counted, seq)
+        return seq
+
+    # -- findings ------------------------------------------------------------------------------
+
+    def _told(self, finding: Finding) -> None:
+        where = f" (session {finding.session})" if finding.session is not None else ""
+        log.log(_LOG_LEVEL[finding.level], "health: %s: %s%s", finding.code, finding.text, where)
+        capture = self.capture
+        if capture is not None and capture.fd is not None:
+            capture.write_record(finding.record(time.time() - time.monotonic() + finding.at))
+
+    # -- timers --------------------------------------------------------------------------------
+
+    def _reschedule(self, due: float) -> None:
+        self._wake = due
+        if self._scope is not None:
+            self._scope.deadline = trio.current_time() + (due - time.monotonic())
+
+    async def run(self) -> None:
+        while True:
+            with trio.CancelScope() as scope:
+                self._scope = scope
+                if self._wake < INF:
+                    scope.deadline = trio.current_time() + (self._wake - time.monotonic())
+                await trio.sleep_forever()
+            self._scope = None
+            if self.off:
+                self._wake = INF
+                continue
+            try:
+                started = time.perf_counter()
+                now = time.monotonic()
+                nearest = self.engine.advance(now)
+                # A scan reads every request in flight: with very many, space the scans out so
+                # that they take at most 2% of the time (findings come that much later).
+                self._wake = self.engine.soonest = max(nearest, now + 50 * (time.perf_counter() - started))
+            except CaptureError:
+                raise
+            except Exception:
+                self.off = True
+                self._wake = INF
+                log.exception("health: the watchdog failed and is off for the rest of this connection")
+
+    def close(self, wall: float, mono: float) -> None:
+        """Report what was overdue at the end, and how often each finding came in all."""
+        if self.off:
+            return
+        self.engine.finish(mono)
+        capture = self.capture
+        for (code, _), count in self.engine.counts.items():
+            if count > 1:
+                log.info("health: %s came %d times", code, count)
+        if capture is None or capture.fd is None:
+            return
+        for (code, session), count in self.engine.counts.items():
+            if count > 1:
+                capture.write_record({"type": "finding", "time": wall, "mono": mono, "code": code,
+                                      "level": CODES[code].level.label, "session": _session_text(session),
+                                      "message": f"{count} occurrences in all", "about": None, "count": count,
+                                      "total": True})
+
+
+def _session_text(key: object) -> object:
+    """A session key (type, value) back to the value it stands for."""
+    if isinstance(key, tuple) and len(key) == 2:
+        return key[1] if isinstance(key[1], (str, int, float)) else None
+    return key

@@ -1,0 +1,233 @@
+"""The findings engine, fed capture records as `acp-bridge check` feeds it (pure, fast):
+each rule with the traffic that provokes it and the traffic that must not, the caps that
+bound its memory, and the listener a telemetry exporter can hang on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_bridge.config import HealthConfig
+from acp_bridge.core.frames import Direction
+from acp_bridge.core.session import Pending
+from acp_bridge.health.engine import Engine
+from acp_bridge.health.findings import Finding
+from acp_bridge.health.posthoc import Report, analyse
+from tests.health import scenarios as sc
+
+FAST = HealthConfig(request_seconds=10, prompt_seconds=30, client_request_seconds=5, cancel_seconds=2)
+A, C = "to-agent", "to-client"
+
+
+class Capture:
+    """Message records, numbered as the bridge numbers them."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = [{"type": "header", "format": 1, "mono": 0.0}]
+
+    def add(self, at: float, direction: str, message: dict[str, Any], *, method: str | None = None,
+            verdict: str = "pass", rules: tuple[str, ...] = (), out: dict[str, Any] | None = None) -> int:
+        kind = ("request" if "id" in message else "notification") if "method" in message else "response"
+        params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
+        seq = len(self.records)
+        record: dict[str, Any] = {
+            "type": "message", "seq": seq, "time": at, "mono": at, "direction": direction, "kind": kind,
+            "verdict": verdict, "method": message.get("method", method), "id": message.get("id"),
+            "session": params.get("sessionId"), "rules": list(rules)}
+        if verdict != "emit":
+            record["raw"] = orjson.dumps(message).decode() + "\n"
+        if out is not None:
+            record["out"] = orjson.dumps(out).decode() + "\n"
+        self.records.append(record)
+        return seq
+
+    def check(self, end: float, config: HealthConfig = FAST) -> Report:
+        return analyse("c.jsonl", [*self.records, {"type": "end", "mono": end}], config)
+
+
+def found(report: Report) -> list[tuple[str, int | None]]:
+    return [(f.code, f.seq) for f in sorted(report.findings, key=lambda f: (f.seq or 0, f.code))]
+
+
+def opened(cap: Capture, session: str = "s1") -> None:
+    cap.add(0.0, A, sc.msg(id=0, method="initialize", params=sc.NEW_CLIENT))
+    cap.add(0.1, C, sc.msg(id=0, result=sc.AGENT_V1_INIT), method="initialize")
+    cap.add(0.2, A, sc.msg(id=1, method="session/new", params={"cwd": "/", "mcpServers": []}))
+    cap.add(0.3, C, sc.msg(id=1, result={"sessionId": session}), method="session/new")
+
+
+def prompt(id_: int, session: str = "s1") -> dict[str, Any]:
+    return sc.msg(id=id_, method="session/prompt", params={"sessionId": session, "prompt": []})
+
+
+def test_ordinary_traffic_gives_nothing() -> None:
+    cap = Capture()
+    opened(cap)
+    cap.add(1.0, A, prompt(2))
+    for i in range(50):  # a turn of a minute: each update keeps the prompt alive
+        cap.add(1.0 + i * 1.2, C, sc.chunk("s1", f"t{i}"))
+    cap.add(61.0, C, sc.msg(id=2, result={"stopReason": "end_turn"}), method="session/prompt")
+    assert found(cap.check(end=100.0)) == []
+
+
+def test_a_request_unanswered_past_its_threshold() -> None:
+    cap = Capture()
+    opened(cap)
+    slow = cap.add(1.0, A, sc.msg(id=5, method="x/slow", params={}))
+    assert found(cap.check(end=10.9)) == []
+    assert found(cap.check(end=11.0)) == [("request-unanswered", slow)]
+    cap.add(12.0, C, sc.msg(id=5, result={}), method="x/slow")  # a late answer: still the one finding
+    assert found(cap.check(end=20.0)) == [("request-unanswered", slow)]
+
+
+def test_a_prompt_counts_from_the_agents_last_output() -> None:
+    cap = Capture()
+    opened(cap)
+    turn = cap.add(1.0, A, prompt(2))
+    cap.add(25.0, C, sc.chunk("s1", "still working"))
+    assert found(cap.check(end=54.9)) == []  # 30 s of silence only at 55
+    assert found(cap.check(end=55.0)) == [("prompt-stalled", turn)]
+
+
+def test_agent_requests_the_client_leaves_unanswered() -> None:
+    cap = Capture()
+    opened(cap)
+    read = cap.add(1.0, C, sc.msg(id="r1", method="fs/read_text_file", params={"sessionId": "s1", "path": "/a"}))
+    cap.add(1.0, C, sc.msg(id="p1", method="session/request_permission", params={"sessionId": "s1"}))
+    assert found(cap.check(end=100.0)) == [("client-request-unanswered", read)]  # a permission waits on a person
+    waits = HealthConfig(client_request_seconds=5, methods={"session/request_permission": 60.0,
+                                                            "fs/read_text_file": 0.0})
+    assert [code for code, _ in found(cap.check(end=100.0, config=waits))] == ["client-request-unanswered"]
+    assert found(cap.check(end=100.0, config=waits))[0][1] == read + 1
+
+
+def test_ids_reused_answered_twice_or_never_asked() -> None:
+    cap = Capture()
+    opened(cap)
+    cap.add(1.0, A, sc.msg(id=7, method="x/a", params={}))
+    again = cap.add(1.1, A, sc.msg(id=7, method="x/b", params={}))
+    cap.add(1.2, C, sc.msg(id=7, result={}), method="x/a")
+    cap.add(1.3, C, sc.msg(id=7, result={}), method="x/b")  # answers the second: no finding
+    twice = cap.add(1.4, C, sc.msg(id=7, result={}))
+    nobody = cap.add(1.5, C, sc.msg(id="7", result={}))  # "7" is not 7
+    both = cap.add(1.6, A, sc.msg(id="q", result={}, error={"code": 1, "message": "x"}))
+    assert found(cap.check(end=2.0)) == [("request-id-reused", again), ("response-duplicate", twice),
+                                         ("response-unknown-id", nobody), ("response-result-and-error", both),
+                                         ("response-unknown-id", both)]
+
+
+def test_updates_for_sessions_unknown_closed_or_malformed() -> None:
+    cap = Capture()
+    cap.add(0.0, A, sc.msg(id=0, method="initialize", params=sc.NEW_CLIENT))
+    cap.add(0.1, A, sc.msg(id=1, method="session/new", params={"cwd": "/"}))
+    cap.add(0.2, C, sc.chunk("s1", "early"))  # before the response that creates s1: fine
+    ghost = cap.add(0.3, C, sc.chunk("ghost", "boo"))
+    cap.add(0.4, C, sc.msg(id=1, result={"sessionId": "s1"}), method="session/new")
+    cap.add(0.5, A, sc.msg(id=2, method="session/load", params={"sessionId": "old", "cwd": "/"}))
+    cap.add(0.6, C, sc.chunk("old", "replayed"))  # a load replays before it answers: fine
+    cap.add(0.7, A, sc.msg(id=3, method="session/close", params={"sessionId": "s1"}))
+    cap.add(0.8, C, sc.msg(id=3, result={}), method="session/close")
+    late = cap.add(0.9, C, sc.chunk("s1", "late"))
+    bad = cap.add(1.0, C, sc.update(None, sessionUpdate="plan"))
+    worse = cap.add(1.1, C, sc.msg(method="session/update", params={"sessionId": "old"}))
+    assert found(cap.check(end=2.0)) == [("update-unknown-session", ghost), ("update-closed-session", late),
+                                         ("update-malformed", bad), ("update-malformed", worse)]
+
+
+def test_cancel_v1_honoured_ignored_or_never_answered() -> None:
+    def cancelled(reason: str | None, end: float) -> list[tuple[str, int | None]]:
+        cap = Capture()
+        opened(cap)
+        cap.add(1.0, A, prompt(2))
+        cap.add(2.0, A, sc.msg(method="session/cancel", params={"sessionId": "s1"}))
+        if reason is not None:
+            cap.add(3.0, C, sc.msg(id=2, result={"stopReason": reason}), method="session/prompt")
+        return found(cap.check(end=end))
+
+    assert cancelled("cancelled", 10.0) == []
+    assert cancelled("end_turn", 10.0) == [("cancel-ignored", 7)]  # the answer that ignored it
+    assert cancelled(None, 3.9) == []
+    assert cancelled(None, 4.0) == [("cancel-ignored", 6)]  # the cancel left unanswered
+
+
+def test_cancel_v2_waits_for_an_idle_state_of_a_running_turn() -> None:
+    def cancelled(state: list[dict[str, Any]], end: float) -> list[str]:
+        cap = Capture()
+        cap.add(0.0, A, sc.V2_CLIENT_INIT)
+        cap.add(0.1, C, sc.msg(id=0, result={"protocolVersion": 2, "capabilities": {}, "info": {}}),
+                method="initialize")
+        cap.add(0.2, A, sc.msg(id=1, method="session/new", params={"cwd": "/"}))
+        cap.add(0.3, C, sc.msg(id=1, result={"sessionId": "s1"}), method="session/new")
+        cap.add(1.0, A, prompt(2))
+        cap.add(1.1, C, sc.msg(id=2, result={"messageId": "m"}), method="session/prompt")
+        cap.add(1.2, C, sc.update("s1", sessionUpdate="state_update", state="running"))
+        cap.add(2.0, A, sc.msg(method="session/cancel", params={"sessionId": "s1"}))
+        for i, update in enumerate(state):
+            cap.add(2.5 + i, C, sc.update("s1", sessionUpdate="state_update", **update))
+        return [code for code, _ in found(cap.check(end=end))]
+
+    assert cancelled([{"state": "idle", "stopReason": "cancelled"}], 10.0) == []
+    assert cancelled([{"state": "idle", "stopReason": "end_turn"}], 10.0) == ["cancel-ignored"]
+    assert cancelled([], 10.0) == ["cancel-ignored"]
+
+
+def test_migration_facts_and_v1_shapes_on_v2() -> None:
+    cap = Capture()
+    cap.add(0.0, A, sc.msg(id=0, method="initialize", params=sc.AIR_ONLY))
+    cap.add(0.1, C, sc.msg(id=0, result={**sc.AGENT_V1_INIT, "protocolVersion": 2}), method="initialize")
+    cap.add(0.2, A, sc.msg(id=1, method="session/load", params={"sessionId": "s1", "cwd": "/"}))
+    cap.add(0.3, C, sc.NEW_FORM)
+    cap.add(0.4, C, sc.LEGACY)
+    cap.add(0.5, C, sc.update("s1", sessionUpdate="current_mode_update", currentModeId="x"))
+    cap.add(0.6, A, prompt(2), verdict="rewrite", rules=("system-prompt",),
+            out=prompt(2) | {"params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "S"}]}})
+    assert found(cap.check(end=1.0)) == [
+        ("air-only-client", 1), ("v1-shape-on-v2", 2), ("v1-shape-on-v2", 3), ("suggestions-unadvertised", 4),
+        ("legacy-suggestions", 5), ("v1-shape-on-v2", 6), ("system-prompt-fallback", 7)]
+
+
+def test_each_code_and_session_is_told_once_then_counted() -> None:
+    told: list[Finding] = []
+    engine = Engine(FAST, notify=1)
+    engine.listeners.append(told.append)  # what an OpenTelemetry exporter would hang here
+    for i in range(1000):
+        engine.unpaired(Direction.TO_CLIENT, i, float(i))
+        engine.notification(Direction.TO_CLIENT, sc.chunk(f"ghost{i % 3}", "x"), float(i))
+    assert [(f.code, f.session, f.count) for f in told] == [
+        ("response-unknown-id", None, 1), ("update-unknown-session", "ghost0", 1),
+        ("update-unknown-session", "ghost1", 1), ("update-unknown-session", "ghost2", 1)]
+    assert engine.summary() == {"response-unknown-id": 1000, "update-unknown-session": 1000}
+
+
+def test_memory_stays_bounded_with_many_sessions_and_requests() -> None:
+    engine = Engine(FAST, notify=0, max_tracked=100, max_sessions=50, max_counted=20)
+    session = engine.session
+    for i in range(5000):
+        engine.request(session.track(Pending(Direction.TO_AGENT, i, "session/load", f"s{i}", b"", 0.0)), i)
+        engine.notification(Direction.TO_CLIENT, sc.chunk(f"other{i}", "x"), 0.0)
+    assert len(engine._sessions) == 50 and len(engine.seqs) == 100
+    assert len(engine.counts) == 21  # 20 code-and-session pairs, then one "(more sessions)" per code
+    assert engine.summary() == {"update-unknown-session": 50}  # past the session cap nothing is unknown
+    engine.advance(100.0)
+    assert len(engine._reported) == 100 and engine.summary()["request-unanswered"] == 100
+
+
+@given(ids=st.lists(st.one_of(st.integers(-5, 5), st.text(max_size=2), st.booleans(), st.none()), max_size=20),
+       twice=st.sets(st.integers(0, 19)))
+def test_answers_are_duplicates_exactly_when_an_id_was_answered_before(ids: list[Any], twice: set[int]) -> None:
+    """Whatever the ids (1, True and "1" all differ), each request answered once gives no
+    finding, and each answer sent again is one duplicate."""
+    cap = Capture()
+    unique = list({orjson.dumps(i): i for i in ids}.values())
+    for n, id_ in enumerate(unique):
+        cap.add(float(n), A, sc.msg(id=id_, method="x/y", params={}))
+    for n, id_ in enumerate(unique):
+        cap.add(50.0 + n, C, sc.msg(id=id_, result={}), method="x/y")
+        if n in twice:
+            cap.add(50.0 + n, C, sc.msg(id=id_, result={}))
+    report = cap.check(end=60.0, config=HealthConfig(request_seconds=1000))
+    assert report.counts == ({"response-duplicate": len(twice & set(range(len(unique))))}
+                             if twice & set(range(len(unique))) else {})

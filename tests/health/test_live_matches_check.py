@@ -1,0 +1,103 @@
+"""The watchdog (live, behind a real Relay, writing into a real capture encoder) and `check`
+(afterwards, from the records) find the same: for any traffic whose lines come one per
+read, the first finding of each code and session is the same message in both."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_bridge.capture.reading import load_record
+from acp_bridge.capture.records import CaptureEncoder, dumps
+from acp_bridge.config import Config
+from acp_bridge.core.forward import Forward
+from acp_bridge.core.frames import Direction
+from acp_bridge.core.relay import Relay
+from acp_bridge.health.posthoc import analyse
+from acp_bridge.health.watchdog import Watchdog
+from tests.health import scenarios as sc
+
+A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+
+
+class MemoryCapture:
+    """What the watchdog needs of a CaptureFile, writing into a list."""
+
+    def __init__(self) -> None:
+        self.encoder = CaptureEncoder()
+        self.fd: int | None = 1
+        self.lines: list[bytes] = [dumps({"type": "header", "format": 1, "mono": 0.0})]
+
+    def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
+        self.lines += self.encoder.encode_batch(wall, mono, forwards).splitlines()
+
+    def write_record(self, record: dict[str, Any]) -> None:
+        self.lines.append(dumps(record).rstrip(b"\n"))
+
+
+ids = st.sampled_from([1, 2, "1", "x"])
+sessions = st.sampled_from(["s1", "s2", "ghost", None])
+messages = st.one_of(
+    st.tuples(st.just(A), st.builds(lambda i, m, s: sc.msg(id=i, method=m, params={"sessionId": s}),
+                                    ids, st.sampled_from(["session/new", "session/load", "session/close",
+                                                          "session/prompt", "x/y"]), sessions)),
+    st.tuples(st.just(A), st.builds(lambda s: sc.msg(method="session/cancel", params={"sessionId": s}), sessions)),
+    st.tuples(st.sampled_from([A, C]), st.builds(lambda i, s: sc.msg(id=i, result={"sessionId": s}), ids, sessions)),
+    st.tuples(st.just(C), st.builds(lambda i: sc.msg(id=i, result={}, error={"code": 1, "message": "m"}), ids)),
+    st.tuples(st.just(C), st.builds(lambda i, m: sc.msg(id=i, method=m, params={"sessionId": "s1"}), ids,
+                                    st.sampled_from(["fs/read_text_file", "session/request_permission"]))),
+    st.tuples(st.just(C), st.builds(lambda s: sc.chunk(s, "t"), sessions)),
+    st.tuples(st.just(C), st.just(sc.LEGACY)),
+    st.tuples(st.just(C), st.just(sc.NEW_FORM)),
+    st.tuples(st.just(A), st.sampled_from([sc.msg(id=0, method="initialize", params=sc.AIR_ONLY),
+                                           sc.msg(id=0, method="initialize", params=sc.NEW_CLIENT)])),
+)
+
+
+@given(traffic=st.lists(messages, max_size=25))
+def test_live_and_afterwards_agree_on_each_first_finding(traffic: list[tuple[Direction, dict[str, Any]]]) -> None:
+    relay = Relay()
+    capture = MemoryCapture()
+    dog = Watchdog(Config(), capture, relay.session)  # type: ignore[arg-type]
+    for n, (direction, message) in enumerate(traffic):
+        forwards = relay.feed(direction, orjson.dumps(message) + b"\n", float(n))
+        capture.record(0.0, float(n), forwards)
+        dog.record(0.0, float(n), forwards)
+    dog.close(0.0, float(len(traffic)))
+    records = [r for r in map(load_record, capture.lines) if r is not None]
+    live = {(r["code"], r["session"], r["about"]) for r in records
+            if r["type"] == "finding" and not r.get("total")}
+    report = analyse("c", records)
+    first: dict[tuple[str, Any], int | None] = {}
+    for finding in sorted(report.findings, key=lambda f: f.seq or 0):
+        first.setdefault((finding.code, finding.session), finding.seq)
+    assert live == {(code, session, seq) for (code, session), seq in first.items()}
+
+
+@given(traffic=st.lists(messages, max_size=40), cuts=st.lists(st.integers(1, 6000), max_size=6))
+def test_in_big_reads_what_the_watchdog_finds_is_a_message_check_finds_too(
+        traffic: list[tuple[Direction, dict[str, Any]]], cuts: list[int]) -> None:
+    """Read in big chunks, the watchdog samples the runs of lines no rule looks at, so it
+    may miss a finding; but each it makes names the same message `check` finds (the seq
+    counted across runs of lines, pieces of lines and messages the rules parsed)."""
+    relay = Relay(run_min=64)  # runs of untouched lines even in these small reads
+    capture = MemoryCapture()
+    dog = Watchdog(Config(), capture, relay.session)  # type: ignore[arg-type]
+    for direction in (A, C):
+        data = b"".join(orjson.dumps(m) + b"\n" for d, m in traffic if d is direction)
+        points = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+        for n, (start, end) in enumerate(itertools.pairwise(points)):
+            forwards = relay.feed(direction, data[start:end], float(n))
+            capture.record(0.0, float(n), forwards)
+            dog.record(0.0, float(n), forwards)
+    dog.close(0.0, 100.0)
+    records = [r for r in map(load_record, capture.lines) if r is not None]
+    live = {(r["code"], r["session"], r["about"]) for r in records
+            if r["type"] == "finding" and not r.get("total")}
+    after = {(f.code, f.session, f.seq) for f in analyse("c", records).findings}
+    assert live <= after

@@ -1,0 +1,109 @@
+"""The live watchdog in process, behind a real Relay: what it reads of a read, its timer,
+and that a failure of its own turns it off without touching the traffic."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pytest
+import trio
+
+from acp_bridge.config import Config, HealthConfig
+from acp_bridge.core.frames import Direction, Frame, classify
+from acp_bridge.core.relay import Relay
+from acp_bridge.health import watchdog as wd
+from acp_bridge.health.findings import Finding
+from tests.health import scenarios as sc
+
+A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+
+
+def pair(health: HealthConfig | None = None) -> tuple[Relay, wd.Watchdog, list[Finding]]:
+    relay = Relay()
+    dog = wd.Watchdog(Config(health=health or HealthConfig()), None, relay.session)
+    told: list[Finding] = []
+    dog.engine.listeners.append(told.append)
+    return relay, dog, told
+
+
+def feed(relay: Relay, dog: wd.Watchdog, direction: Direction, data: bytes, at: float = 0.0) -> None:
+    dog.record(0.0, at, relay.feed(direction, data, at))
+
+
+@pytest.mark.detail
+def test_of_a_big_read_of_streamed_updates_only_the_first_line_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    relay, dog, told = pair()
+    parsed: list[bytes] = []
+
+    def counted(direction: Direction, line: bytes) -> Frame:
+        parsed.append(line)
+        return classify(direction, line)
+
+    monkeypatch.setattr(wd, "classify", counted)
+    chunks = sc.wire(*[sc.chunk("ghost", f"token {i}") for i in range(2000)])
+    feed(relay, dog, C, chunks)
+    assert parsed == [sc.wire(sc.chunk("ghost", "token 0"))]
+    assert [(f.code, f.session) for f in told] == [("update-unknown-session", "ghost")]
+    parsed.clear()
+    feed(relay, dog, C, sc.wire(sc.chunk("ghost", "alone")))  # a small read: its line is parsed
+    assert parsed == [sc.wire(sc.chunk("ghost", "alone"))]
+
+
+def test_a_failure_of_its_own_turns_it_off_not_the_traffic(caplog: pytest.LogCaptureFixture,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    relay, dog, _ = pair()
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(dog.engine, "notification", broken)
+    line = sc.wire(sc.chunk("s", "x"))
+    forwards = relay.feed(C, line, 0.0)
+    with caplog.at_level(logging.ERROR, logger="acp_bridge.health"):
+        dog.record(0.0, 0.0, forwards)
+        dog.record(0.0, 0.0, forwards)
+    assert dog.off and [f.data for f in forwards] == [line]
+    assert [r.getMessage() for r in caplog.records] == [
+        "health: the watchdog failed and is off for the rest of this connection (traffic is not affected)"]
+
+
+async def test_the_timer_wakes_for_a_deadline_and_sleeps_when_nothing_is_pending() -> None:
+    relay, dog, told = pair(HealthConfig(request_seconds=0.05))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(dog.run)
+        await trio.testing.wait_all_tasks_blocked()
+        assert dog._wake == wd.INF  # nothing pending: asleep for good
+        feed(relay, dog, A, sc.wire(sc.msg(id=1, method="x/slow", params={})), time.monotonic())
+        assert dog._wake < wd.INF
+        with trio.fail_after(5):
+            while not told:
+                await trio.sleep(0.01)
+        assert [(f.code, f.method, f.id) for f in told] == [("request-unanswered", "x/slow", 1)]
+        feed(relay, dog, C, sc.wire(sc.msg(id=1, result={})))  # the late answer: no other finding
+        with trio.fail_after(5):
+            while dog._wake < wd.INF:  # the next scan finds nothing pending and sleeps for good
+                await trio.sleep(0.01)
+        assert len(told) == 1
+        nursery.cancel_scope.cancel()
+
+
+def test_a_finding_record_that_cannot_be_written_stops_a_required_capture() -> None:
+    """`capture.required`: the capture's failure ends the session, also when it is the
+    watchdog that wrote."""
+    from acp_bridge.capture.records import CaptureEncoder
+    from acp_bridge.errors import CaptureError
+
+    class Failing:
+        encoder = CaptureEncoder()
+        fd = 1
+
+        def write_record(self, record: dict[str, Any]) -> None:
+            raise CaptureError("capture: cannot write c.jsonl: No space left on device (capture.required is set)")
+
+    relay = Relay()
+    dog = wd.Watchdog(Config(), Failing(), relay.session)  # type: ignore[arg-type]
+    with pytest.raises(CaptureError):
+        feed(relay, dog, C, sc.wire(sc.chunk("ghost", "x")))
+    assert not dog.off
