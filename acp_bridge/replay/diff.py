@@ -2,17 +2,29 @@
 
 Owns: `compact_diff(old, new)`: a dict from RFC 6901 pointer to `{"was": old, "now": new}`
 (a side that is absent is left out), only for the places that differ, as deep as both sides
-are containers of the same kind. Must never: do IO, or raise on any JSON value (a message
-nested past what can be walked is compared whole).
+are containers of the same kind; and `showable(diff)`, a diff that can be written.
+Must never: do IO, or raise on any JSON value (a message nested past what can be walked is
+compared whole).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from acp_bridge.core.protocol import Json
 
 MAX_DEPTH = 200  # deeper than this, the two values are compared whole
+
+
+def showable(diff: Json) -> Json:
+    """`diff`, or a note where it is nested past what can be written (254 levels)."""
+    try:
+        orjson.dumps(diff, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return {"": {"note": "the messages differ, nested deeper than can be written"}}
+    return diff
 
 
 def _token(key: str | int) -> str:

@@ -108,10 +108,10 @@ def test_compact_diff_is_empty_exactly_for_the_same_json(old: Any, new: Any) -> 
 
 
 def test_a_difference_nested_past_what_can_be_written_is_a_note() -> None:
-    from acp_bridge.replay.rerun import _showable
+    from acp_bridge.replay.diff import showable
 
     deep: Any = []
     for _ in range(300):
         deep = [deep]
-    assert _showable({"": {"now": deep}}) == {"": {"note": "the messages differ, nested deeper than can be written"}}
-    assert _showable({"/a": {"was": 1}}) == {"/a": {"was": 1}}
+    assert showable({"": {"now": deep}}) == {"": {"note": "the messages differ, nested deeper than can be written"}}
+    assert showable({"/a": {"was": 1}}) == {"/a": {"was": 1}}
