@@ -2,7 +2,8 @@
 
 Owns: `compact_diff(old, new)`: a dict from RFC 6901 pointer to `{"was": old, "now": new}`
 (a side that is absent is left out), only for the places that differ, as deep as both sides
-are containers of the same kind; and `showable(diff)`, a diff that can be written.
+are containers of the same kind; `showable(diff)`, a diff that can be written; and
+`without_id(line)`, an answer to compare.
 Must never: do IO, or raise on any JSON value (a message nested past what can be walked is
 compared whole).
 """
@@ -77,3 +78,15 @@ def _walk(old: Any, new: Any, here: str, out: Json, depth: int) -> None:
         return
     if not _same(old, new):
         out[here] = {"was": old, "now": new}
+
+
+def without_id(line: bytes) -> Any:
+    """A JSON-RPC answer without its id, to compare with another (a line that does not
+    parse: its text)."""
+    try:
+        msg = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return line.decode("utf-8", "backslashreplace")
+    if isinstance(msg, dict):
+        msg.pop("id", None)
+    return msg

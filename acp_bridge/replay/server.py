@@ -26,7 +26,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify, encode, id_key
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.members import MemberScanner
-from acp_bridge.replay.diff import compact_diff, showable
+from acp_bridge.replay.diff import compact_diff, showable, without_id
 from acp_bridge.replay.script import AwaitAnswer, Matcher, RecordedRequest, Script, Send, Step
 from acp_bridge.replay.wire import (
     error_line,
@@ -239,6 +239,13 @@ class ReplayServer:
             while key not in self.answers:
                 if self.client_done:
                     return None
+                while self._queue and isinstance(head := self._queue[0], bytes):  # errors for bad lines:
+                    self._out += head  # not requests the recording answers, so sent now
+                    self._queue.popleft()
+                if self._out:
+                    self._poke()  # room for the reader
+                    await self._flush()
+                    continue
                 # A request waiting to be served (sent before or after the agent request: the
                 # recorded client answered first) or a stray answer: the client went on.
                 if self._queue or self._stray is not None:
@@ -368,7 +375,7 @@ class ReplayServer:
             self._once(("unread",), f"the client's answer to {step.method} is longer than the replay reads; "
                                     "not compared")
             return
-        was, now = _result_of(step.expected), _result_of(answer)
+        was, now = without_id(step.expected), without_id(answer)
         diff = compact_diff(was, now)
         if diff:
             self.mismatches += 1
@@ -380,15 +387,4 @@ class ReplayServer:
         if key not in self._reported and len(self._reported) < 10_000:
             self._reported.add(key)
             self.report(text)
-
-
-def _result_of(line: bytes) -> Any:
-    """An answer without its id, to compare with another."""
-    try:
-        msg = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return line.decode("utf-8", "backslashreplace")
-    if isinstance(msg, dict):
-        msg.pop("id", None)
-    return msg
 

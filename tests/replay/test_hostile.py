@@ -137,6 +137,20 @@ async def test_a_client_that_sends_another_request_instead_of_answering_is_not_k
         f"{PREFIX}1 request of the replay went unanswered by the client"]
 
 
+async def test_a_request_pipelined_behind_the_prompt_ends_the_wait_too(tmp_path: Path) -> None:
+    """Sent before the permission request even came: the recorded client answered first,
+    so this client went on without answering; its set_mode is not kept waiting."""
+    set_mode = rpc(id=3, method="session/set_mode", params={"sessionId": "S1"})
+    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+        await replay.ask(INIT)
+        await replay.ask(NEW)
+        await replay.send(PROMPT + set_mode)
+        assert await replay.line() == PERMISSION
+        assert [(await replay.read())["id"] for _ in range(2)] == [2, 3]
+        assert await replay.finish() == 0
+    assert replay.stderr_lines()[0] == UNANSWERED
+
+
 async def test_an_answer_with_the_id_of_another_type_ends_the_wait(tmp_path: Path) -> None:
     """"7" for 7: no answer to what the replay asked, and said so; the prompt is answered."""
     async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
@@ -148,6 +162,19 @@ async def test_an_answer_with_the_id_of_another_type_ends_the_wait(tmp_path: Pat
         f'{PREFIX}divergence: the client answered id "7", which the replay did not send, before answering the '
         "replay's session/request_permission; going on without its answer",
         f"{PREFIX}1 request of the replay went unanswered by the client"]
+
+
+async def test_a_bad_line_during_the_wait_is_answered_and_the_wait_goes_on(tmp_path: Path) -> None:
+    """Not a request the recording answers: its error goes out at once, and the client's
+    answer, sent after it, is still the one awaited."""
+    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+        await prompted(replay)
+        await replay.send(b"hello\n")
+        assert await replay.line() == error(b"null", -32700, NOT_JSON)
+        await replay.send(CLIENT_ALLOWS)
+        assert await replay.read() == {"jsonrpc": "2.0", "id": 2, "result": END_TURN}
+        assert await replay.finish() == 0
+    assert replay.stderr_lines() == [f"{PREFIX}the client sent a line that is not JSON; answered with a JSON-RPC error"]
 
 
 async def test_strict_ends_the_replay_when_the_client_does_not_answer(tmp_path: Path) -> None:
