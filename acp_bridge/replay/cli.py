@@ -172,6 +172,10 @@ def _serve(script: Script, options: ReplayOptions) -> int:
     from acp_bridge.replay.server import ReplayServer
 
     report = Reporter(2)
+    try:
+        os.fstat(2)
+    except OSError:  # started with stderr closed: fd 2 may later be a file the replay opens
+        report.broken = True
     if script.withheld:
         report(f"{script.withheld} agent line(s) were withheld whole by the capture's redaction; not replayed")
     if script.partial:

@@ -310,7 +310,10 @@ class ReplayServer:
                     await self._flush()
                     await trio.sleep(gap)
             if isinstance(step, Send):
-                self._send(step)
+                if step.answers is None and step.request is None:
+                    self._out += step.data  # most lines: inline (a call each is 8% of serving)
+                else:
+                    self._send(step)
             elif isinstance(step, AwaitAnswer) and step.key in self.sent_requests:
                 await self._flush()
                 self._check_answer(step, await self._wait_answer(step))
