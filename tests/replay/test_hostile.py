@@ -59,31 +59,39 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize(("name", "line", "answer", "what"), INVALID, ids=[i[0] for i in INVALID])
-async def test_a_line_that_is_not_a_request_gets_a_json_rpc_error(tmp_path: Path, name: str, line: bytes,
-                                                                  answer: bytes, what: str) -> None:
-    """Answered at once (the client does not wait forever), said once on stderr, and the
-    recording is not used up: the next initialize gets the recorded answer."""
+async def test_a_line_that_is_not_a_request_gets_a_json_rpc_error(tmp_path: Path) -> None:
+    """Each is answered at once (the client does not wait forever), each kind said once on
+    stderr, and the recording is not used up: initialize then gets the recorded answer."""
     async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
-        await replay.send(line)
-        assert await replay.line() == answer
+        for _, line, answer, _ in INVALID:
+            await replay.send(line)
+            assert await replay.line() == answer
         assert (await replay.ask(INIT))["result"] == INIT_ANSWER
         assert await replay.finish() == 0
-    assert replay.stderr_lines() == [f"{PREFIX}the client sent {what}; answered with a JSON-RPC error"]
+    kinds = list(dict.fromkeys(what for *_, what in INVALID))
+    assert replay.stderr_lines() == [f"{PREFIX}the client sent {what}; answered with a JSON-RPC error"
+                                     for what in kinds]
 
 
-@pytest.mark.parametrize("literal", [b"1" * 100, b"1.50", b"1e3"])
-async def test_a_live_id_comes_back_as_the_client_wrote_it(tmp_path: Path, literal: bytes) -> None:
-    """In the recorded answer and in a divergence's error alike (orjson would write 1.5,
-    1000.0 and 1.111e+99)."""
-    request = b'{"jsonrpc":"2.0","id":' + literal + b',"method":"initialize","params":{}}\n'
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
-        await replay.send(request)
-        assert await replay.line() == b'{"jsonrpc":"2.0","id":' + literal + b',"result":' + orjson.dumps(
-            INIT_ANSWER) + b"}\n"
-        await replay.send(request)
-        assert (await replay.line()).startswith(b'{"jsonrpc":"2.0","id":' + literal + b',"error":{"code":-32603,')
-        await replay.finish()
+LITERALS = [b"1" * 100, b"1.50", b"1e3"]
+
+
+async def test_a_live_id_comes_back_as_the_client_wrote_it(tmp_path: Path) -> None:
+    """In the recorded answer and in a divergence's error alike (orjson would write
+    1.111e+99, 1.5 and 1000.0)."""
+    inits = [msg(2 * i + 1, "to-agent", "request", INIT, "initialize", 0) for i in range(len(LITERALS))]
+    answers = [msg(2 * i + 2, "to-client", "response", rpc(id=0, result=INIT_ANSWER), "initialize", 0)
+               for i in range(len(LITERALS))]
+    capture = write_capture(tmp_path / "c.jsonl", [r for pair in zip(inits, answers, strict=True) for r in pair])
+    async with replaying([str(capture)]) as replay:
+        for literal in LITERALS:
+            await replay.send(b'{"jsonrpc":"2.0","id":' + literal + b',"method":"initialize","params":{}}\n')
+            assert await replay.line() == (b'{"jsonrpc":"2.0","id":' + literal + b',"result":'
+                                           + orjson.dumps(INIT_ANSWER) + b"}\n")
+        for literal in LITERALS:  # the recording is used up: errors
+            await replay.send(b'{"jsonrpc":"2.0","id":' + literal + b',"method":"initialize","params":{}}\n')
+            assert (await replay.line()).startswith(b'{"jsonrpc":"2.0","id":' + literal + b',"error":{"code":-32603,')
+        assert await replay.finish() == 0
 
 
 async def test_a_recorded_answer_nested_past_what_can_be_written_gets_the_live_id(tmp_path: Path) -> None:
