@@ -123,8 +123,9 @@ def _bounded(lines: Iterable[bytes], limit: int) -> Iterator[bytes]:
         return
     while line := readline(limit + 1):
         if len(line) > limit:
-            while (more := readline(limit + 1)) and not more.endswith(b"\n"):
-                pass  # skip the rest of the line without holding it
+            more = line
+            while more and not more.endswith(b"\n"):
+                more = readline(limit + 1)  # the rest of the line, skipped without holding it
             yield _too_long(line[:limit], limit)
             continue
         yield line
