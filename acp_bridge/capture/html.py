@@ -22,8 +22,7 @@ import orjson
 
 from acp_bridge.capture.files import local_clock
 from acp_bridge.capture.html_rows import RowBuilder
-from acp_bridge.capture.redaction import Redactor
-from acp_bridge.core.pointer import parse_pointer
+from acp_bridge.capture.redaction import Redactor, valid_pointers
 from acp_bridge.core.protocol import Json
 
 BATCH = 2000  # rows per JSON block of the page
@@ -37,20 +36,6 @@ class Written:
     messages: int
     rows: int
     turns: int
-
-
-def _pointers(redact: Any) -> tuple[str, ...]:
-    """The header's `redact` pointers, but any that is not one (a capture edited by hand):
-    each of the others still masks."""
-    found: list[str] = []
-    for pointer in redact if isinstance(redact, list) else ():
-        if isinstance(pointer, str):
-            try:
-                parse_pointer(pointer)
-            except ValueError:
-                continue
-            found.append(pointer)
-    return tuple(found)
 
 
 def _block(rows: list[Json], cls: str = "rows") -> bytes:
@@ -96,7 +81,7 @@ def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture
         if kind != "message":
             continue
         if builder is None:
-            builder = RowBuilder(Redactor(_pointers(header.get("redact"))), clock)
+            builder = RowBuilder(Redactor(valid_pointers(header.get("redact"))), clock)
         batch.extend(builder.add(record))
         if len(batch) >= BATCH:
             out.write(_block(batch))

@@ -428,3 +428,17 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
             continue
         out.append(mask_text_secrets(arg))
     return out
+
+
+def valid_pointers(redact: Any) -> tuple[str, ...]:
+    """A capture header's `redact` pointers, but any that is not one (a capture edited by
+    hand): each of the others still masks."""
+    found: list[str] = []
+    for pointer in redact if isinstance(redact, list) else ():
+        if isinstance(pointer, str):
+            try:
+                parse_pointer(pointer)
+            except ValueError:
+                continue
+            found.append(pointer)
+    return tuple(found)

@@ -10,7 +10,9 @@ stdout while serving, or import trio when only `--rules` runs.
 from __future__ import annotations
 
 import copy
+import math
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 # capture goes (`--write` says where the re-run goes) and `--strict` (declared here, for both
 # modes). The parameter name `capture` stays unused here: `resolve_config` reads it.
 _NOT_TAKEN = ("capture", "strict")
+# How long the last reports may wait for a stderr that is not drained, at the end.
+STDERR_LINGER = 0.5
 # `resolve_config` wants an agent command, as `run` does; the re-run starts none.
 _NO_AGENT = ("acp-bridge-replay",)
 
@@ -59,10 +63,12 @@ In CI (exit 1 when the rules' output differs):
 @click.option("--timing", type=click.Choice(["fast", "recorded"]), default="fast", show_default=True,
               help="fast: as fast as causality allows; recorded: keep the recorded gaps (capped by --max-gap).")
 @click.option("--max-gap", type=click.FloatRange(min=0, max=3600), default=2.0, show_default=True, metavar="S",
+              callback=lambda ctx, param, value: _a_number(value),
               help="With --timing recorded, the longest pause kept, in seconds.")
 @click.option("--strict", is_flag=True, default=None,
-              help="Serving: end the replay with exit status 1 at the first request the recording has "
-                   "no counterpart for (for CI). With --rules: the run option (a failing rule stops).")
+              help="Serving: end the replay with exit status 1 at the first divergence: a request the "
+                   "recording has no counterpart for, or an agent request the client did not answer "
+                   "(for CI). With --rules: the run option (a failing rule stops, exit 1, no summary).")
 @click.option("--rules", is_flag=True,
               help="Do not serve: feed the recorded incoming lines through the rules that the RUN OPTIONS "
                    "and config set, and compare what would go out now with what was recorded going out. "
@@ -78,15 +84,19 @@ def replay(ctx: click.Context, /, capture_file: str, before_rules: bool, timing:
 
     Serving (the default), each request of the live client is matched to the next recorded
     client request of the same method and session and gets the recorded answer (with the live
-    id), preceded by what the agent sent in between; the agent's own requests (permission,
-    fs, terminal) are sent and the client's answer awaited (a different answer is reported on
-    stderr). A request with no recorded counterpart gets a JSON-RPC error naming what the
-    recording expected next, reported once on stderr; the replay stays up. By default the
-    client gets what the editor got (the bridge's rewrites and own messages included).
+    id, as the client wrote it), preceded by what the agent sent in between; the agent's own
+    requests (permission, fs, terminal) are sent and the client's answer awaited (a different
+    answer is reported on stderr; another request sent instead of the answer ends the wait, as
+    a divergence). A request with no recorded counterpart, and a line that is not a request
+    (a batch, garbage, a bad method or id), gets a JSON-RPC error; each kind is reported once
+    on stderr and the replay stays up: it never hangs. By default the client gets what the
+    editor got (the bridge's rewrites and own messages included). Exit status: 0, or 1 with
+    --strict at the first divergence, 2 for bad input, 130 on SIGINT.
 
-    Bad input (not a capture, an unknown format version, a malformed line or a torn last
-    record) is one line on stderr naming the file and line, exit status 2. A capture without
-    its end record (a killed bridge) is replayed up to its last record.
+    Bad input (not a regular file, not a capture, an unknown format version, a malformed
+    line) is one line on stderr naming the file and line, exit status 2. A capture without
+    its end record (a killed bridge) is replayed up to its last record; its torn last line,
+    if any, is ignored and said on stderr.
     """
     serving_only = [name for name, given in (("--before-rules", before_rules),
                                              ("--timing", _given(ctx, "timing")),
@@ -95,6 +105,8 @@ def replay(ctx: click.Context, /, capture_file: str, before_rules: bool, timing:
     rules_only += [_spelling(ctx, param) for param in ctx.command.params
                    if param.name in options or param.name == "config_file"
                    if param.name is not None and _given(ctx, param.name)]
+    if _given(ctx, "max_gap") and timing != "recorded":
+        raise click.UsageError("--max-gap: only with --timing recorded", ctx)
     if rules and serving_only:
         raise click.UsageError(f"{', '.join(serving_only)}: only when serving, not with --rules", ctx)
     if not rules and rules_only:
@@ -108,6 +120,12 @@ def replay(ctx: click.Context, /, capture_file: str, before_rules: bool, timing:
     with _reading(capture_file) as capture:
         script = build_script(capture, before_rules=before_rules)
     ctx.exit(_serve(script, ReplayOptions(timing, max_gap, bool(strict))))
+
+
+def _a_number(value: float) -> float:
+    if math.isnan(value):  # FloatRange lets NaN through: every comparison with it is false
+        raise click.BadParameter("nan is not a number of seconds")
+    return value
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -128,8 +146,18 @@ def _fail(text: str) -> NoReturn:
 def _reading(path: str) -> Iterator[Capture]:
     """The capture at `path`, read as it is used; bad input is one line on stderr, exit 2."""
     try:
-        with open(path, "rb") as file:
-            yield Capture(file)
+        # Not blocking on a FIFO's open: only a regular file is read (a device such as
+        # /dev/zero, or a pipe, is refused before anything of it is read).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                _fail(f"{path}: cannot read it: not a regular file")
+            os.set_blocking(fd, True)
+            capture = Capture(file)
+            yield capture
+            if capture.torn is not None:
+                click.echo(f"acp-bridge: {path}:{capture.torn}: the torn last line (the bridge was killed "
+                           "while writing it) was ignored", err=True)
     except OSError as exc:
         _fail(f"{path}: cannot read it: {exc.strerror or exc}")
     except CaptureInputError as exc:
@@ -139,12 +167,15 @@ def _reading(path: str) -> Iterator[Capture]:
 def _serve(script: Script, options: ReplayOptions) -> int:
     import trio
 
-    from acp_bridge.process import open_stdio, write_all
+    from acp_bridge.process import open_stdio
+    from acp_bridge.replay.report import Reporter
     from acp_bridge.replay.server import ReplayServer
 
-    def report(text: str) -> None:
-        write_all(2, f"acp-bridge replay: {text}\n".encode("utf-8", "replace"))
-
+    report = Reporter(2)
+    try:
+        os.fstat(2)
+    except OSError:  # started with stderr closed: fd 2 may later be a file the replay opens
+        report.broken = True
     if script.withheld:
         report(f"{script.withheld} agent line(s) were withheld whole by the capture's redaction; not replayed")
     if script.partial:
@@ -152,13 +183,20 @@ def _serve(script: Script, options: ReplayOptions) -> int:
                "their first bytes are replayed")
 
     async def main() -> int:
-        async with open_stdio() as stream:
-            return await ReplayServer(script, options, stream, report).run()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(report.run)
+            async with open_stdio() as stream:
+                status = await ReplayServer(script, options, stream, report).run()
+            await report.close(STDERR_LINGER)
+            nursery.cancel_scope.cancel()
+        return status
 
+    status = EXIT_BRIDGE
     try:
-        return trio.run(main)
-    except KeyboardInterrupt:
-        return 128 + 2
+        status = trio.run(main)
+    except* KeyboardInterrupt:
+        status = 128 + 2
+    return status
 
 
 def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: dict[str, Any],

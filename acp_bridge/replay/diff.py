@@ -2,17 +2,30 @@
 
 Owns: `compact_diff(old, new)`: a dict from RFC 6901 pointer to `{"was": old, "now": new}`
 (a side that is absent is left out), only for the places that differ, as deep as both sides
-are containers of the same kind. Must never: do IO, or raise on any JSON value (a message
-nested past what can be walked is compared whole).
+are containers of the same kind; `showable(diff)`, a diff that can be written; and
+`without_id(line)`, an answer to compare.
+Must never: do IO, or raise on any JSON value (a message nested past what can be walked is
+compared whole).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from acp_bridge.core.protocol import Json
 
 MAX_DEPTH = 200  # deeper than this, the two values are compared whole
+
+
+def showable(diff: Json) -> Json:
+    """`diff`, or a note where it is nested past what can be written (254 levels)."""
+    try:
+        orjson.dumps(diff, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return {"": {"note": "the messages differ, nested deeper than can be written"}}
+    return diff
 
 
 def _token(key: str | int) -> str:
@@ -65,3 +78,15 @@ def _walk(old: Any, new: Any, here: str, out: Json, depth: int) -> None:
         return
     if not _same(old, new):
         out[here] = {"was": old, "now": new}
+
+
+def without_id(line: bytes) -> Any:
+    """A JSON-RPC answer without its id, to compare with another (a line that does not
+    parse: its text)."""
+    try:
+        msg = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return line.decode("utf-8", "backslashreplace")
+    if isinstance(msg, dict):
+        msg.pop("id", None)
+    return msg

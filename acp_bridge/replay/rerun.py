@@ -20,13 +20,13 @@ import orjson
 
 from acp_bridge.capture.reading import sent_bytes
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
-from acp_bridge.capture.redaction import WHOLE, Redactor
+from acp_bridge.capture.redaction import WHOLE, Redactor, valid_pointers
 from acp_bridge.core.frames import Direction
 from acp_bridge.core.framing import MIB
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Relay
 from acp_bridge.core.rewrites import RuleSettings, build_rewrites
-from acp_bridge.replay.diff import compact_diff
+from acp_bridge.replay.diff import compact_diff, showable
 from acp_bridge.replay.script import Capture
 
 # What a difference is: the line itself changed, was dropped or is forwarded now; a message
@@ -42,15 +42,6 @@ class RuleFailed(Exception):
     def __init__(self, seq: Any, exc: Exception) -> None:
         super().__init__(f"a rule failed on the line of record #{seq}: {type(exc).__name__}: {exc}")
         self.seq = seq
-
-
-def _showable(diff: Json) -> Json:
-    """`diff`, or a note where it is nested past what can be written (254 levels)."""
-    try:
-        orjson.dumps(diff, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:
-        return {"": {"note": "the messages differ, nested deeper than can be written"}}
-    return diff
 
 
 @dataclass(frozen=True)
@@ -115,7 +106,7 @@ def _compare(old: Json | None, new: Json | None, seq: Any, out: list[Difference]
         assert present is not None
         change = (EMITTED_NOW if new is not None else NO_LONGER_EMITTED) if emitted else CHANGED
         side = "now" if new is not None else "was"
-        out.append(Difference(seq, direction, method, change, _showable({"": {side: _parse(sent_bytes(present))}})))
+        out.append(Difference(seq, direction, method, change, showable({"": {side: _parse(sent_bytes(present))}})))
         return
     was, now = sent_bytes(old), sent_bytes(new)
     if was == now:
@@ -123,12 +114,12 @@ def _compare(old: Json | None, new: Json | None, seq: Any, out: list[Difference]
     if was is None or now is None:
         change = DROPPED_NOW if now is None else FORWARDED_NOW
         side, data = ("was", was) if now is None else ("now", now)
-        out.append(Difference(seq, direction, method, change, _showable({"": {side: _parse(data)}})))
+        out.append(Difference(seq, direction, method, change, showable({"": {side: _parse(data)}})))
         return
     diff = compact_diff(_parse(was), _parse(now))
     if not diff:  # the same JSON, spelled differently
         diff = {"": {"was": was.decode("utf-8", "backslashreplace"), "now": now.decode("utf-8", "backslashreplace")}}
-    out.append(Difference(seq, direction, method, CHANGED, _showable(diff)))
+    out.append(Difference(seq, direction, method, CHANGED, showable(diff)))
 
 
 def _with_emits(records: Iterator[Json]) -> Iterator[tuple[Json, list[Json]]]:
@@ -165,9 +156,7 @@ def rerun(capture: Capture, rules: RuleSettings, *, strict: bool = False, max_li
         RuleFailed: a rule raised and `strict` is set.
     """
     header = capture.header
-    pointers = header.get("redact")
-    recorded = [ptr for ptr in pointers if isinstance(ptr, str)] if isinstance(pointers, list) else []
-    redact = tuple(dict.fromkeys([*recorded, *redact]))
+    redact = tuple(dict.fromkeys([*valid_pointers(header.get("redact")), *redact]))
     include = header.get("include_system_prompt") is True
     encoder = CaptureEncoder(Redactor(redact, None if include else rules.system_prompt.text), lean=False)
     relay = Relay(build_rewrites(rules), strict=strict, max_line=max_line)

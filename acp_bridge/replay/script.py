@@ -23,9 +23,13 @@ from acp_bridge.capture.reading import fmt_id, record_bytes, sent_bytes
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import id_key
+from acp_bridge.core.framing import MIB
 from acp_bridge.core.protocol import Json
 
 FORMAT_VERSION = 1
+# The longest record line read: a line over the parse limit is recorded only in its first
+# bytes, so a record this long is no capture acp-bridge wrote (and must not be held whole).
+MAX_RECORD = 256 * MIB
 _DIRECTIONS = ("to-agent", "to-client")
 
 
@@ -40,22 +44,25 @@ class CaptureInputError(Exception):
 
 class Capture:
     """A capture read as it is iterated: the header at once, the message records one by one
-    (`records()`, once), so that no more than one record is held. `ended` tells, once the
-    records are read, whether the capture has its `end` record (a killed bridge's has not:
-    it is read up to its last record).
+    (`records()`, once), each line at most `max_record` bytes long. `ended` tells, once the
+    records are read, whether the capture has its `end` record; `torn` is the number of a torn
+    last line that was ignored (a killed bridge's capture: read up to its last whole record).
+    Reading holds one record at a time; `build_script` keeps every line it serves, so serving
+    holds two to three times the capture's size in memory.
 
     Raises (from the constructor for the header, from `records()` for the rest):
-        CaptureInputError: not a capture, an unknown format version, a malformed line, or
-            a torn last record (a line cut before its newline that does not parse).
+        CaptureInputError: not a capture, an unknown format version, a malformed line, a
+            record longer than `max_record`, or a torn last line after the end record.
     """
 
-    def __init__(self, lines: Iterable[bytes]) -> None:
-        self._lines = enumerate(lines, 1)
+    def __init__(self, lines: Iterable[bytes], max_record: int = MAX_RECORD) -> None:
+        self._lines = enumerate(_bounded(lines, max_record), 1)
         self.ended = False
+        self.torn: int | None = None
         self.header = self._first()
 
     def __repr__(self) -> str:
-        return f"<Capture format={self.header.get('format')} ended={self.ended}>"
+        return f"<Capture format={self.header.get('format')} ended={self.ended} torn={self.torn}>"
 
     def _first(self) -> Json:
         for number, line in self._lines:
@@ -65,6 +72,9 @@ class Capture:
 
     @staticmethod
     def _load(line: bytes, number: int, *, header: bool = False) -> Json | None:
+        if isinstance(line, _TooLong):
+            size = f"{line.limit // MIB} MiB" if line.limit >= MIB else f"{line.limit} bytes"
+            raise CaptureInputError(number, f"a record longer than {size}: not a capture this acp-bridge wrote")
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -79,10 +89,14 @@ class Capture:
 
     def records(self) -> Iterator[Json]:
         """The message records, in order, each checked; other types are skipped, as
-        capture-format.md asks of readers."""
+        capture-format.md asks of readers. A torn last line with no end record before it (the
+        bridge was killed while writing it) ends the records; `torn` says where."""
         for number, line in self._lines:
             if not line.strip():
                 continue
+            if not self.ended and not line.endswith(b"\n") and not isinstance(line, _TooLong) and _torn(line):
+                self.torn = number
+                return
             record = self._load(line, number)
             assert record is not None
             kind = record["type"]
@@ -91,6 +105,45 @@ class Capture:
             elif kind == "message":
                 _check(record, number)
                 yield record
+
+
+class _TooLong(bytes):
+    """The head of a line longer than the limit (the rest is skipped)."""
+
+    limit: int = 0
+
+
+def _bounded(lines: Iterable[bytes], limit: int) -> Iterator[bytes]:
+    """`lines`, but a line over `limit` bytes comes as a `_TooLong` head (not held whole):
+    a file's lines are read with `readline(limit + 1)`."""
+    readline = getattr(lines, "readline", None)
+    if readline is None:
+        for line in lines:
+            yield _too_long(line[:limit], limit) if len(line) > limit else line
+        return
+    while line := readline(limit + 1):
+        if len(line) > limit:
+            more = line
+            while more and not more.endswith(b"\n"):
+                more = readline(limit + 1)  # the rest of the line, skipped without holding it
+            yield _too_long(line[:limit], limit)
+            continue
+        yield line
+
+
+def _too_long(head: bytes, limit: int) -> _TooLong:
+    out = _TooLong(head)
+    out.limit = limit
+    return out
+
+
+def _torn(line: bytes) -> bool:
+    """A last line without its newline that is not a whole record: cut by a killed writer."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return True
+    return not isinstance(record, dict) or not isinstance(record.get("type"), str)
 
 
 def lines_of(data: bytes) -> Iterator[bytes]:
@@ -112,8 +165,10 @@ def _header(record: Json | None, number: int) -> Json:
         raise CaptureInputError(number, "not a capture: the first record is not a header "
                                         "(written by acp-bridge run --capture)")
     version = record.get("format")
-    if version != FORMAT_VERSION:
-        raise CaptureInputError(number, f"unknown capture format version {version!r} "
+    if type(version) is not int or version != FORMAT_VERSION:  # true == 1 in Python
+        shown = orjson.dumps(version, option=orjson.OPT_NON_STR_KEYS).decode() if isinstance(
+            version, (str, int, float, type(None))) else type(version).__name__
+        raise CaptureInputError(number, f"unknown capture format version {shown} "
                                         f"(this acp-bridge reads version {FORMAT_VERSION})")
     return record
 
@@ -124,6 +179,11 @@ def _check(record: Json, number: int) -> None:
     for key in ("raw", "out"):
         if key in record and not isinstance(record[key], (str, type(None))):
             raise CaptureInputError(number, f"malformed message record: '{key}' is not text")
+    if not isinstance(record.get("method"), (str, type(None))):
+        raise CaptureInputError(number, "malformed message record: 'method' is not text or null")
+    session = record.get("session")
+    if not isinstance(session, (str, int, type(None))) or isinstance(session, bool):
+        raise CaptureInputError(number, "malformed message record: 'session' is not text, a number or null")
 
 
 # -- the script ----------------------------------------------------------------------------
@@ -165,6 +225,7 @@ class RecordedRequest:
     mono: float
     steps: list[Step] = field(default_factory=list)
     answered: bool = False
+    answer_in: int = -1  # the index of the request whose segment holds the answer
 
     def describe(self) -> str:
         where = "" if self.session is None else f" (session {self.session})"
@@ -195,7 +256,7 @@ def build_script(capture: Capture, *, before_rules: bool = False) -> Script:
     """
     head = capture.header.get("mono")
     script = Script([], head if isinstance(head, (int, float)) else 0.0, [])
-    current = script.opening
+    current, owner = script.opening, -1
     pending: dict[Any, int] = {}  # id key of a recorded client request -> its index, until answered
     agent_requests: dict[Any, str | None] = {}
     requests = script.requests
@@ -214,7 +275,7 @@ def build_script(capture: Capture, *, before_rules: bool = False) -> Script:
                 request = RecordedRequest(len(requests), record.get("method"), record.get("session"),
                                           record.get("id"), mono)
                 requests.append(request)
-                current = request.steps
+                current, owner = request.steps, request.index
                 pending[id_key(record.get("id"))] = request.index
             elif kind == "response":
                 key = id_key(record.get("id"))
@@ -238,6 +299,7 @@ def build_script(capture: Capture, *, before_rules: bool = False) -> Script:
             if index is not None:
                 answers = index
                 requests[index].answered = True
+                requests[index].answer_in = owner
         if record.get("redacted") == WHOLE:
             if answers is None:
                 script.withheld += 1
@@ -273,6 +335,14 @@ class Matcher:
         index = queue.popleft()
         self._matched[index] = True
         return self.requests[index]
+
+    def peek(self, method: Any, session: Any) -> int | None:
+        """The index `match` would give now (None: no such request left)."""
+        queue = self._queues.get((method, id_key(session)))
+        return queue[0] if queue else None
+
+    def matched(self, index: int) -> bool:
+        return self._matched[index]
 
     def expected_next(self) -> RecordedRequest | None:
         """The earliest recorded request no live one has matched yet (None: all matched)."""

@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from acp_bridge.capture.reading import load_record
 from acp_bridge.cli import main
 from acp_bridge.core.rewrites import suggestion_shapes, system_prompt, system_prompt_shapes
-from tests.conftest import ROOT
 from tests.golden.record import CAPTURE_CONFIG, CASES
 from tests.replay.drive import GOLDEN, GOLDENS, comparable, records
 
@@ -145,7 +144,21 @@ def test_the_config_file_layers_as_for_run(tmp_path: Path) -> None:
     bad.write_text("[nope]\n")
     status, _, err = rerun("v1-legacy-air-meta", options=["-c", str(bad)])
     assert status == 2 and err.startswith("acp-bridge: ") and err.count("\n") == 1
-    assert ROOT.exists()
+    assert f"{bad}:" in err and "nope" in err
+
+
+def test_invalid_redact_pointers_in_the_capture_header_are_left_out(tmp_path: Path) -> None:
+    """A capture edited by hand: pointers that are not pointers are skipped (as `export`
+    does), the valid ones still mask, and the re-run goes on."""
+    lines = (GOLDEN / "v1-legacy-air-meta.jsonl").read_bytes().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["redact"] = [*header["redact"], "no-slash", "/a/~2", 5]
+    path = tmp_path / "edited.jsonl"
+    path.write_bytes(json.dumps(header).encode() + b"\n" + b"".join(lines[1:]))
+    recorded = [o for o in CASES["v1-legacy-air-meta"]["options"] if o not in ("-c", CAPTURE_CONFIG)]
+    result = CliRunner().invoke(main, ["replay", str(path), "--rules", *recorded])
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == f"acp-bridge replay --rules: {path}: {rerun('v1-legacy-air-meta')[1].split(': ', 2)[2]}"
 
 
 def test_a_failing_rule_fails_open_and_with_strict_stops(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,14 +3,27 @@ recorded ones, and the compact JSON diff."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.replay.diff import compact_diff
-from acp_bridge.replay.script import AwaitAnswer, Matcher, RecordedRequest, Send, build_script, parse_capture
+from acp_bridge.replay.script import (
+    AwaitAnswer,
+    Capture,
+    CaptureInputError,
+    Matcher,
+    RecordedRequest,
+    Send,
+    build_script,
+    lines_of,
+    parse_capture,
+)
+from acp_bridge.replay.wire import splice_id
 from tests.replay.drive import GOLDEN
 
 
@@ -108,10 +121,62 @@ def test_compact_diff_is_empty_exactly_for_the_same_json(old: Any, new: Any) -> 
 
 
 def test_a_difference_nested_past_what_can_be_written_is_a_note() -> None:
-    from acp_bridge.replay.rerun import _showable
+    from acp_bridge.replay.diff import showable
 
     deep: Any = []
     for _ in range(300):
         deep = [deep]
-    assert _showable({"": {"now": deep}}) == {"": {"note": "the messages differ, nested deeper than can be written"}}
-    assert _showable({"/a": {"was": 1}}) == {"/a": {"was": 1}}
+    assert showable({"": {"now": deep}}) == {"": {"note": "the messages differ, nested deeper than can be written"}}
+    assert showable({"/a": {"was": 1}}) == {"/a": {"was": 1}}
+
+
+# -- bad input the reader refuses, and a killed bridge's torn tail -------------------------
+
+HEADER = b'{"type":"header","format":1}\n'
+
+
+def test_a_record_longer_than_the_limit_is_refused_without_being_held(tmp_path: Path) -> None:
+    """From a file, the long line is read in pieces of the limit; from bytes, cut the same."""
+    data = HEADER + b'{"type":"message","pad":"' + b"x" * 5000 + b'"}\n{"type":"end"}\n'
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(data)
+    with path.open("rb") as file:
+        for source in (lines_of(data), file):
+            capture = Capture(source, max_record=1024)
+            with pytest.raises(CaptureInputError) as caught:
+                list(capture.records())
+            assert (caught.value.line, caught.value.problem) == (
+                2, "a record longer than 1024 bytes: not a capture this acp-bridge wrote")
+
+
+def test_a_torn_last_line_without_an_end_record_ends_the_records() -> None:
+    message = b'{"type":"message","direction":"to-agent","kind":"request","method":"initialize","id":0}\n'
+    capture = parse_capture(HEADER + message + b'{"type":"message","dire')
+    assert [r["method"] for r in capture.records()] == ["initialize"]
+    assert (capture.torn, capture.ended) == (3, False)
+    whole = parse_capture(HEADER + message)
+    assert (len(list(whole.records())), whole.torn) == (1, None)
+
+
+@given(st.integers(min_value=1, max_value=200))
+def test_a_valid_line_cut_anywhere_is_a_torn_tail(cut: int) -> None:
+    """Wherever a killed writer stopped inside the last record, the records before it are read."""
+    last = b'{"type":"message","direction":"to-client","kind":"notification","method":"session/update"}'
+    capture = parse_capture(HEADER + last[:min(cut, len(last) - 1)])
+    assert list(capture.records()) == [] and capture.torn == 2
+
+
+# -- the wire helpers ------------------------------------------------------------------------
+
+
+@given(st.one_of(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.text(max_size=20), st.none(), st.floats(allow_nan=False, allow_infinity=False)),
+       st.dictionaries(st.text(max_size=5).filter(lambda k: k != "id"), st.integers(-100, 100), max_size=3))
+def test_splice_id_replaces_exactly_the_top_level_id(old: Any, others: dict[str, Any]) -> None:
+    msg = {**others, "id": old, "x": {"id": "inner"}, "s": "\"id\":[}"}
+    spliced = splice_id(orjson.dumps(msg), b'"live"')
+    assert spliced is not None and orjson.loads(spliced) == {**msg, "id": "live"}
+
+
+def test_splice_id_without_a_scalar_id_is_none() -> None:
+    assert splice_id(b'{"a":"id","id":{"x":1}}', b"1") is None
+    assert splice_id(b'{"result":{"id":1}}', b"1") is None

@@ -4,6 +4,7 @@ a capture of a replay, divergence, --strict, --timing recorded, and bad input.""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -234,8 +235,17 @@ BAD_INPUT = [
      "malformed line: not a capture record (a JSON object with a 'type')"),
     ("direction", b'{"type":"header","format":1}\n{"type":"message","direction":"up"}\n', 2,
      "malformed message record: 'direction' is not to-agent or to-client"),
-    ("torn", b'{"type":"header","format":1}\n{"type":"message","dir', 2,
+    ("format-true", b'{"type":"header","format":true}\n', 1,
+     "unknown capture format version true (this acp-bridge reads version 1)"),
+    ("method", b'{"type":"header","format":1}\n{"type":"message","direction":"to-agent","method":{"a":1}}\n', 2,
+     "malformed message record: 'method' is not text or null"),
+    ("session", b'{"type":"header","format":1}\n{"type":"message","direction":"to-agent","session":[1]}\n', 2,
+     "malformed message record: 'session' is not text, a number or null"),
+    ("torn-in-the-middle", b'{"type":"header","format":1}\n{"type":"message","dir\n{"type":"end"}\n', 2,
+     "malformed line: not a capture record (a JSON object with a 'type')"),
+    ("torn-after-the-end", b'{"type":"header","format":1}\n{"type":"end"}\n{"type":"mess', 3,
      "torn last record: the line is cut short (no newline, not JSON)"),
+    ("torn-header", b'{"type":"hea', 1, "torn last record: the line is cut short (no newline, not JSON)"),
 ]
 
 
@@ -260,11 +270,45 @@ def test_bad_input_is_one_line_naming_file_and_line_exit_2(tmp_path: Path, mode:
 
 async def test_bad_input_from_a_real_process(tmp_path: Path) -> None:
     """The same through `python -m acp_bridge`: one line, no traceback, nothing on stdout."""
-    path = tmp_path / "torn.jsonl"
-    path.write_bytes((GOLDEN / "v1-new-client-unlock.jsonl").read_bytes()[:-20])
+    path = tmp_path / "v2.jsonl"
+    path.write_bytes(b'{"type":"header","format":2}\n')
     done = await run_cli(["replay", str(path)])
     assert (done.returncode, done.stdout, done.stderr.decode()) == (
-        2, b"", f"acp-bridge: {path}:22: torn last record: the line is cut short (no newline, not JSON)\n")
+        2, b"", f"acp-bridge: {path}:1: unknown capture format version 2 (this acp-bridge reads version 1)\n")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+async def test_a_capture_that_is_not_a_regular_file_is_refused(tmp_path: Path, kind: str) -> None:
+    """Nothing of it is read (a FIFO without a writer would block the open, /dev/zero has
+    no line end): one line, exit 2."""
+    path = Path("/dev/zero")
+    if kind == "fifo":
+        path = tmp_path / "fifo.jsonl"
+        os.mkfifo(path)
+    done = await run_cli(["replay", str(path)], timeout=20)
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (
+        2, b"", f"acp-bridge: {path}: cannot read it: not a regular file\n")
+
+
+async def test_a_torn_last_line_of_a_killed_bridge_is_ignored_and_said(tmp_path: Path) -> None:
+    """No end record and a last line cut short: the capture is served up to its last whole
+    record (initialize is answered), and stderr says which line was ignored. --rules too."""
+    data = (GOLDEN / "v1-new-client-unlock.jsonl").read_bytes()
+    lines = data.splitlines(keepends=True)
+    path = tmp_path / "killed.jsonl"
+    path.write_bytes(b"".join(lines[:3]) + lines[3][:40])
+    note = f"acp-bridge: {path}:4: the torn last line (the bridge was killed while writing it) was ignored\n"
+    with trio.fail_after(20):
+        async with open_bridge(["replay", str(path)]) as proc:
+            answer = await Session(proc).ask(INIT)
+            assert answer["result"]["agentInfo"]["name"] == "legacy-agent"
+            await proc.close_stdin()
+            assert await proc.proc.wait() == 0
+    done = await run_cli(["replay", str(path)])
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (0, b"", note)
+    status, out, err = invoke(["replay", str(path), "--rules", *options("v1-new-client-unlock")])
+    assert (status, err) == (0, note)
+    assert out.endswith(": 0 messages differ of 2 compared\n")
 
 
 def test_a_missing_capture_is_one_line_exit_2(tmp_path: Path) -> None:
@@ -297,6 +341,8 @@ async def test_a_capture_without_its_end_record_replays_up_to_its_last_record(tm
     (["--system-prompt", "x"], "--system-prompt: only with --rules"),
     (["--json"], "--json: only with --rules"),
     (["--rules", "--timing", "recorded"], "--timing: only when serving, not with --rules"),
+    (["--timing", "recorded", "--max-gap", "nan"], "nan is not a number of seconds"),
+    (["--max-gap", "1"], "--max-gap: only with --timing recorded"),
 ])
 def test_options_of_the_other_mode_are_a_usage_error(args: list[str], message: str) -> None:
     status, out, err = invoke(["replay", str(GOLDEN / "v1-new-client-unlock.jsonl"), *args])
@@ -320,9 +366,11 @@ async def test_an_answer_that_differs_from_the_recorded_one_is_reported_not_fata
                 assert answer["result"] == {"stopReason": "end_turn"}
             await unlock_replay.stdin.aclose()
             assert await unlock_replay.wait() == 0
-    assert err.decode().splitlines() == [
+    assert err.decode().splitlines() == [  # once for each method, then how many
         'acp-bridge replay: the client\'s answer to fs/read_text_file differs from the recording: '
-        '{"/result/content":{"was":"def f():\\n    return 1\\n"}}'] * 2
+        '{"/result/content":{"was":"def f():\\n    return 1\\n"}}',
+        "acp-bridge replay: 2 answers of the client differed from the recording (the first for each method "
+        "is shown)"]
 
 
 async def test_answers_carry_the_live_ids() -> None:
