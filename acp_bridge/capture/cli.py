@@ -162,21 +162,26 @@ class _Tally:
 
 
 def _findings_by_seq(capture: str) -> dict[object, list[str]]:
-    """The findings of a capture computed afterwards (`acp-bridge check`), by the seq of the
-    message each concerns."""
-    from acp_bridge.health.check import Unreadable, read_capture
+    """The lines marking the capture's findings (`_findings`), by the seq of the message each
+    concerns."""
+    marks: dict[object, list[str]] = {}
+    for seq, level, code, text in _findings(capture):
+        marks.setdefault(seq, []).append(mark_line(level, code, text))
+    return marks
+
+
+def _findings(capture: str) -> Iterator[tuple[int, str, str, str]]:
+    """(seq, level, code, text) of the capture's protocol findings, computed afterwards as
+    `acp-bridge check` does (a capture written without the watchdog gets them too), from a
+    second read of the capture, started when the first item is asked for."""
     from acp_bridge.health.posthoc import analyse
 
     try:
-        report = analyse(capture, read_capture(capture))
-    except Unreadable as exc:
-        click.echo(f"acp-bridge: --findings: {exc}", err=True)
-        return {}
-    marks: dict[object, list[str]] = {}
-    for finding in report.findings:
-        if finding.seq is not None:
-            marks.setdefault(finding.seq, []).append(mark_line(finding.level.label, finding.code, finding.text))
-    return marks
+        report = analyse(capture, _CheckedCapture(capture))
+    except (NotACapture, OSError) as exc:  # the page or listing goes on without them
+        click.echo(f"acp-bridge: findings not marked: {exc}", err=True)
+        return
+    yield from sorted((f.seq, f.level.label, f.code, f.text) for f in report.findings if isinstance(f.seq, int))
 
 
 def _in_force(keep: RecordFilter, detail: int) -> str:
@@ -229,7 +234,8 @@ def export(capture: str, out: str | None, otlp: bool) -> None:
     view of client, bridge and agent, grouped by turn, with a one-line preview of each
     message, rewrites as before/after with the changes marked, links between a request and
     its answer (with the latency) and from a dropped message to what the bridge sent in its
-    place, a timing view per turn, and a filter box. Runs of message chunks are folded into
+    place, a timing view per turn, the protocol findings `check` reports marked on their
+    messages, and a filter box. Runs of message chunks are folded into
     one row with their text joined. The page draws only the rows on screen, so it stays
     quick with hundreds of thousands of messages; the export itself reads the capture once,
     in bounded memory. The capture's redaction is applied again.
@@ -271,7 +277,8 @@ def _export_html(capture: str, out: str) -> None:
     try:
         # Readable by the user only, as the capture it comes from (umask may narrow it).
         with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
-            written = write_page(reader, file, title=Path(capture).name, progress=progress)
+            written = write_page(reader, file, title=Path(capture).name, progress=progress,
+                                 findings=_findings(capture))
         os.replace(partial, target)  # a symlink at OUT is replaced, never written through
     except NotACapture as exc:
         _fail(str(exc))

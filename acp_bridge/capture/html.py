@@ -38,7 +38,7 @@ class Written:
     turns: int
 
 
-def _block(rows: list[Json], cls: str = "rows") -> bytes:
+def _block(rows: list[Any], cls: str = "rows") -> bytes:
     """Rows as a JSON block inside the page. Every "<" is written as its JSON escape, so no
     text in a message can end the script element or open a comment inside it."""
     try:
@@ -61,11 +61,16 @@ def _scrub(value: Any) -> Any:
     return value
 
 
+MAX_FINDINGS = 100_000  # marked on the page; `acp-bridge check` lists them all
+
+
 def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture",
                clock: Callable[[float], str] = local_clock,
-               progress: Callable[[int], None] | None = None) -> Written:
+               progress: Callable[[int], None] | None = None,
+               findings: Iterable[tuple[int, str, str, str]] = ()) -> Written:
     """Write the page for a capture's records to `out`, one batch of rows at a time (the
-    header record comes first in a capture; its redaction pointers apply to what follows)."""
+    header record comes first in a capture; its redaction pointers apply to what follows).
+    `findings`: (seq, level, code, text) of the protocol findings to mark on their messages."""
     head, tail = asset("page.html").split("{rows}")
     out.write(head.format(title=html.escape(title), css=asset("page.css")).encode())
     header: Json = {}
@@ -95,6 +100,9 @@ def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture
         out.write(_block(batch))
     summary = {"title": title, "messages": builder.messages, "turns": builder.turns, "rows": builder.count,
                "bridge": str(header.get("bridge", "?")), "started": str(header.get("started", "?"))}
+    marks = [list(finding) for finding, _ in zip(findings, range(MAX_FINDINGS), strict=False)]
+    summary["findings"] = len(marks)
+    out.write(_block(marks, "findings"))
     out.write(_block([summary], "summary"))
     out.write(tail.format(js=asset("page.js")).encode())
     return Written(seen, builder.messages, builder.count, builder.turns)

@@ -109,7 +109,7 @@ def test_page_is_self_contained_and_redacted(tmp_path: Path) -> None:
     assert sum(r.get("n", 1) for r in rows if "h" not in r) == len(messages)
     summary = orjson.loads(re.findall(r'class="summary">(.*?)</script>', page)[0])
     assert summary == [{"title": "c.jsonl", "messages": 15, "turns": 2, "rows": 18, "bridge": "0.1.0",
-                        "started": "2023-11-14T22:13:20Z"}]
+                        "started": "2023-11-14T22:13:20Z", "findings": 0}]
 
 
 def test_export_redacts_again_with_the_capture_pointers(tmp_path: Path) -> None:
@@ -209,6 +209,13 @@ def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path) -> None:
     assert '<a class="jump" data-go="11">became #10</a>' in rows
     assert '<a class="jump" data-go="10">in place of #9</a>' in rows
     assert '<div class="row msg drop open"' in rows and '<div class="row msg emit open"' in rows
+    # Protocol findings (computed as `check` does) are marked on the messages they concern.
+    assert "2 findings" in dom
+    assert ('<span class="fd info" title="the agent sent a legacy suggestion (_meta.promptSuggestions)">'
+            "legacy-suggestions</span>") in rows
+    assert ('<p class="fd info">info legacy-suggestions: the agent sent a legacy suggestion '
+            "(_meta.promptSuggestions)</p>") in rows  # the drop is open: the finding is spelled out
+    assert '">system-prompt-fallback</span>' in rows
     # The rewrite's after marks what was added, line by line.
     assert '<span class="ins">        "text": "&lt;redacted: system prompt&gt;"</span>' in rows
     assert '<span class="del">' not in rows

@@ -9,6 +9,7 @@ var rows=[];
   for(var i=0;i<part.length;i+=10000){Array.prototype.push.apply(rows,part.slice(i,i+10000));}
 });
 var info=JSON.parse(document.querySelector('script.summary').textContent)[0];
+var marks=JSON.parse(document.querySelector('script.findings').textContent);  // [seq, level, code, text]
 var N=rows.length, H=22, OVER=600;
 var list=document.getElementById('list'), box=document.getElementById('q'), count=document.getElementById('count');
 var resp=new Int32Array(N).fill(-1), became={}, members={}, msgRows=[], total=0;
@@ -87,6 +88,7 @@ function summaryLine(i){
   return '<div class="sum" data-i="'+i+'"><span class="t">'+esc(r.t)+'</span>'+lane(r)+'<span class="what"><b>'+esc(r.l)+'</b>'+
     (r.ss?' <span class="sess">'+esc(r.ss)+'</span>':'')+' <span class="size">'+esc(r.z)+'</span>'+
     (r.mk||[]).map(function(m){return ' <span class="mark '+esc(r.v)+'">'+esc(m)+'</span>';}).join('')+
+    (found[i]||[]).map(function(f){return ' <span class="fd '+esc(f[1])+'" title="'+esc(f[3])+'">'+esc(f[2])+'</span>';}).join('')+
     (r.p?' <span class="pv">'+esc(r.p)+'</span>':'')+links+'</span></div>';
 }
 function body(i){
@@ -107,6 +109,7 @@ function body(i){
     h='<div class="one"><pre>'+esc(r.n?r.b:indent(r.b))+'</pre></div>';
   }
   if(r.e)h+='<p class="err">'+esc(r.e)+'</p>';
+  (found[i]||[]).forEach(function(f){h+='<p class="fd '+esc(f[1])+'">'+esc(f[1])+' '+esc(f[2])+': '+esc(f[3])+'</p>';});
   return h;
 }
 
@@ -182,7 +185,7 @@ function draw(){
 var queued=false;
 function redraw(){if(!queued){queued=true;requestAnimationFrame(function(){queued=false;draw();});}}
 
-function text(j){var r=rows[j];return (r.l+' '+(r.ss||'')+' '+(r.s||'')+' '+(r.p||'')+' '+(r.b||'')+' '+(r.o||'')+' '+(r.e||'')+' '+(r.mk||[]).join(' ')).toLowerCase();}
+function text(j){var r=rows[j];return ((found[j]||[]).map(function(f){return f[1]+' '+f[2]+' '+f[3];}).join(' ')+' '+r.l+' '+(r.ss||'')+' '+(r.s||'')+' '+(r.p||'')+' '+(r.b||'')+' '+(r.o||'')+' '+(r.e||'')+' '+(r.mk||[]).join(' ')).toLowerCase();}
 function apply(){
   var terms=box.value.toLowerCase().split(/\s+/).filter(Boolean), n=0, k, j;
   if(terms.length&&!low){low=new Array(N);}
@@ -224,8 +227,11 @@ list.addEventListener('click',function(ev){
   var s=ev.target.closest('.sum'); if(s&&!window.getSelection().toString()){var i=+s.getAttribute('data-i');open[i]^=1;hgt[i]=0;layout();draw();}
 });
 
-var seqRow=function(seq){var lo=0,hi=msgRows.length;while(lo<hi){var mid=(lo+hi)>>1;var r=rows[msgRows[mid]];if((r.s2||r.s)<seq)lo=mid+1;else hi=mid;}return lo<msgRows.length?msgRows[lo]:-1;};
-document.getElementById('meta').textContent=info.messages+' messages · '+info.turns+' turns · '+N+' rows · bridge '+info.bridge+' · started '+info.started;
+var found={};  // row -> its findings
+function seqRow(seq){var lo=0,hi=msgRows.length;while(lo<hi){var mid=(lo+hi)>>1;var r=rows[msgRows[mid]];if((r.s2||r.s)<seq)lo=mid+1;else hi=mid;}return lo<msgRows.length?msgRows[lo]:-1;}
+marks.forEach(function(f){var j=seqRow(f[0]);if(j>=0&&rows[j].s<=f[0])(found[j]=found[j]||[]).push(f);});
+document.getElementById('meta').textContent=info.messages+' messages · '+info.turns+' turns · '+N+' rows · '+
+  marks.length+' findings · bridge '+info.bridge+' · started '+info.started;
 var hash=location.hash, mq=/[#&]q=([^&]*)/.exec(hash);
 if(mq){box.value=decodeURIComponent(mq[1].replace(/\+/g,' '));}
 apply();
