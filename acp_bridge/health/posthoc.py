@@ -79,6 +79,9 @@ class Migration:
                            f"({self.agent_new}x)")
         if self.client_form == "none" and (self.agent_legacy or self.agent_new):
             reasons.append("the client reads no suggestions and the agent sends them (taken out)")
+        if self.taken_out and not reasons:  # the forms match: the lifetime rules took them out
+            reasons.append(f"the bridge took out suggestions the agent sent where the client must not get "
+                           f"them ({self.taken_out}x: during history replay, or for a turn already over)")
         unechoed = sum(self._awaiting.values())
         if unechoed:
             reasons.append(f"the bridge withdrew suggestions on the next prompt ({unechoed}x), which the agent "
