@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
@@ -77,9 +78,18 @@ def build_observers(config: Config, capture: CaptureFile | None, session: Sessio
 
         watchdog = Watchdog(config, capture, session)
         if telemetry is not None:  # findings become span events too
-            watchdog.engine.listeners.append(telemetry.finding)
+            watchdog.engine.listeners.append(_told_to(telemetry))
         observers.append(watchdog)
     return observers
+
+
+def _told_to(telemetry: Any) -> Callable[[Any], None]:
+    """A health listener that hands each finding to telemetry's hook, in the terms the hook
+    takes (`code`, `level` as a word, `session`, `message`)."""
+    def tell(finding: Any) -> None:
+        telemetry.finding(SimpleNamespace(code=finding.code, level=finding.level.label,
+                                          session=finding.session, message=finding.text))
+    return tell
 
 
 @asynccontextmanager
