@@ -4,13 +4,10 @@ no IO; only the server and the command do."""
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
-from tests.core.test_layering import _problems, pure_modules
+from tests.core.test_layering import problems_in, pure_modules
 
 PURE = ("acp_bridge.replay", "acp_bridge.replay.script", "acp_bridge.replay.diff", "acp_bridge.replay.rerun")
 
@@ -26,12 +23,4 @@ def test_replay_pure_modules_import_neither_trio_nor_click() -> None:
 
 
 def test_replay_pure_modules_read_no_clock_file_or_process() -> None:
-    pure = frozenset((*pure_modules(), *PURE))
-    problems = {}
-    for name in PURE:
-        spec = importlib.util.find_spec(name)
-        assert spec is not None and spec.origin is not None
-        found = _problems(ast.parse(Path(spec.origin).read_text(encoding="utf-8")), pure)
-        if found:
-            problems[name] = found
-    assert problems == {}
+    assert problems_in(PURE, frozenset((*pure_modules(), *PURE))) == {}
