@@ -40,8 +40,8 @@ async def test_demo_shows_the_conversion_the_withdrawal_and_the_injection(tmp_pa
 
     # The commands it prints run as printed, with `acp-bridge` not on PATH.
     printed = [line.split(":  ", 1)[1] for line in out.splitlines()
-               if line.strip().startswith(("read it with:", "summarise it:", "share it:"))]
-    assert len(printed) == 3
+               if line.strip().startswith(("read it with:", "summarise it:", "share it:", "check it:"))]
+    assert len(printed) == 4
     for command in printed:
         argv = shlex.split(command)
         assert argv[0] != "acp-bridge" and Path(argv[0]).is_absolute(), command

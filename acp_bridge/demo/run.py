@@ -149,6 +149,7 @@ async def run_demo(workdir: Path, narrator: Narrator) -> int:
     narrator.say("", f"read it with:  {program} show {quoted} --detail 3")
     narrator.say("", f"summarise it:  {program} stats {quoted}")
     narrator.say("", f"share it:      {program} export {quoted} --html demo.html")
+    narrator.say("", f"check it:      {program} check {quoted}")
     click.echo("")
     return 0 if proc.returncode == 0 else 1
 
