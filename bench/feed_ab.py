@@ -146,8 +146,10 @@ def main() -> int:
         for tree in args.trees:
             done = subprocess.run([python_of(tree), "-c", PROBE, str(args.lines)], cwd=tree, check=False,
                                   capture_output=True, text=True)
-            if done.returncode:
-                sys.exit(f"bench.feed_ab: {tree}: {done.stderr.strip()}")
+            if done.returncode:  # not a tree of this project, or one it cannot run: its error, in one line
+                reason = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+                print(f"bench.feed_ab: {tree}: {reason}", file=sys.stderr)
+                return 2
             result = done.stdout
             for name, value in json.loads(result).items():
                 best[tree][name] = min(best[tree].get(name, float("inf")), value)
