@@ -26,6 +26,7 @@ from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.members import Members, MemberScanner
 from acp_bridge.core.rewrites.base import Rewrite
+from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.relay")
@@ -95,12 +96,14 @@ class Relay:
         max_line: int = 16 * MIB,
         bulk: bool = True,
         run_min: int = RUN_MIN,
+        native_scan: bool = True,
     ) -> None:
         self.chain = Chain(rewrites)
         self.rewrites = self.chain.rewrites
         self.strict = strict
         self.bulk = bulk
         self.run_min = run_min
+        self.native_scan = native_scan  # False: the chunk scans use bytes.find only (tests)
         self.max_line = max_line
         self.session = Session()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
@@ -165,7 +168,8 @@ class Relay:
         # An escape could hide a key; a backslash alone (a "\n" in some text) does not, and
         # one-byte search is cheap, so look for the two-byte escape only where it can be.
         needles = self._triggers + (_ESCAPE,) if b"\\" in body else self._triggers
-        hits = [body.find(needle) for needle in needles]
+        find = Finder(body, use_native=self.native_scan).find  # memmem where there is one
+        hits = [find(needle) for needle in needles]
         odd = _LINE_NOT_AN_OBJECT.search(body)
         odd_at = -1 if odd is None else odd.start() + 1
         pos = 0
@@ -176,7 +180,7 @@ class Relay:
                 return
             for i, at in enumerate(hits):  # bring each scan up to `pos`
                 if 0 <= at < pos:
-                    hits[i] = body.find(needles[i], pos)
+                    hits[i] = find(needles[i], pos)
             if 0 <= odd_at < pos:
                 odd = _LINE_NOT_AN_OBJECT.search(body, pos - 1 if pos else 0)
                 odd_at = -1 if odd is None else odd.start() + 1
