@@ -37,6 +37,9 @@ class CaptureSink(Protocol):
         """Write the records now (synchronously); raises CaptureError only when required."""
 
 
+# Enum members `deliver` compares every forward against: globals, for an Enum's class
+# attribute is slow on Python 3.11 (see core/relay.py).
+_OTHER, _TO_AGENT = Verdict.OTHER, Direction.TO_AGENT
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
 
 
@@ -99,13 +102,21 @@ class Bridge:
         if self.capture is not None and forwards:
             # On disk before anything is sent: a SIGKILL loses at most what was not yet read.
             self.capture.record(wall, mono, forwards)
-        others = False
+        # Each destination's data in the relay's order, queued at once: no await comes
+        # between, so nothing the other pump queues can land in the middle. (One `put` per
+        # forward cost an Enum lookup and two calls for every parsed line.)
+        to_agent: list[bytes] = []
+        to_client: list[bytes] = []
         for fwd in forwards:
-            if fwd.verdict is Verdict.OTHER and not self.warned_stray_output:
+            if fwd.verdict is _OTHER and not self.warned_stray_output:
                 self._flag_stray_output(fwd)
             if fwd.data:
-                self.outlet(fwd.direction).put(fwd.data)
-                others = others or fwd.direction is not own
+                (to_agent if fwd.direction is _TO_AGENT else to_client).append(fwd.data)
+        if to_agent:
+            self.to_agent.put_all(to_agent)
+        if to_client:
+            self.to_client.put_all(to_client)
+        others = bool(to_agent or to_client) if own is None else bool(to_client if own is _TO_AGENT else to_agent)
         if own is not None:
             await self.outlet(own).flush(yielded=yielded)
         if others:

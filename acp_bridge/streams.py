@@ -51,6 +51,11 @@ class Outlet:
         if data and not self.broken and not self._closed:
             self._queue.append(data)
 
+    def put_all(self, pieces: list[bytes]) -> None:
+        """`put` each of `pieces` (none of them empty), in order."""
+        if not self.broken and not self._closed:
+            self._queue.extend(pieces)
+
     async def flush(self, *, yielded: bool = False) -> None:
         """Write everything queued, in order (including what is queued while writing).
 

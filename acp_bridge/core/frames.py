@@ -99,22 +99,27 @@ class Frame:
         return replace(self, msg=msg)
 
 
+# Kind's members as globals for `classify`, which runs for every parsed line: on Python
+# 3.11 an Enum's class attribute goes through `EnumType.__getattr__`'s slow hook.
+_REQUEST, _RESPONSE, _NOTIFICATION, _OTHER = Kind.REQUEST, Kind.RESPONSE, Kind.NOTIFICATION, Kind.OTHER
+
+
 def classify(direction: Direction, raw: bytes) -> Frame:
     """Parse one line into a Frame; never raises."""
     try:
         msg = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return Frame(direction, raw, Kind.OTHER)
+        return Frame(direction, raw, _OTHER)
     if not isinstance(msg, dict):  # batches, scalars: forwarded, never rewritten
-        return Frame(direction, raw, Kind.OTHER, batch=msg if isinstance(msg, list) else None)
+        return Frame(direction, raw, _OTHER, batch=msg if isinstance(msg, list) else None)
     if "method" in msg:
         if not isinstance(msg["method"], str):
-            return Frame(direction, raw, Kind.OTHER, msg)
-        kind = Kind.REQUEST if "id" in msg else Kind.NOTIFICATION
+            return Frame(direction, raw, _OTHER, msg)
+        kind = _REQUEST if "id" in msg else _NOTIFICATION
     elif "id" in msg and ("result" in msg or "error" in msg):
-        kind = Kind.RESPONSE
+        kind = _RESPONSE
     else:
-        kind = Kind.OTHER
+        kind = _OTHER
     return Frame(direction, raw, kind, msg)
 
 
@@ -204,6 +209,9 @@ def brief(value: Any) -> str:
 
 def id_key(id_: Any) -> tuple[type, Any]:
     """A dict key for a JSON-RPC id: `1`, `1.0`, `true` and `"1"` are all different ids."""
+    kind = type(id_)
+    if kind is int or kind is str:  # nearly every id: no isinstance walk
+        return (kind, id_)
     if isinstance(id_, (dict, list)):  # not a valid id, but it must not crash the bridge
         try:  # as text: a bytes object from orjson keeps its 4 KiB buffer for as long as it lives
             return (type(id_), orjson.dumps(id_, option=orjson.OPT_SORT_KEYS).decode())

@@ -26,6 +26,7 @@ from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.members import Members, MemberScanner
 from acp_bridge.core.rewrites.base import Rewrite
+from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.relay")
@@ -47,6 +48,13 @@ RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is 
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"
 
+
+# Enum members the per-line paths compare against, as module globals: on Python 3.11 a
+# class attribute of an Enum goes through `EnumType.__getattr__`'s slow hook (~150 ns a
+# lookup against ~20 ns for a global), and a parsed line looked up half a dozen.
+_REQUEST, _RESPONSE, _OTHER = Kind.REQUEST, Kind.RESPONSE, Kind.OTHER
+_PASS = Verdict.PASS
+_TO_AGENT = Direction.TO_AGENT
 
 # orjson writes 254 levels of nesting at most, and a line nested that deep has at least
 # twice as many bytes: shorter lines need no check.
@@ -88,12 +96,14 @@ class Relay:
         max_line: int = 16 * MIB,
         bulk: bool = True,
         run_min: int = RUN_MIN,
+        native_scan: bool = True,
     ) -> None:
         self.chain = Chain(rewrites)
         self.rewrites = self.chain.rewrites
         self.strict = strict
         self.bulk = bulk
         self.run_min = run_min
+        self.native_scan = native_scan  # False: the chunk scans use bytes.find only (tests)
         self.max_line = max_line
         self.session = Session()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
@@ -158,7 +168,8 @@ class Relay:
         # An escape could hide a key; a backslash alone (a "\n" in some text) does not, and
         # one-byte search is cheap, so look for the two-byte escape only where it can be.
         needles = self._triggers + (_ESCAPE,) if b"\\" in body else self._triggers
-        hits = [body.find(needle) for needle in needles]
+        find = Finder(body, use_native=self.native_scan).find  # memmem where there is one
+        hits = [find(needle) for needle in needles]
         odd = _LINE_NOT_AN_OBJECT.search(body)
         odd_at = -1 if odd is None else odd.start() + 1
         pos = 0
@@ -169,7 +180,7 @@ class Relay:
                 return
             for i, at in enumerate(hits):  # bring each scan up to `pos`
                 if 0 <= at < pos:
-                    hits[i] = body.find(needles[i], pos)
+                    hits[i] = find(needles[i], pos)
             if 0 <= odd_at < pos:
                 odd = _LINE_NOT_AN_OBJECT.search(body, pos - 1 if pos else 0)
                 odd_at = -1 if odd is None else odd.start() + 1
@@ -191,7 +202,7 @@ class Relay:
 
     def _pass_untouched(self, direction: Direction, run: bytes, out: list[Forward]) -> None:
         # Not even its lines are counted: that would be one more pass over every byte.
-        out.append(Forward(direction, run, run, Verdict.PASS, untouched_lines=True))
+        out.append(Forward(direction, run, run, _PASS, untouched_lines=True))
 
     def feed_eof(self, direction: Direction, now: float = 0.0) -> list[Forward]:
         """The stream travelling `direction` ended: flush a partial last line as it is.
@@ -229,7 +240,7 @@ class Relay:
                 # banners and other stray output are seen as what they are (and warned about).
                 self._line(classify(direction, piece), now, out)
             else:
-                out.append(Forward(direction, piece, piece, Verdict.PASS))
+                out.append(Forward(direction, piece, piece, _PASS))
         return out
 
     # -- one parsed line ------------------------------------------------------------------------
@@ -237,19 +248,19 @@ class Relay:
     def _line(self, frame: Frame, now: float, out: list[Forward]) -> None:
         kind = frame.kind
         request: Pending | None = None
-        if kind is Kind.REQUEST:
-            if self.agent_gone is not None and frame.direction is Direction.TO_AGENT:
+        if kind is _REQUEST:
+            if self.agent_gone is not None and frame.direction is _TO_AGENT:
                 self._refuse(frame, frame.id, out)
                 return
             request = self.session.on_request(frame, now)
-        elif kind is Kind.RESPONSE:
+        elif kind is _RESPONSE:
             request = self.session.on_response(frame)
-        elif kind is Kind.OTHER:
+        elif kind is _OTHER:
             self._other(frame, now, out)
             return
 
-        if (kind is Kind.RESPONSE and request is None) or kind not in self._wanted:
-            out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.PASS, frame, (), request))
+        if (kind is _RESPONSE and request is None) or kind not in self._wanted:
+            out.append(Forward(frame.direction, frame.raw, frame.raw, _PASS, frame, (), request))
             return  # unpaired responses: nothing to go on, so nothing to change
         if len(frame.raw) >= _DEEP_MIN and not _writable(frame):
             # Nothing the rules made of it could be written back: they are not asked, so
@@ -265,7 +276,7 @@ class Relay:
             self._fail_open(frame, [], request, f"{type(exc).__name__}: {exc}", out)
             return
         if outcome is None:  # every rule passed
-            out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.PASS, frame, (), request))
+            out.append(Forward(frame.direction, frame.raw, frame.raw, _PASS, frame, (), request))
             return
         self._verdict(frame, outcome, request, out)
 

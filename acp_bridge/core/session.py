@@ -18,6 +18,9 @@ from acp_bridge.core.frames import Direction, Frame, id_key, number_literals
 from acp_bridge.core.protocol import Json
 
 _UNREAD: Any = object()
+# Where a response's request came from, by the response's direction: a dict rather than the
+# `Direction.reverse` property, for it is asked for every response.
+_ORIGIN = {direction: direction.reverse for direction in Direction}
 T = TypeVar("T")
 
 
@@ -102,13 +105,17 @@ class Session:
     # -- bookkeeping, called by the relay -----------------------------------------------
 
     def on_request(self, frame: Frame, at: float = 0.0) -> Pending:
-        method = frame.method or ""
-        params = frame.params
-        id_text = None
-        if type(frame.id) is float and frame.msg is not None:  # maybe an integer orjson could not hold
-            id_text = _id_text(frame)
-        pending = self.track(
-            Pending(frame.direction, frame.id, method, p.get_path(params, "sessionId"), frame.raw, at, id_text))
+        msg = frame.msg  # read here rather than through Frame's properties: once per request
+        method: Any = ""
+        params = id_ = id_text = None
+        if msg is not None:
+            method, params, id_ = msg.get("method"), msg.get("params"), msg.get("id")
+            if not isinstance(method, str):
+                method = ""
+            if type(id_) is float:  # maybe an integer orjson could not hold
+                id_text = _id_text(frame)
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        pending = self.track(Pending(frame.direction, id_, method, session_id, frame.raw, at, id_text))
         if method == p.INITIALIZE and frame.direction is Direction.TO_AGENT:
             self.client_init = params if isinstance(params, dict) else {}
         return pending
@@ -137,7 +144,7 @@ class Session:
 
     def pair(self, direction: Direction, id_: Any) -> Pending | None:
         """The oldest request in flight that a response travelling `direction` with `id_` answers."""
-        key = (direction.reverse, id_key(id_))
+        key = (_ORIGIN[direction], id_key(id_))
         pending = self._pending.pop(key, None)
         if pending is None:
             self.unpaired_responses += 1

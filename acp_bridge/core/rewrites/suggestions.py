@@ -32,6 +32,9 @@ from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
 from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.suggestions")
+# The hooks' first test, for every request: a global, for an Enum's class attribute is
+# slow on Python 3.11 (see core/relay.py).
+_TO_AGENT, _TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
 # Requests after `initialize` that change what the client holds: a new prompt withdraws the
@@ -96,6 +99,17 @@ def is_replay(method: str, params: Any, v2: bool) -> bool:
     return method == p.SESSION_LOAD
 
 
+# The methods that can replay history (`is_replay`): a request with any other method is no
+# replay whatever its params, so an answer to it needs no parse of the request's line.
+_REPLAY_METHODS = frozenset({p.SESSION_LOAD, p.SESSION_RESUME})
+
+
+def replays(request: Pending, session: Session) -> bool:
+    """`is_replay` of a request in flight. Its params are parsed again from its line (see
+    `Pending.params`), so only for a method that can replay: not for every prompt's answer."""
+    return request.method in _REPLAY_METHODS and is_replay(request.method, request.params, session.v2)
+
+
 def replaying(session: Session, session_id: Any) -> bool:
     """Is a history replay of this session in flight (requested, not yet answered)?"""
     method = p.SESSION_RESUME if session.v2 else p.SESSION_LOAD
@@ -127,6 +141,10 @@ class PromptSuggestions(Rewrite):
     def __init__(self, config: SuggestionsConfig) -> None:
         self.config = config
         self._unlock_explained = False  # why an asked-for unlock did nothing is said once
+        # `client_form` of the client capabilities it was last worked out for: they change
+        # only with `initialize`, and every prompt asks (the caps object is held, so its
+        # identity cannot be reused).
+        self._form_of: tuple[object, str | None] = (object(), None)
 
     def __repr__(self) -> str:
         return f"<PromptSuggestions unlock_legacy_agent={self.config.unlock_legacy_agent}>"
@@ -134,14 +152,14 @@ class PromptSuggestions(Rewrite):
     # -- client -> agent ---------------------------------------------------------------------
 
     def request(self, frame: Frame, session: Session) -> Outcome:
-        if frame.direction is not Direction.TO_AGENT or not session.client_ready or frame.msg is None:
+        if frame.direction is not _TO_AGENT or not session.client_ready or frame.msg is None:
             return PASS
         method, params = frame.method or "", frame.params
         if method == p.INITIALIZE:
             return self._initialize(frame.msg, session)
         if method not in _SESSION_REQUESTS:  # the rest of the requests concern no rule here
             return PASS
-        form = client_form(session)
+        form = self._client_form(session)
         session_id = p.get_path(params, "sessionId")
         if form is None or session_id is None:
             return PASS
@@ -151,6 +169,13 @@ class PromptSuggestions(Rewrite):
         if is_replay(method, params, session.v2):
             session.state_for(SuggestionsState, session_id).offered = []  # a replayed session starts with an empty list
         return PASS
+
+    def _client_form(self, session: Session) -> str | None:
+        """`client_form(session)`, worked out again only when the capabilities changed."""
+        caps = session.client_caps
+        if self._form_of[0] is not caps:
+            self._form_of = (caps, client_form(session))
+        return self._form_of[1]
 
     def _initialize(self, msg: p.Json, session: Session) -> Outcome:
         params = msg.get("params")
@@ -197,10 +222,10 @@ class PromptSuggestions(Rewrite):
 
     def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
         if (
-            frame.direction is Direction.TO_CLIENT
+            frame.direction is _TO_CLIENT
             and session.client_ready
             and request.session_id is not None
-            and is_replay(request.method, request.params, session.v2)
+            and replays(request, session)
         ):
             session.state_for(SuggestionsState, request.session_id).offered = []
         return PASS
@@ -209,7 +234,7 @@ class PromptSuggestions(Rewrite):
 
     def notification(self, frame: Frame, session: Session) -> Outcome:
         if (
-            frame.direction is not Direction.TO_CLIENT
+            frame.direction is not _TO_CLIENT
             or frame.method != p.SESSION_UPDATE
             or not session.client_ready
             or frame.msg is None

@@ -51,6 +51,10 @@ if TYPE_CHECKING:
     from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.system_prompt")
+# The hooks' first test, for every request: a global, for an Enum's class attribute is
+# slow on Python 3.11 (see core/relay.py).
+_TO_AGENT = Direction.TO_AGENT
+
 
 @dataclass(slots=True)
 class SystemPromptState:
@@ -86,7 +90,7 @@ class SystemPrompt(Rewrite):
 
     def request(self, frame: Frame, session: Session) -> Outcome:
         msg = frame.msg
-        if (frame.direction is not Direction.TO_AGENT or not session.client_ready
+        if (frame.direction is not _TO_AGENT or not session.client_ready
                 or msg is None or not isinstance(msg.get("params"), dict)):
             return PASS
         method = frame.method
@@ -154,7 +158,7 @@ class SystemPrompt(Rewrite):
     def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
         """Only reads: learns new session ids, re-arms a refused first prompt, logs."""
         msg = frame.msg
-        if request.origin is not Direction.TO_AGENT or not session.client_ready or msg is None:
+        if request.origin is not _TO_AGENT or not session.client_ready or msg is None:
             return PASS
         if request.method == p.SESSION_PROMPT:
             state = session.existing_state(SystemPromptState, request.session_id)
