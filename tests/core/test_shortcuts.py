@@ -36,7 +36,7 @@ def reference_id_key(id_: Any) -> tuple[type, Any]:
     """id_key as it was before its fast path."""
     if isinstance(id_, (dict, list)):
         try:
-            return (type(id_), orjson.dumps(id_, option=orjson.OPT_SORT_KEYS))
+            return (type(id_), orjson.dumps(id_, option=orjson.OPT_SORT_KEYS).decode())
         except TypeError:
             return (type(id_), None)
     return (type(id_), id_)
