@@ -96,6 +96,8 @@ def preview(msg: Any, method: Any, kind: Any) -> str:
     if method == p.SESSION_UPDATE:
         update = _update(msg)
         what = update.get("sessionUpdate")
+        if not isinstance(what, str):  # a peer's value: a list or an object is no kind
+            return ""
         if what in CHUNK_KINDS:
             return one_line(_text_of(update.get("content")))
         if what in ("tool_call", "tool_call_update"):
@@ -339,7 +341,8 @@ class RowBuilder:
     def _fold_key(self, record: Json, update: dict[str, Any]) -> tuple[Any, ...] | None:
         """What a chunk must share with the previous one to join its row; None: not a chunk."""
         what = update.get("sessionUpdate")
-        if what not in CHUNK_KINDS or record.get("verdict") != "pass" or record.get("kind") != "notification":
+        if not isinstance(what, str) or what not in CHUNK_KINDS or record.get("verdict") != "pass" \
+                or record.get("kind") != "notification":
             return None
         content = update.get("content")
         if not isinstance(content, dict) or content.get("type") != "text":

@@ -34,6 +34,10 @@ class Unreadable(Exception):
 
 def read_capture(path: str) -> Iterator[Json]:
     """The records of a capture, in order. Raises Unreadable (while iterating)."""
+    if os.path.isdir(path):
+        raise Unreadable(f"{path}: is a directory, not a capture")
+    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would block, /dev/zero never end
+        raise Unreadable(f"{path}: not a regular file, so not a capture")
     try:
         file = open(path, "rb")  # noqa: SIM115 - closed below, after the generator is done
     except IsADirectoryError:
@@ -151,6 +155,9 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
         except Unreadable as exc:
             click.echo(f"acp-bridge: {exc}", err=True)
             unreadable = True
+        except Exception as exc:  # a bug: said as such, and never exit 1, which means "findings"
+            click.echo(f"acp-bridge: {path}: internal error while checking: {type(exc).__name__}: {exc}", err=True)
+            unreadable = True
     threshold = Level.WARNING if fail_on == "warning" else Level.ERROR
     failed = any((report.worst() or 0) >= threshold for report in reports)
     if as_json:
@@ -162,14 +169,26 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
                 click.echo(text)
     if junit is not None:
         try:
-            Path(junit).write_text(junit_xml(reports, threshold, with_schema=validator is not None),
-                                   encoding="utf-8")
+            _replace(junit, junit_xml(reports, threshold, with_schema=validator is not None).encode("utf-8"))
         except OSError as exc:
             click.echo(f"acp-bridge: --junit: cannot write {junit}: {exc.strerror or exc}", err=True)
             raise SystemExit(EXIT_UNREADABLE) from None
     if unreadable:
         raise SystemExit(EXIT_UNREADABLE)
     raise SystemExit(EXIT_FINDINGS if failed else 0)
+
+
+def _replace(path: str, data: bytes) -> None:
+    """Write `path` whole: a new file beside it, renamed over it (a symlink there is
+    replaced, never written through; a failed write leaves nothing half written)."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as file:
+            file.write(data)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _grouped(report: Report) -> list[tuple[str, list[Finding]]]:

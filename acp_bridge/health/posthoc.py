@@ -24,6 +24,7 @@ from acp_bridge.health.engine import Engine, system_prompt_dialect
 from acp_bridge.health.findings import CODES, Finding, Level
 
 KEPT = 50  # occurrences kept per code and session (the rest are counted)
+KEPT_PER_CODE = 1000  # ... and per code across sessions (a peer may name a new session in every line)
 # Timers are checked at most once per second of capture time: each check scans the requests
 # in flight, and a capture with many unanswered requests would otherwise take quadratic time.
 SCAN_EVERY = 1.0
@@ -109,7 +110,7 @@ class Report:
     version: int | None = None
     agent: str | None = None
     client: str | None = None
-    findings: list[Finding] = field(default_factory=list)  # the first KEPT per code and session
+    findings: list[Finding] = field(default_factory=list)  # the first KEPT per code and session, KEPT_PER_CODE per code
     counts: dict[str, int] = field(default_factory=dict)  # occurrences per code
     migration: Migration = field(default_factory=Migration)
     ended: bool = False  # the capture has its end record
@@ -123,8 +124,16 @@ def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = No
     """The findings and migration report of one capture's records, in file order."""
     report = Report(path)
     engine = Engine(config, notify=KEPT, max_tracked=10_000_000, max_sessions=10_000_000,
-                    max_counted=1_000_000)  # its own session pairs as the relay did
-    engine.listeners.append(report.findings.append)
+                    max_counted=100_000)  # its own session pairs as the relay did
+    kept: dict[str, int] = {}
+
+    def keep(finding: Finding) -> None:  # at most KEPT_PER_CODE of a code, whatever the sessions
+        n = kept.get(finding.code, 0)
+        if n < KEPT_PER_CODE:
+            kept[finding.code] = n + 1
+            report.findings.append(finding)
+
+    engine.listeners.append(keep)
     now = 0.0
     scanned = -INF
     for record in records:

@@ -109,6 +109,8 @@ class SessionRules:
                        "session/update for {} after its session/close", session,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
         kind = update.get("sessionUpdate")
+        if not isinstance(kind, str):  # a peer's value: a list or an object is no kind at all
+            return
         if kind == p.SESSION_INFO_UPDATE:
             if p.get_path(update, p.META, p.PROMPT_SUGGESTIONS) is not None:
                 self.found("legacy-suggestions", session, at, seq,

@@ -28,7 +28,7 @@ from acp_bridge.core.forward import Forward, Verdict, complete_lines
 from acp_bridge.core.frames import Direction, Frame, Kind, classify
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.errors import CaptureError
-from acp_bridge.health.engine import SPECIAL, Engine
+from acp_bridge.health.engine import SPECIAL, Engine, _session_key
 from acp_bridge.health.findings import CODES, Finding, Level
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 REQUEST, RESPONSE, NOTIFICATION = Kind.REQUEST, Kind.RESPONSE, Kind.NOTIFICATION
 EMIT, OPAQUE, REWRITE = Verdict.EMIT, Verdict.OPAQUE, Verdict.REWRITE
 INF = math.inf
+TOLD_PER_CODE = 10  # findings of one code logged and written to the capture; the rest are counted
 _LOG_LEVEL = {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING, Level.ERROR: logging.ERROR}
 
 
@@ -58,6 +59,8 @@ class Watchdog:
         self._scope: trio.CancelScope | None = None
         self._base: int | None = capture.encoder.seq if capture is not None and capture.fd is not None else None
         self._cursor = (0, 0)  # (forwards counted, seq after them) within the current read
+        self._told_codes: dict[str, int] = {}  # findings logged and recorded, per code
+        self._told_keys: set[tuple[str, object]] = set()  # (code, session key) of those
 
     def __repr__(self) -> str:
         return f"<Watchdog {self.engine!r} wake={self._wake} off={self.off}>"
@@ -76,8 +79,9 @@ class Watchdog:
             raise  # a finding record could not be written and `capture.required` is set
         except Exception:
             self.off = True
-            log.exception("health: the watchdog failed and is off for the rest of this connection "
-                          "(traffic is not affected)")
+            log.error("health: the watchdog failed and is off for the rest of this connection "
+                      "(traffic is not affected; -vv shows why)")
+            log.debug("health: the watchdog's failure", exc_info=True)
         capture = self.capture
         if capture is not None:
             self._base = capture.encoder.seq if capture.fd is not None else None
@@ -227,6 +231,14 @@ class Watchdog:
     # -- findings ------------------------------------------------------------------------------
 
     def _told(self, finding: Finding) -> None:
+        """Log a finding and write its record: the first TOLD_PER_CODE of each code (across
+        sessions; a peer naming a new session in every line must not flood stderr or the
+        capture from the forwarding path); the rest are counted (totals at close)."""
+        told = self._told_codes.get(finding.code, 0) + 1
+        self._told_codes[finding.code] = told
+        if told > TOLD_PER_CODE:
+            return
+        self._told_keys.add((finding.code, _session_key(finding.session)))
         where = f" (session {finding.session})" if finding.session is not None else ""
         log.log(_LOG_LEVEL[finding.level], "health: %s: %s%s", finding.code, finding.text, where)
         capture = self.capture
@@ -263,7 +275,9 @@ class Watchdog:
             except Exception:
                 self.off = True
                 self._wake = INF
-                log.exception("health: the watchdog failed and is off for the rest of this connection")
+                log.error("health: the watchdog failed and is off for the rest of this connection "
+                          "(traffic is not affected; -vv shows why)")
+                log.debug("health: the watchdog's failure", exc_info=True)
 
     def close(self, wall: float, mono: float) -> None:
         """Report what was overdue at the end, and how often each finding came in all."""
@@ -271,13 +285,16 @@ class Watchdog:
             return
         self.engine.finish(mono)
         capture = self.capture
+        per_code: dict[str, int] = {}
         for (code, _), count in self.engine.counts.items():
+            per_code[code] = per_code.get(code, 0) + count
+        for code, count in per_code.items():
             if count > 1:
                 log.info("health: %s came %d times", code, count)
         if capture is None or capture.fd is None:
             return
         for (code, session), count in self.engine.counts.items():
-            if count > 1:
+            if count > 1 and (code, session) in self._told_keys:
                 capture.write_record({"type": "finding", "time": wall, "mono": mono, "code": code,
                                       "level": CODES[code].level.label, "session": _session_text(session),
                                       "message": f"{count} occurrences in all", "about": None, "count": count,

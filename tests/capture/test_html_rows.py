@@ -55,6 +55,8 @@ def text(value: str) -> dict[str, Any]:
     ({"method": "session/prompt", "params": {"prompt": "not a list"}}, "request", ""),
     (update("tool_call", title=["not", "text"]), "notification", ""),
     ([1, 2], "other", ""),
+    ({"method": "session/update", "params": {"update": {"sessionUpdate": [1]}}}, "notification", ""),
+    ({"method": "session/update", "params": {"update": {"sessionUpdate": {"a": 1}}}}, "notification", ""),
     ({"method": "session/prompt", "params": {"prompt": [text("x" * 500)]}}, "request", "x" * 159 + "…"),
 ])
 def test_preview(msg: Any, kind: str, expected: str) -> None:
@@ -229,3 +231,11 @@ def test_a_session_id_that_is_an_object_or_too_deep_still_groups() -> None:
         rows = rows_of([{**record(1, msg, "to-agent"), "session": session},
                         {**record(2, {"jsonrpc": "2.0", "id": 1, "result": {}}), "session": session}])
         assert [r.get("h") for r in rows] == ["turn", None, None] and rows[2]["q"] == 1
+
+
+def test_an_update_kind_that_is_no_string_is_a_row_like_any_other() -> None:
+    odd = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": [1]}}}
+    rows = rows_of([record(1, odd), chunk(2, "a"), record(3, odd)])
+    assert [(r.get("s"), r.get("n"), r.get("u")) for r in rows] == [(None, None, None), (1, None, None),
+                                                                     (2, None, "agent_message_chunk"),
+                                                                     (3, None, None)]

@@ -66,7 +66,9 @@ def test_a_failure_of_its_own_turns_it_off_not_the_traffic(caplog: pytest.LogCap
         dog.record(0.0, 0.0, forwards)
     assert dog.off and [f.data for f in forwards] == [line]
     assert [r.getMessage() for r in caplog.records] == [
-        "health: the watchdog failed and is off for the rest of this connection (traffic is not affected)"]
+        "health: the watchdog failed and is off for the rest of this connection (traffic is not affected; "
+        "-vv shows why)"]
+    assert all(r.exc_info is None for r in caplog.records)  # one line: no traceback below -vv
 
 
 async def test_the_timer_wakes_for_a_deadline_and_sleeps_when_nothing_is_pending() -> None:

@@ -1,0 +1,104 @@
+"""From a hostile review: what a peer's odd line, a flood of sessions or odd files do to the
+watchdog, `check`, `show --findings` and `export`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from acp_bridge.cli import main
+from acp_bridge.health import watchdog
+from tests.conftest import agent_cmd
+
+ODD_KIND: dict[str, Any] = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "q", "update": {"sessionUpdate": [1]}}}
+
+
+def capture_of(tmp_path: Path, lines: list[dict[str, Any]], *extra: str) -> Path:
+    """Run the bridge over an agent that writes `lines` (an echo agent): its capture."""
+    capture = tmp_path / "c.jsonl"
+    data = b"".join(orjson.dumps(m) + b"\n" for m in lines)
+    done = subprocess.run([sys.executable, "-m", "acp_bridge", "run", "--capture", str(capture), *extra, "--",
+                           *agent_cmd("echo")], input=data, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout == data, done.stderr
+    assert b"watchdog failed" not in done.stderr, done.stderr.decode()
+    return capture
+
+
+def test_an_update_kind_that_is_no_string_is_no_crash_live_or_after(tmp_path: Path) -> None:
+    capture = capture_of(tmp_path, [ODD_KIND])
+    runner = CliRunner()
+    checked = runner.invoke(main, ["check", str(capture)])
+    assert checked.exit_code in (0, 1) and "internal error" not in checked.output, checked.output
+    assert "update-unknown-session" in checked.output
+    shown = runner.invoke(main, ["show", str(capture), "--findings"])
+    assert shown.exit_code == 0 and "Traceback" not in shown.output, shown.output
+    page = tmp_path / "p.html"
+    exported = runner.invoke(main, ["export", str(capture), "--html", str(page)])
+    assert exported.exit_code == 0 and page.is_file(), exported.output
+
+
+def test_check_refuses_a_fifo_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    done = subprocess.run([sys.executable, "-m", "acp_bridge", "check", str(fifo)], capture_output=True,
+                          timeout=30, check=False)
+    assert (done.returncode, done.stderr.decode()) == (2, f"acp-bridge: {fifo}: not a regular file, so not a capture\n")
+
+
+def test_a_flood_of_new_sessions_logs_and_records_ten_findings_then_counts(tmp_path: Path) -> None:
+    ghosts = [{"jsonrpc": "2.0", "method": "session/update",
+               "params": {"sessionId": f"ghost-{i}", "update": {"sessionUpdate": "agent_message_chunk",
+                                                                "content": {"type": "text", "text": "boo"}}}}
+              for i in range(300)]
+    capture = tmp_path / "c.jsonl"
+    data = b"".join(orjson.dumps(m) + b"\n" for m in ghosts)
+    # One line a read (as a peer flushing each line would send them): each is parsed live.
+    agent = [sys.executable, "-u", "-c", "import sys,time\nfor line in sys.stdin.buffer:\n"
+             " sys.stdout.buffer.write(line); sys.stdout.buffer.flush()"]
+    done = subprocess.run([sys.executable, "-m", "acp_bridge", "run", "-v", "--capture", str(capture), "--", *agent],
+                          input=data, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout == data
+    warned = [line for line in done.stderr.decode().splitlines() if "update-unknown-session:" in line]
+    records = [orjson.loads(line) for line in capture.read_bytes().splitlines()]
+    findings = [r for r in records if r["type"] == "finding" and r["code"] == "update-unknown-session"]
+    assert len(warned) <= watchdog.TOLD_PER_CODE and len(findings) <= watchdog.TOLD_PER_CODE
+    assert len(warned) >= 1
+    assert "health: update-unknown-session came" in done.stderr.decode()
+
+
+def test_junit_replaces_a_symlink_and_never_writes_through_it(tmp_path: Path) -> None:
+    capture = capture_of(tmp_path, [ODD_KIND])
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    junit = tmp_path / "j.xml"
+    junit.symlink_to(victim)
+    result = CliRunner().invoke(main, ["check", str(capture), "--junit", str(junit)])
+    assert result.exit_code in (0, 1), result.output
+    assert victim.read_text() == "keep me" and not junit.is_symlink()
+    assert junit.read_text().startswith("<?xml")
+
+
+@pytest.mark.parametrize("sessions", [3000])
+def test_check_keeps_a_bounded_number_of_findings_per_code(tmp_path: Path, sessions: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_bridge.capture.reading import load_record
+    from acp_bridge.health import posthoc
+
+    monkeypatch.setattr(posthoc, "KEPT_PER_CODE", 100)
+    header = {"type": "header", "format": 1}
+    records = [header] + [
+        {"type": "message", "seq": i, "mono": float(i), "direction": "to-client", "kind": "notification",
+         "verdict": "pass", "method": "session/update", "session": f"s{i}",
+         "raw": orjson.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {
+             "sessionId": f"s{i}", "update": {"sessionUpdate": "plan", "entries": []}}}).decode()}
+        for i in range(1, sessions + 1)]
+    report = posthoc.analyse("x", [load_record(orjson.dumps(r)) or {} for r in records])
+    assert report.counts["update-unknown-session"] == sessions
+    assert len([f for f in report.findings if f.code == "update-unknown-session"]) == 100
