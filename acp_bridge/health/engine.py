@@ -33,6 +33,7 @@ from acp_bridge.health.sessions import SessionRules
 
 TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 INF = math.inf
+RECENT = 256  # answered requests remembered, to tell a second answer from an unknown id
 
 # Agent requests that wait on a person or on a command by design: no threshold unless
 # `[health] methods` sets one.
@@ -75,7 +76,12 @@ class Engine(SessionRules):
         self.seqs: dict[int, int] = {}  # id(Pending) -> seq of its record, when known
         self._reported: dict[int, Pending] = {}  # overdue requests already reported (kept: ids stay unique)
         self._reused: dict[int, Pending] = {}  # requests with a reused id already reported
-        self._recent: deque[Pending] = deque(maxlen=256)  # answered requests: a second answer is a duplicate
+        # The last RECENT requests answered (a second answer to one is a duplicate), and their
+        # (origin, id key)s as a set, made when an unpaired response needs it and kept until
+        # the next answer: not 256 comparisons a response toward a busy agent, and only two
+        # cheap steps an answer.
+        self._recent: deque[Pending] = deque(maxlen=RECENT)
+        self._recent_keys: set[tuple[Direction, Any]] | None = None
         self._thresholds: dict[tuple[Direction, Any], float] = {}
         config = self.config
         # The shortest threshold there is: nothing can be due sooner after a request.
@@ -128,6 +134,7 @@ class Engine(SessionRules):
         """A response the session paired with `pending` (live: only when SPECIAL has its
         method, or a cancel is waiting)."""
         self._recent.append(pending)
+        self._recent_keys = None
         method = pending.method
         if method in SPECIAL:
             self._special_response(pending, msg, at, seq)
@@ -137,13 +144,17 @@ class Engine(SessionRules):
     def unpaired(self, direction: Direction, id_: Any, at: float, seq: int | None = None) -> None:
         """A response that answers no request in flight: a second answer, or one for an id
         nobody asked."""
-        recent = self._recent
-        if recent:
-            origin = direction.reverse
-            if any(r.id == id_ and r.origin is origin and type(r.id) is type(id_) for r in recent):
-                self.found("response-duplicate", None, at, seq, "a second response for id {}", id_,
-                           direction=direction, id_=id_)
-                return
+        if self._recent:
+            keys = self._recent_keys
+            if keys is None:
+                keys = self._recent_keys = {(r.origin, id_key(r.id)) for r in self._recent}
+            duplicate = (direction.reverse, id_key(id_)) in keys
+        else:
+            duplicate = False
+        if duplicate:
+            self.found("response-duplicate", None, at, seq, "a second response for id {}", id_,
+                       direction=direction, id_=id_)
+            return
         counts = self.counts
         n = counts.get(_UNKNOWN_ID)
         if n is not None and n >= self.notify:  # told already: only counted (a peer may send thousands)
