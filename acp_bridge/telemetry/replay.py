@@ -67,10 +67,12 @@ def send_capture(records: Iterable[Json], name: str) -> tuple[int, str]:
     problem = missing_sdk()
     if problem is not None:
         return 2, problem
-    from acp_bridge.telemetry.sdk import ExportSettings, OtlpSink
+    try:  # the SDK reads some OTEL_* variables as it is imported, and raises on a bad one
+        from acp_bridge.telemetry.sdk import ExportSettings, OtlpSink
 
-    try:
-        sink = OtlpSink(ExportSettings(metrics=False))
+        sink = OtlpSink(ExportSettings(metrics=False), live=False)
+    except ValueError as exc:
+        return 2, f"OpenTelemetry settings: {exc}"
     except ConfigError as exc:
         return 2, str(exc)
     built = 0
