@@ -149,7 +149,7 @@ def test_a_collector_that_redirects_has_not_taken_the_spans(tmp_path: Path) -> N
     with running_collector(answer=307) as collector:
         status, said = exported_to(collector, tmp_path)
     assert collector.answered == [307] and status == 1, said
-    assert (f"telemetry: cannot export to {collector.endpoint} (the collector answered HTTP 307, a redirect, which "
+    assert (f"acp-bridge: telemetry: cannot export to {collector.endpoint} (the collector answered HTTP 307, a redirect, which "
             "the exporter does not follow: give the address it redirects to); what was not sent is counted") in said
     assert said.endswith(f"0 of 3 spans taken by {collector.endpoint}; the rest could not be sent\n")
 
@@ -162,4 +162,5 @@ def test_a_malformed_header_variable_is_not_printed_and_does_not_hide_a_real_fai
         status, said = exported_to(collector, tmp_path, OTEL_EXPORTER_OTLP_HEADERS="x-api-key=sk-live-123;other")
     assert status == 1 and "sk-live-123" not in said, said
     assert said.count("cannot export") == 1 and "401" in said.split("cannot export")[1].splitlines()[0], said
-    assert "OTEL_EXPORTER_OTLP_HEADERS (or a _TRACES_/_METRICS_ variant) holds a header that is not name=value" in said
+    assert ("acp-bridge: telemetry: the OpenTelemetry SDK says: OTEL_EXPORTER_OTLP_HEADERS (or a _TRACES_/_METRICS_ "
+            "variant) holds a header that is not name=value") in said
