@@ -104,8 +104,10 @@ class _PresetIds(IdGenerator):
         return self.trace_id
 
 
-# Loggers of the SDK's export path: what they say is a failure to export (said once, as
-# the bridge's). Anything else is a setting the SDK did not like.
+# Loggers of the SDK's export path: what they say once the sink is built is a failure to
+# export (said once, as the bridge's). Anything else, and anything said while the exporter
+# and processor are built (a timeout, delay or compression they cannot read), is a
+# setting the SDK did not like.
 _EXPORT_LOGGERS = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal", "opentelemetry.sdk.trace.export",
                    "opentelemetry.sdk.metrics._internal.export")
 _CREDENTIAL_PROVIDERS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
@@ -136,7 +138,7 @@ class _Quiet(logging.Handler):
         if message.startswith("Queue full"):  # the batch processor dropped a span
             with self.owner.lock:
                 self.owner.failed += 1
-        if record.name.startswith(_EXPORT_LOGGERS):
+        if record.name.startswith(_EXPORT_LOGGERS) and not self.owner.building:
             self.owner.problem(message)
         elif message not in self.said:  # a setting it did not like, and what it does instead
             self.said.add(message)
@@ -197,6 +199,7 @@ class OtlpSink:
         self.exported = self.failed = 0
         self.export_cpu = 0.0  # seconds of CPU the exporter's thread has spent, for the observer's budget
         self._said = False
+        self.building = True  # what the SDK logs meanwhile is about its settings, not an export
         trace_protocol = protocol_of(settings, "TRACES")  # ConfigError: before anything is set up
         metric_protocol = protocol_of(settings, "METRICS") if settings.metrics else None
         self._handler = _Quiet(self)
@@ -209,6 +212,8 @@ class OtlpSink:
             self._build(settings, trace_protocol, metric_protocol)
         except ValueError as exc:  # an OTEL_* variable the SDK refuses (OTEL_BSP_*, a sampler argument)
             raise ConfigError(f"OpenTelemetry settings: {exc}") from None
+        finally:
+            self.building = False
 
     def _build(self, settings: ExportSettings, trace_protocol: str, metric_protocol: str | None) -> None:
         resource = make_resource()

@@ -28,8 +28,8 @@ TITLE = "Run curl -H 'Authorization: Bearer sk-live-ABC123' https://x"
 
 def env_for(endpoint: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_METRICS_EXPORTER="none", OTEL_BSP_SCHEDULE_DELAY="100",
-               **extra)
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_METRICS_EXPORTER="none", OTEL_BSP_SCHEDULE_DELAY="100")
+    env.update(extra)
     return env
 
 
@@ -157,10 +157,14 @@ def test_a_collector_that_redirects_has_not_taken_the_spans(tmp_path: Path) -> N
 def test_a_malformed_header_variable_is_not_printed_and_does_not_hide_a_real_failure(tmp_path: Path) -> None:
     """OTEL_EXPORTER_OTLP_HEADERS holding a key and a piece that is not name=value: the SDK
     quotes it whole in its warning. It is named, not quoted, and the collector's refusal
-    (401) is still the one "cannot export" line."""
+    (401) is still the one "cannot export" line; so is it after a setting the batch
+    processor (an export-path logger) could not read."""
     with running_collector(answer=401) as collector:
-        status, said = exported_to(collector, tmp_path, OTEL_EXPORTER_OTLP_HEADERS="x-api-key=sk-live-123;other")
+        status, said = exported_to(collector, tmp_path, OTEL_EXPORTER_OTLP_HEADERS="x-api-key=sk-live-123;other",
+                                   OTEL_BSP_SCHEDULE_DELAY="abc")
     assert status == 1 and "sk-live-123" not in said, said
     assert said.count("cannot export") == 1 and "401" in said.split("cannot export")[1].splitlines()[0], said
     assert ("acp-bridge: telemetry: the OpenTelemetry SDK says: OTEL_EXPORTER_OTLP_HEADERS (or a _TRACES_/_METRICS_ "
             "variant) holds a header that is not name=value") in said
+    assert ("acp-bridge: telemetry: the OpenTelemetry SDK says: Unable to parse value for OTEL_BSP_SCHEDULE_DELAY "
+            "as integer. Defaulting to 5000.\n") in said
