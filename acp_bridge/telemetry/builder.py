@@ -5,7 +5,9 @@ execute_tool and request spans; requests outside a session as their own traces),
 requests with responses, tool calls by `toolCallId`, turns of v1 (the prompt's response
 ends it) and v2 (an idle `state_update` ends it), handing lines a rule touched to `work`, and
 what content may be added (only with a redactor: `--otlp-content`). The same builder is
-fed live (`observer`) and from a capture (`replay`).
+fed live (`observer`) and from a capture (`replay`); `ledger` keeps its records and
+makes and ends its spans. A span never outlives its parent: ending one ends what is still
+open under it, marked `acp.unfinished`.
 Must never: do IO, read a clock (every time comes with its message), import the SDK, or
 hold unbounded state: open sessions, requests and tool calls are capped, and the oldest
 is ended (marked `acp.evicted`) to make room; or raise on any shape from the wire (a field
@@ -17,7 +19,6 @@ from __future__ import annotations
 import random
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge.core import protocol as p
@@ -25,7 +26,6 @@ from acp_bridge.core.frames import id_key
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import (
     MAX_CONTENT,
-    MAX_METRIC_VALUES,
     add_event,
     id_text,
     json_text,
@@ -35,6 +35,7 @@ from acp_bridge.telemetry.fields import (
     text_of,
     usage_attributes,
 )
+from acp_bridge.telemetry.ledger import Request, Session, SpanLedger, Turn
 from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
 from acp_bridge.telemetry.work import BridgeWork
 
@@ -49,32 +50,7 @@ REQUEST_PERMISSION = "session/request_permission"
 _OTHER_WAY = {"to-agent": "to-client", "to-client": "to-agent"}
 
 
-@dataclass(slots=True)
-class _Turn:
-    span: SpanRecord
-    first_chunk: float | None = None
-    acked: bool = False  # v2: the prompt's response came without a stop reason
-    text: list[str] = field(default_factory=list)  # the agent's reply (content only)
-    size: int = 0
-
-
-@dataclass(slots=True)
-class _Session:
-    span: SpanRecord
-    key: Any  # its sessionId's key
-    turn: _Turn | None = None
-    tools: OrderedDict[Any, SpanRecord] = field(default_factory=OrderedDict)  # O(1) eviction of the oldest
-
-
-@dataclass(slots=True)
-class _Request:
-    span: SpanRecord
-    method: str
-    session: Any  # the sessionId it names, if any
-    msg: Any  # the request, for what its response needs (permission options)
-
-
-class TraceBuilder:
+class TraceBuilder(SpanLedger):
     """Builds spans from `Seen` messages fed in order; `take()` hands over what has ended.
 
     Args:
@@ -90,23 +66,19 @@ class TraceBuilder:
 
     def __init__(self, masked: Callable[[Any], Any] | None = None, rng: random.Random | None = None,
                  masked_text: Callable[[str], str] = lambda text: text) -> None:
+        super().__init__(rng)
         self.masked = masked
         self.masked_text = masked_text
-        self._rng = rng or random.Random()  # seeded from the OS once: ids must be unique, not secret
-        self.agent: dict[str, str] = {}  # gen_ai.agent.name / version, from initialize
         # Ordered: the oldest goes first when full (a plain dict's first key is found by a
         # scan past every deleted slot, which made eviction quadratic).
-        self._sessions: OrderedDict[Any, _Session] = OrderedDict()
-        self._pending: OrderedDict[tuple[str, Any], _Request] = OrderedDict()
-        self._done: list[SpanRecord] = []
-        self._observations: list[Observation] = []
+        self._sessions: OrderedDict[Any, Session] = OrderedDict()
+        self._pending: OrderedDict[tuple[str, Any], Request] = OrderedDict()
         self.evicted = 0
         self._waiting = 0  # open turns without their first chunk yet
-        self._metric_values: dict[str, set[str]] = {}
         self._acked = 0  # open v2 turns: acknowledged, waiting for an idle state_update
         self._turns = 0  # open turns (any of them may end with an idle state_update)
         # Every open tool call, oldest first, by (session key, tool key): the cap across sessions.
-        self._tools: OrderedDict[tuple[Any, Any], _Session] = OrderedDict()
+        self._tools: OrderedDict[tuple[Any, Any], Session] = OrderedDict()
         self._work = BridgeWork(self._current, self._session_span, self._request_span)
 
     def __repr__(self) -> str:
@@ -129,12 +101,6 @@ class TraceBuilder:
     def open_spans(self) -> int:
         """Spans `finish` would end: sessions, their turns, tool calls, requests in flight."""
         return len(self._sessions) + self._turns + len(self._tools) + len(self._pending)
-
-    def take(self) -> tuple[list[SpanRecord], list[Observation]]:
-        """The spans that ended and the metric observations made since the last call."""
-        done, observed = self._done, self._observations
-        self._done, self._observations = [], []
-        return done, observed
 
     # -- feeding --------------------------------------------------------------------------------
 
@@ -204,7 +170,7 @@ class TraceBuilder:
             attrs.update({s.OPERATION: "invoke_agent", s.CONVERSATION: text_of(session_id), **self.agent})
             name = f"invoke_agent {self.agent[s.AGENT_NAME]}" if s.AGENT_NAME in self.agent else "invoke_agent"
             span = self._span(name, seen.wall, state.span, attrs, s.CLIENT)
-            state.turn = _Turn(span)
+            state.turn = Turn(span)
             self._waiting += 1
             self._turns += 1
             if self.masked is not None:
@@ -216,9 +182,9 @@ class TraceBuilder:
             if session_id is not None:
                 attrs[s.SESSION_ID] = text_of(session_id)
             span = self._span(attrs[s.RPC_METHOD], seen.wall, parent, attrs, s.CLIENT)
-        self._pending[key] = _Request(span, method, session_id, msg)
+        self._pending[key] = Request(span, method, session_id, msg)
 
-    def _give_up(self, request: _Request, mark: str, wall: float) -> None:
+    def _give_up(self, request: Request, mark: str, wall: float) -> None:
         """A request that will not be answered (as far as the builder can pair it) ends now,
         marked; a prompt ends its turn, and with it what the turn holds."""
         if request.span.end is not None:
@@ -376,13 +342,13 @@ class TraceBuilder:
             self._forget_tool(state, key)
             self._end_tool(span, wall)
 
-    def _evict_tool(self, state: _Session, key: Any, wall: float) -> None:
+    def _evict_tool(self, state: Session, key: Any, wall: float) -> None:
         span = self._forget_tool(state, key)
         self.evicted += 1
         span.attributes[s.EVICTED] = True
         self._end_tool(span, wall)
 
-    def _forget_tool(self, state: _Session, key: Any) -> SpanRecord:
+    def _forget_tool(self, state: Session, key: Any) -> SpanRecord:
         span = state.tools.pop(key)
         self._tools.pop((state.key, key), None)
         return span
@@ -413,12 +379,12 @@ class TraceBuilder:
         request = self._pending.get((direction, id_key(id_)))
         return request.span if request is not None else None
 
-    def _turn_of(self, msg: dict[str, Any]) -> _Turn | None:
+    def _turn_of(self, msg: dict[str, Any]) -> Turn | None:
         session_id = p.get_path(msg, "params", "sessionId")
         state = self._sessions.get(key_of(session_id)) if session_id is not None else None
         return state.turn if state is not None else None
 
-    def _session(self, session_id: Any, wall: float) -> _Session:
+    def _session(self, session_id: Any, wall: float) -> Session:
         key = key_of(session_id)
         state = self._sessions.get(key)
         if state is None:
@@ -428,10 +394,10 @@ class TraceBuilder:
                 oldest.span.attributes[s.EVICTED] = True
                 self._close_session(oldest, wall, unfinished=True)
             span = self._span("session", wall, None, {s.CONVERSATION: text_of(session_id), **self.agent})
-            state = self._sessions[key] = _Session(span, key)
+            state = self._sessions[key] = Session(span, key)
         return state
 
-    def _end_turn(self, state: _Session, wall: float, stop: str | None, *, unfinished: bool = False) -> None:
+    def _end_turn(self, state: Session, wall: float, stop: str | None, *, unfinished: bool = False) -> None:
         turn = state.turn
         if turn is None:
             return
@@ -459,7 +425,7 @@ class TraceBuilder:
         self._observations.append(Observation(s.TURN_DURATION, max(0.0, wall - span.start), (
             *self._agent_attrs(), (s.FINISH_REASONS, self._bounded(s.FINISH_REASONS, stop or "")))))
 
-    def _close_session(self, state: _Session, wall: float, *, unfinished: bool) -> None:
+    def _close_session(self, state: Session, wall: float, *, unfinished: bool) -> None:
         if state.turn is not None:
             self._end_turn(state, wall, None, unfinished=True)
         for key in list(state.tools):
@@ -483,30 +449,3 @@ class TraceBuilder:
             if span.end is None:
                 span.attributes[s.UNFINISHED] = True
                 self._end(span, wall)
-
-    def _bounded(self, key: str, value: str) -> str:
-        """A metric attribute's value from the wire, or "other" once MAX_METRIC_VALUES
-        distinct ones have been seen for `key`: each is a series the SDK keeps."""
-        seen = self._metric_values.setdefault(key, set())
-        if value in seen:
-            return value
-        if len(seen) >= MAX_METRIC_VALUES:
-            return "other"
-        seen.add(value)
-        return value
-
-    def _agent_attrs(self) -> tuple[tuple[str, Any], ...]:
-        return tuple(sorted(self.agent.items()))
-
-    def _span(self, name: str, wall: float, parent: SpanRecord | None, attrs: dict[str, Any],
-              kind: str = s.INTERNAL) -> SpanRecord:
-        trace_id = parent.trace_id if parent is not None else self._rng.getrandbits(128) or 1
-        return SpanRecord(name, trace_id, self._rng.getrandbits(64) or 1,
-                          parent.span_id if parent is not None else None, wall, kind, attrs)
-
-    def _end(self, span: SpanRecord, wall: float) -> None:
-        if span.end is not None:  # ended already (a turn a newer prompt replaced, still pending)
-            return
-        span.end = max(wall, span.start)
-        self._done.append(span)
-
