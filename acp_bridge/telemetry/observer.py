@@ -280,7 +280,7 @@ class TelemetryObserver:
         to_client, direction = to is Direction.TO_CLIENT, to.value
         start, end = 0, len(run)
         while start < end:
-            stop = run.index(b"\n", start) + 1
+            stop = run.find(b"\n", start) + 1 or end  # each ends with one; a last without: to the end
             line = run[start:stop]
             start = stop
             if self._needed(line, to_client):
