@@ -5,10 +5,13 @@ execute_tool and request spans; requests outside a session as their own traces),
 requests with responses, tool calls by `toolCallId`, turns of v1 (the prompt's response
 ends it) and v2 (an idle `state_update` ends it), handing lines a rule touched to `work`, and
 what content may be added (only with a redactor: `--otlp-content`). The same builder is
-fed live (`observer`) and from a capture (`replay`).
+fed live (`observer`) and from a capture (`replay`); `ledger` keeps its records and
+makes and ends its spans. A span never outlives its parent: ending one ends what is still
+open under it, marked `acp.unfinished`.
 Must never: do IO, read a clock (every time comes with its message), import the SDK, or
 hold unbounded state: open sessions, requests and tool calls are capped, and the oldest
-is ended (marked `acp.evicted`) to make room.
+is ended (marked `acp.evicted`) to make room; or raise on any shape from the wire (a field
+of the wrong type is left out).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import random
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge.core import protocol as p
@@ -24,7 +26,6 @@ from acp_bridge.core.frames import id_key
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import (
     MAX_CONTENT,
-    MAX_METRIC_VALUES,
     add_event,
     id_text,
     json_text,
@@ -34,65 +35,50 @@ from acp_bridge.telemetry.fields import (
     text_of,
     usage_attributes,
 )
+from acp_bridge.telemetry.ledger import Request, Session, SpanLedger, Turn
 from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
 from acp_bridge.telemetry.work import BridgeWork
 
 MAX_SESSIONS = 1024
 MAX_PENDING = 256  # requests in flight: a handful in a healthy connection
 MAX_TOOLS = 1024  # open tool calls per session
+MAX_OPEN_TOOLS = 4096  # open tool calls across every session: what the exit ends and flushes
+MAX_CODE_DIGITS = 32  # of an error code in a span's status description
 TOOL_DONE = frozenset({"completed", "failed"})
 SESSION_SETUP = frozenset({p.SESSION_NEW, p.SESSION_LOAD, p.SESSION_RESUME, p.SESSION_FORK})
 REQUEST_PERMISSION = "session/request_permission"
 _OTHER_WAY = {"to-agent": "to-client", "to-client": "to-agent"}
 
 
-@dataclass(slots=True)
-class _Turn:
-    span: SpanRecord
-    first_chunk: float | None = None
-    acked: bool = False  # v2: the prompt's response came without a stop reason
-    text: list[str] = field(default_factory=list)  # the agent's reply (content only)
-    size: int = 0
-
-
-@dataclass(slots=True)
-class _Session:
-    span: SpanRecord
-    turn: _Turn | None = None
-    tools: OrderedDict[Any, SpanRecord] = field(default_factory=OrderedDict)  # O(1) eviction of the oldest
-
-
-@dataclass(slots=True)
-class _Request:
-    span: SpanRecord
-    method: str
-    session: Any  # the sessionId it names, if any
-    msg: Any  # the request, for what its response needs (permission options)
-
-
-class TraceBuilder:
+class TraceBuilder(SpanLedger):
     """Builds spans from `Seen` messages fed in order; `take()` hands over what has ended.
 
     Args:
         masked: with content (`--otlp-content`), a function that returns a message with the
-            capture's redaction applied; None (the default): no content leaves the machine.
+            capture's redaction applied; None (the default): no content leaves the machine
+            (tool titles included: an agent writes the command it runs into its title).
         rng: where span and trace ids come from (seeded in tests).
+        masked_text: with content, what masks each string attribute of content as it is
+            sent (the joined reply, an error message, a finding's message, a tool title, the
+            JSON of the prompt and of a tool's input and output): a secret split across
+            chunks is whole only there, and free text can hold `API_TOKEN=...`.
     """
 
-    def __init__(self, masked: Callable[[Any], Any] | None = None, rng: random.Random | None = None) -> None:
+    def __init__(self, masked: Callable[[Any], Any] | None = None, rng: random.Random | None = None,
+                 masked_text: Callable[[str], str] = lambda text: text) -> None:
+        super().__init__(rng)
         self.masked = masked
-        self._rng = rng or random.Random()  # seeded from the OS once: ids must be unique, not secret
-        self.agent: dict[str, str] = {}  # gen_ai.agent.name / version, from initialize
+        self.masked_text = masked_text
         # Ordered: the oldest goes first when full (a plain dict's first key is found by a
         # scan past every deleted slot, which made eviction quadratic).
-        self._sessions: OrderedDict[Any, _Session] = OrderedDict()
-        self._pending: OrderedDict[tuple[str, Any], _Request] = OrderedDict()
-        self._done: list[SpanRecord] = []
-        self._observations: list[Observation] = []
+        self._sessions: OrderedDict[Any, Session] = OrderedDict()
+        self._pending: OrderedDict[tuple[str, Any], Request] = OrderedDict()
         self.evicted = 0
         self._waiting = 0  # open turns without their first chunk yet
-        self._metric_values: dict[str, set[str]] = {}
         self._acked = 0  # open v2 turns: acknowledged, waiting for an idle state_update
+        self._turns = 0  # open turns (any of them may end with an idle state_update)
+        # Every open tool call, oldest first, by (session key, tool key): the cap across sessions.
+        self._tools: OrderedDict[tuple[Any, Any], Session] = OrderedDict()
         self._work = BridgeWork(self._current, self._session_span, self._request_span)
 
     def __repr__(self) -> str:
@@ -107,15 +93,14 @@ class TraceBuilder:
 
     @property
     def awaiting_idle(self) -> bool:
-        """Whether a v2 turn (its prompt acknowledged, no stop reason yet) waits for the idle
-        `state_update` that ends it: the observer looks for those only then."""
-        return self._acked > 0
+        """Whether a turn is open, which an idle `state_update` would end (v2; it may come
+        before the prompt's acknowledgment): the observer looks for those only then."""
+        return self._turns > 0
 
-    def take(self) -> tuple[list[SpanRecord], list[Observation]]:
-        """The spans that ended and the metric observations made since the last call."""
-        done, observed = self._done, self._observations
-        self._done, self._observations = [], []
-        return done, observed
+    @property
+    def open_spans(self) -> int:
+        """Spans `finish` would end: sessions, their turns, tool calls, requests in flight."""
+        return len(self._sessions) + self._turns + len(self._tools) + len(self._pending)
 
     # -- feeding --------------------------------------------------------------------------------
 
@@ -147,7 +132,7 @@ class TraceBuilder:
         span = state.turn.span if state.turn is not None else state.span
         attrs = {"acp_bridge.finding.code": code, "acp_bridge.finding.level": level}
         if self.masked is not None:
-            attrs["acp_bridge.finding.message"] = message[:MAX_CONTENT]
+            attrs["acp_bridge.finding.message"] = self.masked_text(message[:MAX_CONTENT])
         add_event(span, "acp_bridge.finding", wall, attrs)
 
     def finish(self, wall: float) -> None:
@@ -164,6 +149,14 @@ class TraceBuilder:
     # -- requests and responses -------------------------------------------------------------------
 
     def _request(self, seen: Seen, msg: dict[str, Any], method: str) -> None:
+        # Before the span's parent is chosen: giving up a prompt ends its turn.
+        key = (seen.direction, id_key(msg.get("id")))
+        if key in self._pending:  # the same id again before an answer: the older one is lost
+            self._give_up(self._pending.pop(key), s.UNFINISHED, seen.wall)
+        if len(self._pending) >= MAX_PENDING:
+            _, oldest = self._pending.popitem(last=False)
+            self.evicted += 1
+            self._give_up(oldest, s.EVICTED, seen.wall)
         params = msg.get("params")
         session_id = params.get("sessionId") if type(params) is dict else None
         attrs: dict[str, Any] = {s.RPC_SYSTEM: "jsonrpc", s.RPC_METHOD: text_of(method), s.DIRECTION: seen.direction}
@@ -177,27 +170,31 @@ class TraceBuilder:
             attrs.update({s.OPERATION: "invoke_agent", s.CONVERSATION: text_of(session_id), **self.agent})
             name = f"invoke_agent {self.agent[s.AGENT_NAME]}" if s.AGENT_NAME in self.agent else "invoke_agent"
             span = self._span(name, seen.wall, state.span, attrs, s.CLIENT)
-            state.turn = _Turn(span)
+            state.turn = Turn(span)
             self._waiting += 1
+            self._turns += 1
             if self.masked is not None:
                 prompt = p.get_path(self.masked(msg), "params", "prompt")
-                span.attributes[s.INPUT_MESSAGES] = json_text([{"role": "user", "parts": message_parts(prompt)}])
+                parts = json_text([{"role": "user", "parts": message_parts(prompt)}])
+                span.attributes[s.INPUT_MESSAGES] = self.masked_text(parts)
         else:
             parent = self._parent_of(method, params, session_id, seen.wall)
             if session_id is not None:
                 attrs[s.SESSION_ID] = text_of(session_id)
             span = self._span(attrs[s.RPC_METHOD], seen.wall, parent, attrs, s.CLIENT)
-        key = (seen.direction, id_key(msg.get("id")))
-        if key in self._pending:  # the same id again before an answer: the older one is lost
-            old = self._pending.pop(key)
-            old.span.attributes[s.UNFINISHED] = True
-            self._end(old.span, seen.wall)
-        if len(self._pending) >= MAX_PENDING:
-            _, oldest = self._pending.popitem(last=False)
-            self.evicted += 1
-            oldest.span.attributes[s.EVICTED] = True
-            self._end(oldest.span, seen.wall)
-        self._pending[key] = _Request(span, method, session_id, msg)
+        self._pending[key] = Request(span, method, session_id, msg)
+
+    def _give_up(self, request: Request, mark: str, wall: float) -> None:
+        """A request that will not be answered (as far as the builder can pair it) ends now,
+        marked; a prompt ends its turn, and with it what the turn holds."""
+        if request.span.end is not None:
+            return
+        request.span.attributes[mark] = True
+        state = self._sessions.get(key_of(request.session)) if request.method == p.SESSION_PROMPT else None
+        if state is not None and state.turn is not None and state.turn.span is request.span:
+            self._end_turn(state, wall, None)
+        else:
+            self._end(request.span, wall)
 
     def _parent_of(self, method: str, params: Any, session_id: Any, wall: float) -> SpanRecord | None:
         if session_id is None or method in (p.SESSION_NEW, p.SESSION_FORK):
@@ -222,11 +219,15 @@ class TraceBuilder:
             outcome = "error"
             code = error.get("code") if type(error) is dict else None
             if isinstance(code, int) and not isinstance(code, bool):
-                span.attributes[s.RPC_ERROR_CODE] = code
+                if -2**63 <= code < 2**63:  # what an OTLP int holds; the SDK drops a larger one silently
+                    span.attributes[s.RPC_ERROR_CODE] = code
+                code_text = str(code) if abs(code) < 10**MAX_CODE_DIGITS else "(not a 64-bit integer)"
+            else:
+                code_text = text_of(code)[:MAX_CODE_DIGITS] if code is not None else ""
             message = error.get("message") if type(error) is dict else None
             if self.masked is not None and isinstance(message, str):
-                span.attributes[s.RPC_ERROR_MESSAGE] = message[:MAX_CONTENT]
-            span.error = f"JSON-RPC error {code}" if code is not None else "JSON-RPC error"
+                span.attributes[s.RPC_ERROR_MESSAGE] = self.masked_text(message[:MAX_CONTENT])
+            span.error = f"JSON-RPC error {code_text}" if code is not None else "JSON-RPC error"
         direction = request.span.attributes.get(s.DIRECTION, "")
         method_value = self._bounded(s.RPC_METHOD, text_of(method))
         self._observations.append(Observation(s.REQUESTS, 1, (
@@ -243,7 +244,7 @@ class TraceBuilder:
                 stop = result.get("stopReason") if type(result) is dict else None
                 if error is not None or stop is not None:
                     usage_attributes(span, result)
-                    self._end_turn(state, seen.wall, stop)
+                    self._end_turn(state, seen.wall, stop if isinstance(stop, str) else None)
                 else:  # v2: the response only acknowledges; an idle state_update ends the turn
                     usage_attributes(span, result)
                     if not state.turn.acked:
@@ -311,19 +312,22 @@ class TraceBuilder:
         span = state.tools.get(key)
         if span is None:
             if len(state.tools) >= MAX_TOOLS:
-                _, oldest = state.tools.popitem(last=False)
-                self.evicted += 1
-                oldest.attributes[s.EVICTED] = True
-                self._end_tool(oldest, wall)
+                self._evict_tool(state, next(iter(state.tools)), wall)
+            if len(self._tools) >= MAX_OPEN_TOOLS:
+                (_, tool_key), owner = next(iter(self._tools.items()))
+                self._evict_tool(owner, tool_key, wall)
             parent = state.turn.span if state.turn is not None else state.span
             span = self._span("execute_tool", wall, parent, {
                 s.OPERATION: "execute_tool", s.TOOL_CALL_ID: text_of(tool_id), s.CONVERSATION: text_of(session_id)})
             state.tools[key] = span
-        for attr, field_name in ((s.TOOL_TITLE, "title"), (s.TOOL_KIND, "kind"), (s.TOOL_STATUS, "status")):
+            self._tools[(state.key, key)] = state
+        for attr, field_name in ((s.TOOL_KIND, "kind"), (s.TOOL_STATUS, "status")):
             value = update.get(field_name)
             if isinstance(value, str):
-                value = text_of(value)
-                span.attributes[attr] = value
+                span.attributes[attr] = text_of(value)
+        title = update.get("title")
+        if self.masked is not None and isinstance(title, str):  # content: it can hold the command run
+            span.attributes[s.TOOL_TITLE] = self.masked_text(text_of(title))
         kind = span.attributes.get(s.TOOL_KIND)
         if isinstance(kind, str):
             span.name, span.attributes[s.TOOL_NAME] = f"execute_tool {kind}", kind
@@ -332,12 +336,25 @@ class TraceBuilder:
             for attr, field_name in ((s.TOOL_ARGUMENTS, "rawInput"), (s.TOOL_RESULT, "rawOutput")):
                 value = p.get_path(masked, "params", "update", field_name)
                 if value is not None:
-                    span.attributes[attr] = json_text(value)
-        if update.get("status") in TOOL_DONE:
-            del state.tools[key]
+                    span.attributes[attr] = self.masked_text(json_text(value))
+        status = update.get("status")
+        if isinstance(status, str) and status in TOOL_DONE:
+            self._forget_tool(state, key)
             self._end_tool(span, wall)
 
+    def _evict_tool(self, state: Session, key: Any, wall: float) -> None:
+        span = self._forget_tool(state, key)
+        self.evicted += 1
+        span.attributes[s.EVICTED] = True
+        self._end_tool(span, wall)
+
+    def _forget_tool(self, state: Session, key: Any) -> SpanRecord:
+        span = state.tools.pop(key)
+        self._tools.pop((state.key, key), None)
+        return span
+
     def _end_tool(self, span: SpanRecord, wall: float) -> None:
+        self._end_requests_under(span, wall)
         if span.attributes.get(s.TOOL_STATUS) == "failed":
             span.error = "tool call failed"
         self._end(span, wall)
@@ -362,12 +379,12 @@ class TraceBuilder:
         request = self._pending.get((direction, id_key(id_)))
         return request.span if request is not None else None
 
-    def _turn_of(self, msg: dict[str, Any]) -> _Turn | None:
+    def _turn_of(self, msg: dict[str, Any]) -> Turn | None:
         session_id = p.get_path(msg, "params", "sessionId")
         state = self._sessions.get(key_of(session_id)) if session_id is not None else None
         return state.turn if state is not None else None
 
-    def _session(self, session_id: Any, wall: float) -> _Session:
+    def _session(self, session_id: Any, wall: float) -> Session:
         key = key_of(session_id)
         state = self._sessions.get(key)
         if state is None:
@@ -377,65 +394,58 @@ class TraceBuilder:
                 oldest.span.attributes[s.EVICTED] = True
                 self._close_session(oldest, wall, unfinished=True)
             span = self._span("session", wall, None, {s.CONVERSATION: text_of(session_id), **self.agent})
-            state = self._sessions[key] = _Session(span)
+            state = self._sessions[key] = Session(span, key)
         return state
 
-    def _end_turn(self, state: _Session, wall: float, stop: str | None, *, unfinished: bool = False) -> None:
+    def _end_turn(self, state: Session, wall: float, stop: str | None, *, unfinished: bool = False) -> None:
         turn = state.turn
         if turn is None:
             return
         state.turn = None
+        self._turns -= 1
         if turn.first_chunk is None:
             self._waiting -= 1
         if turn.acked:
             self._acked -= 1
         span = turn.span
+        for key in [key for key, tool in state.tools.items() if tool.parent_id == span.span_id]:
+            tool = self._forget_tool(state, key)  # a tool call never done: it ends with its turn
+            tool.attributes[s.UNFINISHED] = True
+            self._end_tool(tool, wall)
+        self._end_requests_under(span, wall)
         if stop is not None:
             span.attributes[s.FINISH_REASONS] = (text_of(stop),)
         if unfinished:
             span.attributes[s.UNFINISHED] = True
         if self.masked is not None and turn.text:
-            text = "".join(turn.text)[:MAX_CONTENT]
+            text = self.masked_text("".join(turn.text))[:MAX_CONTENT]
             reply = [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
             span.attributes[s.OUTPUT_MESSAGES] = json_text(reply)
         self._end(span, wall)
         self._observations.append(Observation(s.TURN_DURATION, max(0.0, wall - span.start), (
             *self._agent_attrs(), (s.FINISH_REASONS, self._bounded(s.FINISH_REASONS, stop or "")))))
 
-    def _close_session(self, state: _Session, wall: float, *, unfinished: bool) -> None:
-        for tool in state.tools.values():
-            tool.attributes[s.UNFINISHED] = True
-            self._end_tool(tool, wall)
-        state.tools.clear()
+    def _close_session(self, state: Session, wall: float, *, unfinished: bool) -> None:
         if state.turn is not None:
             self._end_turn(state, wall, None, unfinished=True)
+        for key in list(state.tools):
+            tool = self._forget_tool(state, key)
+            tool.attributes[s.UNFINISHED] = True
+            self._end_tool(tool, wall)
+        self._end_requests_under(state.span, wall)
         if unfinished:
             state.span.attributes[s.UNFINISHED] = True
         self._end(state.span, wall)
 
-    def _bounded(self, key: str, value: str) -> str:
-        """A metric attribute's value from the wire, or "other" once MAX_METRIC_VALUES
-        distinct ones have been seen for `key`: each is a series the SDK keeps."""
-        seen = self._metric_values.setdefault(key, set())
-        if value in seen:
-            return value
-        if len(seen) >= MAX_METRIC_VALUES:
-            return "other"
-        seen.add(value)
-        return value
-
-    def _agent_attrs(self) -> tuple[tuple[str, Any], ...]:
-        return tuple(sorted(self.agent.items()))
-
-    def _span(self, name: str, wall: float, parent: SpanRecord | None, attrs: dict[str, Any],
-              kind: str = s.INTERNAL) -> SpanRecord:
-        trace_id = parent.trace_id if parent is not None else self._rng.getrandbits(128) or 1
-        return SpanRecord(name, trace_id, self._rng.getrandbits(64) or 1,
-                          parent.span_id if parent is not None else None, wall, kind, attrs)
-
-    def _end(self, span: SpanRecord, wall: float) -> None:
-        if span.end is not None:  # ended already (a turn a newer prompt replaced, still pending)
+    def _end_requests_under(self, parent: SpanRecord, wall: float) -> None:
+        """Requests still in flight under `parent`, which ends now: they end with it, unfinished
+        (a child never outlives its parent; an answer that comes later is not paired)."""
+        if not self._pending:
             return
-        span.end = max(wall, span.start)
-        self._done.append(span)
-
+        under = [key for key, request in self._pending.items() if request.span.parent_id == parent.span_id
+                 and request.span.trace_id == parent.trace_id and request.span is not parent]
+        for key in under:
+            span = self._pending.pop(key).span
+            if span.end is None:
+                span.attributes[s.UNFINISHED] = True
+                self._end(span, wall)

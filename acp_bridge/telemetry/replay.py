@@ -9,6 +9,8 @@ capture holds prompt text and tool output, and export sends none of it.
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -60,17 +62,34 @@ BATCH = 256  # spans handed to the SDK before waiting for it to send them (at mo
 def send_capture(records: Iterable[Json], name: str) -> tuple[int, str]:
     """`export CAPTURE --otlp`: the exit status and the line to say on stderr. Spans go in
     batches, each sent before the next (a capture can hold more spans than the SDK's queue);
-    once the collector has failed to take one, the rest are counted, not sent."""
+    once the collector has failed to take one, the rest are counted, not sent. What the
+    telemetry says on the way (a collector that refuses) is said as the bridge's, prefixed."""
+    said = logging.getLogger("acp_bridge.telemetry")
+    handler: logging.Handler | None = None
+    if not said.hasHandlers():  # `export` sets up no logging: Python's last resort would print it bare
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("acp-bridge: %(message)s"))
+        said.addHandler(handler)
+    try:
+        return _send(records, name)
+    finally:
+        if handler is not None:
+            said.removeHandler(handler)
+
+
+def _send(records: Iterable[Json], name: str) -> tuple[int, str]:
     from acp_bridge.errors import ConfigError
     from acp_bridge.telemetry import missing_sdk
 
     problem = missing_sdk()
     if problem is not None:
         return 2, problem
-    from acp_bridge.telemetry.sdk import ExportSettings, OtlpSink
+    try:  # the SDK reads some OTEL_* variables as it is imported, and raises on a bad one
+        from acp_bridge.telemetry.sdk import ExportSettings, OtlpSink
 
-    try:
-        sink = OtlpSink(ExportSettings(metrics=False))
+        sink = OtlpSink(ExportSettings(metrics=False), live=False)
+    except ValueError as exc:
+        return 2, f"OpenTelemetry settings: {exc}"
     except ConfigError as exc:
         return 2, str(exc)
     built = 0

@@ -13,6 +13,7 @@ bridge's exit.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -33,6 +34,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from acp_bridge import __version__
+from acp_bridge.capture.redaction import mask_text_secrets
 from acp_bridge.errors import ConfigError
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.spans import Observation, SpanRecord
@@ -102,6 +104,27 @@ class _PresetIds(IdGenerator):
         return self.trace_id
 
 
+# Loggers of the SDK's export path: what they say once the sink is built is a failure to
+# export (said once, as the bridge's). Anything else, and anything said while the exporter
+# and processor are built (a timeout, delay or compression they cannot read), is a
+# setting the SDK did not like.
+_EXPORT_LOGGERS = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal", "opentelemetry.sdk.trace.export",
+                   "opentelemetry.sdk.metrics._internal.export")
+_CREDENTIAL_PROVIDERS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+                         "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER")
+
+
+def said_safely(record: logging.LogRecord) -> str:
+    """An SDK log record's text with secrets kept out: the SDK quotes a malformed
+    OTEL_EXPORTER_OTLP_HEADERS whole (an API key in it), so that one is named, not quoted;
+    in any other, secret-looking values are masked as the capture masks them."""
+    message = record.getMessage()
+    if record.name == "opentelemetry.util.re" and message.startswith("Header format invalid"):
+        return ("OTEL_EXPORTER_OTLP_HEADERS (or a _TRACES_/_METRICS_ variant) holds a header that is not "
+                "name=value, URL-encoded; the exporter ignores it (its value is not repeated here)")
+    return mask_text_secrets(message)
+
+
 class _Quiet(logging.Handler):
     """Takes the SDK's log records: the first problem is said once, as the bridge's."""
 
@@ -111,11 +134,11 @@ class _Quiet(logging.Handler):
         self.said: set[str] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
+        message = said_safely(record)
         if message.startswith("Queue full"):  # the batch processor dropped a span
             with self.owner.lock:
                 self.owner.failed += 1
-        if "xport" in message or message.startswith("Queue full"):
+        if record.name.startswith(_EXPORT_LOGGERS) and not self.owner.building:
             self.owner.problem(message)
         elif message not in self.said:  # a setting it did not like, and what it does instead
             self.said.add(message)
@@ -123,18 +146,32 @@ class _Quiet(logging.Handler):
 
 
 class _Counting(SpanExporter):
-    """The real exporter, with what it could not export counted."""
+    """The real exporter, with what it could not export counted. The OTLP/HTTP exporter
+    takes a redirect (3xx) for success and does not follow it: the spans went nowhere, so
+    a redirect seen during an export (`saw_redirect`, a hook on its HTTP session) fails it."""
 
-    def __init__(self, inner: SpanExporter, owner: OtlpSink) -> None:
-        self.inner, self.owner = inner, owner
+    def __init__(self, owner: OtlpSink) -> None:
+        self.inner: SpanExporter | None = None
+        self.owner = owner
+        self._local = threading.local()  # the redirect an export in this thread saw
+
+    def saw_redirect(self, status: int) -> None:
+        self._local.redirect = status
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        assert self.inner is not None
         started = time.thread_time()  # this thread's CPU: encoding, not waiting on the network
+        self._local.redirect = None
         try:
             result = self.inner.export(spans)
         except Exception as exc:
             result = SpanExportResult.FAILURE
-            self.owner.problem(f"{type(exc).__name__}: {exc}")
+            self.owner.problem(mask_text_secrets(f"{type(exc).__name__}: {exc}"))
+        redirect = getattr(self._local, "redirect", None)
+        if redirect is not None and result is SpanExportResult.SUCCESS:
+            result = SpanExportResult.FAILURE
+            self.owner.problem(f"the collector answered HTTP {redirect}, a redirect, which the exporter does "
+                               "not follow: give the address it redirects to")
         with self.owner.lock:
             self.owner.export_cpu += time.thread_time() - started
             if result is SpanExportResult.SUCCESS:
@@ -146,20 +183,23 @@ class _Counting(SpanExporter):
         return result
 
     def shutdown(self) -> None:
-        self.inner.shutdown()
+        if self.inner is not None:
+            self.inner.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.inner.force_flush(timeout_millis)
+        return self.inner.force_flush(timeout_millis) if self.inner is not None else True
 
 
 class OtlpSink:
     """Spans and observations to an OTLP collector through the SDK (a `SpanSink`)."""
 
-    def __init__(self, settings: ExportSettings) -> None:
+    def __init__(self, settings: ExportSettings, *, live: bool = True) -> None:
+        self.live = live  # a running bridge (the relay goes on), not `export`
         self.lock = threading.Lock()
         self.exported = self.failed = 0
         self.export_cpu = 0.0  # seconds of CPU the exporter's thread has spent, for the observer's budget
         self._said = False
+        self.building = True  # what the SDK logs meanwhile is about its settings, not an export
         trace_protocol = protocol_of(settings, "TRACES")  # ConfigError: before anything is set up
         metric_protocol = protocol_of(settings, "METRICS") if settings.metrics else None
         self._handler = _Quiet(self)
@@ -172,13 +212,17 @@ class OtlpSink:
             self._build(settings, trace_protocol, metric_protocol)
         except ValueError as exc:  # an OTEL_* variable the SDK refuses (OTEL_BSP_*, a sampler argument)
             raise ConfigError(f"OpenTelemetry settings: {exc}") from None
+        finally:
+            self.building = False
 
     def _build(self, settings: ExportSettings, trace_protocol: str, metric_protocol: str | None) -> None:
         resource = make_resource()
         self._ids = _PresetIds()
         self.provider = TracerProvider(resource=resource, id_generator=self._ids, shutdown_on_exit=False)
-        exporter = _span_exporter(trace_protocol, _endpoint(settings, "TRACES", trace_protocol))
-        self.processor = BatchSpanProcessor(_Counting(exporter, self))
+        counting = _Counting(self)
+        counting.inner = _span_exporter(trace_protocol, _endpoint(settings, "TRACES", trace_protocol),
+                                        counting.saw_redirect)
+        self.processor = BatchSpanProcessor(counting)
         try:  # what the processor read too: how many spans it queues before it drops
             self.queue_size = int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE", "2048"))
         except ValueError:
@@ -204,8 +248,12 @@ class OtlpSink:
         if self._said:
             return
         self._said = True
-        log.warning("telemetry: cannot export to %s (%s); telemetry is dropped and counted, the relay "
-                    "goes on (said once)", self.where, text.rstrip("."))
+        if self.live:
+            log.warning("telemetry: cannot export to %s (%s); telemetry is dropped and counted, the relay "
+                        "goes on (said once)", self.where, text.rstrip("."))
+        else:
+            log.warning("telemetry: cannot export to %s (%s); what was not sent is counted (said once)",
+                        self.where, text.rstrip("."))
 
     def spans(self, records: list[SpanRecord]) -> None:
         for record in records:
@@ -283,7 +331,7 @@ def _ns(wall: float) -> int:
     return int(wall * 1e9)
 
 
-def _span_exporter(protocol: str, endpoint: str | None) -> SpanExporter:
+def _span_exporter(protocol: str, endpoint: str | None, redirected: Any = None) -> SpanExporter:
     if protocol == "grpc":
         try:
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
@@ -294,7 +342,24 @@ def _span_exporter(protocol: str, endpoint: str | None) -> SpanExporter:
         return exporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter(endpoint=endpoint)
+    session = None
+    if redirected is not None and not any(os.environ.get(name) for name in _CREDENTIAL_PROVIDERS):
+        session = _noting_redirects(redirected)  # a credential provider's session is left as it is
+    return OTLPSpanExporter(endpoint=endpoint, session=session)
+
+
+def _noting_redirects(note: Any) -> Any:
+    """A requests session that tells `note` the status of a redirect it is answered with."""
+    requests: Any = importlib.import_module("requests")  # the OTLP/HTTP exporter's own dependency
+    session = requests.Session()
+
+    def hook(response: Any, *args: Any, **kwargs: Any) -> Any:
+        if 300 <= response.status_code < 400:
+            note(response.status_code)
+        return response
+
+    session.hooks["response"].append(hook)
+    return session
 
 
 def _metric_exporter(protocol: str, endpoint: str | None) -> Any:

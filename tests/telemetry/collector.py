@@ -36,6 +36,7 @@ class Collector:
     resources: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, list[Any]] = field(default_factory=dict)
     endpoint: str = ""
+    answered: list[int] = field(default_factory=list)  # statuses of the answers that stored nothing
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def take_traces(self, body: bytes) -> None:
@@ -77,12 +78,23 @@ class Collector:
 
 
 @contextmanager
-def running_collector() -> Iterator[Collector]:
+def running_collector(answer: int = 200) -> Iterator[Collector]:
+    """A receiver on 127.0.0.1; `answer` other than 200: one that stores nothing and answers
+    every export with that status (a 3xx with a Location: the same path)."""
     collector = Collector()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if answer != 200:
+                with collector.lock:
+                    collector.answered.append(answer)
+                self.send_response(answer)
+                if 300 <= answer < 400:
+                    self.send_header("Location", f"{collector.endpoint}{self.path}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if self.path == "/v1/traces":
                 collector.take_traces(body)
             elif self.path == "/v1/metrics":

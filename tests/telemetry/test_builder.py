@@ -161,23 +161,39 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
                     max_leaves=8)
 KEYS = st.sampled_from(["s", "t", 1, None, [1], {"a": 1}])
+
+
+def odd(*right: Any) -> st.SearchStrategy[Any]:
+    """A field's right values, or one of the wrong type (a list, an object, a number...)."""
+    return st.sampled_from(right) | st.sampled_from([["end_turn"], {"x": 1}, 2**70, -1, True, 1.5, ""]) | JSON
+
+
+STATUS = odd("completed", "failed", "pending", "in_progress", None)
 MESSAGES = st.one_of(
     st.builds(req, KEYS, st.sampled_from(["session/prompt", "session/new", "session/close", "x", "initialize",
                                           "session/request_permission"]),
               sessionId=KEYS, toolCall=st.fixed_dictionaries({"toolCallId": KEYS}) | JSON),
-    st.builds(lambda i, r: {"jsonrpc": "2.0", "id": i, "result": r}, KEYS, JSON),
+    st.builds(lambda i, r, stop: {"jsonrpc": "2.0", "id": i, "result": {**r, "stopReason": stop} if type(r) is dict else r},
+              KEYS, st.dictionaries(st.sampled_from(["usage", "sessionId", "outcome"]), JSON, max_size=2) | JSON,
+              odd("end_turn", "cancelled", None)),
+    st.builds(lambda i, code, message: {"jsonrpc": "2.0", "id": i, "error": {"code": code, "message": message}},
+              KEYS, odd(-32603, -32000, 2**64, -(2**63) - 1, 10**100), odd("m", None)),
     st.builds(lambda i, e: {"jsonrpc": "2.0", "id": i, "error": e}, KEYS, JSON),
-    st.builds(lambda s, k, t, status: update(s, sessionUpdate=k, toolCallId=t, status=status, state="idle"),
+    st.builds(lambda s, k, t, status, title, kind, stop: update(
+        s, sessionUpdate=k, toolCallId=t, status=status, title=title, kind=kind, state="idle", stopReason=stop,
+        content={"type": "text", "text": title}),
               KEYS, st.sampled_from(["tool_call", "tool_call_update", "agent_message_chunk", "state_update"]),
-              KEYS, st.sampled_from(["completed", "failed", "pending", None])),
+              odd("t", "u", 1) | KEYS, STATUS, odd("Run make"), odd("read", "execute"), odd("end_turn")),
+    st.builds(lambda s: {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": s}}, KEYS),
     JSON,
 )
 
 
 @given(st.lists(st.tuples(st.sampled_from([A, C]), MESSAGES), max_size=30), st.booleans())
 def test_any_traffic_builds_a_tree_of_ended_spans(script: list[tuple[str, Any]], content: bool) -> None:
-    """Whatever comes, nothing raises, every span ends at or after its start, and every
-    parent is a span of the output in the same trace (no dangling links)."""
+    """Whatever comes (fields of the wrong type included), nothing raises, every span ends
+    at or after its start, every parent is a span of the output in the same trace (no
+    dangling links), and every child lies within its parent (it never outlives it)."""
     spans = build([(i, direction, msg) for i, (direction, msg) in enumerate(script)],
                   end=len(script), masked=(lambda msg: msg) if content else None)
     by_id = {span.span_id: span for span in spans}
@@ -185,7 +201,10 @@ def test_any_traffic_builds_a_tree_of_ended_spans(script: list[tuple[str, Any]],
     for span in spans:
         assert span.end is not None and span.end >= span.start
         if span.parent_id is not None:
-            assert by_id[span.parent_id].trace_id == span.trace_id
+            parent = by_id[span.parent_id]
+            assert parent.trace_id == span.trace_id
+            assert parent.end is not None and parent.start <= span.start and span.end <= parent.end, (
+                span.name, parent.name)
 
 
 class ListSink:
@@ -273,7 +292,7 @@ def test_what_a_hostile_peer_sends_is_bounded() -> None:
     names cannot make the metrics keep a series for each (past a bound they are "other")."""
     from acp_bridge.telemetry.fields import MAX_METRIC_VALUES, MAX_NAME
 
-    builder = TraceBuilder(rng=random.Random(2))
+    builder = TraceBuilder(rng=random.Random(2), masked=lambda msg: msg)  # titles are content
     builder.feed(Seen(T0, C, update("s", sessionUpdate="tool_call", toolCallId="t", title="T" * 1_000_000,
                                     kind="k" * 5000, status="completed")))
     builder.feed(Seen(T0, A, req(1, "m" * 1_000_000)))

@@ -93,11 +93,11 @@ ATTRIBUTES = {
         "gen_ai.usage.output_tokens": 34, "gen_ai.response.finish_reasons": ("end_turn",)},
     "execute_tool read": {
         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "call_1", **SESSION,
-        "gen_ai.tool.name": "read", "acp.tool_call.title": "Read notes.txt", "acp.tool_call.kind": "read",
+        "gen_ai.tool.name": "read", "acp.tool_call.kind": "read",
         "acp.tool_call.status": "completed"},
     "execute_tool execute": {
         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "call_2", **SESSION,
-        "gen_ai.tool.name": "execute", "acp.tool_call.title": "Run make", "acp.tool_call.kind": "execute",
+        "gen_ai.tool.name": "execute", "acp.tool_call.kind": "execute",
         "acp.tool_call.status": "failed"},
     "session/request_permission": {
         **RPC, "rpc.method": "session/request_permission", "acp.direction": "to-client",
