@@ -246,7 +246,10 @@ def apply_overrides(config: Config, given: Overrides) -> Config:
 def _telemetry(telemetry: TelemetryConfig, given: Overrides) -> TelemetryConfig:
     """`--otlp-content` asks for telemetry too; ACP_BRIDGE_OTLP=0 turns both off."""
     content = _given(given.otlp_content, telemetry.content)
-    enabled = _given(given.otlp, telemetry.enabled) or bool(given.otlp_content)
+    if given.otlp is False:  # said off (--otlp given false, ACP_BRIDGE_OTLP=0): off, content too
+        enabled = False
+    else:
+        enabled = _given(given.otlp, telemetry.enabled) or bool(given.otlp_content)
     return dataclasses.replace(telemetry, enabled=enabled, content=content and enabled)
 
 

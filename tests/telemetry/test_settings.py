@@ -42,6 +42,8 @@ ON = "[telemetry]\nenabled = true\n"
     pytest.param(ON + "content = true\n", {"ACP_BRIDGE_OTLP": "0"}, [], False, False, id="off-means-no-content"),
     pytest.param(ON, {"ACP_BRIDGE_OTLP_CONTENT": "1"}, [], True, True, id="env-content"),
     pytest.param(ON + "content = true\n", {"ACP_BRIDGE_OTLP_CONTENT": "0"}, [], True, False, id="env-content-off"),
+    pytest.param("", {"ACP_BRIDGE_OTLP": "0", "ACP_BRIDGE_OTLP_CONTENT": "1"}, [], False, False,
+                 id="off-wins-over-content"),
 ])
 def test_telemetry_is_layered_like_every_run_option(seen: list[Config], tmp_path: Path, toml: str,
                                                      env: dict[str, str], args: list[str], enabled: bool,
