@@ -30,6 +30,7 @@ from acp_bridge.config import (
 )
 from acp_bridge.config_file import check_capture_template, command_problem, read_config
 from acp_bridge.errors import BridgeError, ConfigError
+from acp_bridge.logs import setup_logging
 
 EXIT_USAGE = 2
 EXIT_BRIDGE = 1
@@ -316,43 +317,6 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
 
 def _reason(exc: BaseException) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-
-
-class StderrHandler(logging.Handler):
-    """Log lines straight to file descriptor 2.
-
-    When stdout and stderr are one terminal, the FdStream on stdout makes the shared file
-    description non-blocking, and a plain StreamHandler would then fail with
-    BlockingIOError on a busy terminal; this waits for room instead.
-    """
-
-    def __init__(self, fd: int = 2) -> None:
-        super().__init__()
-        self.fd = fd
-
-    def emit(self, record: logging.LogRecord) -> None:
-        from acp_bridge.process import write_all
-
-        try:
-            write_all(self.fd, (self.format(record) + "\n").encode("utf-8", "replace"))
-        except Exception:
-            self.handleError(record)
-
-
-def setup_logging(config: Config) -> None:
-    level = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}.get(config.verbosity, logging.DEBUG)
-    handler: logging.Handler
-    if config.log_file:
-        handler = logging.FileHandler(config.log_file, encoding="utf-8")
-    else:
-        handler = StderrHandler()
-    handler.setFormatter(logging.Formatter("acp-bridge: %(levelname)s: %(message)s"))
-    root = logging.getLogger("acp_bridge")
-    for old in root.handlers:
-        old.close()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
 
 
 def run_and_report(config: Config) -> int:

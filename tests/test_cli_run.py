@@ -268,7 +268,7 @@ def test_log_lines_wait_for_a_full_non_blocking_stderr(monkeypatch: pytest.Monke
     import select
     import threading
 
-    from acp_bridge.cli import StderrHandler
+    from acp_bridge.logs import StderrHandler
 
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 import orjson
 
-from acp_bridge.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config, setup_logging
+from acp_bridge.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config
 from acp_bridge.cli import run as run_command
 from acp_bridge.core.framing import MIB
 from acp_bridge.errors import ConfigError
+from acp_bridge.logs import setup_logging
 from acp_bridge.replay.script import Capture, CaptureInputError, Script, build_script
 
 if TYPE_CHECKING:
