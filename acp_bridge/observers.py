@@ -108,8 +108,10 @@ async def observing(config: Config, capture: Any, session: Session | None = None
         finally:
             nursery.cancel_scope.cancel()
             wall, mono = time.time(), time.monotonic()
-            for observer in observers:
+            # Last built, first closed: the watchdog's findings at the end still reach telemetry.
+            for observer in reversed(observers):
                 try:
                     observer.close(wall, mono)
                 except Exception:  # an observer must not take the bridge's exit status down
-                    log.exception("observer %r failed to close", observer)
+                    log.error("observer %r failed to close (-vv shows why)", observer)
+                    log.debug("observer failure", exc_info=True)
