@@ -51,6 +51,11 @@ class SessionRules:
         raise NotImplementedError  # Engine.found
 
     @property
+    def cancels_waiting(self) -> bool:
+        """A cancel waits for its turn to end (an answered prompt then teaches something)."""
+        return bool(self._cancels)
+
+    @property
     def watching_cancel(self) -> bool:
         """A v2 cancel waits for its idle state_update (the watchdog then looks for it)."""
         return bool(self._cancels) and self.version is not None and self.version >= 2

@@ -25,7 +25,7 @@ import trio
 
 from acp_bridge.config import Config
 from acp_bridge.core.forward import Forward, Verdict, complete_lines
-from acp_bridge.core.frames import Direction, Frame, Kind, classify
+from acp_bridge.core.frames import Direction, Frame, Kind, classify, id_key
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.errors import CaptureError
 from acp_bridge.health.engine import SPECIAL, Engine, _session_key
@@ -98,8 +98,10 @@ class Watchdog:
         seq: int | None = None
         base, own, session = self._base, self.own, engine.session
         saw_request = False
-        quiet = engine.quiet_unknown()
-        unknown = 0  # responses for ids nobody asked, counted at once when `quiet`
+        told = engine.unknown_told()
+        unknown = 0  # responses for ids nobody asked, counted at once once `told`
+        plain_answers = not engine.cancels_waiting  # then only SPECIAL methods' answers teach anything
+        recent = engine.recent
         for index, fwd in enumerate(forwards):
             frame = fwd.frame
             if frame is None:
@@ -126,9 +128,14 @@ class Watchdog:
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
                 if pending is not None:
-                    engine.answered(pending, msg, mono, seq)
-                elif quiet:
-                    unknown += 1
+                    if plain_answers and pending.method not in SPECIAL:
+                        recent.append(pending)  # what engine.answered does with such an answer
+                        engine.recent_keys = None
+                    else:
+                        engine.answered(pending, msg, mono, seq)
+                elif told and not (recent and (fwd.direction.reverse, id_key(msg.get("id"))) in
+                                   engine.answered_keys()):
+                    unknown += 1  # neither a duplicate nor the first unknown id: only counted
                 else:
                     engine.unpaired(fwd.direction, msg.get("id"), mono, seq)
                 if "error" in msg and "result" in msg:
