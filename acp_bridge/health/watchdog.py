@@ -25,7 +25,7 @@ import trio
 
 from acp_bridge.config import Config
 from acp_bridge.core.forward import Forward, Verdict, complete_lines
-from acp_bridge.core.frames import Direction, Frame, Kind, classify, id_key
+from acp_bridge.core.frames import Direction, Frame, Kind, brief, classify, id_key
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.errors import CaptureError
 from acp_bridge.health.engine import SPECIAL, Engine, _session_key
@@ -246,7 +246,10 @@ class Watchdog:
         if told > TOLD_PER_CODE:
             return
         self._told_keys.add((finding.code, _session_key(finding.session)))
-        where = f" (session {finding.session})" if finding.session is not None else ""
+        session = finding.session
+        if session is not None and not isinstance(session, (str, int)):
+            session = brief(session)  # a peer's object: bounded in depth and length
+        where = f" (session {session})" if session is not None else ""
         log.log(_LOG_LEVEL[finding.level], "health: %s: %s%s", finding.code, finding.text, where)
         capture = self.capture
         if capture is not None and capture.fd is not None:

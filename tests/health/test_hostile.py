@@ -3,6 +3,7 @@ watchdog, `check`, `show --findings` and `export`."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -102,3 +103,15 @@ def test_check_keeps_a_bounded_number_of_findings_per_code(tmp_path: Path, sessi
     report = posthoc.analyse("x", [load_record(orjson.dumps(r)) or {} for r in records])
     assert report.counts["update-unknown-session"] == sessions
     assert len([f for f in report.findings if f.code == "update-unknown-session"]) == 100
+
+
+def test_a_session_that_is_a_big_object_is_logged_bounded(caplog: pytest.LogCaptureFixture) -> None:
+    from acp_bridge.config import Config
+    from acp_bridge.health.findings import Finding, Level
+
+    dog = watchdog.Watchdog(Config())
+    huge = {f"key{i}": "v" * 10_000 for i in range(100)}
+    with caplog.at_level(logging.INFO, logger="acp_bridge.health"):
+        dog._told(Finding("update-unknown-session", Level.WARNING, huge, "an update", 0.0))
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line.startswith("health: update-unknown-session: an update (session {") and len(line) < 400
