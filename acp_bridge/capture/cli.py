@@ -313,7 +313,7 @@ class _CheckedCapture:
         self.reading = False
 
     def __iter__(self) -> Iterator[Json]:
-        from acp_bridge.capture.records import FORMAT_VERSION
+        from acp_bridge.capture.records import FORMAT_VERSION, known_format
 
         number = 0
         self.reading = True
@@ -323,7 +323,7 @@ class _CheckedCapture:
                 version = record.get("format") if record is not None and record.get("type") == "header" else None
                 if record is None or record.get("type") != "header":
                     raise NotACapture(f"{self.path}:1: not a capture (the first line is not a header record)")
-                if type(version) is not int or version != FORMAT_VERSION:
+                if not known_format(version):
                     raise NotACapture(f"{self.path}:1: capture format {version!r}; this acp-bridge reads "
                                       f"format {FORMAT_VERSION}")
             if record is None:

@@ -35,6 +35,13 @@ from acp_bridge.core.relay import Forward, Verdict
 FORMAT_VERSION = 1
 HEAD_BYTES = 4096  # of a line over the parse limit, kept in its record
 
+
+def known_format(version: Any) -> bool:
+    """Is `version` (a header's `format`) one this version reads? (`true` is not 1 here,
+    though Python's `==` says it is.) Every reader of captures asks this one question."""
+    return type(version) is int and version == FORMAT_VERSION
+
+
 # Enum values by member: a dict lookup costs less than Enum's `.value` descriptor.
 _VALUES: dict[Any, str] = {member: member.value for enum in (Direction, Kind, Verdict) for member in enum}
 # Numbers orjson reads inexactly (see redaction): an id with one is read again, exactly.

@@ -20,6 +20,7 @@ import click
 
 from acp_bridge.capture.files import read_lines
 from acp_bridge.capture.reading import load_record
+from acp_bridge.capture.records import FORMAT_VERSION, known_format
 from acp_bridge.core.protocol import Json
 from acp_bridge.health.findings import CODES, Finding, Level
 from acp_bridge.health.posthoc import Report, analyse
@@ -60,6 +61,9 @@ def read_capture(path: str) -> Iterator[Json]:
                     record = load_record(line)
                     if record is None or record.get("type") != "header":
                         raise Unreadable(f"{path}: not an acp-bridge capture (its first line is no header record)")
+                    if not known_format(record.get("format")):
+                        raise Unreadable(f"{path}:{number}: capture format {record.get('format')!r}; this "
+                                         f"acp-bridge reads format {FORMAT_VERSION}")
                     first = False
                     yield record
                     continue

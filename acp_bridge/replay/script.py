@@ -20,13 +20,13 @@ from typing import Any
 import orjson
 
 from acp_bridge.capture.reading import fmt_id, record_bytes, sent_bytes
+from acp_bridge.capture.records import FORMAT_VERSION, known_format
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import id_key
 from acp_bridge.core.framing import MIB
 from acp_bridge.core.protocol import Json
 
-FORMAT_VERSION = 1
 # The longest record line read: a line over the parse limit is recorded only in its first
 # bytes, so a record this long is no capture acp-bridge wrote (and must not be held whole).
 MAX_RECORD = 256 * MIB
@@ -165,7 +165,7 @@ def _header(record: Json | None, number: int) -> Json:
         raise CaptureInputError(number, "not a capture: the first record is not a header "
                                         "(written by acp-bridge run --capture)")
     version = record.get("format")
-    if type(version) is not int or version != FORMAT_VERSION:  # true == 1 in Python
+    if not known_format(version):
         shown = orjson.dumps(version, option=orjson.OPT_NON_STR_KEYS).decode() if isinstance(
             version, (str, int, float, type(None))) else type(version).__name__
         raise CaptureInputError(number, f"unknown capture format version {shown} "

@@ -164,6 +164,8 @@ def test_fail_on_and_junit_over_several_captures(captures: dict[str, Path], tmp_
     (None, "{path}: cannot read: No such file or directory"),
     ("", "{path}: not an acp-bridge capture (empty)"),
     ('{"jsonrpc":"2.0"}\n', "{path}: not an acp-bridge capture (its first line is no header record)"),
+    ('{"type":"header","format":2}\n', "{path}:1: capture format 2; this acp-bridge reads format 1"),
+    ('{"type":"header","format":true}\n', "{path}:1: capture format True; this acp-bridge reads format 1"),
     ('{"type":"header","format":1}\nnot json\n{"type":"end"}\n', "{path}:2: not a capture record"),
     ('{"type":"header","format":1}\n{"type":"end"}\nnot json\n', "{path}:3: not a capture record"),
 ])
