@@ -129,11 +129,6 @@ def _update(msg: Any) -> dict[str, Any]:
     return update if isinstance(update, dict) else {}
 
 
-def _key(value: Any) -> Hashable:
-    """A dict key for a session or an id, as small as the value (see `id_key`)."""
-    return id_key(value)
-
-
 @dataclass
 class _Pending:
     """A run of chunks being folded into one row."""
@@ -225,7 +220,7 @@ class RowBuilder:
         """The header row index of the record's group, and a header row to hand out first
         when the record starts a group. Mirrors `html.group_turns`."""
         session = record.get("session")
-        key = _key(session)
+        key = id_key(session)
         if record.get("kind") == "request" and record.get("method") == p.SESSION_PROMPT \
                 and record.get("direction") == "to-agent":
             self.turns += 1
@@ -307,13 +302,13 @@ class RowBuilder:
         else:
             self._input = (mono, index)
         if kind == "request" and "id" in record:
-            key = (str(direction), _key(record.get("id")))
+            key = (str(direction), id_key(record.get("id")))
             self._requests[key] = index
             if len(self._requests) > MAX_OPEN:
                 self._requests.popitem(last=False)
         elif kind == "response" and "id" in record:
             other = "to-agent" if direction == "to-client" else "to-client"
-            request = self._requests.pop((other, _key(record.get("id"))), None)
+            request = self._requests.pop((other, id_key(record.get("id"))), None)
             if request is not None:
                 row["q"] = request
                 if isinstance(latency := record.get("latency"), (int, float)):
@@ -347,7 +342,7 @@ class RowBuilder:
         content = update.get("content")
         if not isinstance(content, dict) or content.get("type") != "text":
             return None
-        return (_key(record.get("session")), what, record.get("direction"))
+        return (id_key(record.get("session")), what, record.get("direction"))
 
     def _fold_more(self, record: Json, msg: Any, *, first: bool = False) -> None:
         fold = self._fold
