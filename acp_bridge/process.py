@@ -29,6 +29,7 @@ from acp_bridge.bridge import Bridge, CaptureSink, Peer, bridge_streams
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
+from acp_bridge.heap import keep_heap as keep_heap  # the bridge keeps its heap (bench/feed_ab.py too)
 from acp_bridge.streams import Outlet
 
 log = logging.getLogger("acp_bridge.process")
@@ -37,7 +38,6 @@ EXIT_NOT_FOUND = 127
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STDERR_TAIL_BYTES = 4096
 PIPE_SIZE = 1024 * 1024
-M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 STDERR_LINGER = 1.0  # seconds to wait for the agent's last stderr bytes after it exits
 STDOUT_LINGER = 1.0  # ... and for it to exit after its stdout's EOF
@@ -103,27 +103,6 @@ class _Discard(trio.abc.SendStream):
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
-
-
-def keep_heap(trim_threshold: int = 64 * MIB, top_pad: int = 16 * MIB, mmap_threshold: int = 4 * MIB) -> None:
-    """Stop glibc from handing freed heap back to the kernel after every batch.
-
-    The relay and the capture allocate and free a few megabytes per read; with glibc's
-    default 128 KiB trim threshold each batch faults its pages in anew, which measured
-    as several microseconds per captured line (bench/), and each 1 MiB read buffer is a
-    fresh mmap. Raising the mmap threshold lets read buffers be reused from the heap.
-    No-op without glibc.
-    """
-    import ctypes  # here: only a `run` needs it
-
-    try:
-        # By its soname: ctypes.util.find_library would run ldconfig, at a cost to start-up.
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(M_TRIM_THRESHOLD, trim_threshold)
-        libc.mallopt(M_TOP_PAD, top_pad)
-        libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)
-    except (OSError, AttributeError):
-        pass
 
 
 def widen_pipe(fd: int, size: int = PIPE_SIZE) -> None:
