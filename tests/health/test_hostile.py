@@ -54,13 +54,15 @@ def test_check_refuses_a_fifo_at_once(tmp_path: Path) -> None:
 
 
 def test_a_flood_of_new_sessions_logs_and_records_ten_findings_then_counts(tmp_path: Path) -> None:
+    # Each update has an "id" member (in its content): a line with one is always parsed, also
+    # when a busy machine lets several lines arrive in one read, which would otherwise pass as
+    # a run of untouched lines that nothing looks into.
     ghosts = [{"jsonrpc": "2.0", "method": "session/update",
                "params": {"sessionId": f"ghost-{i}", "update": {"sessionUpdate": "agent_message_chunk",
-                                                                "content": {"type": "text", "text": "boo"}}}}
+                                                                "content": {"type": "text", "text": "boo", "id": i}}}}
               for i in range(300)]
     capture = tmp_path / "c.jsonl"
     data = b"".join(orjson.dumps(m) + b"\n" for m in ghosts)
-    # One line a read (as a peer flushing each line would send them): each is parsed live.
     agent = [sys.executable, "-u", "-c", "import sys,time\nfor line in sys.stdin.buffer:\n"
              " sys.stdout.buffer.write(line); sys.stdout.buffer.flush()"]
     done = subprocess.run([sys.executable, "-m", "acp_bridge", "run", "-v", "--capture", str(capture), "--", *agent],
