@@ -1,12 +1,14 @@
-"""The capture file: creating it safely, and writing each batch of records before it is sent.
+"""The capture file: creating it safely, and handing each batch of records over before it is sent.
 
 Owns: creating the capture file (mode 0600, parent directories made, never through a
-symbolic link, never over an existing file), the header and trailer records, the synchronous
-write of each read's records, and what happens when the file cannot be written (said once,
-capture stops, relay goes on; or `CaptureError` when `capture.required`). Must never: hold a
-record back (a batch is on disk before its bytes are sent, so a SIGKILLed bridge loses at
-most what it had not yet read), truncate or follow anything already at the path, or make a
-capture failure stop the relay unless the configuration says it must.
+symbolic link, never over an existing file), the header and trailer records, handing each
+read's records over before its bytes are sent (to the capture writer process, `worker`, or
+written here when it cannot be used), and what happens when the file cannot be written (said
+once, capture stops, relay goes on; or `CaptureError` when `capture.required`). Must never:
+hold a record back (a batch is in the writer's pipe, or on disk, before its bytes are sent,
+so a SIGKILLed bridge loses at most what it had not yet read), truncate or follow anything
+already at the path, or make a capture failure stop the relay unless the configuration says
+it must.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from contextlib import contextmanager
 from acp_bridge.capture.files import capture_path
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import Redactor
+from acp_bridge.capture.worker import DATA, CaptureWorker, WriterPipe, frame, run_head
 from acp_bridge.config import Config
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Forward
@@ -31,6 +34,10 @@ log = logging.getLogger("acp_bridge.capture")
 
 # Names tried after the one asked for is taken: PATH-1 ... PATH-N (before the extension).
 MAX_FRESH_NAMES = 1000
+# Whether a capture that is not `required` has its runs recorded by a writer process (see
+# `worker`). A required one is written here, each batch before its bytes are sent, so that a
+# write that fails stops the bridge before it sends what it could not record.
+OFFLOAD = not getattr(sys, "frozen", False)  # a frozen app has no `python -m` to run
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -81,23 +88,32 @@ def _open_new(path: str) -> int:
 
 
 class CaptureFile:
-    """An open capture: the file descriptor, its encoder, and whether it still works.
+    """An open capture: where its records go, its encoder, and whether it still works.
 
-    `record` encodes one read's forwards and writes them with one `os.write` before the
-    bridge sends them on, on the event loop thread: a regular file write lands in the page
-    cache and returns at once, and a thread hop per batch would cost more than it saves.
-    Nothing is buffered in Python, so whatever was sent is on disk when a SIGKILL comes.
+    `record` hands one read's records over before the bridge sends the read on, on the event
+    loop thread. With a writer process (`worker`), runs of untouched lines go to it as the
+    bytes that came in, and every other forward is encoded here; both go down one pipe, in
+    order. Without one, the records are encoded here and written with one `os.write`: a
+    regular file write lands in the page cache and returns at once. Nothing is buffered in
+    Python either way, so what was sent is on disk, or in the writer's pipe, when a SIGKILL
+    comes.
     """
 
     def __init__(self, path: str, fd: int, encoder: CaptureEncoder, required: bool) -> None:
         self.path = path
-        self.fd: int | None = fd
+        self.fd: int | None = fd  # None once closed, or handed to a writer
+        self.worker: WriterPipe | None = None
         self.encoder = encoder
         self.required = required
-        self.written = 0  # bytes
+        self.runs = [0, 0]  # runs recorded by the writer process, and by the bridge when it was behind
 
     def __repr__(self) -> str:
-        return f"<CaptureFile {self.path} written={self.written} open={self.fd is not None}>"
+        how = "closed" if self.closed else "writer process" if self.worker is not None else "inline"
+        return f"<CaptureFile {self.path} {how}>"
+
+    @property
+    def closed(self) -> bool:
+        return self.fd is None and self.worker is None
 
     @classmethod
     def create(cls, path: str, encoder: CaptureEncoder, required: bool) -> CaptureFile:
@@ -105,53 +121,134 @@ class CaptureFile:
         actual, fd = create_new(path)
         return cls(actual, fd, encoder, required)
 
+    def offload(self) -> bool:
+        """Hand the file to a writer process (see `worker`); False, and nothing changed,
+        when one cannot be started."""
+        if self.fd is None or self.worker is not None:
+            return False
+        redactor = self.encoder.redactor
+        try:
+            worker = CaptureWorker.start(self.fd, redactor.pointers, redactor.secret)
+        except OSError as exc:
+            log.info("capture: no writer process (%s); records are written by the bridge", exc.strerror or exc)
+            return False
+        self.worker = worker
+        self.close_fd()
+        log.debug("capture: writer process %d", worker.proc.pid)
+        return True
+
     def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
-        """Write the records of one read's forwards, now (nothing once the capture failed).
+        """Hand the records of one read's forwards over, now (nothing once the capture failed).
 
         Raises:
             CaptureError: the write failed and `capture.required` is set.
         """
-        if self.fd is None:
-            return
-        data = self.encoder.encode_batch(wall, mono, forwards)
-        if data:
-            self.write(data)
+        if self.worker is not None:
+            self._hand_over(wall, mono, forwards)
+        elif self.fd is not None:
+            data = self.encoder.encode_batch(wall, mono, forwards)
+            if data:
+                self.write(data)
+
+    def _hand_over(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
+        """Runs to the writer as they came (a run's records are one a line, so counting its
+        newlines numbers what follows), unless it is a pipe's worth behind: then the run is
+        encoded here, as the other forwards always are, and goes in its place."""
+        assert self.worker is not None
+        encoder = self.encoder
+        parts: list[bytes] = []
+        others: list[Forward] = []
+        for fwd in forwards:
+            if not fwd.untouched_lines:
+                others.append(fwd)
+                continue
+            if others:
+                data = encoder.encode_batch(wall, mono, others)
+                parts += (frame(DATA, len(data)), data)
+                others = []
+            raw = fwd.raw
+            head = run_head(encoder.seq, wall, mono, fwd.direction.value, len(raw))
+            try:
+                taken = self.worker.offer([*parts, head, raw])
+            except OSError as exc:
+                self._lost(exc)
+                return
+            if taken:
+                encoder.seq += raw.count(b"\n")
+                parts = []
+                self.runs[0] += 1
+            else:
+                others.append(fwd)
+                self.runs[1] += 1
+        if others:
+            data = encoder.encode_batch(wall, mono, others)
+            parts += (frame(DATA, len(data)), data)
+        if parts:
+            self._send(parts)
+
+    def _send(self, parts: list[bytes]) -> bool:
+        assert self.worker is not None
+        try:
+            self.worker.send(parts)
+        except OSError as exc:
+            self._lost(exc)
+            return False
+        return True
+
+    def _lost(self, exc: OSError) -> None:
+        """The writer process is gone: why (its own word first), said once."""
+        assert self.worker is not None
+        reason = self.worker.finish() or exc.strerror or str(exc)
+        self.worker = None
+        self.fail(OSError(exc.errno, reason))
 
     def write_record(self, record: Json) -> None:
         """Write one record of another kind than a message (a health finding), between two
         reads' batches. It takes no `seq`: those number the messages."""
-        if self.fd is not None:
+        if not self.closed:
             self.write(safe_dumps(record))
 
     def write(self, data: bytes) -> bool:
         """Write all of `data`; on failure say so once and stop (or raise when required)."""
+        if self.worker is not None:
+            return self._send([frame(DATA, len(data)), data])
         if self.fd is None:
             return False
         view = memoryview(data)
         try:
             while view:
-                done = os.write(self.fd, view)
-                view = view[done:]
-                self.written += done
+                view = view[os.write(self.fd, view):]
         except OSError as exc:
+            self.close()
             self.fail(exc)
             return False
         return True
 
     def fail(self, exc: OSError) -> None:
-        self.close()
         reason = exc.strerror or str(exc)
         if self.required:
             raise CaptureError(f"capture: cannot write {self.path}: {reason} (capture.required is set)") from exc
         log.error("capture: cannot write %s: %s; capture stopped, relaying goes on", self.path, reason)
 
     def finish(self, wall: float, mono: float) -> None:
-        """Write the records of long lines cut short and the trailer, then close."""
-        if self.fd is not None:
+        """Write the records of long lines cut short and the trailer, then close (and wait
+        for the writer process to have written everything)."""
+        if not self.closed:
             self.write(self.encoder.trailer(wall, mono))
         self.close()
 
     def close(self) -> None:
+        """Close the file, or the writer's pipe and wait for it: said once if it failed."""
+        self.close_fd()
+        if self.worker is not None:
+            worker, self.worker = self.worker, None
+            log.debug("capture: runs recorded by the writer process: %d, by the bridge while it was behind: %d",
+                      *self.runs)
+            reason = worker.finish()
+            if reason is not None:
+                log.error("capture: cannot write %s: %s; capture stopped", self.path, reason)
+
+    def close_fd(self) -> None:
         if self.fd is not None:
             fd, self.fd = self.fd, None
             try:
@@ -191,6 +288,8 @@ def start_capture(config: Config, *, argv: Sequence[str] | None = None,
     )
     if not capture.write(dumps(header)):
         return None
+    if OFFLOAD and not config.capture.required:
+        capture.offload()
     if capture.path != path:
         log.info("capture: %s exists; writing %s", path, capture.path)
     else:

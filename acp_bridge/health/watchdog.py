@@ -57,7 +57,7 @@ class Watchdog:
         self.off = False
         self._wake = INF  # the monotonic time the timer task sleeps until
         self._scope: trio.CancelScope | None = None
-        self._base: int | None = capture.encoder.seq if capture is not None and capture.fd is not None else None
+        self._base: int | None = capture.encoder.seq if capture is not None and not capture.closed else None
         self._cursor = (0, 0)  # (forwards counted, seq after them) within the current read
         self._told_codes: dict[str, int] = {}  # findings logged and recorded, per code
         self._told_keys: set[tuple[str, object]] = set()  # (code, session key) of those
@@ -84,7 +84,7 @@ class Watchdog:
             log.debug("health: the watchdog's failure", exc_info=True)
         capture = self.capture
         if capture is not None:
-            self._base = capture.encoder.seq if capture.fd is not None else None
+            self._base = capture.encoder.seq if not capture.closed else None
 
     def _record(self, mono: float, forwards: Sequence[Forward]) -> None:
         engine = self.engine
@@ -252,7 +252,7 @@ class Watchdog:
         where = f" (session {session})" if session is not None else ""
         log.log(_LOG_LEVEL[finding.level], "health: %s: %s%s", finding.code, finding.text, where)
         capture = self.capture
-        if capture is not None and capture.fd is not None:
+        if capture is not None and not capture.closed:
             capture.write_record(finding.record(time.time() - time.monotonic() + finding.at))
 
     # -- timers --------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ class Watchdog:
         for code, count in per_code.items():
             if count > 1:
                 log.info("health: %s came %d times", code, count)
-        if capture is None or capture.fd is None:
+        if capture is None or capture.closed:
             return
         for (code, session), count in self.engine.counts.items():
             if count > 1 and (code, session) in self._told_keys:

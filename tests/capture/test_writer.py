@@ -85,6 +85,7 @@ async def relay_through(cfg: Config, to_agent: list[bytes]) -> bytes:
     return received
 
 
+@pytest.mark.usefixtures("either_writer")
 async def test_capture_file_is_private_complete_jsonl(tmp_path: Path) -> None:
     """Mode 0600, parents created, a header, one record per line, a trailer; secrets masked
     in the capture while the agent still gets them."""
@@ -119,6 +120,7 @@ async def test_path_template_is_filled_in(tmp_path: Path) -> None:
     assert (tmp_path / f"c-{os.getpid()}.jsonl").exists()
 
 
+@pytest.mark.usefixtures("either_writer")
 async def test_system_prompt_is_masked_unless_included(tmp_path: Path) -> None:
     note = line({"jsonrpc": "2.0", "method": "x", "params": {"text": "SECRET PROMPT here"}})
     base = Config(system_prompt=SystemPromptConfig(text="SECRET PROMPT"))
@@ -160,6 +162,7 @@ def disk_full_after_header(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> P
     return path
 
 
+@pytest.mark.usefixtures("inline_capture")  # the writer process: tests/capture/test_worker.py
 async def test_disk_full_stops_capture_once_and_relay_continues(
         disk_full_after_header: Path, capture_log: list[str]) -> None:
     chunks = [REQ, NOTE, NOTE, NOTE]
@@ -187,10 +190,12 @@ async def test_no_capture_configured_yields_none() -> None:
         assert capture is None
 
 
+@pytest.mark.usefixtures("inline_capture")
 async def test_each_batch_is_on_disk_when_record_returns_and_the_trailer_comes_however_it_ends(
         tmp_path: Path) -> None:
     """Nothing is queued: a record is written before `record` returns (so before the bridge
-    sends the line), and leaving the block, even cancelled, writes the trailer."""
+    sends the line), and leaving the block, even cancelled, writes the trailer. (With a writer
+    process, handed over before `record` returns: tests/capture/test_worker.py.)"""
     path = tmp_path / "c.jsonl"
     relay = Relay()
     with trio.CancelScope() as scope, open_capture(config(path)) as capture:

@@ -8,18 +8,22 @@ import signal
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 import trio
 import trio.testing
 
 from acp_bridge.bridge import bridge_streams
 from acp_bridge.capture.reading import record_bytes
+from acp_bridge.capture.worker import CONFIG, RUN, frame
 from acp_bridge.capture.writer import create_new, open_capture, start_capture
 from acp_bridge.config import CaptureConfig, Config
 from acp_bridge.core import Relay
+from tests.capture.tap import Tap
 from tests.conftest import agent_cmd, line, run_cli
 
 NOTE = line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {}}})
@@ -171,14 +175,14 @@ class Watched(trio.abc.HalfCloseableStream):
     """The client's end of the bridge: every time the bridge writes to it, the capture must
     already hold a record of each line written (as `out`, or `raw` when unchanged)."""
 
-    def __init__(self, inner: trio.StapledStream[Any, Any], capture: Path) -> None:
+    def __init__(self, inner: trio.StapledStream[Any, Any], captured: Callable[[], bytes]) -> None:
         self.inner = inner
-        self.capture = capture
+        self.records = captured
         self.checked = 0
 
     def captured(self) -> set[bytes]:
         lines = set()
-        for record in records(self.capture)[1:]:
+        for record in [orjson.loads(x) for x in self.records().splitlines()][1:]:
             sent = record_bytes(record, "out") if "out" in record else record_bytes(record, "raw")
             if sent:
                 lines.add(sent)
@@ -204,11 +208,16 @@ class Watched(trio.abc.HalfCloseableStream):
         await self.inner.aclose()
 
 
-async def test_every_line_is_captured_before_the_bridge_sends_it(tmp_path: Path) -> None:
+@pytest.mark.usefixtures("inline_capture")
+@pytest.mark.parametrize("handed_over", [False, True], ids=["on disk", "in the writer's pipe"])
+async def test_every_line_is_captured_before_the_bridge_sends_it(tmp_path: Path, handed_over: bool) -> None:
+    """Inline, each record is on disk before its line is sent; with a writer process, its
+    frame is in the pipe (here a `Tap` makes the records of what was handed over)."""
     path = tmp_path / "c.jsonl"
     client_end, client_inner = trio.testing.memory_stream_pair()
     agent, agent_end = trio.testing.memory_stream_pair()
-    client = Watched(client_inner, path)
+    tap = Tap()
+    client = Watched(client_inner, (lambda: path.read_bytes() + tap.records) if handed_over else path.read_bytes)
     sent = [line({"jsonrpc": "2.0", "method": "n", "params": {"i": i}}) for i in range(5)]
 
     async def agent_side() -> None:  # echo
@@ -226,39 +235,82 @@ async def test_every_line_is_captured_before_the_bridge_sends_it(tmp_path: Path)
         assert await client_end.receive_some() == b""
 
     with trio.fail_after(10), open_capture(Config(capture=CaptureConfig(path=str(path)))) as capture:
+        assert capture is not None
+        if handed_over:
+            tap.send([frame(CONFIG, 29), b'{"redact":[],"secret":null}  '])
+            capture.close_fd()
+            capture.worker = tap
         async with trio.open_nursery() as nursery:
             nursery.start_soon(agent_side)
             nursery.start_soon(client_side)
-            await bridge_streams(client, agent, Relay(), capture)
+            await bridge_streams(client, agent, Relay(run_min=1), capture)  # each line a run
     assert client.checked == len(sent)
+    if handed_over:  # the lines went to the writer as runs, each numbered in turn
+        kept = [orjson.loads(x) for x in tap.records.splitlines()]
+        assert [r.get("seq") for r in kept] == [*range(1, 11), None] and kept[-1]["type"] == "end"
+        assert tap.kinds.count(RUN) == 10
 
 
-async def test_a_line_the_client_received_survives_a_sigkill_at_once(tmp_path: Path) -> None:
+def writer_of(pid: int) -> int | None:
+    """The pid of the capture writer process `pid` started, if it has one (Linux /proc)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat_fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat_fields[1]) == pid and b"acp_bridge.capture.worker" in cmdline:
+                return int(entry.name)
+    return None
+
+
+def gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")  # exited; reaped by whoever adopted it, or not
+
+
+@pytest.mark.parametrize("writer", ["writer process", "inline"])
+async def test_a_line_the_client_received_survives_a_sigkill_at_once(tmp_path: Path, writer: str) -> None:
     """bridge-rules 4: a SIGKILLed bridge loses at most what it had not yet read. The kill
-    comes as soon as the client has the line, with no wait for the capture."""
+    comes to the bridge's whole process group as soon as the client has the last line, with
+    no wait for the capture. A writer process is in a session of its own: it outlives the
+    kill and writes what it was handed (single lines, and a bulk write that the relay passes
+    as a run); inline (a required capture), every record is on disk at once."""
     path = tmp_path / "c.jsonl"
+    options = ["--config", str(required_config(tmp_path, path))] if writer == "inline" else ["--capture", str(path)]
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "acp_bridge", "run", "--capture", str(path), "--", *agent_cmd("echo")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        [sys.executable, "-m", "acp_bridge", "run", *options, "--", *agent_cmd("echo")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     assert proc.stdin is not None and proc.stdout is not None
     sent = [line({"jsonrpc": "2.0", "method": "n", "params": {"i": i}}) for i in range(10)]
+    bulk = [line({"jsonrpc": "2.0", "method": "n", "params": {"bulk": i}}) for i in range(2000)]
+    worker = None
     try:
         with trio.fail_after(30):
-            for msg in sent:
+            for msg in [*sent, b"".join(bulk)]:
                 await proc.stdin.send_all(msg)
                 got = b""
                 while len(got) < len(msg):
                     got += await proc.stdout.receive_some(len(msg) - len(got))
                 assert got == msg
-            proc.send_signal(signal.SIGKILL)
+            worker = writer_of(proc.pid)
+            os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
+            while worker is not None and not gone(worker):  # it drains its pipe, then ends
+                await trio.sleep(0.01)
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
     assert proc.returncode == -signal.SIGKILL
+    assert (worker is not None) == (writer == "writer process")
     kept = records(path)  # every line is complete JSON
-    assert kept[0]["type"] == "header" and len(kept) == 21
-    assert [r["seq"] for r in kept[1:]] == list(range(1, 21))
-    assert [(r["direction"], record_bytes(r, "raw")) for r in kept[1:]] == [
+    assert kept[0]["type"] == "header" and len(kept) == 1 + 2 * (len(sent) + len(bulk))
+    assert [r["seq"] for r in kept[1:]] == list(range(1, len(kept)))
+    assert [(r["direction"], record_bytes(r, "raw")) for r in kept[1:2 * len(sent) + 1]] == [
         (direction, msg) for msg in sent for direction in ("to-agent", "to-client")]
+    assert sorted(record_bytes(r, "raw") or b"" for r in kept[2 * len(sent) + 1:]) == sorted(bulk * 2)

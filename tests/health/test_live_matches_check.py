@@ -30,7 +30,7 @@ class MemoryCapture:
 
     def __init__(self) -> None:
         self.encoder = CaptureEncoder()
-        self.fd: int | None = 1
+        self.closed = False
         self.lines: list[bytes] = [dumps({"type": "header", "format": 1, "mono": 0.0})]
 
     def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:

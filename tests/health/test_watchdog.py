@@ -99,7 +99,7 @@ def test_a_finding_record_that_cannot_be_written_stops_a_required_capture() -> N
 
     class Failing:
         encoder = CaptureEncoder()
-        fd = 1
+        closed = False
 
         def write_record(self, record: dict[str, Any]) -> None:
             raise CaptureError("capture: cannot write c.jsonl: No space left on device (capture.required is set)")

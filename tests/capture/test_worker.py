@@ -1,0 +1,313 @@
+"""The capture writer process (acp_bridge/capture/worker.py): its records equal the bridge's
+own byte for byte, its frames on the pipe, and what a full disk, a dying writer or one that
+cannot start does to the capture and to the relay."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import trio
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from acp_bridge.capture import writer as writer_module
+from acp_bridge.capture.records import CaptureEncoder
+from acp_bridge.capture.redaction import Redactor
+from acp_bridge.capture.worker import (
+    CONFIG,
+    DATA,
+    FRAME_HEAD,
+    RUN,
+    CaptureWorker,
+    Writer,
+    frame,
+    read_frames,
+    run_head,
+)
+from acp_bridge.capture.writer import CaptureFile
+from acp_bridge.core import Direction, Forward, Relay, Verdict
+from tests.capture.tap import Tap
+from tests.conftest import line
+
+A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+
+
+def config_frame(redactor: Redactor) -> list[bytes]:
+    payload = orjson.dumps({"redact": list(redactor.pointers), "secret": redactor.secret})
+    return [frame(CONFIG, len(payload)), payload]
+
+
+def handed_over(tmp_path: Path, redactor: Redactor, batches: list[list[Forward]],
+                room: list[bool] | None = None) -> tuple[bytes, Tap]:
+    """The records of `batches` as a capture with a writer process makes them; `room`:
+    whether the writer has room for each run offered (then always)."""
+    fd = os.open(tmp_path / "unused", os.O_WRONLY | os.O_CREAT, 0o600)
+    capture = CaptureFile(str(tmp_path / "unused"), fd, CaptureEncoder(redactor), required=False)
+    capture.close_fd()
+    tap = Tap(itertools.chain(room or (), itertools.repeat(True)))
+    tap.send(config_frame(redactor))
+    capture.worker = tap
+    for i, forwards in enumerate(batches):
+        capture.record(1_700_000_000.5 + i, 0.25 * i, forwards)
+    capture.finish(1_700_000_100.0, 99.0)
+    return tap.records, tap
+
+
+def inline(redactor: Redactor, batches: list[list[Forward]]) -> bytes:
+    encoder = CaptureEncoder(redactor)
+    out = b"".join(encoder.encode_batch(1_700_000_000.5 + i, 0.25 * i, forwards) for i, forwards in enumerate(batches))
+    return out + encoder.trailer(1_700_000_100.0, 99.0)
+
+
+CHUNK = line({"jsonrpc": "2.0", "method": "session/update", "params": {
+    "sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}})
+LINES = st.sampled_from([
+    CHUNK,
+    CHUNK.replace(b"hi", b'h\\"i \xc3\xa9'),
+    line({"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}),
+    line({"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "end_turn"}}),
+    line({"jsonrpc": "2.0", "method": "authenticate", "params": {"token": "t0ken"}}),
+    line({"jsonrpc": "2.0", "method": "n", "params": {"text": "the secret text"}}),
+    b"not json\n", b"\n", b'{"method":"m"}\r\n', b"[1,2]\n", b'{"a":"' + b"x" * 300 + b'"}\n',
+]) | st.text(max_size=20).map(lambda text: line({"jsonrpc": "2.0", "method": "m", "params": {"t": text}}))
+
+
+@settings(max_examples=150, deadline=None)
+@given(traffic=st.lists(st.tuples(st.sampled_from([A, C]), st.lists(LINES, min_size=1, max_size=12),
+                                  st.integers(1, 400)), min_size=1, max_size=6),
+       redactor=st.sampled_from([Redactor(), Redactor(secret="secret text"), Redactor(("/params/t",))]),
+       run_min=st.sampled_from([1, 64, 2048]), room=st.lists(st.booleans(), max_size=12))
+def test_the_writer_process_writes_what_the_bridge_would(
+        tmp_path_factory: pytest.TempPathFactory, traffic: list[tuple[Direction, list[bytes], int]],
+        redactor: Redactor, run_min: int, room: list[bool]) -> None:
+    """Runs handed over as they came, the rest encoded by the bridge, both through the
+    writer's code, make the capture the bridge's own encoder makes, byte for byte: cut into
+    reads anywhere, with lines over the parse limit, secrets and pointers to mask, and runs
+    the bridge encodes itself when the writer has no room for them."""
+    relay = Relay(run_min=run_min, max_line=256)
+    batches: list[list[Forward]] = []
+    for direction, lines, cut in traffic:
+        data = b"".join(lines)
+        for i in range(0, len(data), cut):
+            batches.append(relay.feed(direction, data[i:i + cut]))
+    batches += [relay.feed_eof(A), relay.feed_eof(C)]
+    records, tap = handed_over(tmp_path_factory.mktemp("w"), redactor, batches, room)
+    assert records == inline(redactor, batches)
+    event(f"runs handed over: {min(tap.kinds.count(RUN), 3)}")
+    event(f"runs the bridge encoded itself: {min(tap.refused, 2)}")
+    event(f"lines over the parse limit: {any(f.verdict is Verdict.OPAQUE for b in batches for f in b)}")
+
+
+def test_runs_are_handed_over_as_they_came(tmp_path: Path) -> None:
+    """The path the property relies on is taken: a run goes as one `R` frame (its bytes as
+    they came), the bridge's own encoding of the rest as `D` frames, in their order."""
+    relay = Relay(run_min=1)
+    prompt = line({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}})
+    batches = [relay.feed(C, CHUNK * 3), relay.feed(A, prompt), relay.feed(C, CHUNK * 2)]
+    assert [[f.untouched_lines for f in batch] for batch in batches] == [[True], [False], [True]]
+    records, tap = handed_over(tmp_path, Redactor(), batches)
+    assert tap.kinds == [CONFIG, RUN, DATA, RUN, DATA]  # the last: the trailer
+    assert [orjson.loads(r).get("seq") for r in records.splitlines()] == [1, 2, 3, 4, 5, 6, None]
+
+
+def test_a_run_the_writer_has_no_room_for_is_encoded_by_the_bridge(tmp_path: Path) -> None:
+    """A writer a pipe's worth behind is not waited for: the bridge encodes that run itself
+    and sends the records in its place, and the next run is offered again."""
+    relay = Relay(run_min=1)
+    batches = [relay.feed(C, CHUNK * 3), relay.feed(C, CHUNK * 2), relay.feed(C, CHUNK)]
+    records, tap = handed_over(tmp_path, Redactor(), batches, room=[False, True, False])
+    assert (tap.kinds, tap.refused) == ([CONFIG, DATA, RUN, DATA, DATA], 2)
+    assert records == inline(Redactor(), batches)
+    assert [orjson.loads(r).get("seq") for r in records.splitlines()] == [1, 2, 3, 4, 5, 6, None]
+
+
+def test_read_frames_across_reads_and_a_torn_end() -> None:
+    """Frames cut anywhere by the pipe come out whole; a frame the end cuts short (a bridge
+    killed mid-write never sent what it held) is dropped."""
+    big = b"x" * (3 * 1024 * 1024 + 5)
+    head = run_head(41, 1.5, -0.0, "to-client", len(big))
+    wire = frame(DATA, 3) + b"abc" + head + big + frame(DATA, 10) + b"torn"
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child writes and leaves
+            os.close(read)
+            for i in range(0, len(wire), 7777):
+                os.write(write, wire[i:i + 7777])
+            os._exit(0)
+        os.close(write)
+        got = list(read_frames(read, read_size=65536))
+        os.waitpid(pid, 0)
+    finally:
+        os.close(read)
+    assert [(kind, len(payload)) for kind, payload in got] == [(DATA, 3), (RUN, len(head) - FRAME_HEAD.size + len(big))]
+    assert got[1][1].endswith(big)
+
+
+def test_a_frame_out_of_place_is_an_error() -> None:
+    writer = Writer()
+    with pytest.raises(ValueError, match="frame b'R' out of place"):
+        writer.records(RUN, b"")  # before the configuration
+    writer.records(CONFIG, b'{"redact":[],"secret":null}')
+    with pytest.raises(ValueError, match="frame b'C' out of place"):
+        writer.records(CONFIG, b'{"redact":[],"secret":null}')
+
+
+# -- the real process ----------------------------------------------------------------------------
+
+def start(path: Path, redactor: Redactor) -> CaptureWorker:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        return CaptureWorker.start(fd, redactor.pointers, redactor.secret)
+    finally:
+        os.close(fd)
+
+
+def test_a_writer_process_writes_the_records_in_a_session_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    redactor = Redactor(secret="hi")
+    worker = start(path, redactor)
+    assert os.getsid(worker.proc.pid) == worker.proc.pid  # the bridge's group signals miss it
+    run = Forward(C, CHUNK * 5000, CHUNK * 5000, Verdict.PASS, untouched_lines=True)
+    worker.send([run_head(0, 2.0, 3.0, "to-client", len(run.raw)), run.raw])
+    assert worker.finish() is None
+    assert worker.proc.returncode == 0
+    assert path.read_bytes() == CaptureEncoder(redactor).encode_batch(2.0, 3.0, [run])
+    assert b"hi" not in path.read_bytes()
+
+
+def test_a_full_disk_is_the_reason_the_writer_gives(tmp_path: Path) -> None:
+    fd = os.open("/dev/full", os.O_WRONLY)
+    try:
+        worker = CaptureWorker.start(fd, (), None)
+    finally:
+        os.close(fd)
+    worker.send([frame(DATA, 4), b"abc\n"])
+    assert worker.finish() == "No space left on device"
+    assert worker.proc.returncode == 1
+
+
+@pytest.fixture
+def capture_log() -> Iterator[list[str]]:
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    logger = logging.getLogger("acp_bridge.capture")
+    handler = Keep(logging.DEBUG)
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def capture_on(fd: int, path: Path) -> CaptureFile:
+    capture = CaptureFile(str(path), fd, CaptureEncoder(), required=False)
+    assert capture.offload()
+    assert capture.fd is None and isinstance(capture.worker, CaptureWorker)
+    return capture
+
+
+async def test_a_writer_that_fails_is_said_once_and_the_capture_stops(capture_log: list[str]) -> None:
+    capture = capture_on(os.open("/dev/full", os.O_WRONLY), Path("/dev/full"))
+    run = Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)
+    with trio.fail_after(10):
+        while not capture.closed:  # once the writer has gone, the next hand-over finds out
+            capture.record(1.0, 2.0, [run])
+            await trio.sleep(0.01)
+    capture.record(1.0, 2.0, [run])  # nothing more to say
+    capture.finish(3.0, 4.0)
+    failures = [m for m in capture_log if "cannot write" in m]
+    assert failures == ["capture: cannot write /dev/full: No space left on device; capture stopped, relaying goes on"]
+
+
+async def test_a_writer_that_fails_after_the_last_batch_is_said_at_the_end(capture_log: list[str]) -> None:
+    capture = capture_on(os.open("/dev/full", os.O_WRONLY), Path("/dev/full"))
+    capture.finish(3.0, 4.0)
+    assert [m for m in capture_log if "cannot write" in m] == [
+        "capture: cannot write /dev/full: No space left on device; capture stopped"]
+
+
+async def test_a_writer_killed_stops_the_capture_not_the_relay(tmp_path: Path, capture_log: list[str]) -> None:
+    path = tmp_path / "c.jsonl"
+    capture = capture_on(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), path)
+    assert isinstance(capture.worker, CaptureWorker)
+    capture.worker.proc.send_signal(signal.SIGKILL)
+    capture.worker.proc.wait()
+    capture.record(1.0, 2.0, [Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)])
+    assert capture.closed
+    assert [m for m in capture_log if "cannot write" in m] == [
+        f"capture: cannot write {path}: the capture writer exited with status -9; capture stopped, relaying goes on"]
+
+
+async def test_a_writer_that_cannot_start_leaves_the_bridge_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture_log: list[str]) -> None:
+    path = tmp_path / "c.jsonl"
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), CaptureEncoder(), required=False)
+    assert not capture.offload()
+    assert capture.worker is None and capture.fd is not None
+    run = Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)
+    capture.record(1.0, 2.0, [run])
+    capture.finish(3.0, 4.0)
+    assert path.read_bytes() == (CaptureEncoder().encode_batch(1.0, 2.0, [run])
+                                 + b'{"type":"end","time":3.0,"mono":4.0,"records":1}\n')
+    assert any("no writer process" in m for m in capture_log)
+
+
+def test_a_required_capture_is_written_by_the_bridge(tmp_path: Path) -> None:
+    """So that a write that fails stops the bridge before it sends what it could not record."""
+    from acp_bridge.config import CaptureConfig, Config
+
+    assert writer_module.OFFLOAD
+    required = writer_module.start_capture(Config(capture=CaptureConfig(path=str(tmp_path / "r.jsonl"), required=True)))
+    free = writer_module.start_capture(Config(capture=CaptureConfig(path=str(tmp_path / "f.jsonl"))))
+    assert required is not None and free is not None
+    try:
+        assert (required.worker, required.fd is not None) == (None, True)
+        assert (isinstance(free.worker, CaptureWorker), free.fd) == (True, None)
+    finally:
+        required.finish(1.0, 1.0)
+        free.finish(1.0, 1.0)
+
+
+def test_an_offer_is_refused_while_the_writer_is_busy_with_a_run(tmp_path: Path) -> None:
+    """The writer counts the runs it has written in the shared page; while it is behind
+    (here: stopped), a run offered is refused with nothing handed over, and once it has
+    caught up, the next is taken. The file holds the runs taken, in order."""
+    path = tmp_path / "c.jsonl"
+    worker = start(path, Redactor())
+    first, second, third = (Forward(C, text, text, Verdict.PASS, untouched_lines=True)
+                            for text in (CHUNK, CHUNK * 2, CHUNK * 3))
+    os.kill(worker.proc.pid, signal.SIGSTOP)
+    try:
+        assert worker.offer([run_head(0, 1.0, 1.0, "to-client", len(first.raw)), first.raw])
+        assert not worker.offer([run_head(1, 1.0, 1.0, "to-client", len(second.raw)), second.raw])
+        assert (worker.handed, worker.progress.done) == (1, 0)
+    finally:
+        os.kill(worker.proc.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 10
+    while worker.progress.done < 1:  # the writer catches up
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert worker.offer([run_head(3, 1.0, 1.0, "to-client", len(third.raw)), third.raw])
+    assert worker.finish() is None
+    encoder = CaptureEncoder()
+    expected = encoder.encode_batch(1.0, 1.0, [first])
+    encoder.seq = 3
+    assert path.read_bytes() == expected + encoder.encode_batch(1.0, 1.0, [third])
