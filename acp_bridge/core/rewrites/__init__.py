@@ -25,11 +25,12 @@ class RuleSettings(Protocol):
 def build_rewrites(config: RuleSettings) -> list[Rewrite]:
     """The rewrites a configuration asks for, in the order they run."""
     from acp_bridge.core.rewrites.suggestions import PromptSuggestions
-    from acp_bridge.core.rewrites.system_prompt import SystemPrompt
 
     rewrites: list[Rewrite] = []
     if config.suggestions.enabled:
         rewrites.append(PromptSuggestions(config.suggestions))
     if config.system_prompt.text is not None:
+        from acp_bridge.core.rewrites.system_prompt import SystemPrompt  # only then: start-up
+
         rewrites.append(SystemPrompt(config.system_prompt))
     return rewrites
