@@ -1,0 +1,54 @@
+"""What `acp-bridge run` imports on its way to relaying (issue 17, start-up within the bare
+trio relay + 10 ms): nothing that only another command, a capture, telemetry, a system
+prompt, a config file or an agent that wrote to stderr needs. Each test runs the real
+command as a child with `-X importtime` (PYTHONPROFILEIMPORTTIME), whose report names every
+module the process imported, and checks the names; the features' own runs show that each
+lazy import still happens where its feature starts.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.conftest import run_cli
+
+# Not needed to relay with the defaults; each is imported by the feature that uses it.
+LAZY = {
+    "acp_bridge.capture",  # the package, and every capture module: --capture
+    "acp_bridge.capture.redaction",  # masking: a capture, or an agent's stderr tail
+    "acp_bridge.capture.writer",
+    "acp_bridge.core.rewrites.system_prompt",  # the rule: a system prompt is configured
+    "acp_bridge.telemetry",  # --otlp
+    "acp_bridge.replay",  # `replay`
+    "acp_bridge.health.check",  # `check`
+    "tomllib",  # a config file
+}
+# What a plain run does import: the report is read right, so the test above can fail.
+NEEDED = {"trio", "click", "acp_bridge.cli", "acp_bridge.process", "acp_bridge.bridge",
+          "acp_bridge.health.watchdog"}
+
+
+async def imported_by(args: list[str]) -> set[str]:
+    """The modules `acp-bridge run ARGS` imported; it must relay nothing and succeed."""
+    result = await run_cli(["run", *args], env={"PYTHONPROFILEIMPORTTIME": "1"})
+    report = result.stderr.decode()
+    assert (result.returncode, result.stdout) == (0, b""), report
+    return {line.rsplit("|", 1)[1].strip() for line in report.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.detail
+async def test_a_plain_run_imports_only_what_relaying_needs() -> None:
+    imported = await imported_by(["--", "true"])
+    assert sorted(NEEDED - imported) == []
+    assert sorted(LAZY & imported) == []
+
+
+@pytest.mark.detail
+async def test_each_feature_imports_its_own_modules_when_it_starts() -> None:
+    """A system prompt loads its rule; an agent that wrote to stderr loads the masking of
+    the tail that goes to the client."""
+    agent = [sys.executable, "-c", "import sys; sys.stderr.write('agent: bye\\n')"]
+    imported = await imported_by(["--system-prompt", "be brief", "--", *agent])
+    assert sorted({"acp_bridge.core.rewrites.system_prompt", "acp_bridge.capture.redaction"} - imported) == []
