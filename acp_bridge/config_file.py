@@ -14,7 +14,6 @@ import os
 import string
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -72,12 +71,16 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
     return config_from_dict(data, file)
 
 
-@dataclass(frozen=True)
 class _File:
-    """The file being read: how errors name it, and where its relative paths start."""
+    """The file being read: how errors name it, and where its relative paths start. (A
+    plain class: building a dataclass costs every `run` start-up, and nothing compares,
+    copies or prints this one.)"""
 
-    name: str
-    base: Path
+    __slots__ = ("base", "name")
+
+    def __init__(self, name: str, base: Path) -> None:
+        self.name = name
+        self.base = base
 
     def error(self, key: str, problem: str) -> ConfigError:
         return ConfigError(f"{self.name}: {key}: {problem}")
