@@ -33,6 +33,8 @@ IN_FILE = "in_file"  # field metadata: False for a field of `Config` the file ca
 
 @dataclass(frozen=True)
 class AgentConfig:
+    """`[agent]`: the agent's command line, the environment added to ours, its working folder."""
+
     command: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
@@ -40,6 +42,8 @@ class AgentConfig:
 
 @dataclass(frozen=True)
 class CaptureConfig:
+    """`[capture]` (docs/capture-format.md): where the traffic is written, and what is masked."""
+
     path: str | None = None  # a template: {time} and {pid} are filled in
     redact: tuple[str, ...] = ()
     include_system_prompt: bool = False
@@ -48,6 +52,9 @@ class CaptureConfig:
 
 @dataclass(frozen=True)
 class RelayConfig:
+    """`[relay]`: the longest line parsed (longer ones pass in pieces, unread), and the grace
+    the agent gets at the end before SIGTERM."""
+
     parse_limit_mib: int = 16
     grace_seconds: float = 5.0
 
@@ -78,6 +85,10 @@ class HealthConfig:
 
 @dataclass(frozen=True)
 class Config:
+    """The settings of one run: a dataclass per table of the file, then [bridge]'s own.
+    (Each dataclass here has a docstring: one without is given a signature built with
+    `inspect` as it is defined, a cost to every start-up.)"""
+
     agent: AgentConfig = AgentConfig()
     suggestions: SuggestionsConfig = SuggestionsConfig()  # noqa: RUF009 - frozen, so shared safely
     system_prompt: SystemPromptConfig = SystemPromptConfig()  # noqa: RUF009 - frozen, so shared safely

@@ -34,6 +34,8 @@ log = logging.getLogger("acp_bridge.relay")
 
 @dataclass(frozen=True, slots=True)
 class RelayStatistics:
+    """Requests still waiting for an answer, each way, and responses that paired with none."""
+
     pending_to_agent: int
     pending_to_client: int
     unpaired_responses: int

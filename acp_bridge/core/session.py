@@ -71,6 +71,9 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class SessionStatistics:
+    """Requests still waiting for an answer, each way, responses that paired with none, and
+    the ACP sessions some rule holds state for."""
+
     pending_to_agent: int
     pending_to_client: int
     unpaired_responses: int
