@@ -20,6 +20,7 @@ LAZY = {
     "acp_bridge.capture.redaction",  # masking: a capture, or an agent's stderr tail
     "acp_bridge.capture.writer",
     "acp_bridge.core.rewrites.system_prompt",  # the rule: a system prompt is configured
+    "acp_bridge.core.statistics",  # Relay.statistics(): asked for by tests and tools, not by a run
     "acp_bridge.telemetry",  # --otlp
     "acp_bridge.replay",  # `replay`
     "acp_bridge.health.check",  # `check`
