@@ -20,10 +20,10 @@ import orjson
 
 # Each rule's settings live beside the rule (the core never imports this module).
 from acp_bridge.core.rewrites.suggestions import SuggestionsConfig as SuggestionsConfig
-from acp_bridge.core.rewrites.system_prompt_shapes import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
-from acp_bridge.core.rewrites.system_prompt_shapes import ON_UNSUPPORTED as ON_UNSUPPORTED
-from acp_bridge.core.rewrites.system_prompt_shapes import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
-from acp_bridge.core.rewrites.system_prompt_shapes import SystemPromptConfig as SystemPromptConfig
+from acp_bridge.core.rewrites.system_prompt_config import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
+from acp_bridge.core.rewrites.system_prompt_config import ON_UNSUPPORTED as ON_UNSUPPORTED
+from acp_bridge.core.rewrites.system_prompt_config import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
+from acp_bridge.core.rewrites.system_prompt_config import SystemPromptConfig as SystemPromptConfig
 from acp_bridge.errors import ConfigError
 
 T = TypeVar("T")

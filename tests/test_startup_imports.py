@@ -20,6 +20,7 @@ LAZY = {
     "acp_bridge.capture.redaction",  # masking: a capture, or an agent's stderr tail
     "acp_bridge.capture.writer",
     "acp_bridge.core.rewrites.system_prompt",  # the rule: a system prompt is configured
+    "acp_bridge.core.rewrites.system_prompt_shapes",  # its dialects, plans and edits
     "acp_bridge.core.statistics",  # Relay.statistics(): asked for by tests and tools, not by a run
     "acp_bridge.telemetry",  # --otlp
     "acp_bridge.replay",  # `replay`
@@ -52,4 +53,6 @@ async def test_each_feature_imports_its_own_modules_when_it_starts() -> None:
     the tail that goes to the client."""
     agent = [sys.executable, "-c", "import sys; sys.stderr.write('agent: bye\\n')"]
     imported = await imported_by(["--system-prompt", "be brief", "--", *agent])
-    assert sorted({"acp_bridge.core.rewrites.system_prompt", "acp_bridge.capture.redaction"} - imported) == []
+    wanted = {"acp_bridge.core.rewrites.system_prompt", "acp_bridge.core.rewrites.system_prompt_shapes",
+              "acp_bridge.capture.redaction"}
+    assert sorted(wanted - imported) == []
