@@ -2,9 +2,10 @@
 
 Owns: the settings of spec/interface.md as dataclasses (each rule's own settings live beside
 the rule), their defaults, and the precedence command line > `ACP_BRIDGE_*` environment >
-file > default (`Overrides`, `apply_overrides`, `settle`). Reading and checking the TOML
-file is `config_file.py`; the file's keys are derived from these dataclasses there. Must
-never: start anything.
+file > default (`Overrides`, `apply_overrides`, `settle`), and the check of an agent command
+line that the command line and the file share. Reading and checking the TOML file is
+`config_file.py` (a run without a file does not load it); the file's keys are derived from
+these dataclasses there. Must never: start anything.
 """
 
 from __future__ import annotations
@@ -266,3 +267,15 @@ def _telemetry(telemetry: TelemetryConfig, given: Overrides) -> TelemetryConfig:
 
 def _given(value: T | None, otherwise: T) -> T:
     return otherwise if value is None else value
+
+
+def command_problem(command: tuple[str, ...] | list[str]) -> str | None:
+    """What makes an agent command line unusable before trying it, or None (the command
+    line's `-- AGENT` and the file's [agent] command alike)."""
+    if not command:
+        return "must not be empty"
+    if not command[0]:
+        return "the program (the first item) is an empty string"
+    if any("\0" in arg for arg in command):
+        return "has a NUL character, which a command line cannot hold"
+    return None

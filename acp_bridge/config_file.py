@@ -29,6 +29,7 @@ from acp_bridge.config import (
     SuggestionsConfig,
     SystemPromptConfig,
     TelemetryConfig,
+    command_problem,
 )
 from acp_bridge.config_schema import (
     BRIDGE_TABLE,
@@ -311,17 +312,6 @@ def _item_type(hint: Any) -> Any:
 def _is_a(value: Any, types: tuple[type, ...]) -> bool:
     """isinstance, except that a boolean is no integer (TOML's true is not 1)."""
     return isinstance(value, types) and (bool in types or not isinstance(value, bool))
-
-
-def command_problem(command: tuple[str, ...] | list[str]) -> str | None:
-    """What makes an agent command line unusable before trying it, or None."""
-    if not command:
-        return "must not be empty"
-    if not command[0]:
-        return "the program (the first item) is an empty string"
-    if any("\0" in arg for arg in command):
-        return "has a NUL character, which a command line cannot hold"
-    return None
 
 
 def _seconds(value: int | float, fail: Fail) -> float:

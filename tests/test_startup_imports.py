@@ -9,6 +9,7 @@ lazy import still happens where its feature starts.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,9 +26,11 @@ LAZY = {
     "acp_bridge.telemetry",  # --otlp
     "acp_bridge.replay",  # `replay`
     "acp_bridge.health.check",  # `check`
-    "tomllib",  # a config file
+    "acp_bridge.config_file",  # a config file: its reader and schema,
+    "acp_bridge.config_schema",
+    "tomllib",  # and TOML
 }
-# What a plain run does import: the report is read right, so the test above can fail.
+# What a plain run does import: proof that the report was read, so that the LAZY check can fail.
 NEEDED = {"trio", "click", "acp_bridge.cli", "acp_bridge.process", "acp_bridge.bridge",
           "acp_bridge.health.watchdog"}
 
@@ -48,11 +51,13 @@ async def test_a_plain_run_imports_only_what_relaying_needs() -> None:
 
 
 @pytest.mark.detail
-async def test_each_feature_imports_its_own_modules_when_it_starts() -> None:
-    """A system prompt loads its rule; an agent that wrote to stderr loads the masking of
-    the tail that goes to the client."""
+async def test_each_feature_imports_its_own_modules_when_it_starts(tmp_path: Path) -> None:
+    """A config file loads its reader; a system prompt loads its rule; an agent that wrote
+    to stderr loads the masking of the tail that goes to the client."""
+    config = tmp_path / "bridge.toml"
+    config.write_text("[relay]\ngrace_seconds = 5\n")
     agent = [sys.executable, "-c", "import sys; sys.stderr.write('agent: bye\\n')"]
-    imported = await imported_by(["--system-prompt", "be brief", "--", *agent])
-    wanted = {"acp_bridge.core.rewrites.system_prompt", "acp_bridge.core.rewrites.system_prompt_shapes",
-              "acp_bridge.capture.redaction"}
+    imported = await imported_by(["-c", str(config), "--system-prompt", "be brief", "--", *agent])
+    wanted = {"acp_bridge.config_file", "tomllib", "acp_bridge.core.rewrites.system_prompt",
+              "acp_bridge.core.rewrites.system_prompt_shapes", "acp_bridge.capture.redaction"}
     assert sorted(wanted - imported) == []
