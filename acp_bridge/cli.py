@@ -25,10 +25,10 @@ from acp_bridge.config import (
     PromptFile,
     PromptText,
     apply_overrides,
+    command_problem,
     load_config,
     settle,
 )
-from acp_bridge.config_file import check_capture_template, command_problem, read_config
 from acp_bridge.errors import BridgeError, ConfigError
 from acp_bridge.logs import setup_logging
 
@@ -243,7 +243,11 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
     `--system-prompt-file`, `ACP_BRIDGE_SYSTEM_PROMPT` with `ACP_BRIDGE_SYSTEM_PROMPT_FILE`,
     `text` with `file` in the file, `-v` with `-q`). `settle` runs once, on the merged result.
     """
-    file = read_config(config_file)
+    file = Config()
+    if config_file is not None:  # the file's reader and schema only with a file: start-up
+        from acp_bridge.config_file import read_config
+
+        file = read_config(config_file)
     agent_command, verbosity = _agent_command(agent), _verbosity(options)
     command_line = dataclasses.replace(layer_overrides(ctx, options, COMMAND_LINE),
                                        agent_command=agent_command, verbosity=verbosity)
@@ -294,6 +298,8 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
         prompt = PromptFile(Path(prompt_file), spelling(ctx, "system_prompt_file"))
     capture = pick("capture")
     if capture is not None:
+        from acp_bridge.config_file import check_capture_template
+
         label = spelling(ctx, "capture")
         check_capture_template(capture, lambda problem: ConfigError(f"{label}: {problem}"))
     # Flags: the command line can only say yes; ACP_BRIDGE_STRICT=0 (false, no, off) says no,

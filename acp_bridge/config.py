@@ -2,9 +2,10 @@
 
 Owns: the settings of spec/interface.md as dataclasses (each rule's own settings live beside
 the rule), their defaults, and the precedence command line > `ACP_BRIDGE_*` environment >
-file > default (`Overrides`, `apply_overrides`, `settle`). Reading and checking the TOML
-file is `config_file.py`; the file's keys are derived from these dataclasses there. Must
-never: start anything.
+file > default (`Overrides`, `apply_overrides`, `settle`), and the check of an agent command
+line that the command line and the file share. Reading and checking the TOML file is
+`config_file.py` (a run without a file does not load it); the file's keys are derived from
+these dataclasses there. Must never: start anything.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import orjson
 
 # Each rule's settings live beside the rule (the core never imports this module).
 from acp_bridge.core.rewrites.suggestions import SuggestionsConfig as SuggestionsConfig
-from acp_bridge.core.rewrites.system_prompt_shapes import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
-from acp_bridge.core.rewrites.system_prompt_shapes import ON_UNSUPPORTED as ON_UNSUPPORTED
-from acp_bridge.core.rewrites.system_prompt_shapes import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
-from acp_bridge.core.rewrites.system_prompt_shapes import SystemPromptConfig as SystemPromptConfig
+from acp_bridge.core.rewrites.system_prompt_config import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
+from acp_bridge.core.rewrites.system_prompt_config import ON_UNSUPPORTED as ON_UNSUPPORTED
+from acp_bridge.core.rewrites.system_prompt_config import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
+from acp_bridge.core.rewrites.system_prompt_config import SystemPromptConfig as SystemPromptConfig
 from acp_bridge.errors import ConfigError
 
 T = TypeVar("T")
@@ -33,6 +34,8 @@ IN_FILE = "in_file"  # field metadata: False for a field of `Config` the file ca
 
 @dataclass(frozen=True)
 class AgentConfig:
+    """`[agent]`: the agent's command line, the environment added to ours, its working folder."""
+
     command: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
@@ -40,6 +43,8 @@ class AgentConfig:
 
 @dataclass(frozen=True)
 class CaptureConfig:
+    """`[capture]` (docs/capture-format.md): where the traffic is written, and what is masked."""
+
     path: str | None = None  # a template: {time} and {pid} are filled in
     redact: tuple[str, ...] = ()
     include_system_prompt: bool = False
@@ -48,6 +53,9 @@ class CaptureConfig:
 
 @dataclass(frozen=True)
 class RelayConfig:
+    """`[relay]`: the longest line parsed (longer ones pass in pieces, unread), and the grace
+    the agent gets at the end before SIGTERM."""
+
     parse_limit_mib: int = 16
     grace_seconds: float = 5.0
 
@@ -78,6 +86,10 @@ class HealthConfig:
 
 @dataclass(frozen=True)
 class Config:
+    """The settings of one run: a dataclass per table of the file, then [bridge]'s own.
+    (Each dataclass here has a docstring: one without is given a signature built with
+    `inspect` as it is defined, a cost to every start-up.)"""
+
     agent: AgentConfig = AgentConfig()
     suggestions: SuggestionsConfig = SuggestionsConfig()  # noqa: RUF009 - frozen, so shared safely
     system_prompt: SystemPromptConfig = SystemPromptConfig()  # noqa: RUF009 - frozen, so shared safely
@@ -255,3 +267,15 @@ def _telemetry(telemetry: TelemetryConfig, given: Overrides) -> TelemetryConfig:
 
 def _given(value: T | None, otherwise: T) -> T:
     return otherwise if value is None else value
+
+
+def command_problem(command: tuple[str, ...] | list[str]) -> str | None:
+    """What makes an agent command line unusable before trying it, or None (the command
+    line's `-- AGENT` and the file's [agent] command alike)."""
+    if not command:
+        return "must not be empty"
+    if not command[0]:
+        return "the program (the first item) is an empty string"
+    if any("\0" in arg for arg in command):
+        return "has a NUL character, which a command line cannot hold"
+    return None

@@ -14,7 +14,6 @@ import os
 import string
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +29,7 @@ from acp_bridge.config import (
     SuggestionsConfig,
     SystemPromptConfig,
     TelemetryConfig,
+    command_problem,
 )
 from acp_bridge.config_schema import (
     BRIDGE_TABLE,
@@ -72,12 +72,16 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
     return config_from_dict(data, file)
 
 
-@dataclass(frozen=True)
 class _File:
-    """The file being read: how errors name it, and where its relative paths start."""
+    """The file being read: how errors name it, and where its relative paths start. (A
+    plain class: building a dataclass costs every `run` start-up, and nothing compares,
+    copies or prints this one.)"""
 
-    name: str
-    base: Path
+    __slots__ = ("base", "name")
+
+    def __init__(self, name: str, base: Path) -> None:
+        self.name = name
+        self.base = base
 
     def error(self, key: str, problem: str) -> ConfigError:
         return ConfigError(f"{self.name}: {key}: {problem}")
@@ -308,17 +312,6 @@ def _item_type(hint: Any) -> Any:
 def _is_a(value: Any, types: tuple[type, ...]) -> bool:
     """isinstance, except that a boolean is no integer (TOML's true is not 1)."""
     return isinstance(value, types) and (bool in types or not isinstance(value, bool))
-
-
-def command_problem(command: tuple[str, ...] | list[str]) -> str | None:
-    """What makes an agent command line unusable before trying it, or None."""
-    if not command:
-        return "must not be empty"
-    if not command[0]:
-        return "the program (the first item) is an empty string"
-    if any("\0" in arg for arg in command):
-        return "has a NUL character, which a command line cannot hold"
-    return None
 
 
 def _seconds(value: int | float, fail: Fail) -> float:

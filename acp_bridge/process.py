@@ -77,6 +77,8 @@ class StderrTail:
 
     def text(self, private: str | None = None) -> str:
         """The tail, whole lines where possible, with secrets masked: it goes to the client."""
+        if not self._data:  # nothing to mask: most agents end without a word on stderr, and
+            return ""  # then a run does not load the masking (capture.redaction) at all
         data = bytes(self._data[-self.limit :])
         if len(self._data) > self.limit:
             cut = data.find(b"\n")

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from acp_bridge.core.framing import LineSplitter as LineSplitter
     from acp_bridge.core.framing import Opaque as Opaque
     from acp_bridge.core.relay import Relay as Relay
-    from acp_bridge.core.relay import RelayStatistics as RelayStatistics
     from acp_bridge.core.rewrites.base import DROP as DROP
     from acp_bridge.core.rewrites.base import PASS as PASS
     from acp_bridge.core.rewrites.base import Emit as Emit
@@ -31,14 +30,16 @@ if TYPE_CHECKING:
     from acp_bridge.core.rewrites.base import Rewrite as Rewrite
     from acp_bridge.core.session import Pending as Pending
     from acp_bridge.core.session import Session as Session
+    from acp_bridge.core.statistics import RelayStatistics as RelayStatistics
 
 _WHERE = {
     "acp_bridge.core.frames": ("Direction", "Frame", "Kind", "classify", "encode"),
     "acp_bridge.core.framing": ("MIB", "LineSplitter", "Opaque"),
     "acp_bridge.core.forward": ("Forward", "Verdict"),
-    "acp_bridge.core.relay": ("Relay", "RelayStatistics"),
+    "acp_bridge.core.relay": ("Relay",),
     "acp_bridge.core.rewrites.base": ("DROP", "PASS", "Emit", "Outcome", "Replace", "Rewrite"),
     "acp_bridge.core.session": ("Pending", "Session"),
+    "acp_bridge.core.statistics": ("RelayStatistics",),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 

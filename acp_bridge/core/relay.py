@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -29,14 +28,10 @@ from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
 
+if TYPE_CHECKING:
+    from acp_bridge.core.statistics import RelayStatistics
+
 log = logging.getLogger("acp_bridge.relay")
-
-
-@dataclass(frozen=True, slots=True)
-class RelayStatistics:
-    pending_to_agent: int
-    pending_to_client: int
-    unpaired_responses: int
 
 
 # Bytes that every request and response contains (the `"id"` member): a line without them
@@ -444,6 +439,8 @@ class Relay:
         return out
 
     def statistics(self) -> RelayStatistics:
+        from acp_bridge.core.statistics import RelayStatistics  # only when asked: start-up
+
         stats = self.session.statistics()
         return RelayStatistics(
             pending_to_agent=stats.pending_to_agent,

@@ -9,13 +9,16 @@ Must never: change a message, or decide what a rule does with these facts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core.frames import Direction, Frame, id_key, number_literals
 from acp_bridge.core.protocol import Json
+
+if TYPE_CHECKING:
+    from acp_bridge.core.statistics import SessionStatistics
 
 _UNREAD: Any = object()
 # Where a response's request came from, by the response's direction: a dict rather than the
@@ -67,14 +70,6 @@ class Pending:
             msg = orjson.loads(self.raw) if self.raw else None
             self._params = msg.get("params") if isinstance(msg, dict) else None
         return self._params
-
-
-@dataclass(frozen=True, slots=True)
-class SessionStatistics:
-    pending_to_agent: int
-    pending_to_client: int
-    unpaired_responses: int
-    sessions: int
 
 
 class Session:
@@ -219,6 +214,8 @@ class Session:
         return len(self._states)
 
     def statistics(self) -> SessionStatistics:
+        from acp_bridge.core.statistics import SessionStatistics  # only when asked: start-up
+
         return SessionStatistics(
             pending_to_agent=len(self.pending(Direction.TO_AGENT)),
             pending_to_client=len(self.pending(Direction.TO_CLIENT)),

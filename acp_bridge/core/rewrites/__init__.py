@@ -6,7 +6,7 @@ from typing import Protocol
 
 from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.suggestions import SuggestionsConfig
-from acp_bridge.core.rewrites.system_prompt_shapes import SystemPromptConfig
+from acp_bridge.core.rewrites.system_prompt_config import SystemPromptConfig
 
 __all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "RuleSettings",
            "build_rewrites"]
@@ -25,11 +25,12 @@ class RuleSettings(Protocol):
 def build_rewrites(config: RuleSettings) -> list[Rewrite]:
     """The rewrites a configuration asks for, in the order they run."""
     from acp_bridge.core.rewrites.suggestions import PromptSuggestions
-    from acp_bridge.core.rewrites.system_prompt import SystemPrompt
 
     rewrites: list[Rewrite] = []
     if config.suggestions.enabled:
         rewrites.append(PromptSuggestions(config.suggestions))
     if config.system_prompt.text is not None:
+        from acp_bridge.core.rewrites.system_prompt import SystemPrompt  # only then: start-up
+
         rewrites.append(SystemPrompt(config.system_prompt))
     return rewrites

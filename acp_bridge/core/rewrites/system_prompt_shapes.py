@@ -15,21 +15,11 @@ from typing import Any
 from acp_bridge.core import protocol as p
 from acp_bridge.core.protocol import Json
 
-SYSTEM_PROMPT_MODES = ("append", "override")
-CLIENT_PROMPT_POLICIES = ("merge", "keep", "replace")
-ON_UNSUPPORTED = ("auto", "meta", "first-prompt", "error", "skip")
-
-
-@dataclass(frozen=True)
-class SystemPromptConfig:
-    """`[system_prompt]` (interface.md); read and checked by `acp_bridge.config`."""
-
-    text: str | None = None  # None: injection off
-    mode: str = "append"  # SYSTEM_PROMPT_MODES
-    client_prompt: str = "merge"  # CLIENT_PROMPT_POLICIES
-    on_unsupported: str = "auto"  # ON_UNSUPPORTED
-    strict: bool = False
-
+# The settings live in their own module, which the configuration loads without this one.
+from acp_bridge.core.rewrites.system_prompt_config import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
+from acp_bridge.core.rewrites.system_prompt_config import ON_UNSUPPORTED as ON_UNSUPPORTED
+from acp_bridge.core.rewrites.system_prompt_config import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
+from acp_bridge.core.rewrites.system_prompt_config import SystemPromptConfig as SystemPromptConfig
 
 # agentInfo names (v1 `agentInfo.name`, v2 `info.name`) of agents known to read the
 # claude-agent-acp `_meta.systemPrompt` dialect (a string replaces the Claude Code prompt, an
