@@ -13,9 +13,11 @@ interpreter lock as the relay. The bridge hands each run over as the bytes it re
 number of its first record (a run's records are one a line, so the bridge counts the rest
 with one `bytes.count`), and encodes every other forward itself: those carry what only the
 relay knows (the request a response answers, what a rule did). A pipe keeps both in order.
-While the writer is still busy with a run, the bridge encodes the next one itself rather
-than queue it (`WriterPipe.offer`): under a stream the two processes share the records, each
-on its core. The writer counts the runs it has finished in a page both map (`Progress`).
+The writer counts the frames it has written in a page both map (`Progress`). While it is
+busy, the bridge encodes the next run itself rather than queue it, and while it is idle, the
+bridge writes its own records to the file itself (the two share one file offset, and only
+one writes at a time): under a stream the two processes share the records, each on its core,
+and no record the bridge made goes through the pipe unless it must wait its turn there.
 
 What a SIGKILL leaves: a frame is in the pipe before the bridge sends the bytes it records,
 and the writer is in a session of its own: a bridge killed, alone or with its process group,
@@ -97,20 +99,19 @@ def read_frames(fd: int, read_size: int = READ_SIZE) -> Iterator[tuple[bytes, by
 class WriterPipe(Protocol):
     """What the capture file hands its frames to (a `CaptureWorker`, or a test's double)."""
 
-    def send(self, parts: list[bytes]) -> None:
-        """Hand these bytes over, all of them, now. Raises OSError."""
+    def send(self, head: bytes, payload: bytes) -> None:
+        """Hand one frame over, all of it, now. Raises OSError."""
 
-    def offer(self, parts: list[bytes]) -> bool:
-        """Hand over these bytes, ending with a run, as `send`, if the writer has finished
-        every run it was given; else False, and nothing was handed over."""
+    def idle(self) -> bool:
+        """Whether the writer has written every frame it was handed."""
 
     def finish(self) -> str | None:
         """No more frames: wait for them to be written; why that failed, or None."""
 
 
 class Progress:
-    """A counter in a shared page: the runs the writer has finished. The bridge reads it
-    with no system call; a torn read could only make it encode one more run itself."""
+    """A counter in a shared page: the frames the writer has written. The bridge reads it
+    with no system call. Only the writer adds to it, after its write returned."""
 
     _COUNT = struct.Struct("<Q")
 
@@ -151,17 +152,17 @@ def _temporary_fd() -> int:  # pragma: no cover - where there is no memfd_create
 
 class CaptureWorker:
     """The bridge's side: a running writer, the pipe to it, the pipe it answers on, and
-    the count of its finished runs."""
+    the count of the frames it has written."""
 
     def __init__(self, proc: subprocess.Popen[bytes], progress: Progress) -> None:
         assert proc.stdin is not None and proc.stdout is not None
         self.proc = proc
         self.progress = progress
         self.pipe: int | None = proc.stdin.fileno()
-        self.handed = 0  # runs handed over
+        self.handed = 0  # frames handed over
 
     def __repr__(self) -> str:
-        return f"<CaptureWorker pid={self.proc.pid} runs={self.progress.done}/{self.handed}>"
+        return f"<CaptureWorker pid={self.proc.pid} written={self.progress.done}/{self.handed}>"
 
     @classmethod
     def start(cls, fd: int, redact: tuple[str, ...], secret: str | None) -> CaptureWorker:
@@ -188,37 +189,34 @@ class CaptureWorker:
             pass
         config = orjson.dumps({"redact": list(redact), "secret": secret})
         try:
-            worker.send([frame(CONFIG, len(config)), config])
+            worker.send(frame(CONFIG, len(config)), config)
         except OSError:
             worker.finish()
             raise
         return worker
 
-    def send(self, parts: list[bytes]) -> None:
-        """Hand these bytes to the writer, all of them, now: this blocks while the writer is
-        a pipe's worth behind (the capture's backpressure). Raises OSError (a broken pipe
-        when the writer has stopped)."""
+    def send(self, head: bytes, payload: bytes) -> None:
+        """Hand one frame to the writer, all of it, now: this blocks while the writer is a
+        pipe's worth behind (the capture's backpressure). Raises OSError (a broken pipe when
+        the writer has stopped)."""
         pipe = self.pipe
         if pipe is None:
             raise BrokenPipeError("the capture writer was closed")
-        views = [memoryview(part) for part in parts if part]
+        views = [view for view in (memoryview(head), memoryview(payload)) if view]  # writev: 0 for an empty one
         while views:
-            done = os.writev(pipe, views[:1024])  # IOV_MAX
+            done = os.writev(pipe, views)
             while done:
                 if done >= len(views[0]):
                     done -= len(views.pop(0))
                 else:
                     views[0] = views[0][done:]
                     done = 0
-
-    def offer(self, parts: list[bytes]) -> bool:
-        """`send` these bytes, which end with a run, unless the writer is still busy with
-        one: a run queued behind it would wait, and the bridge with it once the pipe is full."""
-        if self.progress.done < self.handed:
-            return False
-        self.send(parts)
         self.handed += 1
-        return True
+
+    def idle(self) -> bool:
+        """Whether the writer has written every frame it was handed: until the bridge hands
+        it another, nothing of it is in the pipe and nothing is being written."""
+        return self.progress.done >= self.handed
 
     def finish(self) -> str | None:
         """Close the pipe, wait for the writer to write what it has, and return why it
@@ -271,7 +269,7 @@ class Writer:
 
 
 def serve(source: int, out: int, status: int, progress: Progress | None = None) -> int:
-    """The writer: frames from `source`, records to `out`, each run counted in `progress`
+    """The writer: frames from `source`, records to `out`, each frame counted in `progress`
     once written; on failure, the reason on `status` and exit status 1. Reads to the end of
     `source` in any case but a failure."""
     writer = Writer()
@@ -280,7 +278,7 @@ def serve(source: int, out: int, status: int, progress: Progress | None = None) 
             data = writer.records(kind, payload)
             if data:
                 _write_all(out, data)
-            if kind == RUN and progress is not None:
+            if progress is not None:
                 progress.add()
     except OSError as exc:
         _write_all(status, (exc.strerror or str(exc)).encode())

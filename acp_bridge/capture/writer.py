@@ -91,29 +91,29 @@ class CaptureFile:
     """An open capture: where its records go, its encoder, and whether it still works.
 
     `record` hands one read's records over before the bridge sends the read on, on the event
-    loop thread. With a writer process (`worker`), runs of untouched lines go to it as the
-    bytes that came in, and every other forward is encoded here; both go down one pipe, in
-    order. Without one, the records are encoded here and written with one `os.write`: a
-    regular file write lands in the page cache and returns at once. Nothing is buffered in
-    Python either way, so what was sent is on disk, or in the writer's pipe, when a SIGKILL
-    comes.
+    loop thread. With a writer process (`worker`), a run of untouched lines goes to it as
+    the bytes that came in when it is idle; every other record is encoded here and written
+    to the file here when the writer is idle, or down its pipe in turn when it is not.
+    Without one, the records are encoded here and written with one `os.write`: a regular
+    file write lands in the page cache and returns at once. Nothing is buffered in Python
+    either way, so what was sent is on disk, or in the writer's pipe, when a SIGKILL comes.
     """
 
     def __init__(self, path: str, fd: int, encoder: CaptureEncoder, required: bool) -> None:
         self.path = path
-        self.fd: int | None = fd  # None once closed, or handed to a writer
+        self.fd: int | None = fd  # None once closed
         self.worker: WriterPipe | None = None
         self.encoder = encoder
         self.required = required
-        self.runs = [0, 0]  # runs recorded by the writer process, and by the bridge when it was behind
+        self.runs = [0, 0]  # runs recorded by the writer process, and by the bridge while it was busy
 
     def __repr__(self) -> str:
-        how = "closed" if self.closed else "writer process" if self.worker is not None else "inline"
+        how = "closed" if self.closed else "with a writer process" if self.worker is not None else "inline"
         return f"<CaptureFile {self.path} {how}>"
 
     @property
     def closed(self) -> bool:
-        return self.fd is None and self.worker is None
+        return self.fd is None
 
     @classmethod
     def create(cls, path: str, encoder: CaptureEncoder, required: bool) -> CaptureFile:
@@ -122,7 +122,7 @@ class CaptureFile:
         return cls(actual, fd, encoder, required)
 
     def offload(self) -> bool:
-        """Hand the file to a writer process (see `worker`); False, and nothing changed,
+        """Start a writer process for the runs (see `worker`); False, and nothing changed,
         when one cannot be started."""
         if self.fd is None or self.worker is not None:
             return False
@@ -133,7 +133,6 @@ class CaptureFile:
             log.info("capture: no writer process (%s); records are written by the bridge", exc.strerror or exc)
             return False
         self.worker = worker
-        self.close_fd()
         log.debug("capture: writer process %d", worker.proc.pid)
         return True
 
@@ -144,63 +143,32 @@ class CaptureFile:
             CaptureError: the write failed and `capture.required` is set.
         """
         if self.worker is not None:
-            self._hand_over(wall, mono, forwards)
+            self._hand_over(self.worker, wall, mono, forwards)
         elif self.fd is not None:
             data = self.encoder.encode_batch(wall, mono, forwards)
             if data:
                 self.write(data)
 
-    def _hand_over(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
-        """Runs to the writer as they came (a run's records are one a line, so counting its
-        newlines numbers what follows), unless it is a pipe's worth behind: then the run is
-        encoded here, as the other forwards always are, and goes in its place."""
-        assert self.worker is not None
+    def _hand_over(self, worker: WriterPipe, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
+        """A run to the writer as it came, if it is idle (a run's records are one a line, so
+        counting its newlines numbers what follows); the rest encoded here, in order."""
         encoder = self.encoder
-        parts: list[bytes] = []
-        others: list[Forward] = []
+        mine: list[Forward] = []
         for fwd in forwards:
-            if not fwd.untouched_lines:
-                others.append(fwd)
-                continue
-            if others:
-                data = encoder.encode_batch(wall, mono, others)
-                parts += (frame(DATA, len(data)), data)
-                others = []
-            raw = fwd.raw
-            head = run_head(encoder.seq, wall, mono, fwd.direction.value, len(raw))
-            try:
-                taken = self.worker.offer([*parts, head, raw])
-            except OSError as exc:
-                self._lost(exc)
-                return
-            if taken:
+            if fwd.untouched_lines and worker.idle():
+                if mine and not self.write(encoder.encode_batch(wall, mono, mine)):
+                    return
+                mine = []
+                raw = fwd.raw
+                if not self._send(run_head(encoder.seq, wall, mono, fwd.direction.value, len(raw)), raw):
+                    return
                 encoder.seq += raw.count(b"\n")
-                parts = []
                 self.runs[0] += 1
             else:
-                others.append(fwd)
-                self.runs[1] += 1
-        if others:
-            data = encoder.encode_batch(wall, mono, others)
-            parts += (frame(DATA, len(data)), data)
-        if parts:
-            self._send(parts)
-
-    def _send(self, parts: list[bytes]) -> bool:
-        assert self.worker is not None
-        try:
-            self.worker.send(parts)
-        except OSError as exc:
-            self._lost(exc)
-            return False
-        return True
-
-    def _lost(self, exc: OSError) -> None:
-        """The writer process is gone: why (its own word first), said once."""
-        assert self.worker is not None
-        reason = self.worker.finish() or exc.strerror or str(exc)
-        self.worker = None
-        self.fail(OSError(exc.errno, reason))
+                mine.append(fwd)
+                self.runs[1] += fwd.untouched_lines
+        if mine:
+            self.write(encoder.encode_batch(wall, mono, mine))
 
     def write_record(self, record: Json) -> None:
         """Write one record of another kind than a message (a health finding), between two
@@ -209,20 +177,38 @@ class CaptureFile:
             self.write(safe_dumps(record))
 
     def write(self, data: bytes) -> bool:
-        """Write all of `data`; on failure say so once and stop (or raise when required)."""
-        if self.worker is not None:
-            return self._send([frame(DATA, len(data)), data])
+        """Write all of `data` after what came before it (to the file, or down the writer's
+        pipe while it is busy); on failure say so once and stop (or raise when required)."""
         if self.fd is None:
             return False
+        if not data:  # a piece of a long line leaves no record until its last
+            return True
+        if self.worker is not None and not self.worker.idle():
+            return self._send(frame(DATA, len(data)), data)
         view = memoryview(data)
         try:
             while view:
                 view = view[os.write(self.fd, view):]
         except OSError as exc:
-            self.close()
-            self.fail(exc)
+            self._stop(exc)
             return False
         return True
+
+    def _send(self, head: bytes, payload: bytes) -> bool:
+        assert self.worker is not None
+        try:
+            self.worker.send(head, payload)
+        except OSError as exc:
+            self._stop(exc)
+            return False
+        return True
+
+    def _stop(self, exc: OSError) -> None:
+        """Writing failed: close everything, and say why once (the writer's word first)."""
+        worker, self.worker = self.worker, None
+        reason = worker.finish() if worker is not None else None
+        self.close()
+        self.fail(OSError(exc.errno, reason) if reason else exc)
 
     def fail(self, exc: OSError) -> None:
         reason = exc.strerror or str(exc)
@@ -238,17 +224,22 @@ class CaptureFile:
         self.close()
 
     def close(self) -> None:
-        """Close the file, or the writer's pipe and wait for it: said once if it failed."""
-        self.close_fd()
+        """Close the writer's pipe and wait for it (said once if it failed), then the file."""
+        try:
+            self._close_worker()
+        finally:
+            self._close_fd()
+
+    def _close_worker(self) -> None:
         if self.worker is not None:
             worker, self.worker = self.worker, None
-            log.debug("capture: runs recorded by the writer process: %d, by the bridge while it was behind: %d",
+            log.debug("capture: runs recorded by the writer process: %d, by the bridge while it was busy: %d",
                       *self.runs)
             reason = worker.finish()
             if reason is not None:
-                log.error("capture: cannot write %s: %s; capture stopped", self.path, reason)
+                self.fail(OSError(None, reason))
 
-    def close_fd(self) -> None:
+    def _close_fd(self) -> None:
         if self.fd is not None:
             fd, self.fd = self.fd, None
             try:

@@ -41,25 +41,25 @@ from tests.conftest import line
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
-def config_frame(redactor: Redactor) -> list[bytes]:
+def config_frame(redactor: Redactor) -> tuple[bytes, bytes]:
     payload = orjson.dumps({"redact": list(redactor.pointers), "secret": redactor.secret})
-    return [frame(CONFIG, len(payload)), payload]
+    return frame(CONFIG, len(payload)), payload
 
 
 def handed_over(tmp_path: Path, redactor: Redactor, batches: list[list[Forward]],
-                room: list[bool] | None = None) -> tuple[bytes, Tap]:
-    """The records of `batches` as a capture with a writer process makes them; `room`:
-    whether the writer has room for each run offered (then always)."""
-    fd = os.open(tmp_path / "unused", os.O_WRONLY | os.O_CREAT, 0o600)
-    capture = CaptureFile(str(tmp_path / "unused"), fd, CaptureEncoder(redactor), required=False)
-    capture.close_fd()
-    tap = Tap(itertools.chain(room or (), itertools.repeat(True)))
-    tap.send(config_frame(redactor))
+                idle: list[bool] | None = None) -> tuple[bytes, Tap]:
+    """The capture of `batches` as the bridge and a writer process make it; `idle`: what
+    the writer answers each time the bridge asks whether it is idle (then always yes)."""
+    path = tmp_path / f"c{len(list(tmp_path.iterdir()))}.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    capture = CaptureFile(str(path), fd, CaptureEncoder(redactor), required=False)
+    tap = Tap(fd, itertools.chain(idle or (), itertools.repeat(True)))
+    tap.send(*config_frame(redactor))
     capture.worker = tap
     for i, forwards in enumerate(batches):
         capture.record(1_700_000_000.5 + i, 0.25 * i, forwards)
     capture.finish(1_700_000_100.0, 99.0)
-    return tap.records, tap
+    return path.read_bytes(), tap
 
 
 def inline(redactor: Redactor, batches: list[list[Forward]]) -> bytes:
@@ -85,14 +85,14 @@ LINES = st.sampled_from([
 @given(traffic=st.lists(st.tuples(st.sampled_from([A, C]), st.lists(LINES, min_size=1, max_size=12),
                                   st.integers(1, 400)), min_size=1, max_size=6),
        redactor=st.sampled_from([Redactor(), Redactor(secret="secret text"), Redactor(("/params/t",))]),
-       run_min=st.sampled_from([1, 64, 2048]), room=st.lists(st.booleans(), max_size=12))
+       run_min=st.sampled_from([1, 64, 2048]), idle=st.lists(st.booleans(), max_size=12))
 def test_the_writer_process_writes_what_the_bridge_would(
         tmp_path_factory: pytest.TempPathFactory, traffic: list[tuple[Direction, list[bytes], int]],
-        redactor: Redactor, run_min: int, room: list[bool]) -> None:
+        redactor: Redactor, run_min: int, idle: list[bool]) -> None:
     """Runs handed over as they came, the rest encoded by the bridge, both through the
     writer's code, make the capture the bridge's own encoder makes, byte for byte: cut into
     reads anywhere, with lines over the parse limit, secrets and pointers to mask, and runs
-    the bridge encodes itself when the writer has no room for them."""
+    the bridge encodes itself (and records it writes down the pipe) while the writer is busy."""
     relay = Relay(run_min=run_min, max_line=256)
     batches: list[list[Forward]] = []
     for direction, lines, cut in traffic:
@@ -100,34 +100,36 @@ def test_the_writer_process_writes_what_the_bridge_would(
         for i in range(0, len(data), cut):
             batches.append(relay.feed(direction, data[i:i + cut]))
     batches += [relay.feed_eof(A), relay.feed_eof(C)]
-    records, tap = handed_over(tmp_path_factory.mktemp("w"), redactor, batches, room)
+    records, tap = handed_over(tmp_path_factory.mktemp("w"), redactor, batches, idle)
     assert records == inline(redactor, batches)
     event(f"runs handed over: {min(tap.kinds.count(RUN), 3)}")
-    event(f"runs the bridge encoded itself: {min(tap.refused, 2)}")
+    event(f"records the bridge sent down the pipe: {min(tap.kinds.count(DATA), 2)}")
     event(f"lines over the parse limit: {any(f.verdict is Verdict.OPAQUE for b in batches for f in b)}")
 
 
 def test_runs_are_handed_over_as_they_came(tmp_path: Path) -> None:
-    """The path the property relies on is taken: a run goes as one `R` frame (its bytes as
-    they came), the bridge's own encoding of the rest as `D` frames, in their order."""
+    """The path the property relies on is taken: a run goes to an idle writer as one `R`
+    frame (its bytes as they came), and the bridge writes its own records itself."""
     relay = Relay(run_min=1)
     prompt = line({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}})
     batches = [relay.feed(C, CHUNK * 3), relay.feed(A, prompt), relay.feed(C, CHUNK * 2)]
     assert [[f.untouched_lines for f in batch] for batch in batches] == [[True], [False], [True]]
     records, tap = handed_over(tmp_path, Redactor(), batches)
-    assert tap.kinds == [CONFIG, RUN, DATA, RUN, DATA]  # the last: the trailer
+    assert tap.kinds == [CONFIG, RUN, RUN]
     assert [orjson.loads(r).get("seq") for r in records.splitlines()] == [1, 2, 3, 4, 5, 6, None]
 
 
-def test_a_run_the_writer_has_no_room_for_is_encoded_by_the_bridge(tmp_path: Path) -> None:
-    """A writer a pipe's worth behind is not waited for: the bridge encodes that run itself
-    and sends the records in its place, and the next run is offered again."""
+def test_while_the_writer_is_busy_the_bridge_encodes_and_queues_its_records(tmp_path: Path) -> None:
+    """A busy writer is not queued a run: the bridge encodes it and sends the records down
+    the pipe, behind what the writer still has; its own records too."""
     relay = Relay(run_min=1)
-    batches = [relay.feed(C, CHUNK * 3), relay.feed(C, CHUNK * 2), relay.feed(C, CHUNK)]
-    records, tap = handed_over(tmp_path, Redactor(), batches, room=[False, True, False])
-    assert (tap.kinds, tap.refused) == ([CONFIG, DATA, RUN, DATA, DATA], 2)
+    prompt = line({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}})
+    batches = [relay.feed(C, CHUNK * 3), relay.feed(A, prompt), relay.feed(C, CHUNK * 2), relay.feed(C, CHUNK)]
+    # asked: run 1 (busy), its records (busy), the prompt (idle), run 2 (idle), run 3 (busy)...
+    records, tap = handed_over(tmp_path, Redactor(), batches, idle=[False, False, True, True, False, False])
+    assert tap.kinds == [CONFIG, DATA, RUN, DATA]
     assert records == inline(Redactor(), batches)
-    assert [orjson.loads(r).get("seq") for r in records.splitlines()] == [1, 2, 3, 4, 5, 6, None]
+    assert [orjson.loads(r).get("seq") for r in records.splitlines()] == [1, 2, 3, 4, 5, 6, 7, None]
 
 
 def test_read_frames_across_reads_and_a_torn_end() -> None:
@@ -178,7 +180,7 @@ def test_a_writer_process_writes_the_records_in_a_session_of_its_own(tmp_path: P
     worker = start(path, redactor)
     assert os.getsid(worker.proc.pid) == worker.proc.pid  # the bridge's group signals miss it
     run = Forward(C, CHUNK * 5000, CHUNK * 5000, Verdict.PASS, untouched_lines=True)
-    worker.send([run_head(0, 2.0, 3.0, "to-client", len(run.raw)), run.raw])
+    worker.send(run_head(0, 2.0, 3.0, "to-client", len(run.raw)), run.raw)
     assert worker.finish() is None
     assert worker.proc.returncode == 0
     assert path.read_bytes() == CaptureEncoder(redactor).encode_batch(2.0, 3.0, [run])
@@ -191,7 +193,7 @@ def test_a_full_disk_is_the_reason_the_writer_gives(tmp_path: Path) -> None:
         worker = CaptureWorker.start(fd, (), None)
     finally:
         os.close(fd)
-    worker.send([frame(DATA, 4), b"abc\n"])
+    worker.send(frame(DATA, 4), b"abc\n")
     assert worker.finish() == "No space left on device"
     assert worker.proc.returncode == 1
 
@@ -219,7 +221,7 @@ def capture_log() -> Iterator[list[str]]:
 def capture_on(fd: int, path: Path) -> CaptureFile:
     capture = CaptureFile(str(path), fd, CaptureEncoder(), required=False)
     assert capture.offload()
-    assert capture.fd is None and isinstance(capture.worker, CaptureWorker)
+    assert capture.fd == fd and isinstance(capture.worker, CaptureWorker)
     return capture
 
 
@@ -240,7 +242,7 @@ async def test_a_writer_that_fails_after_the_last_batch_is_said_at_the_end(captu
     capture = capture_on(os.open("/dev/full", os.O_WRONLY), Path("/dev/full"))
     capture.finish(3.0, 4.0)
     assert [m for m in capture_log if "cannot write" in m] == [
-        "capture: cannot write /dev/full: No space left on device; capture stopped"]
+        "capture: cannot write /dev/full: No space left on device; capture stopped, relaying goes on"]
 
 
 async def test_a_writer_killed_stops_the_capture_not_the_relay(tmp_path: Path, capture_log: list[str]) -> None:
@@ -280,34 +282,39 @@ def test_a_required_capture_is_written_by_the_bridge(tmp_path: Path) -> None:
     assert required is not None and free is not None
     try:
         assert (required.worker, required.fd is not None) == (None, True)
-        assert (isinstance(free.worker, CaptureWorker), free.fd) == (True, None)
+        assert (isinstance(free.worker, CaptureWorker), free.fd is not None) == (True, True)
     finally:
         required.finish(1.0, 1.0)
         free.finish(1.0, 1.0)
 
 
-def test_an_offer_is_refused_while_the_writer_is_busy_with_a_run(tmp_path: Path) -> None:
-    """The writer counts the runs it has written in the shared page; while it is behind
-    (here: stopped), a run offered is refused with nothing handed over, and once it has
-    caught up, the next is taken. The file holds the runs taken, in order."""
+def test_the_writer_is_idle_once_it_has_written_every_frame(tmp_path: Path) -> None:
+    """The writer counts each frame once written, in the page the bridge reads: stopped,
+    it is busy with what it was handed; let go, it writes it and is idle again."""
     path = tmp_path / "c.jsonl"
     worker = start(path, Redactor())
-    first, second, third = (Forward(C, text, text, Verdict.PASS, untouched_lines=True)
-                            for text in (CHUNK, CHUNK * 2, CHUNK * 3))
+    run = Forward(C, CHUNK * 2, CHUNK * 2, Verdict.PASS, untouched_lines=True)
     os.kill(worker.proc.pid, signal.SIGSTOP)
     try:
-        assert worker.offer([run_head(0, 1.0, 1.0, "to-client", len(first.raw)), first.raw])
-        assert not worker.offer([run_head(1, 1.0, 1.0, "to-client", len(second.raw)), second.raw])
-        assert (worker.handed, worker.progress.done) == (1, 0)
+        worker.send(run_head(0, 1.0, 1.0, "to-client", len(run.raw)), run.raw)
+        assert not worker.idle() and worker.handed == 2  # the configuration, the run
     finally:
         os.kill(worker.proc.pid, signal.SIGCONT)
     deadline = time.monotonic() + 10
-    while worker.progress.done < 1:  # the writer catches up
+    while not worker.idle():
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    assert worker.offer([run_head(3, 1.0, 1.0, "to-client", len(third.raw)), third.raw])
+    assert path.read_bytes() == CaptureEncoder().encode_batch(1.0, 1.0, [run])
     assert worker.finish() is None
-    encoder = CaptureEncoder()
-    expected = encoder.encode_batch(1.0, 1.0, [first])
-    encoder.seq = 3
-    assert path.read_bytes() == expected + encoder.encode_batch(1.0, 1.0, [third])
+
+
+def test_an_empty_frame_is_handed_over_and_written_as_nothing(tmp_path: Path) -> None:
+    """A frame with no payload (the records of a read that only continued a long line)
+    goes over whole: an empty part made writev return 0 for ever, and the bridge spin."""
+    path = tmp_path / "c.jsonl"
+    worker = start(path, Redactor())
+    worker.send(frame(DATA, 0), b"")
+    worker.send(frame(DATA, 3), b"ok\n")
+    assert worker.handed == 3
+    assert worker.finish() is None
+    assert path.read_bytes() == b"ok\n"
