@@ -173,7 +173,9 @@ class CaptureWorker:
         progress = Progress.create()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "acp_bridge.capture.worker", str(fd), str(progress.fd)],
+                # -P: not the working folder first on sys.path, as `-m` would put it: a project
+                # holding an `orjson.py` (or an `acp_bridge`) would run in the writer.
+                [sys.executable, "-P", "-m", "acp_bridge.capture.worker", str(fd), str(progress.fd)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(fd, progress.fd), env=env,
                 start_new_session=True,  # a signal to the bridge's group must not stop it
             )
