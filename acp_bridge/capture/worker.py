@@ -120,7 +120,7 @@ class Progress:
 
     @classmethod
     def create(cls) -> Progress:
-        fd = os.memfd_create("acp-bridge-capture", 0) if hasattr(os, "memfd_create") else _temporary_fd()
+        fd = os.memfd_create("acp-bridge-capture") if hasattr(os, "memfd_create") else _temporary_fd()
         try:
             os.ftruncate(fd, cls._COUNT.size)
             return cls(fd)

@@ -4,13 +4,14 @@ bridge could inherit."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from acp_bridge.capture.records import CaptureEncoder
 from acp_bridge.capture.redaction import Redactor
-from acp_bridge.capture.worker import run_head
+from acp_bridge.capture.worker import Progress, run_head
 from acp_bridge.core import Direction, Forward, Verdict
 from tests.capture.test_worker import CHUNK, start
 
@@ -33,3 +34,11 @@ def test_the_working_folder_is_not_on_the_writers_path(tmp_path: Path, monkeypat
     assert worker.finish() is None
     assert not marker.exists()
     assert path.read_bytes() == CaptureEncoder().encode_batch(2.0, 3.0, [run])
+
+
+def test_the_shared_page_is_not_inherited_by_the_bridges_children() -> None:
+    progress = Progress.create()
+    try:
+        assert not os.get_inheritable(progress.fd)
+    finally:
+        progress.close()
