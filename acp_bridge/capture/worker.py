@@ -31,12 +31,15 @@ Frames: a kind byte and the payload's size (`FRAME_HEAD`), then the payload.
 
 from __future__ import annotations
 
+import errno
 import gc
 import mmap
 import os
+import select
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
@@ -61,6 +64,9 @@ _DIRECTIONS = ("to-agent", "to-client")  # a run's direction byte: its index her
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20  # the bridge asks for this much pipe between it and the writer
 STATUS_LIMIT = 4096  # bytes of the writer's reason the bridge reads
+# A writer that reads nothing for this long (stopped, wedged) is given up: the capture stops,
+# said once, and the relay goes on; the bridge never waits longer for it, at the end either.
+STALL_SECONDS = 10.0
 
 
 def frame(kind: bytes, payload_size: int) -> bytes:
@@ -159,9 +165,10 @@ class CaptureWorker:
         self.progress = progress
         self.pipe: int | None = proc.stdin.fileno()
         self.handed = 0  # runs handed over
+        self.stalled = False  # a hand-over found it reading nothing for STALL_SECONDS
 
     def __repr__(self) -> str:
-        return f"<CaptureWorker pid={self.proc.pid} runs={self.progress.done}/{self.handed}>"
+        return f"<CaptureWorker pid={self.proc.pid} runs handed={self.handed}>"
 
     @classmethod
     def start(cls, fd: int, redact: tuple[str, ...], secret: str | None) -> CaptureWorker:
@@ -184,6 +191,7 @@ class CaptureWorker:
             raise
         worker = cls(proc, progress)
         assert worker.pipe is not None
+        os.set_blocking(worker.pipe, False)  # `send` waits, but not for ever
         try:
             fcntl.fcntl(worker.pipe, 1031, PIPE_SIZE)  # F_SETPIPE_SZ (Linux): fewer wake-ups
         except (NameError, OSError):
@@ -198,14 +206,22 @@ class CaptureWorker:
 
     def send(self, parts: list[bytes]) -> None:
         """Hand these bytes to the writer, all of them, now: this blocks while the writer is
-        a pipe's worth behind (the capture's backpressure). Raises OSError (a broken pipe
-        when the writer has stopped)."""
+        a pipe's worth behind (the capture's backpressure), up to STALL_SECONDS without
+        progress. Raises OSError (a broken pipe when the writer has stopped, TimeoutError
+        when it reads nothing)."""
         pipe = self.pipe
         if pipe is None:
             raise BrokenPipeError("the capture writer was closed")
         views = [memoryview(part) for part in parts if part]
         while views:
-            done = os.writev(pipe, views[:1024])  # IOV_MAX
+            try:
+                done = os.writev(pipe, views[:1024])  # IOV_MAX
+            except BlockingIOError:
+                if not _ready(pipe, select.POLLOUT, STALL_SECONDS):
+                    self.stalled = True
+                    why = f"the capture writer has read nothing for {STALL_SECONDS:g} s"
+                    raise TimeoutError(errno.ETIMEDOUT, why) from None
+                continue
             while done:
                 if done >= len(views[0]):
                     done -= len(views.pop(0))
@@ -223,8 +239,9 @@ class CaptureWorker:
         return True
 
     def finish(self) -> str | None:
-        """Close the pipe, wait for the writer to write what it has, and return why it
-        failed (None when it did not)."""
+        """Close the pipe, wait for the writer to write what it has (up to STALL_SECONDS;
+        not at all once it was found stalled: it is left to finish on its own), and return
+        why it failed (None when it did not, or was found stalled: the hand-over said why)."""
         if self.pipe is not None:
             self.pipe = None
             assert self.proc.stdin is not None
@@ -233,6 +250,13 @@ class CaptureWorker:
             except OSError:
                 pass
         assert self.proc.stdout is not None
+        if not _ready(self.proc.stdout.fileno(), select.POLLIN, 0 if self.stalled else STALL_SECONDS):
+            self.proc.stdout.close()
+            self.progress.close()
+            # Left to finish on its own (whatever it has is still written if it resumes),
+            # and reaped if it ends while the bridge still runs.
+            threading.Thread(target=self.proc.wait, name="capture-writer-reaper", daemon=True).start()
+            return None if self.stalled else f"the capture writer did not finish within {STALL_SECONDS:g} s"
         reason = self.proc.stdout.read(STATUS_LIMIT).decode("utf-8", "replace").strip()
         self.proc.stdout.close()
         code = self.proc.wait()
@@ -240,6 +264,13 @@ class CaptureWorker:
         if code == 0 and not reason:
             return None
         return reason or f"the capture writer exited with status {code}"
+
+
+def _ready(fd: int, event: int, seconds: float) -> bool:
+    """Whether `fd` is ready for `event` (or hung up) within `seconds`."""
+    poll = select.poll()
+    poll.register(fd, event)
+    return bool(poll.poll(seconds * 1000))
 
 
 def _write_all(fd: int, data: bytes) -> None:

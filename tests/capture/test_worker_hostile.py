@@ -5,15 +5,21 @@ bridge could inherit."""
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
 
+from acp_bridge.capture import worker as worker_module
 from acp_bridge.capture.records import CaptureEncoder
 from acp_bridge.capture.redaction import Redactor
-from acp_bridge.capture.worker import Progress, run_head
+from acp_bridge.capture.worker import DATA, CaptureWorker, Progress, frame, run_head
+from acp_bridge.capture.writer import CaptureFile
 from acp_bridge.core import Direction, Forward, Verdict
-from tests.capture.test_worker import CHUNK, start
+from tests.capture.test_worker import CHUNK, capture_log, start
+
+__all__ = ["capture_log"]  # the fixture, used here by name
 
 C = Direction.TO_CLIENT
 
@@ -42,3 +48,30 @@ def test_the_shared_page_is_not_inherited_by_the_bridges_children() -> None:
         assert not os.get_inheritable(progress.fd)
     finally:
         progress.close()
+
+
+def test_a_writer_that_stops_reading_stops_the_capture_not_the_relay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture_log: list[str]) -> None:
+    """A writer that reads nothing for `STALL_SECONDS` (here stopped by a signal) is given
+    up, said once: the bridge waits that long at most, on a hand-over and at the end, and
+    relays on."""
+    monkeypatch.setattr(worker_module, "STALL_SECONDS", 0.3)
+    path = tmp_path / "c.jsonl"
+    capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), CaptureEncoder(), required=False)
+    assert capture.offload()
+    assert isinstance(capture.worker, CaptureWorker)
+    pid = capture.worker.proc.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        begun = time.monotonic()
+        data = b"x" * (1 << 20) + b"\n"
+        while not capture.closed:  # a pipe's worth, then the writer is found stuck
+            capture.write(frame(DATA, len(data)) + data)
+            assert time.monotonic() - begun < 5
+        capture.record(1.0, 2.0, [Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)])
+        capture.finish(3.0, 4.0)
+        assert time.monotonic() - begun < 5
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert [m for m in capture_log if "cannot write" in m] == [
+        f"capture: cannot write {path}: the capture writer has read nothing for 0.3 s; capture stopped, relaying goes on"]
