@@ -41,7 +41,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Protocol
 
 try:
@@ -174,9 +173,11 @@ class CaptureWorker:
     def start(cls, fd: int, redact: tuple[str, ...], secret: str | None) -> CaptureWorker:
         """Start a writer appending to the open file `fd` (it gets its own copy) with this
         redaction. Raises OSError when it cannot be started."""
-        root = str(Path(__file__).resolve().parents[2])  # so it runs this very acp_bridge
+        # The bridge's own sys.path, in its order: the writer imports what the bridge did (this
+        # very acp_bridge, however it is installed), and the standard library before
+        # site-packages (the package root put first let a `pathlib` from PyPI shadow it).
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
+        env["PYTHONPATH"] = os.pathsep.join(entry for entry in sys.path if entry and os.path.exists(entry))
         progress = Progress.create()
         try:
             proc = subprocess.Popen(

@@ -5,7 +5,10 @@ bridge could inherit."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -75,3 +78,29 @@ def test_a_writer_that_stops_reading_stops_the_capture_not_the_relay(
         os.kill(pid, signal.SIGCONT)
     assert [m for m in capture_log if "cannot write" in m] == [
         f"capture: cannot write {path}: the capture writer has read nothing for 0.3 s; capture stopped, relaying goes on"]
+
+
+def test_an_installed_bridge_does_not_put_its_site_packages_before_the_standard_library(tmp_path: Path) -> None:
+    """Installed, the bridge's package root is site-packages; the writer must resolve
+    imports in the bridge's own order, where a module there named like one of the standard
+    library (`pathlib` from PyPI, `enum34`) comes after the standard library's."""
+    site = tmp_path / "site-packages"
+    shutil.copytree(Path(worker_module.__file__).parents[1], site / "acp_bridge",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (site / "pathlib.py").write_text("raise ImportError('a pathlib from PyPI')\n")
+    path = tmp_path / "c.jsonl"
+    script = f"""
+import os, sys
+sys.path.insert(next(i for i, p in enumerate(sys.path) if p.endswith("site-packages")), {str(site)!r})
+from acp_bridge.capture.worker import DATA, CaptureWorker, frame
+assert CaptureWorker.__module__ == "acp_bridge.capture.worker"
+assert sys.modules["acp_bridge"].__file__.startswith({str(site)!r})
+fd = os.open({str(path)!r}, os.O_WRONLY | os.O_CREAT, 0o600)
+worker = CaptureWorker.start(fd, (), None)
+worker.send([frame(DATA, 4), b"abc\\n"])
+print(worker.finish())
+"""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, env=env, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, b"None\n"), done.stderr.decode()
+    assert path.read_bytes() == b"abc\n"
