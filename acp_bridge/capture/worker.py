@@ -20,7 +20,9 @@ on its core. The writer counts the runs it has finished in a page both map (`Pro
 What a SIGKILL leaves: a frame is in the pipe before the bridge sends the bytes it records,
 and the writer is in a session of its own: a bridge killed, alone or with its process group,
 leaves the writer to drain the pipe to its end, so the capture still loses at most what the
-bridge had not yet read.
+bridge had not yet read. The writer ignores SIGINT, SIGTERM and SIGHUP (its end is its pipe's);
+a SIGKILL sent to it too (a whole process tree killed) loses what was in its pipe, up to
+`PIPE_SIZE` of records whose bytes were sent.
 
 Frames: a kind byte and the payload's size (`FRAME_HEAD`), then the payload.
 - `C`, first and once: the redaction, JSON `{"redact": [pointer, ...], "secret": text|null}`.
@@ -36,6 +38,7 @@ import gc
 import mmap
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -326,6 +329,10 @@ def serve(source: int, out: int, status: int, progress: Progress | None = None) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Its end is its pipe's: a signal to every process of the bridge's tree (some editors
+    # stop an agent so) must not lose the records handed over, which the bridge has sent.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     args = sys.argv[1:] if argv is None else argv
     out, progress = int(args[0]), Progress(int(args[1]))
     # As the bridge does (process.run_bridge): a run's records are megabytes allocated and

@@ -104,3 +104,26 @@ print(worker.finish())
     done = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, env=env, timeout=60, check=False)
     assert (done.returncode, done.stdout) == (0, b"None\n"), done.stderr.decode()
     assert path.read_bytes() == b"abc\n"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_to_the_writer_does_not_lose_what_is_in_its_pipe(tmp_path: Path, sig: int) -> None:
+    """Stopping the bridge's process tree (as some editors do, one process after another)
+    signals the writer too: it still writes all it was handed, and ends with its pipe."""
+    path = tmp_path / "c.jsonl"
+    worker = start(path, Redactor())
+    data = b"record\n" * 1000
+    worker.send([frame(DATA, len(data)), data])
+    deadline = time.monotonic() + 10
+    while path.stat().st_size < len(data):  # the writer is running its loop
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.kill(worker.proc.pid, signal.SIGSTOP)
+    try:
+        worker.send([frame(DATA, len(data)), data])
+        os.kill(worker.proc.pid, sig)
+    finally:
+        os.kill(worker.proc.pid, signal.SIGCONT)
+    worker.send([frame(DATA, len(data)), data])
+    assert worker.finish() is None
+    assert path.read_bytes() == data * 3
