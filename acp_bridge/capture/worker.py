@@ -260,7 +260,9 @@ class CaptureWorker:
             # Left to finish on its own (whatever it has is still written if it resumes),
             # and reaped if it ends while the bridge still runs.
             threading.Thread(target=self.proc.wait, name="capture-writer-reaper", daemon=True).start()
-            return None if self.stalled else f"the capture writer did not finish within {STALL_SECONDS:g} s"
+            if self.stalled:
+                return None
+            return f"the capture writer has not finished in {STALL_SECONDS:g} s (left to finish on its own)"
         reason = self.proc.stdout.read(STATUS_LIMIT).decode("utf-8", "replace").strip()
         self.proc.stdout.close()
         code = self.proc.wait()

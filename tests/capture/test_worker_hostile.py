@@ -127,3 +127,25 @@ def test_a_signal_to_the_writer_does_not_lose_what_is_in_its_pipe(tmp_path: Path
     worker.send([frame(DATA, len(data)), data])
     assert worker.finish() is None
     assert path.read_bytes() == data * 3
+
+
+def test_the_bridge_waits_for_a_stopped_writer_at_the_end_no_longer_than_the_stall_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture_log: list[str]) -> None:
+    monkeypatch.setattr(worker_module, "STALL_SECONDS", 0.3)
+    path = tmp_path / "c.jsonl"
+    capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), CaptureEncoder(), required=False)
+    assert capture.offload()
+    assert isinstance(capture.worker, CaptureWorker)
+    proc = capture.worker.proc
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        begun = time.monotonic()
+        capture.finish(3.0, 4.0)
+        assert time.monotonic() - begun < 5
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    assert proc.wait(10) == 0  # it wrote what it was given once resumed
+    assert path.read_bytes() == b'{"type":"end","time":3.0,"mono":4.0,"records":0}\n'
+    assert [m for m in capture_log if "cannot write" in m] == [
+        f"capture: cannot write {path}: the capture writer has not finished in 0.3 s (left to finish on its own);"
+        " capture stopped"]
