@@ -22,7 +22,9 @@ and no record the bridge made goes through the pipe unless it must wait its turn
 What a SIGKILL leaves: a frame is in the pipe before the bridge sends the bytes it records,
 and the writer is in a session of its own: a bridge killed, alone or with its process group,
 leaves the writer to drain the pipe to its end, so the capture still loses at most what the
-bridge had not yet read.
+bridge had not yet read. The writer ignores SIGINT, SIGTERM and SIGHUP (its end is its pipe's);
+a SIGKILL sent to it too (a whole process tree killed) loses what was in its pipe, up to
+`PIPE_SIZE` of records whose bytes were sent.
 
 Frames: a kind byte and the payload's size (`FRAME_HEAD`), then the payload.
 - `C`, first and once: the redaction, JSON `{"redact": [pointer, ...], "secret": text|null}`.
@@ -33,14 +35,17 @@ Frames: a kind byte and the payload's size (`FRAME_HEAD`), then the payload.
 
 from __future__ import annotations
 
+import errno
 import gc
 import mmap
 import os
+import select
+import signal
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Protocol
 
 try:
@@ -63,6 +68,9 @@ _DIRECTIONS = ("to-agent", "to-client")  # a run's direction byte: its index her
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20  # the bridge asks for this much pipe between it and the writer
 STATUS_LIMIT = 4096  # bytes of the writer's reason the bridge reads
+# A writer that reads nothing for this long (stopped, wedged) is given up: the capture stops,
+# said once, and the relay goes on; the bridge never waits longer for it, at the end either.
+STALL_SECONDS = 10.0
 
 
 def frame(kind: bytes, payload_size: int) -> bytes:
@@ -121,7 +129,7 @@ class Progress:
 
     @classmethod
     def create(cls) -> Progress:
-        fd = os.memfd_create("acp-bridge-capture", 0) if hasattr(os, "memfd_create") else _temporary_fd()
+        fd = os.memfd_create("acp-bridge-capture") if hasattr(os, "memfd_create") else _temporary_fd()
         try:
             os.ftruncate(fd, cls._COUNT.size)
             return cls(fd)
@@ -160,21 +168,26 @@ class CaptureWorker:
         self.progress = progress
         self.pipe: int | None = proc.stdin.fileno()
         self.handed = 0  # frames handed over
+        self.stalled = False  # a hand-over found it reading nothing for STALL_SECONDS
 
-    def __repr__(self) -> str:
-        return f"<CaptureWorker pid={self.proc.pid} written={self.progress.done}/{self.handed}>"
+    def __repr__(self) -> str:  # not the page: it is closed once finished
+        return f"<CaptureWorker pid={self.proc.pid} frames handed={self.handed}>"
 
     @classmethod
     def start(cls, fd: int, redact: tuple[str, ...], secret: str | None) -> CaptureWorker:
         """Start a writer appending to the open file `fd` (it gets its own copy) with this
         redaction. Raises OSError when it cannot be started."""
-        root = str(Path(__file__).resolve().parents[2])  # so it runs this very acp_bridge
+        # The bridge's own sys.path, in its order: the writer imports what the bridge did (this
+        # very acp_bridge, however it is installed), and the standard library before
+        # site-packages (the package root put first let a `pathlib` from PyPI shadow it).
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
+        env["PYTHONPATH"] = os.pathsep.join(entry for entry in sys.path if entry and os.path.exists(entry))
         progress = Progress.create()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "acp_bridge.capture.worker", str(fd), str(progress.fd)],
+                # -P: not the working folder first on sys.path, as `-m` would put it: a project
+                # holding an `orjson.py` (or an `acp_bridge`) would run in the writer.
+                [sys.executable, "-P", "-m", "acp_bridge.capture.worker", str(fd), str(progress.fd)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(fd, progress.fd), env=env,
                 start_new_session=True,  # a signal to the bridge's group must not stop it
             )
@@ -183,6 +196,7 @@ class CaptureWorker:
             raise
         worker = cls(proc, progress)
         assert worker.pipe is not None
+        os.set_blocking(worker.pipe, False)  # `send` waits, but not for ever
         try:
             fcntl.fcntl(worker.pipe, 1031, PIPE_SIZE)  # F_SETPIPE_SZ (Linux): fewer wake-ups
         except (NameError, OSError):
@@ -197,14 +211,22 @@ class CaptureWorker:
 
     def send(self, head: bytes, payload: bytes) -> None:
         """Hand one frame to the writer, all of it, now: this blocks while the writer is a
-        pipe's worth behind (the capture's backpressure). Raises OSError (a broken pipe when
-        the writer has stopped)."""
+        pipe's worth behind (the capture's backpressure), up to STALL_SECONDS without
+        progress. Raises OSError (a broken pipe when the writer has stopped, TimeoutError
+        when it reads nothing)."""
         pipe = self.pipe
         if pipe is None:
             raise BrokenPipeError("the capture writer was closed")
         views = [view for view in (memoryview(head), memoryview(payload)) if view]  # writev: 0 for an empty one
         while views:
-            done = os.writev(pipe, views)
+            try:
+                done = os.writev(pipe, views)
+            except BlockingIOError:
+                if not _ready(pipe, select.POLLOUT, STALL_SECONDS):
+                    self.stalled = True
+                    why = f"the capture writer has read nothing for {STALL_SECONDS:g} s"
+                    raise TimeoutError(errno.ETIMEDOUT, why) from None
+                continue
             while done:
                 if done >= len(views[0]):
                     done -= len(views.pop(0))
@@ -219,8 +241,9 @@ class CaptureWorker:
         return self.progress.done >= self.handed
 
     def finish(self) -> str | None:
-        """Close the pipe, wait for the writer to write what it has, and return why it
-        failed (None when it did not)."""
+        """Close the pipe, wait for the writer to write what it has (up to STALL_SECONDS;
+        not at all once it was found stalled: it is left to finish on its own), and return
+        why it failed (None when it did not, or was found stalled: the hand-over said why)."""
         if self.pipe is not None:
             self.pipe = None
             assert self.proc.stdin is not None
@@ -229,6 +252,15 @@ class CaptureWorker:
             except OSError:
                 pass
         assert self.proc.stdout is not None
+        if not _ready(self.proc.stdout.fileno(), select.POLLIN, 0 if self.stalled else STALL_SECONDS):
+            self.proc.stdout.close()
+            self.progress.close()
+            # Left to finish on its own (whatever it has is still written if it resumes),
+            # and reaped if it ends while the bridge still runs.
+            threading.Thread(target=self.proc.wait, name="capture-writer-reaper", daemon=True).start()
+            if self.stalled:
+                return None
+            return f"the capture writer has not finished in {STALL_SECONDS:g} s (left to finish on its own)"
         reason = self.proc.stdout.read(STATUS_LIMIT).decode("utf-8", "replace").strip()
         self.proc.stdout.close()
         code = self.proc.wait()
@@ -236,6 +268,13 @@ class CaptureWorker:
         if code == 0 and not reason:
             return None
         return reason or f"the capture writer exited with status {code}"
+
+
+def _ready(fd: int, event: int, seconds: float) -> bool:
+    """Whether `fd` is ready for `event` (or hung up) within `seconds`."""
+    poll = select.poll()
+    poll.register(fd, event)
+    return bool(poll.poll(seconds * 1000))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -290,6 +329,10 @@ def serve(source: int, out: int, status: int, progress: Progress | None = None) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Its end is its pipe's: a signal to every process of the bridge's tree (some editors
+    # stop an agent so) must not lose the records handed over, which the bridge has sent.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
     args = sys.argv[1:] if argv is None else argv
     out, progress = int(args[0]), Progress(int(args[1]))
     # As the bridge does (process.run_bridge): a run's records are megabytes allocated and

@@ -1,0 +1,151 @@
+"""The capture writer process against a hostile world (acp_bridge/capture/worker.py): a
+working folder holding modules of its own, a writer that stops reading, what a child of the
+bridge could inherit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from acp_bridge.capture import worker as worker_module
+from acp_bridge.capture.records import CaptureEncoder
+from acp_bridge.capture.redaction import Redactor
+from acp_bridge.capture.worker import DATA, CaptureWorker, Progress, frame, run_head
+from acp_bridge.capture.writer import CaptureFile
+from acp_bridge.core import Direction, Forward, Verdict
+from tests.capture.test_worker import CHUNK, capture_log, start
+
+__all__ = ["capture_log"]  # the fixture, used here by name
+
+C = Direction.TO_CLIENT
+
+
+def test_the_working_folder_is_not_on_the_writers_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m` puts the working folder first on sys.path: a project the editor opens
+    (the bridge's working folder) must not get its `orjson.py` run by the writer, which
+    also holds the system prompt; nor lose the capture to it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    marker = tmp_path / "ran"
+    (project / "orjson.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise ImportError('not orjson')\n")
+    monkeypatch.chdir(project)
+    path = tmp_path / "c.jsonl"
+    worker = start(path, Redactor())
+    run = Forward(C, CHUNK * 3, CHUNK * 3, Verdict.PASS, untouched_lines=True)
+    worker.send(run_head(0, 2.0, 3.0, "to-client", len(run.raw)), run.raw)
+    assert worker.finish() is None
+    assert not marker.exists()
+    assert path.read_bytes() == CaptureEncoder().encode_batch(2.0, 3.0, [run])
+
+
+def test_the_shared_page_is_not_inherited_by_the_bridges_children() -> None:
+    progress = Progress.create()
+    try:
+        assert not os.get_inheritable(progress.fd)
+    finally:
+        progress.close()
+
+
+def test_a_writer_that_stops_reading_stops_the_capture_not_the_relay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture_log: list[str]) -> None:
+    """A writer that reads nothing for `STALL_SECONDS` (here stopped by a signal) is given
+    up, said once: the bridge waits that long at most, on a hand-over and at the end, and
+    relays on."""
+    monkeypatch.setattr(worker_module, "STALL_SECONDS", 0.3)
+    path = tmp_path / "c.jsonl"
+    capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), CaptureEncoder(), required=False)
+    assert capture.offload()
+    assert isinstance(capture.worker, CaptureWorker)
+    pid = capture.worker.proc.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        begun = time.monotonic()
+        data = b"x" * (1 << 20) + b"\n"
+        while not capture.closed:  # a pipe's worth, then the writer is found stuck
+            capture.write(frame(DATA, len(data)) + data)
+            assert time.monotonic() - begun < 5
+        capture.record(1.0, 2.0, [Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)])
+        capture.finish(3.0, 4.0)
+        assert time.monotonic() - begun < 5
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert [m for m in capture_log if "cannot write" in m] == [
+        f"capture: cannot write {path}: the capture writer has read nothing for 0.3 s; capture stopped, relaying goes on"]
+
+
+def test_an_installed_bridge_does_not_put_its_site_packages_before_the_standard_library(tmp_path: Path) -> None:
+    """Installed, the bridge's package root is site-packages; the writer must resolve
+    imports in the bridge's own order, where a module there named like one of the standard
+    library (`pathlib` from PyPI, `enum34`) comes after the standard library's."""
+    site = tmp_path / "site-packages"
+    shutil.copytree(Path(worker_module.__file__).parents[1], site / "acp_bridge",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (site / "pathlib.py").write_text("raise ImportError('a pathlib from PyPI')\n")
+    path = tmp_path / "c.jsonl"
+    script = f"""
+import os, sys
+sys.path.insert(next(i for i, p in enumerate(sys.path) if p.endswith("site-packages")), {str(site)!r})
+from acp_bridge.capture.worker import DATA, CaptureWorker, frame
+assert CaptureWorker.__module__ == "acp_bridge.capture.worker"
+assert sys.modules["acp_bridge"].__file__.startswith({str(site)!r})
+fd = os.open({str(path)!r}, os.O_WRONLY | os.O_CREAT, 0o600)
+worker = CaptureWorker.start(fd, (), None)
+worker.send(frame(DATA, 4), b"abc\\n")
+print(worker.finish())
+"""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, env=env, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, b"None\n"), done.stderr.decode()
+    assert path.read_bytes() == b"abc\n"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_to_the_writer_does_not_lose_what_is_in_its_pipe(tmp_path: Path, sig: int) -> None:
+    """Stopping the bridge's process tree (as some editors do, one process after another)
+    signals the writer too: it still writes all it was handed, and ends with its pipe."""
+    path = tmp_path / "c.jsonl"
+    worker = start(path, Redactor())
+    data = b"record\n" * 1000
+    worker.send(frame(DATA, len(data)), data)
+    deadline = time.monotonic() + 10
+    while path.stat().st_size < len(data):  # the writer is running its loop
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.kill(worker.proc.pid, signal.SIGSTOP)
+    try:
+        worker.send(frame(DATA, len(data)), data)
+        os.kill(worker.proc.pid, sig)
+    finally:
+        os.kill(worker.proc.pid, signal.SIGCONT)
+    worker.send(frame(DATA, len(data)), data)
+    assert worker.finish() is None
+    assert path.read_bytes() == data * 3
+
+
+def test_the_bridge_waits_for_a_stopped_writer_at_the_end_no_longer_than_the_stall_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture_log: list[str]) -> None:
+    monkeypatch.setattr(worker_module, "STALL_SECONDS", 0.3)
+    path = tmp_path / "c.jsonl"
+    capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), CaptureEncoder(), required=False)
+    assert capture.offload()
+    assert isinstance(capture.worker, CaptureWorker)
+    proc = capture.worker.proc
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        begun = time.monotonic()
+        capture.finish(3.0, 4.0)
+        assert time.monotonic() - begun < 5
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    assert proc.wait(10) == 0  # it wrote what it was given once resumed
+    assert path.read_bytes() == b'{"type":"end","time":3.0,"mono":4.0,"records":0}\n'
+    assert [m for m in capture_log if "cannot write" in m] == [
+        f"capture: cannot write {path}: the capture writer has not finished in 0.3 s (left to finish on its own);"
+        " capture stopped, relaying goes on"]
