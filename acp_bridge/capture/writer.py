@@ -106,6 +106,7 @@ class CaptureFile:
         self.encoder = encoder
         self.required = required
         self.runs = [0, 0]  # runs recorded by the writer process, and by the bridge while it was busy
+        self.offload_at_first_run = False  # start the writer process when a run first comes
 
     def __repr__(self) -> str:
         how = "closed" if self.closed else "with a writer process" if self.worker is not None else "inline"
@@ -142,6 +143,9 @@ class CaptureFile:
         Raises:
             CaptureError: the write failed and `capture.required` is set.
         """
+        if self.offload_at_first_run and any(fwd.untouched_lines for fwd in forwards):
+            self.offload_at_first_run = False
+            self.offload()
         if self.worker is not None:
             self._hand_over(self.worker, wall, mono, forwards)
         elif self.fd is not None:
@@ -279,8 +283,9 @@ def start_capture(config: Config, *, argv: Sequence[str] | None = None,
     )
     if not capture.write(dumps(header)):
         return None
-    if OFFLOAD and not config.capture.required:
-        capture.offload()
+    # Not before it pays: a session of single messages (each read a line or two) has no runs,
+    # and would only pay the writer's start-up (~0.1 s of CPU) and wait for it at the end.
+    capture.offload_at_first_run = OFFLOAD and not config.capture.required
     if capture.path != path:
         log.info("capture: %s exists; writing %s", path, capture.path)
     else:

@@ -272,20 +272,30 @@ async def test_a_writer_that_cannot_start_leaves_the_bridge_writing(
     assert any("no writer process" in m for m in capture_log)
 
 
-def test_a_required_capture_is_written_by_the_bridge(tmp_path: Path) -> None:
-    """So that a write that fails stops the bridge before it sends what it could not record."""
+def test_a_capture_starts_its_writer_at_its_first_run_unless_it_is_required(tmp_path: Path) -> None:
+    """A required capture is written by the bridge, so that a write that fails stops the
+    bridge before it sends what it could not record; any other starts its writer process
+    when the first run comes (single lines never start one)."""
     from acp_bridge.config import CaptureConfig, Config
 
     assert writer_module.OFFLOAD
     required = writer_module.start_capture(Config(capture=CaptureConfig(path=str(tmp_path / "r.jsonl"), required=True)))
     free = writer_module.start_capture(Config(capture=CaptureConfig(path=str(tmp_path / "f.jsonl"))))
     assert required is not None and free is not None
+    relay = Relay(run_min=len(CHUNK) + 1)
+    single, run = relay.feed(C, CHUNK), relay.feed(C, CHUNK * 2)
+    assert [f.untouched_lines for f in single + run] == [False, True]
     try:
-        assert (required.worker, required.fd is not None) == (None, True)
-        assert (isinstance(free.worker, CaptureWorker), free.fd is not None) == (True, True)
+        for capture in (required, free):
+            capture.record(1.0, 1.0, single)
+            assert capture.worker is None
+            capture.record(1.0, 1.0, run)
+        assert required.worker is None and isinstance(free.worker, CaptureWorker)
     finally:
         required.finish(1.0, 1.0)
         free.finish(1.0, 1.0)
+    assert [orjson.loads(r).get("seq") for r in (tmp_path / "f.jsonl").read_bytes().splitlines()] == [
+        None, 1, 2, 3, None]
 
 
 def test_the_writer_is_idle_once_it_has_written_every_frame(tmp_path: Path) -> None:
