@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+
 import pytest
 
 from acp_bridge.capture import writer
@@ -19,3 +22,21 @@ def either_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     """Run the test once with a writer process and once without one."""
     monkeypatch.setattr(writer, "OFFLOAD", request.param == "writer process")
     return str(request.param)
+
+
+@pytest.fixture
+def capture_log() -> Iterator[list[str]]:
+    """Errors of the capture logger (attached directly: the CLI may turn propagation off)."""
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    logger = logging.getLogger("acp_bridge.capture")
+    handler = Keep(logging.ERROR)
+    logger.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)

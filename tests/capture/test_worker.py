@@ -10,7 +10,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -198,26 +197,6 @@ def test_a_full_disk_is_the_reason_the_writer_gives(tmp_path: Path) -> None:
     assert worker.proc.returncode == 1
 
 
-@pytest.fixture
-def capture_log() -> Iterator[list[str]]:
-    messages: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            messages.append(record.getMessage())
-
-    logger = logging.getLogger("acp_bridge.capture")
-    handler = Keep(logging.DEBUG)
-    logger.addHandler(handler)
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
-    try:
-        yield messages
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-
-
 def capture_on(fd: int, path: Path) -> CaptureFile:
     capture = CaptureFile(str(path), fd, CaptureEncoder(), required=False)
     assert capture.offload()
@@ -258,7 +237,8 @@ async def test_a_writer_killed_stops_the_capture_not_the_relay(tmp_path: Path, c
 
 
 async def test_a_writer_that_cannot_start_leaves_the_bridge_writing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture_log: list[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "acp_bridge.capture")
     path = tmp_path / "c.jsonl"
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
     capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), CaptureEncoder(), required=False)
@@ -269,7 +249,7 @@ async def test_a_writer_that_cannot_start_leaves_the_bridge_writing(
     capture.finish(3.0, 4.0)
     assert path.read_bytes() == (CaptureEncoder().encode_batch(1.0, 2.0, [run])
                                  + b'{"type":"end","time":3.0,"mono":4.0,"records":1}\n')
-    assert any("no writer process" in m for m in capture_log)
+    assert any("no writer process" in m for m in caplog.messages)
 
 
 def test_a_capture_starts_its_writer_at_its_first_run_unless_it_is_required(tmp_path: Path) -> None:

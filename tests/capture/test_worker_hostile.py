@@ -20,9 +20,7 @@ from acp_bridge.capture.redaction import Redactor
 from acp_bridge.capture.worker import DATA, CaptureWorker, Progress, frame, run_head
 from acp_bridge.capture.writer import CaptureFile
 from acp_bridge.core import Direction, Forward, Verdict
-from tests.capture.test_worker import CHUNK, capture_log, start
-
-__all__ = ["capture_log"]  # the fixture, used here by name
+from tests.capture.test_worker import CHUNK, start
 
 C = Direction.TO_CLIENT
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,24 +34,6 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
     data = path.read_bytes()
     assert data.endswith(b"\n")
     return [orjson.loads(x) for x in data.splitlines()]
-
-
-@pytest.fixture
-def capture_log() -> Iterator[list[str]]:
-    """Messages of the capture logger (attached directly: the CLI may turn propagation off)."""
-    messages: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            messages.append(record.getMessage())
-
-    logger = logging.getLogger("acp_bridge.capture")
-    handler = Keep(logging.ERROR)
-    logger.addHandler(handler)
-    try:
-        yield messages
-    finally:
-        logger.removeHandler(handler)
 
 
 async def relay_through(cfg: Config, to_agent: list[bytes]) -> bytes:
