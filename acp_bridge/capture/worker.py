@@ -1,11 +1,12 @@
 """The capture writer process: records of untouched runs made on the other core.
 
 Owns: the wire between the bridge and its capture writer (frames on the writer's stdin), the
-writer's main loop (`python -m acp_bridge.capture.worker FD`), and the bridge's handle on it
-(`CaptureWorker`). Must never: write a record the bridge's own encoder would not write byte
+writer's main loop (`python -P -m acp_bridge.capture.worker OUT_FD PAGE_FD`), and the
+bridge's handle on it (`CaptureWorker`). Must never: write a record the bridge's own encoder would not write byte
 for byte (the property in tests/capture/test_worker.py compares the two), lose a frame the
-bridge handed over (it drains its stdin to the end, whatever becomes of the bridge), or
-write anything on its stdout but the reason it stopped.
+bridge handed over (it drains its stdin to the end, whatever becomes of the bridge), write
+anything on its stdout but the reason it stopped, or make the bridge wait for it longer than
+`STALL_SECONDS`.
 
 Why a process: nearly all of a busy capture is the records of runs of untouched lines
 (`Forward.untouched_lines`), ~0.7-1 us of Python a line, and a thread would hold the same
