@@ -5,6 +5,7 @@ bridge could inherit."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from acp_bridge.capture import worker as worker_module
@@ -147,3 +149,40 @@ def test_the_bridge_waits_for_a_stopped_writer_at_the_end_no_longer_than_the_sta
     assert [m for m in capture_log if "cannot write" in m] == [
         f"capture: cannot write {path}: the capture writer has not finished in 0.3 s (left to finish on its own);"
         " capture stopped, relaying goes on"]
+
+
+async def test_a_writer_process_capture_equals_an_inline_one_end_to_end(tmp_path: Path) -> None:
+    """The same agent output through two real bridges, one with a writer process and one
+    with a required capture (all inline): the records are the same but for the clocks.
+    Bursts of chunks (runs for the writer, or for the bridge while the writer is busy) with
+    requests, a secret, malformed lines and a line over the parse limit between them."""
+    from tests.conftest import run_cli
+
+    lines: list[bytes] = []
+    for i in range(30_000):
+        lines.append(CHUNK.replace(b'"hi"', b'"chunk %d"' % i))
+        if i % 5_000 == 7:
+            lines += [b'{"jsonrpc":"2.0","id":%d,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/x"}}\n' % i,
+                      b'{"jsonrpc":"2.0","method":"n","params":{"text":"the SECRET prompt"}}\n', b"not json\n",
+                      b'{"jsonrpc":"2.0","method":"n","params":{"pad":"' + b"p" * (1 << 20) + b'"}}\n']
+    source = tmp_path / "agent-output.jsonl"
+    source.write_bytes(b"".join(lines))
+    got = {}
+    for name, required in (("writer", "false"), ("inline", "true")):
+        config = tmp_path / f"{name}.toml"
+        config.write_text(f'[relay]\nparse_limit_mib = 1\n[system_prompt]\ntext = "SECRET prompt"\n'
+                          f'[capture]\npath = "{tmp_path / name}.jsonl"\nrequired = {required}\n')
+        # --no-health: which lines the watchdog sees depends on how reads fell, not on the capture
+        result = await run_cli(["run", "-vv", "--no-health", "-c", str(config), "--", "cat", str(source)], b"")
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout == source.read_bytes()
+        stderr = result.stderr.decode()
+        assert ("capture: writer process" in stderr) == (name == "writer")
+        if name == "writer":  # both made records: the writer (ready ~0.1 s into a ~1 s stream), the bridge meanwhile
+            split = re.search(r"runs recorded by the writer process: (\d+), by the bridge while it was busy: (\d+)", stderr)
+            assert split is not None and int(split[1]) >= 1 and int(split[2]) >= 1, split
+        got[name] = [{k: v for k, v in orjson.loads(r).items() if k not in ("time", "mono")}
+                     for r in (tmp_path / f"{name}.jsonl").read_bytes().splitlines()[1:]]
+    assert got["writer"] == got["inline"]
+    assert len(got["writer"]) == len(lines) + 1 and got["writer"][-1]["type"] == "end"
+    assert b"SECRET" not in (tmp_path / "writer.jsonl").read_bytes()
