@@ -178,6 +178,8 @@ class CaptureWorker:
     def start(cls, fd: int, redact: tuple[str, ...], secret: str | None) -> CaptureWorker:
         """Start a writer appending to the open file `fd` (it gets its own copy) with this
         redaction. Raises OSError when it cannot be started."""
+        if not sys.executable:  # an embedded Python may not know its own (None, or "")
+            raise FileNotFoundError(errno.ENOENT, "this Python does not know its own executable")
         # The bridge's own sys.path, in its order: the writer imports what the bridge did (this
         # very acp_bridge, however it is installed), and the standard library before
         # site-packages (the package root put first let a `pathlib` from PyPI shadow it).

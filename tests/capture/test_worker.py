@@ -236,11 +236,13 @@ async def test_a_writer_killed_stops_the_capture_not_the_relay(tmp_path: Path, c
         f"capture: cannot write {path}: the capture writer exited with status -9; capture stopped, relaying goes on"]
 
 
+@pytest.mark.parametrize("executable", ["no-python", "", None])
 async def test_a_writer_that_cannot_start_leaves_the_bridge_writing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        executable: str | None) -> None:
     caplog.set_level(logging.INFO, "acp_bridge.capture")
     path = tmp_path / "c.jsonl"
-    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / executable) if executable else executable)
     capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), CaptureEncoder(), required=False)
     assert not capture.offload()
     assert capture.worker is None and capture.fd is not None
