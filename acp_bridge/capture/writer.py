@@ -133,6 +133,9 @@ class CaptureFile:
         except OSError as exc:
             log.info("capture: no writer process (%s); records are written by the bridge", exc.strerror or exc)
             return False
+        except Exception:  # a bug starting it must not end the relay: the bridge records itself
+            log.exception("capture: no writer process; records are written by the bridge")
+            return False
         self.worker = worker
         log.debug("capture: writer process %d", worker.proc.pid)
         return True

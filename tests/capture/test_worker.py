@@ -310,3 +310,21 @@ def test_an_empty_frame_is_handed_over_and_written_as_nothing(tmp_path: Path) ->
     assert worker.handed == 3
     assert worker.finish() is None
     assert path.read_bytes() == b"ok\n"
+
+
+def test_a_bug_starting_the_writer_leaves_the_bridge_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    def broken(*args: object) -> CaptureWorker:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(CaptureWorker, "start", broken)
+    path = tmp_path / "c.jsonl"
+    capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), CaptureEncoder(), required=False)
+    capture.offload_at_first_run = True
+    run = Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)
+    capture.record(1.0, 2.0, [run])
+    capture.finish(3.0, 4.0)
+    assert capture.worker is None
+    assert path.read_bytes() == (CaptureEncoder().encode_batch(1.0, 2.0, [run])
+                                 + b'{"type":"end","time":3.0,"mono":4.0,"records":1}\n')
+    assert any("no writer process" in m for m in caplog.messages)
