@@ -162,13 +162,18 @@ class CaptureFile:
         encoder = self.encoder
         mine: list[Forward] = []
         for fwd in forwards:
-            if fwd.untouched_lines and worker.idle():
+            if self.worker is not None and fwd.untouched_lines and worker.idle():
                 if mine and not self.write(encoder.encode_batch(wall, mono, mine)):
                     return
                 mine = []
                 raw = fwd.raw
-                if not self._send(run_head(encoder.seq, wall, mono, fwd.direction.value, len(raw)), raw):
-                    return
+                try:
+                    worker.send(run_head(encoder.seq, wall, mono, fwd.direction.value, len(raw)), raw)
+                except OSError as exc:
+                    if not self._take_over(worker, exc):
+                        return
+                    mine.append(fwd)  # the bridge records it, and all that follows
+                    continue
                 encoder.seq += raw.count(b"\n")
                 self.runs[0] += 1
             else:
@@ -176,6 +181,19 @@ class CaptureFile:
                 self.runs[1] += fwd.untouched_lines
         if mine:
             self.write(encoder.encode_batch(wall, mono, mine))
+
+    def _take_over(self, worker: WriterPipe, exc: OSError) -> bool:
+        """The writer is gone, found while handing it a run. If it had written every frame
+        before (it was idle, and it ended: nothing of it can come later), nothing is lost:
+        the bridge records from here on, and says so. Else the capture stops (`_stop`)."""
+        if isinstance(exc, BrokenPipeError) and worker.idle():
+            reason = worker.finish()
+            self.worker = None
+            log.warning("capture: the writer process ended (%s); the bridge records the rest itself",
+                        reason or exc.strerror or exc)
+            return True
+        self._stop(exc)
+        return False
 
     def write_record(self, record: Json) -> None:
         """Write one record of another kind than a message (a health finding), between two

@@ -224,10 +224,46 @@ async def test_a_writer_that_fails_after_the_last_batch_is_said_at_the_end(captu
         "capture: cannot write /dev/full: No space left on device; capture stopped, relaying goes on"]
 
 
-async def test_a_writer_killed_stops_the_capture_not_the_relay(tmp_path: Path, capture_log: list[str]) -> None:
+def wait_idle(worker: CaptureWorker) -> None:
+    deadline = time.monotonic() + 10
+    while not worker.idle():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+async def test_a_writer_killed_while_idle_is_taken_over_by_the_bridge(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A writer that had written all it was given, then died (killed): nothing is lost,
+    so the bridge records what follows itself, and says so once."""
+    caplog.set_level(logging.WARNING, "acp_bridge.capture")
     path = tmp_path / "c.jsonl"
     capture = capture_on(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), path)
     assert isinstance(capture.worker, CaptureWorker)
+    first = Forward(C, CHUNK * 2, CHUNK * 2, Verdict.PASS, untouched_lines=True)
+    capture.record(1.0, 2.0, [first])
+    wait_idle(capture.worker)
+    capture.worker.proc.send_signal(signal.SIGKILL)
+    capture.worker.proc.wait()
+    second = Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)
+    capture.record(1.0, 2.0, [second])
+    capture.record(1.0, 2.0, [second])
+    assert capture.worker is None and not capture.closed
+    capture.finish(3.0, 4.0)
+    encoder = CaptureEncoder()
+    expected = b"".join(encoder.encode_batch(1.0, 2.0, [run]) for run in (first, second, second))
+    assert path.read_bytes() == expected + encoder.trailer(3.0, 4.0)
+    assert caplog.messages == ["capture: the writer process ended (the capture writer exited with status -9); "
+                               "the bridge records the rest itself"]
+
+
+async def test_a_writer_killed_with_frames_unwritten_stops_the_capture_not_the_relay(
+        tmp_path: Path, capture_log: list[str]) -> None:
+    path = tmp_path / "c.jsonl"
+    capture = capture_on(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), path)
+    assert isinstance(capture.worker, CaptureWorker)
+    wait_idle(capture.worker)
+    capture.worker.proc.send_signal(signal.SIGSTOP)
+    capture.record(1.0, 2.0, [Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)])  # never written
     capture.worker.proc.send_signal(signal.SIGKILL)
     capture.worker.proc.wait()
     capture.record(1.0, 2.0, [Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)])
