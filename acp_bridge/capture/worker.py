@@ -183,7 +183,9 @@ class CaptureWorker:
         # The bridge's own sys.path, in its order: the writer imports what the bridge did (this
         # very acp_bridge, however it is installed), and the standard library before
         # site-packages (the package root put first let a `pathlib` from PyPI shadow it).
-        env = dict(os.environ)
+        # Not the bridge's own settings (ACP_BRIDGE_SYSTEM_PROMPT is the secret the writer
+        # masks: it is told what it needs in its pipe, not in an environment others can list).
+        env = {name: value for name, value in os.environ.items() if not name.startswith("ACP_BRIDGE_")}
         env["PYTHONPATH"] = os.pathsep.join(entry for entry in sys.path if entry and os.path.exists(entry))
         progress = Progress.create()
         try:

@@ -186,3 +186,17 @@ async def test_a_writer_process_capture_equals_an_inline_one_end_to_end(tmp_path
     assert got["writer"] == got["inline"]
     assert len(got["writer"]) == len(lines) + 1 and got["writer"][-1]["type"] == "end"
     assert b"SECRET" not in (tmp_path / "writer.jsonl").read_bytes()
+
+
+def test_the_writer_does_not_inherit_the_bridges_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The system prompt set through the environment stays out of the writer's: it is told
+    what to mask in its pipe."""
+    monkeypatch.setenv("ACP_BRIDGE_SYSTEM_PROMPT", "the SECRET prompt")
+    monkeypatch.setenv("SOMETHING_ELSE", "kept")
+    worker = start(tmp_path / "c.jsonl", Redactor(secret="the SECRET prompt"))
+    try:
+        environ = Path(f"/proc/{worker.proc.pid}/environ").read_bytes().split(b"\0")
+    finally:
+        assert worker.finish() is None
+    assert b"SOMETHING_ELSE=kept" in environ
+    assert not any(entry.startswith(b"ACP_BRIDGE_") for entry in environ)
