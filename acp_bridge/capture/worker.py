@@ -86,7 +86,8 @@ def run_head(seq: int, wall: float, mono: float, direction: str, size: int) -> b
 
 def read_frames(fd: int, read_size: int = READ_SIZE) -> Iterator[tuple[bytes, bytes]]:
     """Each (kind, payload) on `fd` until its end. A frame cut short by the end is dropped:
-    only a writer that died mid-write leaves one, and its bytes were never sent on."""
+    only a bridge killed while handing it over leaves one, and it had not yet sent the bytes
+    that frame records."""
     buf = bytearray()
     pos = 0
     while True:
