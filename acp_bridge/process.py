@@ -10,7 +10,6 @@ exit status. Must never: write to stdout except through the relay's client outle
 from __future__ import annotations
 
 import errno
-import fcntl
 import gc
 import logging
 import os
@@ -29,16 +28,15 @@ from acp_bridge.bridge import Bridge, CaptureSink, Peer, bridge_streams
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
-from acp_bridge.heap import keep_heap as keep_heap  # the bridge keeps its heap (bench/feed_ab.py too)
 from acp_bridge.streams import Outlet
+from acp_bridge.tuning import keep_heap as keep_heap  # bench/feed_ab.py imports it from here
+from acp_bridge.tuning import widen_pipe
 
 log = logging.getLogger("acp_bridge.process")
 
 EXIT_NOT_FOUND = 127
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STDERR_TAIL_BYTES = 4096
-PIPE_SIZE = 1024 * 1024
-F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 STDERR_LINGER = 1.0  # seconds to wait for the agent's last stderr bytes after it exits
 STDOUT_LINGER = 1.0  # ... and for it to exit after its stdout's EOF
 HANGUP_POLL = 0.5  # how often to look whether the client hung up while its pump is stuck
@@ -105,17 +103,6 @@ class _Discard(trio.abc.SendStream):
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
-
-
-def widen_pipe(fd: int, size: int = PIPE_SIZE) -> None:
-    """Ask for a larger pipe buffer: fewer, larger reads and writes per megabyte relayed.
-
-    Linux only (F_SETPIPE_SZ); anything else, or a refusal, leaves the pipe as it is.
-    """
-    try:
-        fcntl.fcntl(fd, F_SETPIPE_SZ, size)
-    except OSError:
-        pass
 
 
 @asynccontextmanager

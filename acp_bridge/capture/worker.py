@@ -49,25 +49,19 @@ import threading
 from collections.abc import Iterator
 from typing import Protocol
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: the pipe keeps its size
-    pass
-
 import orjson
 
 from acp_bridge.capture.records import CaptureEncoder
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.frames import Direction
-from acp_bridge.heap import keep_heap
+from acp_bridge.tuning import keep_heap, widen_pipe
 
 FRAME_HEAD = struct.Struct("<cQ")
 _RUN = struct.Struct("<QddB")
 CONFIG, DATA, RUN = b"C", b"D", b"R"
 _DIRECTIONS = ("to-agent", "to-client")  # a run's direction byte: its index here
 READ_SIZE = 1 << 20
-PIPE_SIZE = 1 << 20  # the bridge asks for this much pipe between it and the writer
 STATUS_LIMIT = 4096  # bytes of the writer's reason the bridge reads
 # A writer that reads nothing for this long (stopped, wedged) is given up: the capture stops,
 # said once, and the relay goes on; the bridge never waits longer for it, at the end either.
@@ -203,10 +197,7 @@ class CaptureWorker:
         worker = cls(proc, progress)
         assert worker.pipe is not None
         os.set_blocking(worker.pipe, False)  # `send` waits, but not for ever
-        try:
-            fcntl.fcntl(worker.pipe, 1031, PIPE_SIZE)  # F_SETPIPE_SZ (Linux): fewer wake-ups
-        except (NameError, OSError):
-            pass
+        widen_pipe(worker.pipe)  # fewer wake-ups of either process
         config = orjson.dumps({"redact": list(redact), "secret": secret})
         try:
             worker.send(frame(CONFIG, len(config)), config)

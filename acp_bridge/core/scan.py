@@ -31,7 +31,7 @@ def _load() -> _Native | None:
     try:
         import ctypes
 
-        # By its soname, as process.keep_heap does: find_library would run ldconfig.
+        # By its soname, as tuning.keep_heap does: find_library would run ldconfig.
         memmem = ctypes.CDLL("libc.so.6").memmem
     except (OSError, AttributeError):
         return None

@@ -1,12 +1,18 @@
-"""The allocator settings of the bridge's processes (the bridge, its capture writer).
+"""What the bridge's processes (the bridge, its capture writer) ask of the system for speed.
 
-Owns: telling glibc's malloc to keep the heap it has. Must never: fail where there is no
-glibc (it is then a no-op), or cost start-up time for a command that does not relay.
+Owns: telling glibc's malloc to keep the heap it has, and asking for wide pipes. Must never:
+fail where the system cannot (each is then a no-op), or cost start-up time for a command
+that does not relay.
 """
 
 from __future__ import annotations
 
-MIB = 1024 * 1024
+import fcntl
+
+from acp_bridge.core.framing import MIB
+
+PIPE_SIZE = MIB
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
 
 
@@ -28,4 +34,15 @@ def keep_heap(trim_threshold: int = 64 * MIB, top_pad: int = 16 * MIB, mmap_thre
         libc.mallopt(M_TOP_PAD, top_pad)
         libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)
     except (OSError, AttributeError):
+        pass
+
+
+def widen_pipe(fd: int, size: int = PIPE_SIZE) -> None:
+    """Ask for a larger pipe buffer: fewer, larger reads and writes per megabyte relayed.
+
+    Linux only (F_SETPIPE_SZ); anything else, or a refusal, leaves the pipe as it is.
+    """
+    try:
+        fcntl.fcntl(fd, F_SETPIPE_SZ, size)
+    except OSError:
         pass
