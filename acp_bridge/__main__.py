@@ -15,7 +15,7 @@ import gc
 def main() -> None:
     gc.disable()
     try:
-        from acp_bridge.cli import main as command_line
+        from acp_bridge.commands.cli import main as command_line
     finally:
         gc.freeze()
         gc.enable()

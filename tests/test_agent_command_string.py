@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.cli import main
+from acp_bridge.commands.cli import main
 from tests.conftest import agent_cmd, run_cli
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from acp_bridge.bridge import bridge_streams
 from acp_bridge.core import Relay
+from acp_bridge.shell.bridge import bridge_streams
 
 
 async def read_all(stream: trio.abc.ReceiveStream) -> bytes:
@@ -80,7 +80,7 @@ async def test_a_gone_peer_with_open_output_ends_the_session_and_requests_are_an
     """The one wiring, as the real agent process uses it: the peer says the agent is gone
     while its output stays open; the bridge stops reading it and answers what is in flight
     with the peer's message."""
-    from acp_bridge.bridge import Peer
+    from acp_bridge.shell.bridge import Peer
 
     gone = trio.Event()
 

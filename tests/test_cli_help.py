@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from acp_bridge import cli
-from acp_bridge.cli import main
-from acp_bridge.config_schema import schema
+from acp_bridge.commands import cli
+from acp_bridge.commands.cli import main
+from acp_bridge.config.schema import schema
 
 PACKAGE = Path(cli.__file__).parent
 VARIABLE = re.compile(r"\bACP_BRIDGE_[A-Z][A-Z0-9_]*")

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.cli import main
+from acp_bridge.commands.cli import main
 from tests.conftest import agent_cmd, example, keeper, line, run_cli, signal_running_bridge
 
 MIXED = b"".join([
@@ -183,7 +183,7 @@ def test_no_agent_command_is_a_usage_error() -> None:
 
 
 def test_precedence_command_line_then_env_then_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge import cli
+    from acp_bridge.commands import cli
 
     seen: list[Any] = []
     monkeypatch.setattr(cli, "run_and_report", keeper(seen))
@@ -234,7 +234,7 @@ def test_version() -> None:
 
 
 def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge import cli
+    from acp_bridge.commands import cli
 
     seen: list[Any] = []
     monkeypatch.setattr(cli, "run_and_report", keeper(seen))
@@ -268,7 +268,7 @@ def test_log_lines_wait_for_a_full_non_blocking_stderr(monkeypatch: pytest.Monke
     import select
     import threading
 
-    from acp_bridge.logs import StderrHandler
+    from acp_bridge.shell.logs import StderrHandler
 
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
@@ -316,7 +316,7 @@ async def test_dash_dash_alone_is_short_for_run() -> None:
 
 
 def test_start_hints_name_the_usual_causes(tmp_path: Path) -> None:
-    from acp_bridge.process import start_hint
+    from acp_bridge.shell.agent import start_hint
 
     def enoent(filename: str) -> OSError:
         return FileNotFoundError(2, "No such file or directory", filename)
@@ -384,7 +384,7 @@ def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
 
 
 def test_the_short_form_takes_every_run_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge import cli
+    from acp_bridge.commands import cli
 
     seen: list[Any] = []
     monkeypatch.setattr(cli, "run_and_report", keeper(seen))

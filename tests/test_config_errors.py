@@ -15,7 +15,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.cli import main
+from acp_bridge.commands.cli import main
 from tests.conftest import agent_cmd, keeper, run_cli
 
 
@@ -240,7 +240,7 @@ def test_a_file_without_end_is_refused_not_read_into_memory(tmp_path: Path, how:
 
 
 def test_a_prompt_file_with_windows_line_ends_reads_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge import cli
+    from acp_bridge.commands import cli
 
     seen: list[Any] = []
     monkeypatch.setattr(cli, "run_and_report", keeper(seen))

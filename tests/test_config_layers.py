@@ -16,8 +16,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge import cli
-from acp_bridge.cli import main
+from acp_bridge.commands import cli
+from acp_bridge.commands.cli import main
 from acp_bridge.config import Config
 from tests.conftest import keeper
 

@@ -17,15 +17,10 @@ from typing import Any
 
 import pytest
 
-from acp_bridge.config import (
-    Config,
-    Overrides,
-    PromptFile,
-    PromptText,
-    apply_overrides,
-)
-from acp_bridge.config_file import read_config
-from acp_bridge.config_schema import FILE_ONLY_KEYS, file_types, schema
+from acp_bridge.config import Config
+from acp_bridge.config.file import read_config
+from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides
+from acp_bridge.config.schema import FILE_ONLY_KEYS, file_types, schema
 from acp_bridge.errors import ConfigError
 
 # "table.key": (the TOML value, the field it sets, the value that field then has). Each value

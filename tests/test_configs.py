@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.cli import main
+from acp_bridge.commands.cli import main
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 FILES = sorted(CONFIGS.glob("*.toml"))

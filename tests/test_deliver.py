@@ -8,9 +8,9 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_bridge.bridge import Bridge
 from acp_bridge.core import Direction, Forward, Relay, Verdict
-from acp_bridge.streams import Outlet
+from acp_bridge.shell.bridge import Bridge
+from acp_bridge.shell.streams import Outlet
 
 TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 

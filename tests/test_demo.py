@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import trio
 
-from acp_bridge.demo.run import Narrator, agent_received, agent_sent, bridge_program, run_demo
+from acp_bridge.commands.demo import Narrator, agent_received, agent_sent, bridge_program, run_demo
 from tests.conftest import run_cli
 
 DEMO_RUNS = 40  # the race this guards came about once in 25 runs

@@ -18,19 +18,19 @@ from tests.conftest import run_cli
 LAZY = {
     "acp_bridge.capture",  # the package, and every capture module: --capture
     "acp_bridge.capture.redaction",  # masking: a capture, or an agent's stderr tail
-    "acp_bridge.capture.writer",
+    "acp_bridge.shell.capture_file",
     "acp_bridge.core.rewrites.system_prompt",  # the rule: a system prompt is configured
     "acp_bridge.core.rewrites.system_prompt_shapes",  # its dialects, plans and edits
     "acp_bridge.core.statistics",  # Relay.statistics(): asked for by tests and tools, not by a run
     "acp_bridge.telemetry",  # --otlp
     "acp_bridge.replay",  # `replay`
-    "acp_bridge.health.check",  # `check`
-    "acp_bridge.config_file",  # a config file: its reader and schema,
-    "acp_bridge.config_schema",
+    "acp_bridge.commands.check",  # `check`
+    "acp_bridge.config.file",  # a config file: its reader and schema,
+    "acp_bridge.config.schema",
     "tomllib",  # and TOML
 }
 # What a plain run does import: proof that the report was read, so that the LAZY check can fail.
-NEEDED = {"trio", "click", "acp_bridge.cli", "acp_bridge.process", "acp_bridge.bridge",
+NEEDED = {"trio", "click", "acp_bridge.commands.cli", "acp_bridge.shell.agent", "acp_bridge.shell.bridge",
           "acp_bridge.health.watchdog"}
 
 
@@ -57,6 +57,6 @@ async def test_each_feature_imports_its_own_modules_when_it_starts(tmp_path: Pat
     config.write_text("[relay]\ngrace_seconds = 5\n")
     agent = ["sh", "-c", "echo 'agent: bye' >&2"]  # not Python: no import report of its own
     imported = await imported_by(["-c", str(config), "--system-prompt", "be brief", "--", *agent])
-    wanted = {"acp_bridge.config_file", "tomllib", "acp_bridge.core.rewrites.system_prompt",
+    wanted = {"acp_bridge.config.file", "tomllib", "acp_bridge.core.rewrites.system_prompt",
               "acp_bridge.core.rewrites.system_prompt_shapes", "acp_bridge.capture.redaction"}
     assert sorted(wanted - imported) == []

@@ -10,7 +10,7 @@ Shell:
     files.py      the path template, reading a capture as it grows, local time for people
     writer.py     the capture file: created 0600, each read's records written before its bytes go on
     html.py       `acp-bridge export --html`; the page's skeleton, CSS and JS are package data (assets/)
-    cli.py        the click commands show, stats and export (loaded only when asked for)
+    commands/cli.py        the click commands show, stats and export (loaded only when asked for)
 
 Import surface: names load on first use (PEP 562), so that `run` pays only for the
 modules it uses, and the readers never load the writer.
@@ -22,10 +22,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acp_bridge.capture.reading import RecordFilter as RecordFilter
-    from acp_bridge.capture.reading import load_record as load_record
-    from acp_bridge.capture.reading import record_bytes as record_bytes
-    from acp_bridge.capture.reading import summarize as summarize
+    from acp_bridge.capture.reader import RecordFilter as RecordFilter
+    from acp_bridge.capture.reader import load_record as load_record
+    from acp_bridge.capture.reader import record_bytes as record_bytes
+    from acp_bridge.capture.reader import summarize as summarize
     from acp_bridge.capture.records import FORMAT_VERSION as FORMAT_VERSION
     from acp_bridge.capture.records import CaptureEncoder as CaptureEncoder
     from acp_bridge.capture.records import dumps as dumps
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from acp_bridge.capture.stats import CaptureStats as CaptureStats
 
 _WHERE = {
-    "acp_bridge.capture.reading": ("RecordFilter", "load_record", "record_bytes", "summarize"),
+    "acp_bridge.capture.reader": ("RecordFilter", "load_record", "record_bytes", "summarize"),
     "acp_bridge.capture.records": ("FORMAT_VERSION", "CaptureEncoder", "dumps", "header_record"),
     "acp_bridge.capture.redaction": ("PROMPT_REDACTED", "REDACTED", "WHOLE", "Redactor", "mask_argv"),
     "acp_bridge.capture.stats": ("CaptureStats",),

@@ -25,10 +25,10 @@ from typing import Any
 import orjson
 
 from acp_bridge import __version__
-from acp_bridge.capture.lean import LeanRuns
 from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor, mask_argv
+from acp_bridge.capture.runs import LeanRuns
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, Kind, classify
+from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Forward, Verdict
 

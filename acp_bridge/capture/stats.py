@@ -12,8 +12,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from acp_bridge.capture.reading import fmt_id, fmt_seconds, load_record, utc_clock
-from acp_bridge.core.frames import id_key
+from acp_bridge.capture.reader import fmt_id, fmt_seconds, load_record, utc_clock
+from acp_bridge.core.messages import id_key
 from acp_bridge.core.protocol import Json
 
 

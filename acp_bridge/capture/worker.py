@@ -54,8 +54,8 @@ import orjson
 from acp_bridge.capture.records import CaptureEncoder
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.core.forward import Forward, Verdict
-from acp_bridge.core.frames import Direction
-from acp_bridge.tuning import keep_heap, widen_pipe
+from acp_bridge.core.messages import Direction
+from acp_bridge.shell.tuning import keep_heap, widen_pipe
 
 FRAME_HEAD = struct.Struct("<cQ")
 _RUN = struct.Struct("<QddB")

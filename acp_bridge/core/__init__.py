@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from acp_bridge.core.forward import Forward as Forward
     from acp_bridge.core.forward import Verdict as Verdict
-    from acp_bridge.core.frames import Direction as Direction
-    from acp_bridge.core.frames import Frame as Frame
-    from acp_bridge.core.frames import Kind as Kind
-    from acp_bridge.core.frames import classify as classify
-    from acp_bridge.core.frames import encode as encode
-    from acp_bridge.core.framing import MIB as MIB
-    from acp_bridge.core.framing import LineSplitter as LineSplitter
-    from acp_bridge.core.framing import Opaque as Opaque
+    from acp_bridge.core.lines import MIB as MIB
+    from acp_bridge.core.lines import LineSplitter as LineSplitter
+    from acp_bridge.core.lines import Opaque as Opaque
+    from acp_bridge.core.messages import Direction as Direction
+    from acp_bridge.core.messages import Frame as Frame
+    from acp_bridge.core.messages import Kind as Kind
+    from acp_bridge.core.messages import classify as classify
+    from acp_bridge.core.messages import encode as encode
     from acp_bridge.core.relay import Relay as Relay
     from acp_bridge.core.rewrites.base import DROP as DROP
     from acp_bridge.core.rewrites.base import PASS as PASS
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from acp_bridge.core.statistics import RelayStatistics as RelayStatistics
 
 _WHERE = {
-    "acp_bridge.core.frames": ("Direction", "Frame", "Kind", "classify", "encode"),
-    "acp_bridge.core.framing": ("MIB", "LineSplitter", "Opaque"),
+    "acp_bridge.core.messages": ("Direction", "Frame", "Kind", "classify", "encode"),
+    "acp_bridge.core.lines": ("MIB", "LineSplitter", "Opaque"),
     "acp_bridge.core.forward": ("Forward", "Verdict"),
     "acp_bridge.core.relay": ("Relay",),
     "acp_bridge.core.rewrites.base": ("DROP", "PASS", "Emit", "Outcome", "Replace", "Rewrite"),

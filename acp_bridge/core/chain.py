@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.core.frames import Frame, Kind
+from acp_bridge.core.messages import Frame, Kind
 from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
 from acp_bridge.core.session import Pending, Session
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from acp_bridge.core.frames import Direction, Frame
+from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.session import Pending
 
 

@@ -21,9 +21,9 @@ from acp_bridge.core.chain import Outcome as ChainOutcome
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.forward import complete_lines
-from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify, encode, number_literals
-from acp_bridge.core.framing import MIB, LineSplitter, Opaque
-from acp_bridge.core.members import Members, MemberScanner
+from acp_bridge.core.id_scanner import Members, MemberScanner
+from acp_bridge.core.lines import MIB, LineSplitter, Opaque
+from acp_bridge.core.messages import Direction, Frame, Kind, Unencodable, classify, encode, number_literals
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, id_key, number_literals
+from acp_bridge.core.messages import Direction, Frame, id_key, number_literals
 from acp_bridge.core.protocol import Json
 
 if TYPE_CHECKING:

@@ -102,7 +102,7 @@ class Validator:
 def schema_findings(validator: Validator, records: list[Json]) -> list[Finding]:
     """One `schema-invalid` finding per message record that does not validate (what each
     side sent, and what the bridge sent instead when it changed or wrote a message)."""
-    from acp_bridge.capture.reading import record_message
+    from acp_bridge.capture.reader import record_message
 
     findings = []
     version = 1

@@ -15,7 +15,7 @@ from typing import Any
 
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, id_key
+from acp_bridge.core.messages import Direction, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
 

@@ -25,14 +25,14 @@ import trio
 
 from acp_bridge.config import Config
 from acp_bridge.core.forward import Forward, Verdict, complete_lines
-from acp_bridge.core.frames import Direction, Frame, Kind, brief, classify, id_key
+from acp_bridge.core.messages import Direction, Frame, Kind, brief, classify, id_key
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.errors import CaptureError
 from acp_bridge.health.engine import SPECIAL, Engine, _session_key
 from acp_bridge.health.findings import CODES, Finding, Level
 
 if TYPE_CHECKING:
-    from acp_bridge.capture.writer import CaptureFile
+    from acp_bridge.shell.capture_file import CaptureFile
 
 log = logging.getLogger("acp_bridge.health")
 

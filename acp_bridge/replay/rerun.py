@@ -18,11 +18,11 @@ from typing import Any
 
 import orjson
 
-from acp_bridge.capture.reading import sent_bytes
+from acp_bridge.capture.reader import sent_bytes
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import WHOLE, Redactor, valid_pointers
-from acp_bridge.core.frames import Direction
-from acp_bridge.core.framing import MIB
+from acp_bridge.core.lines import MIB
+from acp_bridge.core.messages import Direction
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Relay
 from acp_bridge.core.rewrites import RuleSettings, build_rewrites

@@ -19,12 +19,12 @@ from typing import Any
 
 import orjson
 
-from acp_bridge.capture.reading import fmt_id, record_bytes, sent_bytes
+from acp_bridge.capture.reader import fmt_id, record_bytes, sent_bytes
 from acp_bridge.capture.records import FORMAT_VERSION, known_format
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import id_key
-from acp_bridge.core.framing import MIB
+from acp_bridge.core.lines import MIB
+from acp_bridge.core.messages import id_key
 from acp_bridge.core.protocol import Json
 
 # The longest record line read: a line over the parse limit is recorded only in its first

@@ -23,9 +23,9 @@ import orjson
 import trio
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify, encode, id_key
-from acp_bridge.core.framing import MIB, LineSplitter, Opaque
-from acp_bridge.core.members import MemberScanner
+from acp_bridge.core.id_scanner import MemberScanner
+from acp_bridge.core.lines import MIB, LineSplitter, Opaque
+from acp_bridge.core.messages import Direction, Frame, Kind, Unencodable, classify, encode, id_key
 from acp_bridge.replay.diff import compact_diff, showable, without_id
 from acp_bridge.replay.script import AwaitAnswer, Matcher, RecordedRequest, Script, Send, Step
 from acp_bridge.replay.wire import (

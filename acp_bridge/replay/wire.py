@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Frame
-from acp_bridge.core.members import Members, MemberScanner
+from acp_bridge.core.id_scanner import Members, MemberScanner
+from acp_bridge.core.messages import Frame
 
 SHOW_CHARS = 200  # the longest value shown in a message or a report
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import id_key
+from acp_bridge.core.messages import id_key
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import (
     MAX_CONTENT,

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import id_key
+from acp_bridge.core.messages import id_key
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.spans import SpanRecord
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from acp_bridge.capture import writer
+from acp_bridge.shell import capture_file as writer
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.capture.records import dumps, header_record
-from acp_bridge.cli import main
+from acp_bridge.commands.cli import main
 from tests.capture.samples import page_rows
 
 WALL = 1_700_000_000.0
@@ -323,9 +323,9 @@ def test_records_are_json(capture: Path) -> None:
 @pytest.mark.detail
 def test_capture_tools_start_without_trio() -> None:
     """Reading a capture needs neither trio nor the relay: they cost ~100 ms of start-up."""
-    code = ("import sys\nfrom acp_bridge.cli import main\n"
+    code = ("import sys\nfrom acp_bridge.commands.cli import main\n"
             "try:\n    main(['show', '--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('trio', 'acp_bridge.process', 'tomllib') if m in sys.modules))")
+            "print(sorted(m for m in ('trio', 'acp_bridge.shell.agent', 'tomllib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True).stdout
     assert out.splitlines()[-1] == b"[]"
 

@@ -1,4 +1,4 @@
-"""The lean path for runs (acp_bridge/capture/lean.py): its records byte for byte, the
+"""The lean path for runs (acp_bridge/capture/runs.py): its records byte for byte, the
 template's edges, its cost in parses, and a property comparing it with the general path
 (`CaptureEncoder(lean=False)`) on runs built to find where the two could differ."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_bridge.capture.reading import RecordFilter, detail_lines, load_record, summarize
+from acp_bridge.capture.reader import RecordFilter, detail_lines, load_record, summarize
 from tests.capture.samples import FIXED
 
 

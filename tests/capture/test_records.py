@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_bridge.capture.reading import record_bytes
+from acp_bridge.capture.reader import record_bytes
 from acp_bridge.capture.records import CaptureEncoder, header_record
 from acp_bridge.capture.redaction import (
     PROMPT_REDACTED,

@@ -12,7 +12,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_bridge.capture.reading import load_record, record_bytes
+from acp_bridge.capture.reader import load_record, record_bytes
 from acp_bridge.capture.records import HEAD_BYTES, CaptureEncoder
 from acp_bridge.capture.redaction import REDACTED, Redactor
 from acp_bridge.core import Direction, Forward, Relay, Verdict

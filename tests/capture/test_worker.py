@@ -18,7 +18,7 @@ import trio
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from acp_bridge.capture import writer as writer_module
+from acp_bridge.shell import capture_file as writer_module
 from acp_bridge.capture.records import CaptureEncoder
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.capture.worker import (
@@ -32,8 +32,8 @@ from acp_bridge.capture.worker import (
     read_frames,
     run_head,
 )
-from acp_bridge.capture.writer import CaptureFile
 from acp_bridge.core import Direction, Forward, Relay, Verdict
+from acp_bridge.shell.capture_file import CaptureFile
 from tests.capture.tap import Tap
 from tests.conftest import line
 

@@ -20,8 +20,8 @@ from acp_bridge.capture import worker as worker_module
 from acp_bridge.capture.records import CaptureEncoder
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.capture.worker import DATA, CaptureWorker, Progress, frame, run_head
-from acp_bridge.capture.writer import CaptureFile
 from acp_bridge.core import Direction, Forward, Verdict
+from acp_bridge.shell.capture_file import CaptureFile
 from tests.capture.test_worker import CHUNK, start
 
 C = Direction.TO_CLIENT

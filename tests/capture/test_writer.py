@@ -13,12 +13,12 @@ import pytest
 import trio
 import trio.testing
 
-from acp_bridge.bridge import bridge_streams
-from acp_bridge.capture.reading import record_bytes
-from acp_bridge.capture.writer import open_capture
+from acp_bridge.capture.reader import record_bytes
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
 from acp_bridge.errors import CaptureError
+from acp_bridge.shell.bridge import bridge_streams
+from acp_bridge.shell.capture_file import open_capture
 from tests.conftest import agent_cmd, line, run_cli
 
 REQ = line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {

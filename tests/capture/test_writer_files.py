@@ -18,12 +18,12 @@ import pytest
 import trio
 import trio.testing
 
-from acp_bridge.bridge import bridge_streams
-from acp_bridge.capture.reading import record_bytes
+from acp_bridge.capture.reader import record_bytes
 from acp_bridge.capture.worker import CONFIG, RUN, frame
-from acp_bridge.capture.writer import create_new, open_capture, start_capture
 from acp_bridge.config import CaptureConfig, Config
 from acp_bridge.core import Relay
+from acp_bridge.shell.bridge import bridge_streams
+from acp_bridge.shell.capture_file import create_new, open_capture, start_capture
 from tests.capture.tap import Tap
 from tests.conftest import agent_cmd, line, run_cli
 
@@ -132,7 +132,7 @@ async def test_two_bridges_on_one_path_write_two_captures(tmp_path: Path) -> Non
 
 RACE = """
 import sys
-from acp_bridge.capture.writer import create_new
+from acp_bridge.shell.capture_file import create_new
 for _ in range(25):
     print(create_new(sys.argv[1])[0], flush=True)
 """

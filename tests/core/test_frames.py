@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.core import Direction, Kind, classify
-from acp_bridge.core.frames import id_key
+from acp_bridge.core.messages import id_key
 
 D = Direction.TO_AGENT
 

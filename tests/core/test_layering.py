@@ -17,8 +17,9 @@ import acp_bridge.core
 
 # The capture's shell: the file, its writer process, the commands, the page, the path
 # template and local time.
-CAPTURE_SHELL = frozenset({"acp_bridge.capture.files", "acp_bridge.capture.writer", "acp_bridge.capture.worker",
-                           "acp_bridge.capture.html", "acp_bridge.capture.cli"})
+CAPTURE_SHELL = frozenset({"acp_bridge.capture.files", "acp_bridge.capture.worker", "acp_bridge.capture.html"})
+# Modules of the package that import nothing of it, which a pure module may import too.
+LEAVES = frozenset({"acp_bridge", "acp_bridge.errors", "acp_bridge.config", "acp_bridge.config.model"})
 # Modules a pure module must not import, and names it must not use: the clock and the time
 # zone (datetime.now, time.localtime...), processes, sockets and the file system.
 FORBIDDEN_MODULES = frozenset({"os", "subprocess", "socket", "time", "zoneinfo", "shutil", "pathlib"})
@@ -36,7 +37,7 @@ def test_the_walk_finds_the_modules() -> None:
     names = pure_modules()
     assert len(names) >= 15  # core/, rewrites/, capture/
     assert {"acp_bridge.core.relay", "acp_bridge.core.rewrites.base", "acp_bridge.capture.records",
-            "acp_bridge.capture.redaction", "acp_bridge.capture.reading", "acp_bridge.capture.stats"} <= set(names)
+            "acp_bridge.capture.redaction", "acp_bridge.capture.reader", "acp_bridge.capture.stats"} <= set(names)
     assert CAPTURE_SHELL.isdisjoint(names)
     for name in CAPTURE_SHELL:  # the shell list names real modules
         assert importlib.util.find_spec(name) is not None
@@ -46,7 +47,7 @@ def test_pure_modules_import_neither_trio_nor_click() -> None:
     code = (
         "import sys, importlib\n"
         f"for name in {pure_modules()!r}: importlib.import_module(name)\n"
-        "bad = [m for m in ('trio', 'click', 'subprocess', 'socket', 'acp_bridge.config') if m in sys.modules]\n"
+        "bad = [m for m in ('trio', 'click', 'subprocess', 'socket', 'acp_bridge.config.file', 'acp_bridge.config.layers') if m in sys.modules]\n"
         "print(','.join(bad))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -89,7 +90,7 @@ def problems_in(names: Iterable[str], pure: frozenset[str]) -> dict[str, list[st
 
 def test_pure_modules_read_no_clock_time_zone_file_or_process() -> None:
     pure = frozenset(pure_modules())
-    assert problems_in(pure, pure) == {}
+    assert problems_in(pure, pure | LEAVES) == {}
 
 
 def test_the_check_sees_what_it_forbids() -> None:

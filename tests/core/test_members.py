@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_bridge.core.members import LongInteger, Members, MemberScanner, json_value
+from acp_bridge.core.id_scanner import LongInteger, Members, MemberScanner, json_value
 from tests.core.test_framing import split_at
 
 

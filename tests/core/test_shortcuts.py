@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from acp_bridge.config import Config
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, Kind, classify, id_key
+from acp_bridge.core.messages import Direction, Frame, Kind, classify, id_key
 from acp_bridge.core.relay import Relay
 from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.core.rewrites.suggestions import PromptSuggestions, client_form, is_replay, replays

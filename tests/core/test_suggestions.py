@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.config import Config, SuggestionsConfig
-from acp_bridge.core.frames import Direction
+from acp_bridge.core.messages import Direction
 from acp_bridge.core.relay import Forward, Relay, Verdict
 from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.core.rewrites import suggestion_shapes as shapes

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.config import SystemPromptConfig
-from acp_bridge.core.frames import Direction
+from acp_bridge.core.messages import Direction
 from acp_bridge.core.relay import Relay, Verdict
 from acp_bridge.core.rewrites.system_prompt import SystemPrompt
 from acp_bridge.core.rewrites.system_prompt_shapes import (

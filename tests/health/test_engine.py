@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.config import HealthConfig
-from acp_bridge.core.frames import Direction
+from acp_bridge.core.messages import Direction
 from acp_bridge.core.session import Pending
 from acp_bridge.health.engine import Engine
 from acp_bridge.health.findings import Finding
-from acp_bridge.health.posthoc import Report, analyse
+from acp_bridge.health.offline import Report, analyse
 from tests.health import scenarios as sc
 
 FAST = HealthConfig(request_seconds=10, prompt_seconds=30, client_request_seconds=5, cancel_seconds=2)

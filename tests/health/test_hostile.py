@@ -14,7 +14,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.cli import main
+from acp_bridge.commands.cli import main
 from acp_bridge.health import watchdog
 from tests.conftest import agent_cmd
 
@@ -91,8 +91,8 @@ def test_junit_replaces_a_symlink_and_never_writes_through_it(tmp_path: Path) ->
 @pytest.mark.parametrize("sessions", [3000])
 def test_check_keeps_a_bounded_number_of_findings_per_code(tmp_path: Path, sessions: int,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge.capture.reading import load_record
-    from acp_bridge.health import posthoc
+    from acp_bridge.capture.reader import load_record
+    from acp_bridge.health import offline as posthoc
 
     monkeypatch.setattr(posthoc, "KEPT_PER_CODE", 100)
     header = {"type": "header", "format": 1}

@@ -12,13 +12,13 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_bridge.capture.reading import load_record
+from acp_bridge.capture.reader import load_record
 from acp_bridge.capture.records import CaptureEncoder, dumps
 from acp_bridge.config import Config
 from acp_bridge.core.forward import Forward
-from acp_bridge.core.frames import Direction
+from acp_bridge.core.messages import Direction
 from acp_bridge.core.relay import Relay
-from acp_bridge.health.posthoc import analyse
+from acp_bridge.health.offline import analyse
 from acp_bridge.health.watchdog import Watchdog
 from tests.health import scenarios as sc
 

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from acp_bridge.config import Config, HealthConfig
-from acp_bridge.core.frames import Direction, Frame, classify
+from acp_bridge.core.messages import Direction, Frame, classify
 from acp_bridge.core.relay import Relay
 from acp_bridge.health import watchdog as wd
 from acp_bridge.health.findings import Finding

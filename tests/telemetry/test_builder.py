@@ -15,7 +15,7 @@ from acp_bridge.core import Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.telemetry import builder as b
 from acp_bridge.telemetry.builder import TraceBuilder
-from acp_bridge.telemetry.observer import TelemetryObserver
+from acp_bridge.telemetry.live import TelemetryObserver
 from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
 from tests.conftest import example, line
 

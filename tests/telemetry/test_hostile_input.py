@@ -15,9 +15,9 @@ import trio
 from acp_bridge.capture.redaction import mask_text_secrets
 from acp_bridge.core import Direction, Relay
 from acp_bridge.telemetry import builder as b
-from acp_bridge.telemetry import observer as o
+from acp_bridge.telemetry import live as o
 from acp_bridge.telemetry.builder import TraceBuilder
-from acp_bridge.telemetry.observer import TelemetryObserver
+from acp_bridge.telemetry.live import TelemetryObserver
 from acp_bridge.telemetry.spans import Seen, SpanRecord
 from tests.conftest import line
 from tests.telemetry.test_builder import T0, A, C, ListSink, build, ok, req, shape, update

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge import cli
-from acp_bridge.cli import main
+from acp_bridge.commands import cli
+from acp_bridge.commands.cli import main
 from acp_bridge.config import Config, TelemetryConfig
 from tests.conftest import keeper
 
@@ -79,9 +79,9 @@ def test_an_unsupported_otel_protocol_variable_is_a_usage_error(tmp_path: Path) 
     """OTEL_EXPORTER_OTLP_PROTOCOL wins over the file, and http/json is not something the
     bridge can send: said before the agent starts, exit 2."""
     pytest.importorskip("opentelemetry.sdk")
-    from acp_bridge.config_file import read_config
+    from acp_bridge.config.file import read_config
     from acp_bridge.errors import ConfigError
-    from acp_bridge.telemetry.observer import telemetry_observer
+    from acp_bridge.telemetry.live import telemetry_observer
 
     config = read_config(None)
     mp = pytest.MonkeyPatch()

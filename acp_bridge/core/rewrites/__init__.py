@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from acp_bridge.config.model import SuggestionsConfig, SystemPromptConfig
 from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite
-from acp_bridge.core.rewrites.suggestions import SuggestionsConfig
-from acp_bridge.core.rewrites.system_prompt_config import SystemPromptConfig
 
 __all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "RuleSettings",
            "build_rewrites"]

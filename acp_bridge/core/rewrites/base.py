@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from acp_bridge.core.frames import Direction, Frame
+from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_bridge.config.model import SuggestionsConfig
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, brief
+from acp_bridge.core.messages import Direction, Frame, brief
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
@@ -40,14 +41,6 @@ _TO_AGENT, _TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 # Requests after `initialize` that change what the client holds: a new prompt withdraws the
 # list, a history replay empties it (bridge-rules 2.4; `is_replay` tells which load/resume does).
 _SESSION_REQUESTS = frozenset({p.SESSION_PROMPT, p.SESSION_LOAD, p.SESSION_RESUME})
-
-
-@dataclass(frozen=True)
-class SuggestionsConfig:
-    """`[suggestions]` (interface.md); read from the file by `acp_bridge.config`."""
-
-    enabled: bool = True
-    unlock_legacy_agent: bool = False
 
 
 @dataclass(slots=True)

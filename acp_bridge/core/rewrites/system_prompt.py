@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction, Frame, brief, id_key
+from acp_bridge.core.messages import Direction, Frame, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.system_prompt_shapes import (

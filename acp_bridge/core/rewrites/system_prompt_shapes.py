@@ -12,14 +12,13 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+# The settings live in their own module, which the configuration loads without this one.
+from acp_bridge.config.model import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
+from acp_bridge.config.model import ON_UNSUPPORTED as ON_UNSUPPORTED
+from acp_bridge.config.model import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
+from acp_bridge.config.model import SystemPromptConfig as SystemPromptConfig
 from acp_bridge.core import protocol as p
 from acp_bridge.core.protocol import Json
-
-# The settings live in their own module, which the configuration loads without this one.
-from acp_bridge.core.rewrites.system_prompt_config import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
-from acp_bridge.core.rewrites.system_prompt_config import ON_UNSUPPORTED as ON_UNSUPPORTED
-from acp_bridge.core.rewrites.system_prompt_config import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
-from acp_bridge.core.rewrites.system_prompt_config import SystemPromptConfig as SystemPromptConfig
 
 # agentInfo names (v1 `agentInfo.name`, v2 `info.name`) of agents known to read the
 # claude-agent-acp `_meta.systemPrompt` dialect (a string replaces the Claude Code prompt, an

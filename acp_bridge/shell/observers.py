@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from acp_bridge.bridge import CaptureSink
 from acp_bridge.config import Config
 from acp_bridge.core import Forward
+from acp_bridge.shell.bridge import CaptureSink
 
 if TYPE_CHECKING:
-    from acp_bridge.capture.writer import CaptureFile
     from acp_bridge.core.session import Session
+    from acp_bridge.shell.capture_file import CaptureFile
 
-log = logging.getLogger("acp_bridge.observers")
+log = logging.getLogger("acp_bridge.shell.observers")
 
 
 class Observer(Protocol):
@@ -69,7 +69,7 @@ def build_observers(config: Config, capture: CaptureFile | None, session: Sessio
     observers: list[Observer] = []
     telemetry = None
     if config.telemetry.enabled:
-        from acp_bridge.telemetry.observer import telemetry_observer
+        from acp_bridge.telemetry.live import telemetry_observer
 
         telemetry = telemetry_observer(config)
         observers.append(telemetry)

@@ -17,7 +17,7 @@ import trio
 from trio.abc import HalfCloseableStream, ReceiveStream, SendStream
 from trio.lowlevel import FdStream
 
-log = logging.getLogger("acp_bridge.bridge")
+log = logging.getLogger("acp_bridge.shell.bridge")
 
 
 class Outlet:

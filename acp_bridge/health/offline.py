@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.capture.reading import record_message
+from acp_bridge.capture.reader import record_message
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction
+from acp_bridge.core.messages import Direction
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending
 from acp_bridge.health.engine import Engine, system_prompt_dialect

@@ -19,17 +19,17 @@ import trio
 from trio.abc import HalfCloseableStream, ReceiveStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
-from acp_bridge.core.frames import brief
-from acp_bridge.streams import Outlet, Reader
+from acp_bridge.core.messages import brief
+from acp_bridge.shell.streams import Outlet, Reader
 
-log = logging.getLogger("acp_bridge.bridge")
+log = logging.getLogger("acp_bridge.shell.bridge")
 
 READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 OUTPUT_LINGER = 1.0  # seconds to wait for the agent's output to end once it is gone
 DRAIN_TIMEOUT = 1.0  # ... and for the client pump to read what the client had already written
 
 class CaptureSink(Protocol):
-    """Where the bridge records forwards (acp_bridge.capture.writer.CaptureFile), before it
+    """Where the bridge records forwards (acp_bridge.shell.capture_file.CaptureFile), before it
     sends them: there is no capture channel or writer task, a read's records are on disk
     when `record` returns."""
 

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from acp_bridge.capture.reading import record_message
+from acp_bridge.capture.reader import record_message
 from acp_bridge.core.protocol import Json
 from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.spans import Seen, SpanRecord

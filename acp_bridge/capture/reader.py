@@ -21,7 +21,7 @@ import orjson
 
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
-from acp_bridge.core.frames import Direction
+from acp_bridge.core.messages import Direction
 from acp_bridge.core.protocol import Json
 
 # Numbers orjson reads inexactly: a fraction or exponent (`1.50`, `1e3`), or 19 digits and

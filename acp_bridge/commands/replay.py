@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 import orjson
 
-from acp_bridge.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config
-from acp_bridge.cli import run as run_command
-from acp_bridge.core.framing import MIB
+from acp_bridge.commands.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config
+from acp_bridge.commands.cli import run as run_command
+from acp_bridge.core.lines import MIB
 from acp_bridge.errors import ConfigError
-from acp_bridge.logs import setup_logging
 from acp_bridge.replay.script import Capture, CaptureInputError, Script, build_script
+from acp_bridge.shell.logs import setup_logging
 
 if TYPE_CHECKING:
     from acp_bridge.replay.server import ReplayOptions
@@ -168,9 +168,9 @@ def _reading(path: str) -> Iterator[Capture]:
 def _serve(script: Script, options: ReplayOptions) -> int:
     import trio
 
-    from acp_bridge.process import open_stdio
     from acp_bridge.replay.report import Reporter
     from acp_bridge.replay.server import ReplayServer
+    from acp_bridge.shell.agent import open_stdio
 
     report = Reporter(2)
     try:

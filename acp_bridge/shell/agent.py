@@ -24,15 +24,15 @@ from typing import Any
 import trio
 from trio.lowlevel import FdStream
 
-from acp_bridge.bridge import Bridge, CaptureSink, Peer, bridge_streams
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
-from acp_bridge.streams import Outlet
-from acp_bridge.tuning import keep_heap as keep_heap  # bench/feed_ab.py imports it from here
-from acp_bridge.tuning import widen_pipe
+from acp_bridge.shell.bridge import Bridge, CaptureSink, Peer, bridge_streams
+from acp_bridge.shell.streams import Outlet
+from acp_bridge.shell.tuning import keep_heap as keep_heap  # bench/feed_ab.py imports it from here
+from acp_bridge.shell.tuning import widen_pipe
 
-log = logging.getLogger("acp_bridge.process")
+log = logging.getLogger("acp_bridge.shell.agent")
 
 EXIT_NOT_FOUND = 127
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -130,12 +130,12 @@ async def run_bridge(config: Config, *, stdin_fd: int = 0, stdout_fd: int = 1) -
     keep_heap()
     relay = Relay(build_rewrites(config), strict=config.strict,
                   max_line=config.relay.parse_limit_mib * MIB)
-    from acp_bridge.observers import observing
+    from acp_bridge.shell.observers import observing
 
     if config.capture.path is None:
         async with observing(config, None, relay.session) as sink, open_stdio(stdin_fd, stdout_fd) as client:
             return await serve(config, relay, client, sink)
-    from acp_bridge.capture.writer import (
+    from acp_bridge.shell.capture_file import (
         open_capture,  # only then: it costs start-up time
     )
 

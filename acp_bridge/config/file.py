@@ -31,7 +31,7 @@ from acp_bridge.config import (
     TelemetryConfig,
     command_problem,
 )
-from acp_bridge.config_schema import (
+from acp_bridge.config.schema import (
     BRIDGE_TABLE,
     FILE_TYPES,
     Fail,

@@ -17,7 +17,7 @@ from typing import NoReturn
 import click
 
 from acp_bridge.capture.files import local_clock, read_lines, wait_for_file
-from acp_bridge.capture.reading import (
+from acp_bridge.capture.reader import (
     RecordFilter,
     Summary,
     detail_lines,
@@ -174,7 +174,7 @@ def _findings(capture: str) -> Iterator[tuple[int, str, str, str]]:
     """(seq, level, code, text) of the capture's protocol findings, computed afterwards as
     `acp-bridge check` does (a capture written without the watchdog gets them too), from a
     second read of the capture, started when the first item is asked for."""
-    from acp_bridge.health.posthoc import analyse
+    from acp_bridge.health.offline import analyse
 
     try:
         report = analyse(capture, _CheckedCapture(capture))
@@ -250,7 +250,7 @@ def export(capture: str, out: str | None, otlp: bool) -> None:
     if out is not None:
         _export_html(capture, out)
     if otlp:
-        from acp_bridge.telemetry.replay import send_capture
+        from acp_bridge.telemetry.offline import send_capture
 
         try:
             status, said = send_capture(_CheckedCapture(capture), capture)

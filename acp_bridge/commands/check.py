@@ -19,11 +19,11 @@ from typing import IO
 import click
 
 from acp_bridge.capture.files import read_lines
-from acp_bridge.capture.reading import load_record
+from acp_bridge.capture.reader import load_record
 from acp_bridge.capture.records import FORMAT_VERSION, known_format
 from acp_bridge.core.protocol import Json
 from acp_bridge.health.findings import CODES, Finding, Level
-from acp_bridge.health.posthoc import Report, analyse
+from acp_bridge.health.offline import Report, analyse
 
 EXIT_FINDINGS, EXIT_UNREADABLE = 1, 2
 SEQS_SHOWN = 12
@@ -125,7 +125,7 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
     """
     health = None
     if config_file is not None:
-        from acp_bridge.config import load_config
+        from acp_bridge.config.layers import load_config
         from acp_bridge.errors import ConfigError
 
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fcntl
 
-from acp_bridge.core.framing import MIB
+from acp_bridge.core.lines import MIB
 
 PIPE_SIZE = MIB
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)

@@ -18,19 +18,10 @@ from typing import Any
 import click
 
 from acp_bridge import __version__
-from acp_bridge.config import (
-    SYSTEM_PROMPT_MODES,
-    Config,
-    Overrides,
-    PromptFile,
-    PromptText,
-    apply_overrides,
-    command_problem,
-    load_config,
-    settle,
-)
+from acp_bridge.config import SYSTEM_PROMPT_MODES, Config, command_problem
+from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, load_config, settle
 from acp_bridge.errors import BridgeError, ConfigError
-from acp_bridge.logs import setup_logging
+from acp_bridge.shell.logs import setup_logging
 
 EXIT_USAGE = 2
 EXIT_BRIDGE = 1
@@ -46,7 +37,7 @@ class BridgeGroup(click.Group):
     """
 
     LAZY = ("show", "stats", "export", "check")
-    LAZY_COMMANDS = (("replay", "acp_bridge.replay.cli"),)  # (name, module with COMMAND), loaded when asked for
+    LAZY_COMMANDS = (("replay", "acp_bridge.commands.replay"),)  # (name, module with COMMAND), loaded when asked for
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
@@ -88,8 +79,8 @@ class BridgeGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.LAZY and cmd_name not in self.commands:
-            from acp_bridge.capture.cli import COMMANDS
-            from acp_bridge.health.check import check
+            from acp_bridge.commands.captures import COMMANDS
+            from acp_bridge.commands.check import check
 
             for command in (*COMMANDS, check):
                 self.add_command(command)
@@ -245,7 +236,7 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
     """
     file = Config()
     if config_file is not None:  # the file's reader and schema only with a file: start-up
-        from acp_bridge.config_file import read_config
+        from acp_bridge.config.file import read_config
 
         file = read_config(config_file)
     agent_command, verbosity = _agent_command(agent), _verbosity(options)
@@ -298,7 +289,7 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
         prompt = PromptFile(Path(prompt_file), spelling(ctx, "system_prompt_file"))
     capture = pick("capture")
     if capture is not None:
-        from acp_bridge.config_file import check_capture_template
+        from acp_bridge.config.file import check_capture_template
 
         label = spelling(ctx, "capture")
         check_capture_template(capture, lambda problem: ConfigError(f"{label}: {problem}"))
@@ -334,7 +325,7 @@ def run_and_report(config: Config) -> int:
     try:
         import trio
 
-        from acp_bridge.process import run_bridge
+        from acp_bridge.shell.agent import run_bridge
     finally:
         gc.freeze()
         gc.enable()
@@ -400,7 +391,7 @@ def demo(workdir: str | None, color: bool | None) -> None:
     update the client receives instead, the withdrawal on the next prompt, the system
     prompt injected, and where the capture was written.
     """
-    from acp_bridge.demo.run import main as run_demo
+    from acp_bridge.commands.demo import main as run_demo
 
     raise SystemExit(run_demo(workdir, color))
 

@@ -24,7 +24,7 @@ import trio.lowlevel
 
 from acp_bridge.config import Config
 from acp_bridge.core.forward import Forward, Verdict
-from acp_bridge.core.frames import Direction
+from acp_bridge.core.messages import Direction
 from acp_bridge.telemetry import require_sdk
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.builder import TraceBuilder

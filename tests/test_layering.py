@@ -1,0 +1,165 @@
+"""The package's parts import one way, with no circles (docs/how-it-works.md, "Layers"):
+
+    leaves (errors, config.model) <- core <- capture <- {health, telemetry, replay, config}
+        <- {shell, demo} <- commands <- __main__
+
+Every import counts, including those inside functions and under TYPE_CHECKING: a lazy import
+is still a dependency. Only `commands` imports click.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import acp_bridge
+
+PACKAGE = Path(acp_bridge.__file__).parent
+# A leaf imports nothing of the package but other leaves; every part may import a leaf.
+LEAVES = frozenset({"acp_bridge", "acp_bridge.errors", "acp_bridge.config", "acp_bridge.config.model"})
+RANK = {
+    "acp_bridge.core": 1,
+    "acp_bridge.capture": 2,
+    "acp_bridge.health": 3, "acp_bridge.telemetry": 3, "acp_bridge.replay": 3, "acp_bridge.config": 3,
+    "acp_bridge.shell": 4, "acp_bridge.demo": 4,
+    "acp_bridge.commands": 5,
+    "acp_bridge.__main__": 6,
+}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ["acp_bridge", *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def _resolve(name: str) -> str | None:
+    while name not in MODULES:
+        if "." not in name:
+            return None
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def imports_of(path: Path) -> Iterator[str]:
+    """The package's modules that `path` imports, anywhere in it."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            target = _resolve(name)
+            if target is not None:
+                yield target
+
+
+GRAPH = {name: set(imports_of(path)) - {name} for name, path in MODULES.items()}
+
+
+def part_of(module: str) -> str:
+    if module in LEAVES:
+        return module
+    return ".".join(module.split(".")[:2])
+
+
+def test_every_part_has_a_rank() -> None:
+    parts = {part_of(m) for m in MODULES if m not in LEAVES}
+    assert parts == set(RANK)
+
+
+def test_leaves_import_only_leaves() -> None:
+    assert {leaf: sorted(GRAPH[leaf] - LEAVES) for leaf in LEAVES if GRAPH[leaf] - LEAVES} == {}
+
+
+def test_parts_import_only_lower_parts_and_leaves() -> None:
+    wrong = []
+    for module, targets in GRAPH.items():
+        if module in LEAVES:
+            continue
+        mine = part_of(module)
+        for target in targets:
+            theirs = part_of(target)
+            if target in LEAVES or theirs == mine:
+                continue
+            if RANK[theirs] >= RANK[mine]:
+                wrong.append(f"{module} -> {target}")
+    assert sorted(wrong) == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_module_imports_itself_in_a_circle() -> None:
+    assert _cycles(GRAPH) == []
+
+
+@pytest.mark.parametrize(("graph", "expected"), [
+    ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+    ({"a": {"b"}, "b": set()}, []),
+])
+def test_the_circle_finder_finds_circles(graph: dict[str, set[str]], expected: list[list[str]]) -> None:
+    assert _cycles(graph) == expected
+
+
+def test_only_the_commands_import_click() -> None:
+    users = set()
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "click" for a in node.names)) or (
+                    isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "click"):
+                users.add(module)
+    assert users
+    assert {m for m in users if part_of(m) != "acp_bridge.commands"} == set()
