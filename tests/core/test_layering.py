@@ -15,10 +15,9 @@ from pathlib import Path
 import acp_bridge.capture
 import acp_bridge.core
 
-# The capture's shell: the file, its writer process, the commands, the page, the path
-# template and local time.
-CAPTURE_SHELL = frozenset({"acp_bridge.capture.files", "acp_bridge.capture.writer", "acp_bridge.capture.worker",
-                           "acp_bridge.capture.html", "acp_bridge.capture.cli"})
+# The capture's shell: the file, the commands, the page, the path template and local time.
+CAPTURE_SHELL = frozenset({"acp_bridge.capture.files", "acp_bridge.capture.writer", "acp_bridge.capture.html",
+                           "acp_bridge.capture.cli"})
 # Modules a pure module must not import, and names it must not use: the clock and the time
 # zone (datetime.now, time.localtime...), processes, sockets and the file system.
 FORBIDDEN_MODULES = frozenset({"os", "subprocess", "socket", "time", "zoneinfo", "shutil", "pathlib"})
