@@ -107,20 +107,10 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     floor = timed(f"cat {init} | {q(TRIO_RELAY + ['cat', str(chunks)])} | cat > /dev/null", repeat)
     rows.append(Row("1c. floor: bare trio relay, to client", round(floor, 3), round(crelay, 3), "s",
                     round(crelay / floor, 3), "report", True, "bench/trio_relay.py: copies bytes, parses nothing"))
-    # Row 2 records in a writer process (capture/worker.py); 2b, a required capture, records
-    # in the bridge's own thread, as every capture did before: alternated, best of each.
-    required = tmp / "all-rules-required-capture.toml"
-    required.write_text(rules.read_text() + "[capture]\nrequired = true\n")
-    captured, inline = timed_pair(
-        f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--capture', str(capture), '--', 'cat', str(chunks)])}"
-        " | cat > /dev/null",
-        f"cat {init} | {q(BRIDGE + ['-c', str(required), '--capture', str(capture), '--', 'cat', str(chunks)])}"
-        " | cat > /dev/null", rounds)
+    captured = timed(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--capture', str(capture), '--', 'cat', str(chunks)])}"
+                     " | cat > /dev/null", rounds)
     rows.append(ratio_row("2. to client, capture on (baseline: C relay)", captured, crelay, 0.40,
-                          f"capture {capture.stat().st_size / 1e6:.0f} MB, records made by its writer process"))
-    rows.append(Row("2b. to client, capture written by the bridge itself (capture.required)", round(inline, 3),
-                    round(crelay, 3), "s", round(crelay / inline, 3), "report", True,
-                    f"row 2 is {inline / captured:.2f}x faster; baseline = the C relay"))
+                          f"capture {capture.stat().st_size / 1e6:.0f} MB"))
     answering = [PY, "-c", w.ANSWERING_AGENT]
     crelay_in = timed(f"cat {to_agent} | cat | {q(answering)} > /dev/null", repeat)
     into, into_quiet = timed_pair(f"cat {to_agent} | {q(BRIDGE + ['-c', str(rules), '--'] + answering)} > /dev/null",

@@ -43,7 +43,7 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
         "1. to client, all rules (baseline: C relay)", "1b. to client, all rules vs no rules",
         "1d. to client, health watchdog vs --no-health", "1c. floor: bare trio relay, to client",
         "2. to client, capture on (baseline: C relay)",
-        "2b. to client, capture written by the bridge itself (capture.required)", "3. to agent, prompts answered (baseline: C relay)",
+        "3. to agent, prompts answered (baseline: C relay)",
         "3c. to agent, prompts never answered (baseline: C relay)",
         "3d. to agent, health watchdog vs --no-health", "3b. floor: bare trio relay, to agent",
         "7. to client, SDK relay vs acp-bridge",

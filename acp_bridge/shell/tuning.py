@@ -1,4 +1,4 @@
-"""What the bridge's processes (the bridge, its capture writer) ask of the system for speed.
+"""What the bridge asks of the system for speed.
 
 Owns: telling glibc's malloc to keep the heap it has, and asking for wide pipes. Must never:
 fail where the system cannot (each is then a no-op), or cost start-up time for a command

@@ -12,13 +12,17 @@ import orjson
 import pytest
 import trio
 import trio.testing
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from acp_bridge.capture.reader import record_bytes
+from acp_bridge.capture.records import CaptureEncoder
+from acp_bridge.capture.redaction import Redactor
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
-from acp_bridge.core import Direction, Relay
+from acp_bridge.core import Direction, Forward, Relay, Verdict
 from acp_bridge.errors import CaptureError
 from acp_bridge.shell.bridge import bridge_streams
-from acp_bridge.shell.capture_file import open_capture
+from acp_bridge.shell.capture_file import CaptureFile, open_capture
 from tests.conftest import agent_cmd, line, run_cli
 
 REQ = line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
@@ -65,7 +69,6 @@ async def relay_through(cfg: Config, to_agent: list[bytes]) -> bytes:
     return received
 
 
-@pytest.mark.usefixtures("either_writer")
 async def test_capture_file_is_private_complete_jsonl(tmp_path: Path) -> None:
     """Mode 0600, parents created, a header, one record per line, a trailer; secrets masked
     in the capture while the agent still gets them."""
@@ -100,7 +103,6 @@ async def test_path_template_is_filled_in(tmp_path: Path) -> None:
     assert (tmp_path / f"c-{os.getpid()}.jsonl").exists()
 
 
-@pytest.mark.usefixtures("either_writer")
 async def test_system_prompt_is_masked_unless_included(tmp_path: Path) -> None:
     note = line({"jsonrpc": "2.0", "method": "x", "params": {"text": "SECRET PROMPT here"}})
     base = Config(system_prompt=SystemPromptConfig(text="SECRET PROMPT"))
@@ -142,7 +144,6 @@ def disk_full_after_header(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> P
     return path
 
 
-@pytest.mark.usefixtures("inline_capture")  # the writer process: tests/capture/test_worker.py
 async def test_disk_full_stops_capture_once_and_relay_continues(
         disk_full_after_header: Path, capture_log: list[str]) -> None:
     chunks = [REQ, NOTE, NOTE, NOTE]
@@ -170,12 +171,10 @@ async def test_no_capture_configured_yields_none() -> None:
         assert capture is None
 
 
-@pytest.mark.usefixtures("inline_capture")
 async def test_each_batch_is_on_disk_when_record_returns_and_the_trailer_comes_however_it_ends(
         tmp_path: Path) -> None:
     """Nothing is queued: a record is written before `record` returns (so before the bridge
-    sends the line), and leaving the block, even cancelled, writes the trailer. (With a writer
-    process, handed over before `record` returns: tests/capture/test_worker.py.)"""
+    sends the line), and leaving the block, even cancelled, writes the trailer."""
     path = tmp_path / "c.jsonl"
     relay = Relay()
     with trio.CancelScope() as scope, open_capture(config(path)) as capture:
@@ -186,6 +185,74 @@ async def test_each_batch_is_on_disk_when_record_returns_and_the_trailer_comes_h
         scope.cancel()
         await trio.sleep_forever()
     assert [r["type"] for r in lines_of(path)] == ["header"] + ["message"] * 5 + ["end"]
+
+
+A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+CHUNK = line({"jsonrpc": "2.0", "method": "session/update", "params": {
+    "sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}})
+LINES = st.sampled_from([
+    CHUNK,
+    CHUNK.replace(b"hi", b'h\\"i \xc3\xa9'),
+    line({"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}),
+    line({"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "end_turn"}}),
+    line({"jsonrpc": "2.0", "method": "authenticate", "params": {"token": "t0ken"}}),
+    line({"jsonrpc": "2.0", "method": "n", "params": {"text": "the secret text"}}),
+    b"not json\n", b"\n", b'{"method":"m"}\r\n', b"[1,2]\n", b'{"a":"' + b"x" * 300 + b'"}\n',
+]) | st.text(max_size=20).map(lambda text: line({"jsonrpc": "2.0", "method": "m", "params": {"t": text}}))
+
+
+@settings(max_examples=150, deadline=None)
+@given(traffic=st.lists(st.tuples(st.sampled_from([A, C]), st.lists(LINES, min_size=1, max_size=12),
+                                  st.integers(1, 400)), min_size=1, max_size=6),
+       redactor=st.sampled_from([Redactor(), Redactor(secret="secret text"), Redactor(("/params/t",))]),
+       run_min=st.sampled_from([1, 64, 2048]))
+def test_the_file_holds_the_encoders_records_of_reads_cut_anywhere(
+        tmp_path_factory: pytest.TempPathFactory, traffic: list[tuple[Direction, list[bytes], int]],
+        redactor: Redactor, run_min: int) -> None:
+    """The file holds what the encoder makes of each read, in order, byte for byte, and
+    nothing else: reads cut anywhere, runs of untouched lines, lines over the parse limit
+    (reads that leave no record until the line ends), secrets and pointers to mask."""
+    relay = Relay(run_min=run_min, max_line=256)
+    batches: list[list[Forward]] = []
+    for direction, lines, cut in traffic:
+        data = b"".join(lines)
+        for i in range(0, len(data), cut):
+            batches.append(relay.feed(direction, data[i:i + cut]))
+    batches += [relay.feed_eof(A), relay.feed_eof(C)]
+    path = tmp_path_factory.mktemp("w") / "c.jsonl"
+    capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                          CaptureEncoder(redactor), required=False)
+    for i, forwards in enumerate(batches):
+        capture.record(1_700_000_000.5 + i, 0.25 * i, forwards)
+    capture.finish(1_700_000_100.0, 99.0)
+    encoder = CaptureEncoder(redactor)
+    expected = b"".join(encoder.encode_batch(1_700_000_000.5 + i, 0.25 * i, forwards)
+                        for i, forwards in enumerate(batches))
+    assert path.read_bytes() == expected + encoder.trailer(1_700_000_100.0, 99.0)
+    event(f"runs: {min(sum(f.untouched_lines for b in batches for f in b), 3)}")
+    event(f"lines over the parse limit: {any(f.verdict is Verdict.OPAQUE for b in batches for f in b)}")
+
+
+def full_disk(required: bool) -> CaptureFile:
+    return CaptureFile("/dev/full", os.open("/dev/full", os.O_WRONLY), CaptureEncoder(), required=required)
+
+
+def test_a_full_disk_is_said_once_and_the_capture_stops(capture_log: list[str]) -> None:
+    capture = full_disk(required=False)
+    run = Forward(C, CHUNK * 2, CHUNK * 2, Verdict.PASS, untouched_lines=True)
+    capture.record(1.0, 2.0, [run])
+    assert capture.closed
+    capture.record(1.0, 2.0, [run])  # nothing more to say
+    capture.finish(3.0, 4.0)
+    assert capture_log == ["capture: cannot write /dev/full: No space left on device; capture stopped, relaying goes on"]
+
+
+def test_a_full_disk_under_a_required_capture_raises() -> None:
+    capture = full_disk(required=True)
+    with pytest.raises(CaptureError) as raised:
+        capture.record(1.0, 2.0, [Forward(C, CHUNK, CHUNK, Verdict.PASS, untouched_lines=True)])
+    assert str(raised.value) == "capture: cannot write /dev/full: No space left on device (capture.required is set)"
+    assert capture.closed
 
 
 # -- end to end, through the real CLI ------------------------------------------------------------

@@ -3,7 +3,6 @@ links, existing files, two bridges on one path, and a SIGKILL right after a line
 
 from __future__ import annotations
 
-import itertools
 import os
 import signal
 import stat
@@ -14,18 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 import trio
 import trio.testing
 
 from acp_bridge.capture.reader import record_bytes
-from acp_bridge.capture.worker import CONFIG, RUN, frame
 from acp_bridge.config import CaptureConfig, Config
 from acp_bridge.core import Relay
 from acp_bridge.shell.bridge import bridge_streams
 from acp_bridge.shell.capture_file import create_new, open_capture, start_capture
-from tests.capture.tap import Tap
-from tests.conftest import agent_cmd, line, run_cli
+from tests.conftest import agent_cmd, line, open_bridge, run_cli
 
 NOTE = line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {}}})
 
@@ -209,12 +205,8 @@ class Watched(trio.abc.HalfCloseableStream):
         await self.inner.aclose()
 
 
-@pytest.mark.usefixtures("inline_capture")
-@pytest.mark.parametrize("handed_over", [False, True], ids=["on disk", "in the writer's pipe"])
-async def test_every_line_is_captured_before_the_bridge_sends_it(tmp_path: Path, handed_over: bool) -> None:
-    """Inline, each record is on disk before its line is sent; with a writer process, its
-    frame is in the pipe or the record on disk (here a `Tap` writes what it is handed at
-    once, and says it is busy every other time it is asked)."""
+async def test_every_line_is_captured_before_the_bridge_sends_it(tmp_path: Path) -> None:
+    """Each record is on disk before its line is sent, single lines and runs alike."""
     path = tmp_path / "c.jsonl"
     client_end, client_inner = trio.testing.memory_stream_pair()
     agent, agent_end = trio.testing.memory_stream_pair()
@@ -237,60 +229,27 @@ async def test_every_line_is_captured_before_the_bridge_sends_it(tmp_path: Path,
 
     with trio.fail_after(10), open_capture(Config(capture=CaptureConfig(path=str(path)))) as capture:
         assert capture is not None
-        assert capture.fd is not None
-        tap = Tap(capture.fd, itertools.cycle([True, False]))
-        if handed_over:
-            tap.send(frame(CONFIG, 29), b'{"redact":[],"secret":null}  ')
-            capture.worker = tap
         async with trio.open_nursery() as nursery:
             nursery.start_soon(agent_side)
             nursery.start_soon(client_side)
             await bridge_streams(client, agent, Relay(run_min=1), capture)  # each line a run
     assert client.checked == len(sent)
-    if handed_over:  # lines went to the writer as runs, or were recorded here, each numbered in turn
-        kept = records(path)
-        assert [r.get("seq") for r in kept[1:]] == [*range(1, 11), None] and kept[-1]["type"] == "end"
-        assert tap.kinds.count(RUN) >= 1 and tap.busy >= 1
+    kept = records(path)
+    assert [r.get("seq") for r in kept[1:]] == [*range(1, 11), None] and kept[-1]["type"] == "end"
 
 
-def writer_of(pid: int) -> int | None:
-    """The pid of the capture writer process `pid` started, if it has one (Linux /proc)."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat_fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if int(stat_fields[1]) == pid and b"acp_bridge.capture.worker" in cmdline:
-                return int(entry.name)
-    return None
-
-
-def gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state in ("Z", "X")  # exited; reaped by whoever adopted it, or not
-
-
-@pytest.mark.parametrize("writer", ["writer process", "inline"])
-async def test_a_line_the_client_received_survives_a_sigkill_at_once(tmp_path: Path, writer: str) -> None:
+async def test_a_line_the_client_received_survives_a_sigkill_at_once(tmp_path: Path) -> None:
     """bridge-rules 4: a SIGKILLed bridge loses at most what it had not yet read. The kill
     comes to the bridge's whole process group as soon as the client has the last line, with
-    no wait for the capture. A writer process is in a session of its own: it outlives the
-    kill and writes what it was handed (single lines, and a bulk write that the relay passes
-    as a run); inline (a required capture), every record is on disk at once."""
+    no wait for the capture: every record, of single lines and of a bulk write that the
+    relay passes as a run, is on disk before its line is sent."""
     path = tmp_path / "c.jsonl"
-    options = ["--config", str(required_config(tmp_path, path))] if writer == "inline" else ["--capture", str(path)]
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "acp_bridge", "run", *options, "--", *agent_cmd("echo")],
+        [sys.executable, "-m", "acp_bridge", "run", "--capture", str(path), "--", *agent_cmd("echo")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     assert proc.stdin is not None and proc.stdout is not None
     sent = [line({"jsonrpc": "2.0", "method": "n", "params": {"i": i}}) for i in range(10)]
     bulk = [line({"jsonrpc": "2.0", "method": "n", "params": {"bulk": i}}) for i in range(2000)]
-    worker = None
     try:
         with trio.fail_after(30):
             for msg in [*sent, b"".join(bulk)]:
@@ -299,20 +258,51 @@ async def test_a_line_the_client_received_survives_a_sigkill_at_once(tmp_path: P
                 while len(got) < len(msg):
                     got += await proc.stdout.receive_some(len(msg) - len(got))
                 assert got == msg
-            worker = writer_of(proc.pid)
             os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
-            while worker is not None and not gone(worker):  # it drains its pipe, then ends
-                await trio.sleep(0.01)
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
     assert proc.returncode == -signal.SIGKILL
-    assert (worker is not None) == (writer == "writer process")
     kept = records(path)  # every line is complete JSON
     assert kept[0]["type"] == "header" and len(kept) == 1 + 2 * (len(sent) + len(bulk))
     assert [r["seq"] for r in kept[1:]] == list(range(1, len(kept)))
     assert [(r["direction"], record_bytes(r, "raw")) for r in kept[1:2 * len(sent) + 1]] == [
         (direction, msg) for msg in sent for direction in ("to-agent", "to-client")]
     assert sorted(record_bytes(r, "raw") or b"" for r in kept[2 * len(sent) + 1:]) == sorted(bulk * 2)
+
+
+def children_of(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (Linux /proc: this kernel may not have
+    /proc/PID/task/TID/children, so every process's stat is read)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # gone meanwhile
+                continue
+            if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+async def test_a_capture_starts_no_second_process(tmp_path: Path) -> None:
+    """The bridge makes every record itself (issue 24): with --capture, after a burst of
+    lines (runs of untouched lines, which once started a capture writer process), its only
+    child is the agent."""
+    pidfile = tmp_path / "agent.pid"
+    path = tmp_path / "c.jsonl"
+    bulk = b"".join(line({"jsonrpc": "2.0", "method": "n", "params": {"bulk": i}}) for i in range(2000))
+    args = ["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")]
+    async with open_bridge(args, env={"FAKE_AGENT_PIDFILE": str(pidfile)}) as bridge:
+        with trio.fail_after(30):
+            await bridge.send(NOTE + bulk)
+            await bridge.read_until(bulk[-100:])
+            assert children_of(bridge.proc.pid) == [int(pidfile.read_text())]
+            await bridge.close_stdin()
+            assert await bridge.read_all() == NOTE + bulk
+            assert await bridge.proc.wait() == 0
+    kept = records(path)
+    assert [r["type"] for r in kept] == ["header", *["message"] * (2 * 2001), "end"]
