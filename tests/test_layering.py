@@ -106,10 +106,10 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     stack: list[str] = []
     on_stack: set[str] = set()
     found: list[list[str]] = []
-    for root, children in graph.items():
+    for root, targets in graph.items():
         if root in index:
             continue
-        work = [(root, iter(sorted(children)))]
+        work = [(root, iter(sorted(targets)))]
         index[root] = low[root] = len(index)
         stack.append(root)
         on_stack.add(root)

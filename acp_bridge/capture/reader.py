@@ -22,6 +22,7 @@ import orjson
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
 from acp_bridge.core.messages import Direction
+from acp_bridge.core.printable import printable, printable_lines
 from acp_bridge.core.protocol import Json
 
 # Numbers orjson reads inexactly: a fraction or exponent (`1.50`, `1e3`), or 19 digits and
@@ -128,10 +129,11 @@ def utc_clock(wall: float) -> str:
 
 
 def fmt_id(id_: Any) -> str:
+    """An id for a person: as JSON, with what JSON leaves raw (DEL, C1, bidi) escaped too."""
     if isinstance(id_, int) and not isinstance(id_, bool):
         return str(id_)
     try:
-        return orjson.dumps(id_).decode()
+        return printable(orjson.dumps(id_).decode(), quote_backslash=False)
     except TypeError:  # nested too deep to write
         return "(unwritable id)"
 
@@ -171,11 +173,12 @@ def short_session(session: str) -> str:
 
 
 def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short: bool = False) -> Summary:
-    """The one-line summary of a message record (with `short`, a long session id cut short)."""
+    """The one-line summary of a message record (with `short`, a long session id cut short).
+    What came from the wire is made `printable`: a method or session id can hold anything."""
     direction = record.get("direction")
     arrow = Direction(direction).arrow if direction in ("to-agent", "to-client") else "??"
     kind, verdict = record.get("kind"), record.get("verdict", "")
-    method = record.get("method")
+    method = None if record.get("method") is None else printable(str(record["method"]))
     sent = record.get("out") is not None or "out_b64" in record
     msg = record_message(record, "out" if sent else "raw")
     if kind == "request":
@@ -184,11 +187,11 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
         label = str(method)
         update = p.get_path(msg, "params", "update", "sessionUpdate")
         if isinstance(update, str):
-            label += f" {update}"
+            label += f" {printable(update)}"
     elif kind == "response":
         label = f"#{fmt_id(record.get('id'))} {method or '(unpaired)'}"
         code = p.get_path(msg, "error", "code")
-        label += f" error {code}" if isinstance(msg, dict) and "error" in msg else " ok"
+        label += f" error {fmt_id(code)}" if isinstance(msg, dict) and "error" in msg else " ok"
         latency = record.get("latency")
         if isinstance(latency, (int, float)):
             label += f" {fmt_seconds(latency)}"
@@ -222,9 +225,9 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
         clock=clock(float(record.get("time", 0.0))),
         arrow=arrow,
         label=label,
-        session="" if session is None else f"({short_session(str(session)) if short else session})",
+        session="" if session is None else f"({printable(short_session(str(session)) if short else str(session))})",
         size=size,
-        marks=tuple(marks),
+        marks=tuple(printable(mark, quote_backslash=False) for mark in marks),  # rule names, errors
         verdict=str(verdict),
     )
 
@@ -283,7 +286,9 @@ def _body(record: Json, key: str) -> str:
 
 
 def _indent(text: str, prefix: str = "    ") -> list[str]:
-    return [prefix + line for line in text.splitlines()]
+    """`text` (indented JSON, or a line as it came) indented, and made printable: JSON leaves
+    DEL, C1 controls, U+2028 and bidi overrides raw in its strings."""
+    return [prefix + line for line in printable_lines(text).split("\n")]
 
 
 def detail_lines(record: Json, detail: int) -> list[str]:
@@ -310,16 +315,17 @@ def pretty_message(record: Json, key: str) -> str:
 def finding_line(record: Json, clock: Callable[[float], str] = utc_clock) -> str:
     """One line for a `finding` record (the watchdog's, as it wrote them into the capture)."""
     session = record.get("session")
-    where = f" ({short_session(str(session))})" if session is not None else ""
+    where = f" ({printable(short_session(str(session)))})" if session is not None else ""
     about = record.get("about")
     seq = f" [seq {about}]" if about is not None else ""
-    return (f"{clock(float(record.get('time', 0.0)))} !! {record.get('level', '?')} {record.get('code', '?')}: "
-            f"{record.get('message', '')}{where}{seq}")
+    told = printable(f"{record.get('level', '?')} {record.get('code', '?')}: {record.get('message', '')}",
+                     quote_backslash=False)  # the message quotes ids, some as repr()s
+    return f"{clock(float(record.get('time', 0.0)))} !! {told}{where}{seq}"
 
 
 def mark_line(level: str, code: str, text: str) -> str:
     """A finding marked under the message it concerns (`show --findings`)."""
-    return f"    !! {level} {code}: {text}"
+    return f"    !! {level} {code}: {printable(text, quote_backslash=False)}"
 
 
 @dataclass(frozen=True)

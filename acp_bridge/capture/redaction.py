@@ -378,18 +378,26 @@ _SECRET_VALUE = re.compile(
 _DANGLING = re.compile(rf"(?i)\b{_SECRET_KEY}[\"']?\s*[:=]\s*[\"']?(?:{_AUTH_SCHEME})?\s*$")
 _COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\s*:\s*)([^\r\n]+)")
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
+# A query parameter whose name says secret, in a URL or a path quoted alone (`?sig=`,
+# `&api_key=`, `?X-Amz-Signature=`, `?access_token=`): names the KEY=value form above
+# misses (key, auth, sig) are common in collector and webhook URLs.
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&][a-z0-9_.-]*(?:token|key|secret|passw(?:or)?d|pwd|auth|sig|signature|credential)[a-z0-9_.-]*=)"
+    r"([^&#\s'\",;]+)")
 
 
 def mask_text_secrets(text: str, private: str | None = None) -> str:
     """`text` with secret-looking values masked: `KEY=value` and `"token": "value"` where
-    the name says secret, HTTP `Authorization` (any scheme) and `Cookie` values, and the
-    user and password of a URL (`https://<redacted>@host`); and `private` (the configured
+    the name says secret, HTTP `Authorization` (any scheme) and `Cookie` values, the
+    user and password of a URL (`https://<redacted>@host`) and its query parameters whose
+    name says secret (`?sig=<redacted>`); and `private` (the configured
     system prompt) in each of its JSON spellings, as `PROMPT_IN_TEXT`: an agent that logs
     the requests it receives logs the prompt escaped."""
     if private:
         for spelling in text_spellings(private):
             text = text.replace(spelling, PROMPT_IN_TEXT)
     text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
     text = _COOKIE.sub(lambda m: m.group(1) + REDACTED, text)
     return _SECRET_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
 

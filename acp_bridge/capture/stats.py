@@ -14,6 +14,7 @@ from typing import Any
 
 from acp_bridge.capture.reader import fmt_id, fmt_seconds, load_record, utc_clock
 from acp_bridge.core.messages import id_key
+from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 
 
@@ -104,12 +105,13 @@ class CaptureStats:
         return sorted(self._open.values(), key=lambda r: r.get("seq", 0))
 
     def report(self, clock: Callable[[float], str] = utc_clock) -> list[str]:
-        """The text `acp-bridge stats` prints."""
+        """The text `acp-bridge stats` prints: what the capture holds is made `printable` (a
+        method or session id is whatever the agent or client sent)."""
         out: list[str] = []
         if self.header is not None:
             h = self.header
-            out.append(f"capture: format {h.get('format')}, bridge {h.get('bridge')}, "
-                       f"started {h.get('started')}, config {h.get('config')}")
+            out.append(printable(f"capture: format {h.get('format')}, bridge {h.get('bridge')}, "
+                                 f"started {h.get('started')}, config {h.get('config')}", quote_backslash=False))
         else:
             out.append("capture: no header record")
         total_bytes = sum(self.bytes.values())
@@ -121,7 +123,8 @@ class CaptureStats:
         out.append("")
         out.append(f"{'method':<36} {'direction':<9} {'count':>7} {'bytes':>10}")
         for (label, direction), count in sorted(self.messages.items()):
-            out.append(f"{label:<36} {direction:<9} {count:>7} {self.bytes[(label, direction)]:>10}")
+            out.append(f"{printable(label):<36} {printable(direction):<9} {count:>7} "
+                       f"{self.bytes[(label, direction)]:>10}")
         out.append("")
         out.append(f"{'latency':<36} {'count':>7} {'p50':>9} {'p90':>9} {'p99':>9} {'max':>9}")
         if not self.latency:
@@ -129,20 +132,20 @@ class CaptureStats:
         for method, values in sorted(self.latency.items()):
             values = sorted(values)
             cells = " ".join(f"{fmt_seconds(percentile(values, q)):>9}" for q in (50, 90, 99))
-            out.append(f"{method:<36} {len(values):>7} {cells} {fmt_seconds(values[-1]):>9}")
+            out.append(f"{printable(method):<36} {len(values):>7} {cells} {fmt_seconds(values[-1]):>9}")
         out.append("")
         out.append(f"{'rule':<36} {'verdict':<9} {'count':>7}")
         if not self.rules:
             out.append("(no rule changed anything)")
         for (rule, verdict), count in sorted(self.rules.items()):
-            out.append(f"{rule:<36} {verdict:<9} {count:>7}")
+            out.append(f"{printable(str(rule)):<36} {printable(verdict):<9} {count:>7}")
         out.append("")
         unanswered = self.unanswered
         out.append(f"unanswered requests: {len(unanswered)}")
         for record in unanswered:
             arrow = "->" if record.get("direction") == "to-agent" else "<-"
             session = record.get("session")
-            where = f" ({session})" if session is not None else ""
+            where = f" ({printable(str(session))})" if session is not None else ""
             out.append(f"  {clock(float(record.get('time', 0.0)))} {arrow} "
-                       f"{record.get('method')} #{fmt_id(record.get('id'))}{where}")
+                       f"{printable(str(record.get('method')))} #{fmt_id(record.get('id'))}{where}")
         return out

@@ -27,6 +27,7 @@ from acp_bridge.capture.reader import (
     summarize,
 )
 from acp_bridge.capture.stats import CaptureStats
+from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 
 _CAPTURE = click.Path(exists=True, dir_okay=False, readable=True)
@@ -145,7 +146,7 @@ def _resolve_session(capture: str, given: str) -> str:
     candidates = sorted(s for s in sessions if s.startswith(given))
     if len(candidates) > 1:
         raise click.BadParameter(f"{given!r} is the start of {len(candidates)} sessions: "
-                                 f"{', '.join(candidates)}", param_hint="'--session'")
+                                 f"{', '.join(map(printable, candidates))}", param_hint="'--session'")
     return candidates[0] if candidates else given
 
 

@@ -21,6 +21,7 @@ import click
 from acp_bridge.capture.files import read_lines
 from acp_bridge.capture.reader import load_record
 from acp_bridge.capture.records import FORMAT_VERSION, known_format
+from acp_bridge.core.printable import printable, printable_lines
 from acp_bridge.core.protocol import Json
 from acp_bridge.health.findings import CODES, Finding, Level
 from acp_bridge.health.offline import Report, analyse
@@ -208,14 +209,15 @@ def _seqs(findings: list[Finding]) -> list[int]:
 
 
 def report_text(report: Report) -> list[str]:
-    """The report of one capture, for a person."""
+    """The report of one capture, for a person: what came from the wire (names, session ids,
+    the texts of findings, which quote ids) made `printable`."""
     parts = [f"{report.messages} messages"]
     if report.version is not None:
         parts.append(f"protocol v{report.version}")
     if report.client:
-        parts.append(f"client {report.client}")
+        parts.append(f"client {printable(report.client)}")
     if report.agent:
-        parts.append(f"agent {report.agent}")
+        parts.append(f"agent {printable(report.agent)}")
     if not report.ended:
         parts.append("no end record (the bridge did not close it)")
     lines = [f"{report.path}: {', '.join(parts)}"]
@@ -229,7 +231,7 @@ def report_text(report: Report) -> list[str]:
         lines.append(f"  {level:7} {code} ({report.counts[code]}x)" + (f"  seq {shown}" if seqs else ""))
         if findings:
             example = findings[0]
-            where = f" (session {example.session})" if example.session is not None else ""
+            where = f" (session {printable(str(example.session))})" if example.session is not None else ""
             lines.append(f"          e.g. {example.text}{where}")
         lines.append(f"          {CODES[code].advice}")
     migration = report.migration
@@ -242,7 +244,9 @@ def report_text(report: Report) -> list[str]:
     lines.append(f"  verdict: {migration.verdict()}")
     if groups:
         lines.append(f"  to see them in place: acp-bridge show {_quoted(report.path)} --findings")
-    return lines
+    # Rule and dialect names come from the capture's records too (which anyone can write):
+    # a last pass, which leaves what is escaped already as it is.
+    return [printable(line, quote_backslash=False) for line in lines]
 
 
 def _form(client_form: str) -> str:
@@ -272,15 +276,22 @@ def report_json(report: Report) -> Json:
     }
 
 
+def _attr(text: str) -> str:
+    return printable(text, quote_backslash=False)
+
+
 def junit_xml(reports: list[Report], threshold: Level, *, with_schema: bool) -> str:
-    """JUnit XML: a test suite per capture, a test case per finding code."""
+    """JUnit XML: a test suite per capture, a test case per finding code. Every text is
+    made `printable` (a text node keeps its line feeds): XML 1.0 has no way to write most C0
+    controls, U+FFFE, U+FFFF or a lone surrogate, even as a character reference, and
+    ElementTree writes them as they are, into a file no parser reads."""
     import xml.etree.ElementTree as ET
 
     root = ET.Element("testsuites", name="acp-bridge check")
     total = failures = 0
     for report in reports:
-        suite = ET.SubElement(root, "testsuite", name=report.path)
-        name = Path(report.path).stem
+        suite = ET.SubElement(root, "testsuite", name=_attr(report.path))
+        name = _attr(Path(report.path).stem)
         cases = fails = 0
         grouped = dict(_grouped(report))
         for code, info in CODES.items():
@@ -294,15 +305,15 @@ def junit_xml(reports: list[Report], threshold: Level, *, with_schema: bool) -> 
             message = f"{info.level.label}: {info.meaning} ({report.counts[code]}x)"
             if info.level >= threshold:
                 fails += 1
-                failure = ET.SubElement(case, "failure", message=message, type=info.level.label)
-                failure.text = f"{body}\n{info.advice}"
+                failure = ET.SubElement(case, "failure", message=_attr(message), type=info.level.label)
+                failure.text = printable_lines(f"{body}\n{info.advice}")
             else:
                 out = ET.SubElement(case, "system-out")
-                out.text = f"{message}\n{body}"
+                out.text = printable_lines(f"{message}\n{body}")
         suite.set("tests", str(cases))
         suite.set("failures", str(fails))
         props = ET.SubElement(suite, "system-out")
-        props.text = f"verdict: {report.migration.verdict()}"
+        props.text = printable_lines(f"verdict: {report.migration.verdict()}")
         total += cases
         failures += fails
     root.set("tests", str(total))

@@ -22,6 +22,7 @@ import orjson
 import trio
 
 from acp_bridge.core import LineSplitter
+from acp_bridge.core.printable import printable
 
 SYSTEM_PROMPT = "Answer in one sentence. Never touch files outside src/."
 TIMEOUT = 20
@@ -91,11 +92,13 @@ class Narrator:
         self.color = color
 
     def say(self, who: str, text: str, detail: Any = None) -> None:
+        """One line of the story; what the agent or the bridge's log said is made printable
+        (the log lines are already, but the agent's stderr comes with them as it was)."""
         colors = {"client": "cyan", "agent": "magenta", "bridge": "yellow", "": "white"}
         label = click.style(f"{who:>7}", fg=colors.get(who, "white"), bold=True) if self.color else f"{who:>7}"
-        click.echo(f"{label}  {text}")
+        click.echo(f"{label}  {printable(text, quote_backslash=False)}")
         if detail is not None:
-            shown = detail if isinstance(detail, str) else json.dumps(detail)
+            shown = printable(detail if isinstance(detail, str) else json.dumps(detail), quote_backslash=False)
             click.echo(" " * 9 + (click.style(shown, dim=True) if self.color else shown))
 
     def heading(self, text: str) -> None:

@@ -24,6 +24,7 @@ import orjson
 from acp_bridge.commands.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config
 from acp_bridge.commands.cli import run as run_command
 from acp_bridge.core.lines import MIB
+from acp_bridge.core.printable import printable
 from acp_bridge.errors import ConfigError
 from acp_bridge.replay.script import Capture, CaptureInputError, Script, build_script
 from acp_bridge.shell.logs import setup_logging
@@ -139,7 +140,7 @@ def _spelling(ctx: click.Context, param: click.Parameter) -> str:
 
 
 def _fail(text: str) -> NoReturn:
-    click.echo(f"acp-bridge: {text}", err=True)
+    click.echo(f"acp-bridge: {printable(text, quote_backslash=False)}", err=True)  # may quote the capture
     raise SystemExit(EXIT_USAGE)
 
 

@@ -14,6 +14,8 @@ from collections import deque
 
 import trio
 
+from acp_bridge.core.printable import printable
+
 MAX_LINES = 200
 MAX_CHARS = 1000
 PREFIX = "acp-bridge replay: "
@@ -51,6 +53,7 @@ class Reporter:
         self.lines += 1
         if len(text) > MAX_CHARS:
             text = text[:MAX_CHARS] + "…"
+        text = printable(text, quote_backslash=False)  # it quotes methods and ids the client sent
         self._pending.append(f"{PREFIX}{text}\n".encode("utf-8", "replace"))
         self._poke()
 

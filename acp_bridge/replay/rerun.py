@@ -23,6 +23,7 @@ from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, saf
 from acp_bridge.capture.redaction import WHOLE, Redactor, valid_pointers
 from acp_bridge.core.lines import MIB
 from acp_bridge.core.messages import Direction
+from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Relay
 from acp_bridge.core.rewrites import RuleSettings, build_rewrites
@@ -40,7 +41,8 @@ class RuleFailed(Exception):
     """A rule raised on a recorded line and the configuration is strict."""
 
     def __init__(self, seq: Any, exc: Exception) -> None:
-        super().__init__(f"a rule failed on the line of record #{seq}: {type(exc).__name__}: {exc}")
+        super().__init__(printable(f"a rule failed on the line of record #{seq}: {type(exc).__name__}: {exc}",
+                                   quote_backslash=False))
         self.seq = seq
 
 
@@ -54,8 +56,9 @@ class Difference:
 
     def text(self) -> str:
         arrow = "->" if self.direction == "to-agent" else "<-"
-        body = orjson.dumps(self.diff, option=orjson.OPT_NON_STR_KEYS).decode()
-        return f"#{self.seq} {arrow} {self.method or '(no method)'}: {self.change} {body}"
+        body = printable(orjson.dumps(self.diff, option=orjson.OPT_NON_STR_KEYS).decode(), quote_backslash=False)
+        method = printable(self.method) if self.method else "(no method)"
+        return f"#{printable(str(self.seq))} {arrow} {method}: {self.change} {body}"
 
     def as_json(self) -> Json:
         return {"seq": self.seq, "direction": self.direction, "method": self.method,

@@ -206,8 +206,9 @@ class OtlpSink:
         sdk_log = logging.getLogger("opentelemetry")
         sdk_log.addHandler(self._handler)
         sdk_log.propagate = False  # not Python's last-resort handler: said once, by `problem`
-        self.where = settings.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") \
-            or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "the default OTLP endpoint"
+        # Said on stderr and in the log file: a user, password or token in it is masked.
+        self.where = mask_text_secrets(settings.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                                       or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "the default OTLP endpoint")
         try:
             self._build(settings, trace_protocol, metric_protocol)
         except ValueError as exc:  # an OTEL_* variable the SDK refuses (OTEL_BSP_*, a sampler argument)
@@ -244,10 +245,12 @@ class OtlpSink:
             self._instruments[s.MESSAGES] = meter.create_counter(s.MESSAGES, unit="{message}")
 
     def problem(self, text: str) -> None:
-        """Something could not be exported: said once on stderr; the rest is counted."""
+        """Something could not be exported: said once on stderr (the exporter's errors quote
+        the URL: secrets masked); the rest is counted."""
         if self._said:
             return
         self._said = True
+        text = mask_text_secrets(text)
         if self.live:
             log.warning("telemetry: cannot export to %s (%s); telemetry is dropped and counted, the relay "
                         "goes on (said once)", self.where, text.rstrip("."))

@@ -180,6 +180,12 @@ def test_mask_argv(argv: list[str], masked: list[str]) -> None:
     ("fetching https://bot:hunter2@git.example/r.git failed", f"fetching https://{REDACTED}@git.example/r.git failed"),
     ("Set-Cookie: sid=abc; Path=/\nnext", f"Set-Cookie: {REDACTED}\nnext"),
     ("a tokenizer error, no secret", "a tokenizer error, no secret"),
+    ("POST http://u:PASSWORD@h:4318/v1/traces?sig=S1&x=1&key=K1#f",
+     f"POST http://{REDACTED}@h:4318/v1/traces?sig={REDACTED}&x=1&key={REDACTED}#f"),
+    ("with url: /v1/traces?auth=A1 (Caused by", f"with url: /v1/traces?auth={REDACTED} (Caused by"),
+    ("https://b.s3/o?X-Amz-Signature=ab12&X-Amz-Credential=c%2F1", f"https://b.s3/o?X-Amz-Signature={REDACTED}"
+     f"&X-Amz-Credential={REDACTED}"),
+    ("https://h/p?q=1&page=2", "https://h/p?q=1&page=2"),
 ])
 def test_mask_text_secrets(text: str, masked: str) -> None:
     assert mask_text_secrets(text) == masked
