@@ -1,6 +1,7 @@
 """The bridge stopping itself, through the real CLI: a required capture that can no longer be
-written. The exit status is 1 and every client request in flight is answered first, as when
-the agent dies (bridge-rules 5)."""
+written, a rule that fails under --strict (here: its result cannot be written back). Either
+way the exit status is 1 and every client request in flight is answered first, as when the
+agent dies (bridge-rules 5)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,19 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import trio
 
-from tests.conftest import SCRIPTED_AGENT, line
-from tests.test_system_prompt_cli import V1_INIT, Client
+from tests.conftest import SCRIPTED_AGENT, line, run_cli
+from tests.test_system_prompt_cli import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client
 
 PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
           "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}}
 BIG = "x" * 65536  # a line whose record cannot fit under the capture's size limit
 FILE_LIMIT = 16384  # bytes the bridge may write to a file (RLIMIT_FSIZE): header and a few records
+# Nested past the 254 levels orjson writes (and within the 1,024 it reads, and Python's json).
+DEEP = {"deep": orjson.loads(b"[" * 600 + b"]" * 600)}
 
 
 def stopped(why: str, id_: int) -> bytes:
@@ -75,6 +79,10 @@ def required_capture(tmp_path: Path) -> list[str]:
     return ["--no-health", "-c", str(config)]
 
 
+def received(tmp_path: Path) -> list[Any]:
+    return [orjson.loads(raw) for raw in (tmp_path / "received.jsonl").read_bytes().splitlines()]
+
+
 # -- a required capture that fails ---------------------------------------------------------------
 
 @pytest.mark.parametrize("big_answer", [False, True], ids=["update-while-in-flight", "the-answer-itself"])
@@ -96,3 +104,66 @@ async def test_a_required_capture_that_fails_answers_the_requests_in_flight(tmp_
     assert (client.returncode, client.rest) == (1, stopped(why, 2))
     assert client.stderr.decode().splitlines() == [
         "acp-bridge: WARNING: stopping: answered 1 client request(s) left in flight", f"acp-bridge: {why}"]
+
+
+# -- --strict and a rule's result that cannot be written ----------------------------------------------
+
+def deep_new() -> dict[str, Any]:
+    return {**V1_NEW, "params": {**V1_NEW["params"], "_meta": DEEP}}
+
+
+async def send_deep_new(client: Client) -> None:
+    """The request as one line, written by the stdlib (orjson writes no such line)."""
+    assert client.proc.stdin is not None
+    await client.proc.stdin.send_all(json.dumps(deep_new(), separators=(",", ":")).encode() + b"\n")
+
+
+def spec_agent(tmp_path: Path) -> dict[str, Any]:
+    return {"log": str(tmp_path / "received.jsonl"), "on": {
+        "initialize": [{"respond": AGENT_WITH_CAP}], "session/new": [{"respond": {"sessionId": "s1"}}]}}
+
+
+async def test_an_unwritable_rule_result_fails_open_without_strict(tmp_path: Path) -> None:
+    """The system prompt rule would set `systemPrompt` on a session/new nested 600 deep:
+    the result cannot be written, so the request goes on as it came (verdict error)."""
+    async with running(["--no-health", "--system-prompt", TEXT], spec_agent(tmp_path), tmp_path) as client:
+        await client.call(V1_INIT)
+        await send_deep_new(client)
+        assert await client.receive() == {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s1"}}
+    assert (client.returncode, client.rest) == (0, b"")
+    assert received(tmp_path) == [V1_INIT, deep_new()]
+
+
+async def test_an_unwritable_rule_result_stops_the_bridge_under_strict(tmp_path: Path) -> None:
+    """--strict: the same request is not forwarded; it is answered with why, and exit 1."""
+    args = ["--no-health", "--strict", "--system-prompt", TEXT]
+    async with running(args, spec_agent(tmp_path), tmp_path) as client:
+        await client.call(V1_INIT)
+        await send_deep_new(client)
+    why = ("a rule failed: Unencodable: what the rules (system-prompt) made of session/new #1 cannot "
+           "be written back: Recursion limit reached (strict is set)")
+    assert (client.returncode, client.rest) == (1, stopped(why, 1))
+    assert received(tmp_path) == [V1_INIT]
+    assert client.stderr.decode().splitlines()[-1] == (
+        "acp-bridge: internal error: Unencodable: what the rules (system-prompt) made of session/new #1 "
+        "cannot be written back: Recursion limit reached")
+
+
+async def test_replay_rules_strict_stops_on_an_unwritable_rule_result(tmp_path: Path) -> None:
+    """A capture of that session re-run with the same rules: fails open (nothing differs),
+    and with --strict stops at the record, exit 1."""
+    capture = tmp_path / "cap.jsonl"
+    args = ["--no-health", "--system-prompt", TEXT, "--capture", str(capture)]
+    async with running(args, spec_agent(tmp_path), tmp_path) as client:
+        await client.call(V1_INIT)
+        await send_deep_new(client)
+        await client.receive()
+    assert client.returncode == 0
+    loose = await run_cli(["replay", str(capture), "--rules", "--system-prompt", TEXT])
+    assert (loose.returncode, loose.stdout) == (0, f"acp-bridge replay --rules: {capture}: 0 messages "
+                                                   f"differ of 4 compared\n".encode())
+    strict = await run_cli(["replay", str(capture), "--rules", "--system-prompt", TEXT, "--strict"])
+    assert (strict.returncode, strict.stdout) == (1, b"")
+    assert strict.stderr.decode().splitlines() == [
+        f"acp-bridge: {capture}: a rule failed on the line of record #3: Unencodable: what the rules "
+        "(system-prompt) made of session/new #1 cannot be written back: Recursion limit reached"]

@@ -21,7 +21,7 @@ from acp_bridge.core.chain import Outcome as ChainOutcome
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.forward import complete_lines
-from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, classify, encode, number_literals
+from acp_bridge.core.frames import Direction, Frame, Kind, Unencodable, brief, classify, encode, number_literals
 from acp_bridge.core.framing import MIB, LineSplitter, Opaque
 from acp_bridge.core.members import Members, MemberScanner
 from acp_bridge.core.rewrites.base import Rewrite
@@ -257,9 +257,10 @@ class Relay:
         if (kind is _RESPONSE and request is None) or kind not in self._wanted:
             out.append(Forward(frame.direction, frame.raw, frame.raw, _PASS, frame, (), request))
             return  # unpaired responses: nothing to go on, so nothing to change
-        if len(frame.raw) >= _DEEP_MIN and not _writable(frame):
+        if not self.strict and len(frame.raw) >= _DEEP_MIN and not _writable(frame):
             # Nothing the rules made of it could be written back: they are not asked, so
-            # that what they remember stays true to what the client was sent.
+            # that what they remember stays true to what the client was sent. (Strict: they
+            # are, and the bridge stops if what they make of it cannot be written.)
             self._unencodable(frame, [], request, "nested deeper than can be written back", out)
             return
         try:
@@ -306,6 +307,15 @@ class Relay:
 
     def _unencodable(self, frame: Frame, rules: list[str], request: Pending | None, why: str,
                      out: list[Forward]) -> None:
+        """What the rules made of `frame` cannot be written: a rule failure like any other
+        (the original goes on; strict: `Unencodable` is raised and nothing goes on)."""
+        if self.strict:
+            self._not_forwarded(frame, request, out)
+            if frame.kind is Kind.RESPONSE:
+                what = f"the answer to {request.method if request else '?'} #{brief(frame.id)}"
+            else:
+                what = f"{frame.method} #{brief(frame.id)}" if frame.kind is _REQUEST else str(frame.method)
+            raise Unencodable(f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}")
         self.unencodable += 1
         if self.unencodable == 1:
             log.warning("a message the rules would change cannot be written back (%s); it was "

@@ -1,21 +1,32 @@
-"""Relay under strict: a rule's failure raises and forwards nothing; and what the relay
-answers when the bridge stops itself."""
+"""Relay under strict: a rule's failure, including a result that cannot be written, raises
+and forwards nothing; and what the relay answers when the bridge stops itself."""
 
 from __future__ import annotations
 
 import pytest
 
-from acp_bridge.core import PASS, Direction, Forward, Frame, Relay, Rewrite, Session, Verdict
+from acp_bridge.core import PASS, Direction, Forward, Frame, Relay, Replace, Rewrite, Session, Verdict
+from acp_bridge.core.frames import Unencodable
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.core.session import Pending
+from tests.core.test_relay import Rename
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+NESTED = b"[" * 300 + b"]" * 300  # past the 254 levels orjson writes
 PROMPT = b'{"jsonrpc":"2.0","id":1,"method":"p"}\n'
 ANSWER = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
 
 
 def stopped(id_: bytes = b"1") -> bytes:
     return b'{"jsonrpc":"2.0","id":' + id_ + b',"error":{"code":-32603,"message":"stopped"}}\n'
+
+
+class MarkAnswers(Rewrite):
+    name = "mark"
+
+    def response(self, frame: Frame, request: Pending | None, session: Session) -> Replace:
+        assert frame.msg is not None
+        return Replace({**frame.msg, "result": {"marked": frame.msg.get("result")}})
 
 
 class FailOnSecondAnswer(Rewrite):
@@ -35,6 +46,39 @@ def test_a_rule_that_raises_on_an_answer_leaves_it_and_the_one_before_it_in_flig
     with pytest.raises(RuntimeError, match=r"^bug$"):
         relay.feed(C, ANSWER + b'{"jsonrpc":"2.0","id":2,"result":{}}\n')
     assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(), stopped(b"2")]
+
+
+def test_a_rewrite_too_deep_to_write_back_raises_under_strict_and_stays_in_flight() -> None:
+    relay = Relay([Rename()], strict=True)
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"old","params":' + NESTED + b"}\n"
+    with pytest.raises(Unencodable, match=r"^what the rules \(rename\) made of old #1 cannot be written back: "):
+        relay.feed(A, raw)
+    assert [p.method for p in relay.session.pending(A)] == ["old"]  # answered as the bridge stops
+
+
+def test_an_answer_whose_rewrite_cannot_be_written_is_in_flight_again_under_strict() -> None:
+    """Neither it nor the answer before it in the same read is forwarded: the requests
+    they answered must still get an answer."""
+    relay = Relay([MarkAnswers()], strict=True)
+    relay.feed(A, PROMPT + b'{"jsonrpc":"2.0","id":2,"method":"p"}\n')
+    with pytest.raises(Unencodable, match=r"made of the answer to p #2 cannot be written back"):
+        relay.feed(C, ANSWER + b'{"jsonrpc":"2.0","id":2,"result":' + NESTED + b"}\n")
+    assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(), stopped(b"2")]
+
+
+class Look(Rewrite):
+    name = "look"
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        return PASS
+
+
+def test_a_deep_message_no_rule_changes_passes_under_strict() -> None:
+    """Strict asks the rules even about a message too deep to write (without strict they
+    are not asked, and it fails open): only a result that cannot be written is a failure."""
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"n","params":' + NESTED + b"}\n"
+    (fwd,) = Relay([Look()], strict=True).feed(A, raw)
+    assert (fwd.verdict, fwd.data) == (Verdict.PASS, raw)
 
 
 def test_answers_not_sent_leave_their_requests_in_flight() -> None:
