@@ -1,7 +1,7 @@
 """The bridge stopping itself, through the real CLI: a required capture that can no longer be
 written, a rule that fails under --strict (here: its result cannot be written back). Either
 way the exit status is 1 and every client request in flight is answered first, as when the
-agent dies (bridge-rules 5)."""
+agent dies (bridge-rules 5); and where the capture went when its path was taken."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import orjson
 import pytest
 import trio
 
-from tests.conftest import SCRIPTED_AGENT, line, run_cli
+from tests.conftest import SCRIPTED_AGENT, agent_cmd, line, run_cli
 from tests.test_system_prompt_cli import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client
 
 PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
@@ -167,3 +167,19 @@ async def test_replay_rules_strict_stops_on_an_unwritable_rule_result(tmp_path: 
     assert strict.stderr.decode().splitlines() == [
         f"acp-bridge: {capture}: a rule failed on the line of record #3: Unencodable: what the rules "
         "(system-prompt) made of session/new #1 cannot be written back: Recursion limit reached"]
+
+
+# -- where the capture went ------------------------------------------------------------------------------
+
+async def test_a_capture_written_under_a_fresh_name_is_said_at_the_default_level(tmp_path: Path) -> None:
+    """Run twice with the same --capture: the second run says, on stderr and in one line,
+    that it wrote beside the first one's file, not over it."""
+    path = tmp_path / "cap.jsonl"
+    note = line({"jsonrpc": "2.0", "method": "n"})
+    first = await run_cli(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")], note)
+    assert (first.returncode, first.stdout, first.stderr) == (0, note, b"")
+    second = await run_cli(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")], note)
+    assert (second.returncode, second.stdout) == (0, note)
+    assert second.stderr.decode().splitlines() == [
+        f"acp-bridge: WARNING: capture: {path} exists; writing {tmp_path / 'cap-1.jsonl'}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cap-1.jsonl", "cap.jsonl"]

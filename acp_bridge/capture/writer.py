@@ -308,7 +308,8 @@ def start_capture(config: Config, *, argv: Sequence[str] | None = None,
     # and would only pay the writer's start-up (~0.1 s of CPU) and wait for it at the end.
     capture.offload_at_first_run = OFFLOAD and not config.capture.required
     if capture.path != path:
-        log.info("capture: %s exists; writing %s", path, capture.path)
+        # At the default level: whoever reads PATH afterwards would read an older session.
+        log.warning("capture: %s exists; writing %s", path, capture.path)
     else:
         log.info("capture: writing %s", path)
     return capture
