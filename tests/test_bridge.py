@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
-from acp_bridge.core import Relay
+from acp_bridge.core import PASS, Frame, Relay, Rewrite, Session
+from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.shell.bridge import bridge_streams
 
 
@@ -103,3 +105,44 @@ async def test_a_gone_peer_with_open_output_ends_the_session_and_requests_are_an
             assert await read_all(client_ours) == (
                 b'{"jsonrpc":"2.0","method":"n"}\n{"torn\n'
                 b'{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"agent died","data":{"exitStatus":9}}}\n')
+
+
+class FailOnBad(Rewrite):
+    """A rule with a bug that only a request for method "bad" reaches."""
+
+    name = "fail-on-bad"
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        if frame.method == "bad":
+            raise RuntimeError("bug")
+        return PASS
+
+
+async def test_a_rule_that_fails_under_strict_stops_the_bridge_and_in_flight_requests_are_answered() -> None:
+    """The client's request in flight, and the one the rule failed on (not forwarded), get
+    an error saying why; a long line streaming toward the client meanwhile is cut where it
+    was, so each answer is a line of its own."""
+    ok, bad = b'{"jsonrpc":"2.0","id":1,"method":"ok"}\n', b'{"jsonrpc":"2.0","id":2,"method":"bad"}\n'
+    client_ours, client_bridge = trio.testing.memory_stream_pair()
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+
+    async def bridge() -> None:
+        with pytest.RaisesGroup(pytest.RaisesExc(RuntimeError, match="^bug$"), flatten_subgroups=True):
+            await bridge_streams(client_bridge, agent_bridge, Relay([FailOnBad()], strict=True, max_line=64))
+        await client_bridge.aclose()  # as open_stdio does when the bridge ends
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge)
+            await client_ours.send_all(ok)
+            assert await agent_ours.receive_some() == ok
+            await agent_ours.send_all(b'{"long":"' + b"x" * 100)  # over the parse limit: streams on
+            head = b""
+            while len(head) < 109:
+                head += await client_ours.receive_some()
+            await client_ours.send_all(bad)
+            rest = await read_all(client_ours)
+    why = b'"message":"acp-bridge stopped before the agent answered: a rule failed: RuntimeError: bug (strict is set)"'
+    assert head + rest == (b'{"long":"' + b"x" * 100 + b"\n"
+                           b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,' + why + b"}}\n"
+                           b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,' + why + b"}}\n")

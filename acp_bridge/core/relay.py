@@ -23,7 +23,7 @@ from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.forward import complete_lines
 from acp_bridge.core.id_scanner import Members, MemberScanner
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
-from acp_bridge.core.messages import Direction, Frame, Kind, Unencodable, classify, encode, number_literals
+from acp_bridge.core.messages import Direction, Frame, Kind, Unencodable, brief, classify, encode, number_literals
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
@@ -257,15 +257,17 @@ class Relay:
         if (kind is _RESPONSE and request is None) or kind not in self._wanted:
             out.append(Forward(frame.direction, frame.raw, frame.raw, _PASS, frame, (), request))
             return  # unpaired responses: nothing to go on, so nothing to change
-        if len(frame.raw) >= _DEEP_MIN and not _writable(frame):
+        if not self.strict and len(frame.raw) >= _DEEP_MIN and not _writable(frame):
             # Nothing the rules made of it could be written back: they are not asked, so
-            # that what they remember stays true to what the client was sent.
+            # that what they remember stays true to what the client was sent. (Strict: they
+            # are, and the bridge stops if what they make of it cannot be written.)
             self._unencodable(frame, [], request, "nested deeper than can be written back", out)
             return
         try:
             outcome = self.chain.run(frame, request, self.session)
         except Exception as exc:
             if self.strict:
+                self._not_forwarded(frame, request, out)
                 raise
             log.exception("rule failed on %r; forwarding the original", frame)
             self._fail_open(frame, [], request, f"{type(exc).__name__}: {exc}", out)
@@ -305,11 +307,35 @@ class Relay:
 
     def _unencodable(self, frame: Frame, rules: list[str], request: Pending | None, why: str,
                      out: list[Forward]) -> None:
+        """What the rules made of `frame` cannot be written: a rule failure like any other
+        (the original goes on; strict: `Unencodable` is raised and nothing goes on)."""
+        if self.strict:
+            self._not_forwarded(frame, request, out)
+            if frame.kind is Kind.RESPONSE:
+                what = f"the answer to {request.method if request else '?'} #{brief(frame.id)}"
+            else:
+                what = f"{frame.method} #{brief(frame.id)}" if frame.kind is _REQUEST else str(frame.method)
+            raise Unencodable(f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}")
         self.unencodable += 1
         if self.unencodable == 1:
             log.warning("a message the rules would change cannot be written back (%s); it was "
                         "forwarded as it came, unchanged (further ones are not reported)", why)
         self._fail_open(frame, rules, request, f"cannot re-encode: {why}", out)
+
+    def _not_forwarded(self, frame: Frame, request: Pending | None, out: list[Forward]) -> None:
+        """Strict, and a rule failed on `frame`: the relay raises, so neither it nor what the
+        chunk made before it (`out`) is forwarded. A response among them answered nobody:
+        its request is in flight again (the bridge answers it as it stops)."""
+        self._in_flight_again(out)
+        if frame.kind is _RESPONSE and request is not None:
+            self.session.track(request)
+
+    def _in_flight_again(self, unsent: Iterable[Forward]) -> None:
+        for fwd in unsent:
+            request = fwd.request
+            if (request is not None and request.origin is _TO_AGENT and fwd.direction is not _TO_AGENT
+                    and (fwd.frame is None or fwd.frame.kind is _RESPONSE)):
+                self.session.track(request)
 
     def _fail_open(self, frame: Frame, rules: list[str], request: Pending | None, error: str,
                    out: list[Forward]) -> None:
@@ -426,9 +452,22 @@ class Relay:
 
     # -- faults ---------------------------------------------------------------------------------
 
-    def fail_pending(self, message: str, data: Any = None) -> list[Forward]:
-        """The agent is gone: answer every client request still in flight with a JSON-RPC
-        error, oldest first, and every later one as it comes (nothing else can answer)."""
+    def fail_pending(self, message: str, data: Any = None, *, unsent: Sequence[Forward] = (),
+                     cut: bool | None = None) -> list[Forward]:
+        """The agent is gone, or the bridge stops: answer every client request still in
+        flight with a JSON-RPC error, oldest first, and every later one as it comes
+        (nothing else can answer).
+
+        Args:
+            unsent: forwards the relay returned that will not be sent (the bridge stops):
+                a response among them answered nobody, so its request is in flight again.
+            cut: the stream toward the client ends here (the bridge stops), inside a line
+                when True: the answers neither wait for a long line to end nor glue on.
+        """
+        self._in_flight_again(unsent)
+        if cut is not None:
+            self._long[Direction.TO_CLIENT], self._held[Direction.TO_CLIENT] = None, []
+            self._torn[Direction.TO_CLIENT] = cut
         self.agent_gone = (message, data)
         out: list[Forward] = []
         for request in self.session.pending(Direction.TO_AGENT):

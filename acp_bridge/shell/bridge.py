@@ -20,6 +20,7 @@ from trio.abc import HalfCloseableStream, ReceiveStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
 from acp_bridge.core.messages import brief
+from acp_bridge.errors import BridgeError
 from acp_bridge.shell.streams import Outlet, Reader
 
 log = logging.getLogger("acp_bridge.shell.bridge")
@@ -27,6 +28,7 @@ log = logging.getLogger("acp_bridge.shell.bridge")
 READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 OUTPUT_LINGER = 1.0  # seconds to wait for the agent's output to end once it is gone
 DRAIN_TIMEOUT = 1.0  # ... and for the client pump to read what the client had already written
+STOP_TIMEOUT = 5.0  # ... and for the client to take the answers when the bridge stops itself
 
 class CaptureSink(Protocol):
     """Where the bridge records forwards (acp_bridge.shell.capture_file.CaptureFile), before it
@@ -84,6 +86,8 @@ class Bridge:
     agent_closed: trio.Event = field(default_factory=trio.Event)
     background: trio.Nursery | None = None  # where writes for the other side run
     readers: dict[Direction, Reader] = field(default_factory=dict)
+    stopped: str | None = None  # why the bridge stops itself (`stop`); nothing is sent after
+    client_mid_line: bool = False  # the last bytes queued toward the client end inside a line
 
     warned_stray_output: bool = False
 
@@ -99,9 +103,15 @@ class Bridge:
         a background task (see `Outlet`). Without `own`, everything is written before
         returning. `yielded`: see `Outlet.flush`.
         """
+        if self.stopped is not None:  # the client has had its answers: the bridge is going
+            await trio.sleep_forever()  # until the task that stopped it has raised
         if self.capture is not None and forwards:
             # On disk before anything is sent: a SIGKILL loses at most what was not yet read.
-            self.capture.record(wall, mono, forwards)
+            try:
+                self.capture.record(wall, mono, forwards)
+            except BridgeError as exc:  # CaptureError: a required capture cannot be written
+                await self.stop(str(exc), forwards)
+                raise
         # Each destination's data in the relay's order, queued at once: no await comes
         # between, so nothing the other pump queues can land in the middle. (One `put` per
         # forward cost an Enum lookup and two calls for every parsed line.)
@@ -116,6 +126,7 @@ class Bridge:
             self.to_agent.put_all(to_agent)
         if to_client:
             self.to_client.put_all(to_client)
+            self.client_mid_line = not to_client[-1].endswith(b"\n")
         others = bool(to_agent or to_client) if own is None else bool(to_client if own is _TO_AGENT else to_agent)
         if own is not None:
             await self.outlet(own).flush(yielded=yielded)
@@ -160,13 +171,19 @@ class Bridge:
                 wall, mono = time.time(), time.monotonic()
                 if direction is Direction.TO_CLIENT and self.on_agent_output is not None:
                     self.on_agent_output()
-                if not chunk:
-                    await self.deliver(self.relay.feed_eof(direction, mono), wall, mono, own=direction)
-                    break
                 if not isinstance(chunk, bytes):  # FdStream gives bytes; other streams may not
                     chunk = bytes(chunk)
-                await self.deliver(self.relay.feed(direction, chunk, mono), wall, mono, own=direction,
-                                   yielded=reader.waited)
+                try:
+                    forwards = (self.relay.feed(direction, chunk, mono) if chunk
+                                else self.relay.feed_eof(direction, mono))
+                except Exception as exc:  # under strict, a rule failed (the relay fails open otherwise)
+                    what = f"{type(exc).__name__}: {exc}"
+                    await self.stop(f"a rule failed: {what} (strict is set)" if self.relay.strict
+                                    else f"internal error: {what}")
+                    raise
+                await self.deliver(forwards, wall, mono, own=direction, yielded=bool(chunk) and reader.waited)
+                if not chunk:
+                    break
         finally:
             done.set()
             reader.wake()
@@ -183,6 +200,28 @@ class Bridge:
         if forwards:
             log.warning("%s: answered %d request(s) left in flight", message, len(forwards))
             await self.deliver(forwards, time.time(), time.monotonic())
+
+    async def stop(self, why: str, unsent: Sequence[Forward] = ()) -> None:
+        """The bridge stops itself (a required capture failed, a rule failed under strict):
+        answer every client request in flight with `why`, as for a gone agent, before the
+        caller raises. `unsent`: the forwards that made it stop, not sent. Nothing else
+        reaches either side after this; once only."""
+        if self.stopped is not None:
+            return
+        self.stopped = why
+        answers = self.relay.fail_pending(f"acp-bridge stopped before the agent answered: {why}",
+                                          unsent=unsent, cut=self.client_mid_line)
+        if not answers:
+            return
+        log.warning("stopping: answered %d client request(s) left in flight", len(answers))
+        if self.capture is not None:
+            try:
+                self.capture.record(time.time(), time.monotonic(), answers)
+            except BridgeError:  # the bridge is stopping for that already: answer anyway
+                pass
+        self.to_client.put_all([answer.data for answer in answers])
+        with trio.move_on_after(STOP_TIMEOUT):
+            await self.to_client.flush()
 
     async def wait_input_drained(self, direction: Direction, timeout: float) -> None:
         """Wait until the pump reading `direction` has read all that its source had written

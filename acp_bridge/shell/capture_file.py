@@ -195,7 +195,8 @@ def start_capture(config: Config, *, argv: Sequence[str] | None = None,
     if not capture.write(dumps(header)):
         return None
     if capture.path != path:
-        log.info("capture: %s exists; writing %s", path, capture.path)
+        # At the default level: whoever reads PATH afterwards would read an older session.
+        log.warning("capture: %s exists; writing %s", path, capture.path)
     else:
         log.info("capture: writing %s", path)
     return capture

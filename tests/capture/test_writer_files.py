@@ -85,7 +85,7 @@ async def test_an_existing_capture_is_never_truncated(tmp_path: Path) -> None:
     assert result.returncode == 0 and result.stdout == NOTE
     assert old.read_bytes() == b"yesterday's capture\n" and stat.S_IMODE(old.stat().st_mode) == 0o640
     fresh = tmp_path / "c-1.jsonl"
-    assert f"acp-bridge: INFO: capture: {old} exists; writing {fresh}" in result.stderr.decode().splitlines()
+    assert f"acp-bridge: WARNING: capture: {old} exists; writing {fresh}" in result.stderr.decode().splitlines()
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
     assert [r["type"] for r in records(fresh)] == ["header", "message", "message", "end"]
 
