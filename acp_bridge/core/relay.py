@@ -18,12 +18,24 @@ import orjson
 from acp_bridge.core import protocol as p
 from acp_bridge.core.chain import Chain
 from acp_bridge.core.chain import Outcome as ChainOutcome
+from acp_bridge.core.forward import VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
-from acp_bridge.core.forward import complete_lines
 from acp_bridge.core.id_scanner import Members, MemberScanner
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
-from acp_bridge.core.messages import Direction, Frame, Kind, Unencodable, classify, encode, number_literals
+from acp_bridge.core.messages import (
+    OTHER,
+    REQUEST,
+    RESPONSE,
+    TO_AGENT,
+    Direction,
+    Frame,
+    Kind,
+    Unencodable,
+    classify,
+    encode,
+    number_literals,
+)
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
@@ -43,13 +55,6 @@ RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is 
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"
 
-
-# Enum members the per-line paths compare against, as module globals: on Python 3.11 a
-# class attribute of an Enum goes through `EnumType.__getattr__`'s slow hook (~150 ns a
-# lookup against ~20 ns for a global), and a parsed line looked up half a dozen.
-_REQUEST, _RESPONSE, _OTHER = Kind.REQUEST, Kind.RESPONSE, Kind.OTHER
-_PASS = Verdict.PASS
-_TO_AGENT = Direction.TO_AGENT
 
 # orjson writes 254 levels of nesting at most, and a line nested that deep has at least
 # twice as many bytes: shorter lines need no check.
@@ -197,7 +202,7 @@ class Relay:
 
     def _pass_untouched(self, direction: Direction, run: bytes, out: list[Forward]) -> None:
         # Not even its lines are counted: that would be one more pass over every byte.
-        out.append(Forward(direction, run, run, _PASS, untouched_lines=True))
+        out.append(Forward(direction, run, run, VERDICT_PASS, untouched_lines=True))
 
     def feed_eof(self, direction: Direction, now: float = 0.0) -> list[Forward]:
         """The stream travelling `direction` ended: flush a partial last line as it is.
@@ -235,7 +240,7 @@ class Relay:
                 # banners and other stray output are seen as what they are (and warned about).
                 self._line(classify(direction, piece), now, out)
             else:
-                out.append(Forward(direction, piece, piece, _PASS))
+                out.append(Forward(direction, piece, piece, VERDICT_PASS))
         return out
 
     # -- one parsed line ------------------------------------------------------------------------
@@ -243,19 +248,19 @@ class Relay:
     def _line(self, frame: Frame, now: float, out: list[Forward]) -> None:
         kind = frame.kind
         request: Pending | None = None
-        if kind is _REQUEST:
-            if self.agent_gone is not None and frame.direction is _TO_AGENT:
+        if kind is REQUEST:
+            if self.agent_gone is not None and frame.direction is TO_AGENT:
                 self._refuse(frame, frame.id, out)
                 return
             request = self.session.on_request(frame, now)
-        elif kind is _RESPONSE:
+        elif kind is RESPONSE:
             request = self.session.on_response(frame)
-        elif kind is _OTHER:
+        elif kind is OTHER:
             self._other(frame, now, out)
             return
 
-        if (kind is _RESPONSE and request is None) or kind not in self._wanted:
-            out.append(Forward(frame.direction, frame.raw, frame.raw, _PASS, frame, (), request))
+        if (kind is RESPONSE and request is None) or kind not in self._wanted:
+            out.append(Forward(frame.direction, frame.raw, frame.raw, VERDICT_PASS, frame, (), request))
             return  # unpaired responses: nothing to go on, so nothing to change
         if len(frame.raw) >= _DEEP_MIN and not _writable(frame):
             # Nothing the rules made of it could be written back: they are not asked, so
@@ -271,7 +276,7 @@ class Relay:
             self._fail_open(frame, [], request, f"{type(exc).__name__}: {exc}", out)
             return
         if outcome is None:  # every rule passed
-            out.append(Forward(frame.direction, frame.raw, frame.raw, _PASS, frame, (), request))
+            out.append(Forward(frame.direction, frame.raw, frame.raw, VERDICT_PASS, frame, (), request))
             return
         self._verdict(frame, outcome, request, out)
 

@@ -24,14 +24,13 @@ from typing import Any
 
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction, brief, id_key
+from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.health.findings import CODES, Finding
 from acp_bridge.health.sessions import V1_ONLY_UPDATES as V1_ONLY_UPDATES
 from acp_bridge.health.sessions import SessionRules
 
-TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 INF = math.inf
 RECENT = 256  # answered requests remembered, to tell a second answer from an unknown id
 
