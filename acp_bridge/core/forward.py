@@ -36,8 +36,7 @@ VERDICT_OTHER, VERDICT_OPAQUE, VERDICT_ERROR, VERDICT_EMIT = Verdict.OTHER, Verd
 class Forward:
     """Bytes to send toward `direction`, and what the bridge knows about them.
 
-    Treat it as immutable. (It is not frozen only because a frozen dataclass costs about a
-    microsecond more to build, and one is built for every parsed line.)
+    Treat it as immutable; it is not frozen for the reason `Frame` is not.
     """
 
     direction: Direction

@@ -4,7 +4,7 @@ Owns: the rules that turn traffic into findings (unanswered requests and their t
 answered twice or never asked, sessions never opened or already closed, malformed updates,
 ignored cancels, v1 shapes on v2, the migration facts), counting each code per session,
 and telling listeners. Fed the same way live (`watchdog`, from what the relay already
-parsed) and post hoc (`posthoc`, from every record of a capture).
+parsed) and post hoc (`offline`, from every record of a capture).
 
 Requests in flight are not tracked here but read from a `core.session.Session`: the relay's
 own live (so the forwarding path pays nothing per request for the timers), one kept by the
