@@ -2,8 +2,8 @@
 cyclic garbage collector paused.
 
 Importing it (click, the configuration, the core's classes) builds thousands of objects that
-live as long as the process; collecting while they pile up cost `run` about 3 ms of start-up
-(issue 17), and once frozen, no later collection visits them. Must never: leave the
+live as long as the process; collecting while they pile up cost `run` about 3 ms of start-up,
+and once frozen, no later collection visits them. Must never: leave the
 collector off, or import anything else.
 """
 

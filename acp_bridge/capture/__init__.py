@@ -1,16 +1,8 @@
 """Capture: everything about the record of a session, in one place (docs/capture-format.md).
 
-Pure (no IO, no clock or time zone, no trio or click; tests/core/test_layering.py checks):
-    records.py    CaptureEncoder: Forwards in, record lines out; header_record, dumps
-    lean.py       the lean path for runs of untouched lines (templates); `lean=False` turns it off
-    redaction.py  the one secret vocabulary: messages, argv, free text (the agent's stderr tail too)
-    reading.py    records back from JSONL: filters, one-line summaries, detail levels
-    stats.py      the aggregation behind `acp-bridge stats`
-Shell:
-    files.py      the path template, reading a capture as it grows, local time for people
-    writer.py     the capture file: created 0600, each read's records written before its bytes go on
-    html.py       `acp-bridge export --html`; the page's skeleton, CSS and JS are package data (assets/)
-    commands/cli.py        the click commands show, stats and export (loaded only when asked for)
+Pure (no IO, no clock or time zone, no trio or click; tests/core/test_layering.py checks), but
+for `files` (paths, following a file, local time) and `html` (writing the exported page). What
+each module owns: docs/how-it-works.md, "Where the code lives".
 
 Import surface: names load on first use (PEP 562), so that `run` pays only for the
 modules it uses, and the readers never load the writer.

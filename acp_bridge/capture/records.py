@@ -2,8 +2,8 @@
 
 Owns: the header record, one record per forwarded line (one for a whole line over the
 parse limit, however many pieces it went out in), and the trailer: the general path, which
-parses and masks each line. Runs of untouched lines take the lean path (`lean`) unless the
-encoder is made with `lean=False`. Redaction lives in `redaction`, reading in `reading`.
+parses and masks each line. Runs of untouched lines take the lean path (`runs`) unless the
+encoder is made with `lean=False`. Redaction lives in `redaction`, reading in `reader`.
 Must never: do IO, read a clock (times are passed in), import trio or click, touch the bytes
 the relay forwards (redaction changes the record only), or raise on anything from the wire:
 a record that cannot be written as it should be is still written, with what could be. A line

@@ -1,7 +1,7 @@
 """Commands that read a capture: `show`, `stats` and `export`.
 
 Owns: reading capture files (whole, or followed as they grow), filters, colour, and writing
-the exported page. The formatting itself is pure (`reading`); the page is `html`.
+the exported page. The formatting itself is pure (`reader`); the page is `html`.
 Must never: write to a capture, or import the export page code before `export` runs.
 """
 

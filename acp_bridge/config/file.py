@@ -1,6 +1,6 @@
 """The configuration file: TOML read into a `Config`, every key checked before anything starts.
 
-Owns: the file's schema, derived from the dataclasses of `config.py` (a field is a key; a
+Owns: the file's schema, derived from the dataclasses of `config/model.py` (a field is a key; a
 field whose type is a dataclass is a table), one reader per table for what a type cannot say
 (paths, choices, ranges), and reading the files a config names (the system prompt file).
 An unknown key, a wrong type or a missing file is a `ConfigError` naming the file and key.

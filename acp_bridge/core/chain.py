@@ -12,11 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.core.messages import Frame, Kind
+from acp_bridge.core.messages import RESPONSE, Frame, Kind
 from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
 from acp_bridge.core.session import Pending, Session
 
-_RESPONSE = Kind.RESPONSE  # a global: an Enum's class attribute is slow on 3.11 (see relay)
 _HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICATION, "notification"))
 
 
@@ -59,7 +58,7 @@ class Chain:
         current = frame
         kind = frame.kind
         for name, hook in self._hooks[kind]:
-            if kind is _RESPONSE:
+            if kind is RESPONSE:
                 result = hook(current, request, session)
             else:
                 result = hook(current, session)

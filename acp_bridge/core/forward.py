@@ -26,12 +26,17 @@ class Verdict(enum.Enum):
     __hash__ = object.__hash__  # see Direction
 
 
+# Verdict's members as globals, for the same reason as Kind's (core/messages.py); named apart
+# from Kind's OTHER and the rewrites' PASS and DROP.
+VERDICT_PASS, VERDICT_REWRITE, VERDICT_DROP = Verdict.PASS, Verdict.REWRITE, Verdict.DROP
+VERDICT_OTHER, VERDICT_OPAQUE, VERDICT_ERROR, VERDICT_EMIT = Verdict.OTHER, Verdict.OPAQUE, Verdict.ERROR, Verdict.EMIT
+
+
 @dataclass(slots=True)
 class Forward:
     """Bytes to send toward `direction`, and what the bridge knows about them.
 
-    Treat it as immutable. (It is not frozen only because a frozen dataclass costs about a
-    microsecond more to build, and one is built for every parsed line.)
+    Treat it as immutable; it is not frozen for the reason `Frame` is not.
     """
 
     direction: Direction

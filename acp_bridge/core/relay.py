@@ -18,12 +18,25 @@ import orjson
 from acp_bridge.core import protocol as p
 from acp_bridge.core.chain import Chain
 from acp_bridge.core.chain import Outcome as ChainOutcome
+from acp_bridge.core.forward import VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
-from acp_bridge.core.forward import complete_lines
 from acp_bridge.core.id_scanner import Members, MemberScanner
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
-from acp_bridge.core.messages import Direction, Frame, Kind, Unencodable, brief, classify, encode, number_literals
+from acp_bridge.core.messages import (
+    OTHER,
+    REQUEST,
+    RESPONSE,
+    TO_AGENT,
+    Direction,
+    Frame,
+    Kind,
+    Unencodable,
+    brief,
+    classify,
+    encode,
+    number_literals,
+)
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
@@ -43,13 +56,6 @@ RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is 
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"
 
-
-# Enum members the per-line paths compare against, as module globals: on Python 3.11 a
-# class attribute of an Enum goes through `EnumType.__getattr__`'s slow hook (~150 ns a
-# lookup against ~20 ns for a global), and a parsed line looked up half a dozen.
-_REQUEST, _RESPONSE, _OTHER = Kind.REQUEST, Kind.RESPONSE, Kind.OTHER
-_PASS = Verdict.PASS
-_TO_AGENT = Direction.TO_AGENT
 
 # orjson writes 254 levels of nesting at most, and a line nested that deep has at least
 # twice as many bytes: shorter lines need no check.
@@ -197,7 +203,7 @@ class Relay:
 
     def _pass_untouched(self, direction: Direction, run: bytes, out: list[Forward]) -> None:
         # Not even its lines are counted: that would be one more pass over every byte.
-        out.append(Forward(direction, run, run, _PASS, untouched_lines=True))
+        out.append(Forward(direction, run, run, VERDICT_PASS, untouched_lines=True))
 
     def feed_eof(self, direction: Direction, now: float = 0.0) -> list[Forward]:
         """The stream travelling `direction` ended: flush a partial last line as it is.
@@ -235,7 +241,7 @@ class Relay:
                 # banners and other stray output are seen as what they are (and warned about).
                 self._line(classify(direction, piece), now, out)
             else:
-                out.append(Forward(direction, piece, piece, _PASS))
+                out.append(Forward(direction, piece, piece, VERDICT_PASS))
         return out
 
     # -- one parsed line ------------------------------------------------------------------------
@@ -243,19 +249,19 @@ class Relay:
     def _line(self, frame: Frame, now: float, out: list[Forward]) -> None:
         kind = frame.kind
         request: Pending | None = None
-        if kind is _REQUEST:
-            if self.agent_gone is not None and frame.direction is _TO_AGENT:
+        if kind is REQUEST:
+            if self.agent_gone is not None and frame.direction is TO_AGENT:
                 self._refuse(frame, frame.id, out)
                 return
             request = self.session.on_request(frame, now)
-        elif kind is _RESPONSE:
+        elif kind is RESPONSE:
             request = self.session.on_response(frame)
-        elif kind is _OTHER:
+        elif kind is OTHER:
             self._other(frame, now, out)
             return
 
-        if (kind is _RESPONSE and request is None) or kind not in self._wanted:
-            out.append(Forward(frame.direction, frame.raw, frame.raw, _PASS, frame, (), request))
+        if (kind is RESPONSE and request is None) or kind not in self._wanted:
+            out.append(Forward(frame.direction, frame.raw, frame.raw, VERDICT_PASS, frame, (), request))
             return  # unpaired responses: nothing to go on, so nothing to change
         if not self.strict and len(frame.raw) >= _DEEP_MIN and not _writable(frame):
             # Nothing the rules made of it could be written back: they are not asked, so
@@ -273,7 +279,7 @@ class Relay:
             self._fail_open(frame, [], request, f"{type(exc).__name__}: {exc}", out)
             return
         if outcome is None:  # every rule passed
-            out.append(Forward(frame.direction, frame.raw, frame.raw, _PASS, frame, (), request))
+            out.append(Forward(frame.direction, frame.raw, frame.raw, VERDICT_PASS, frame, (), request))
             return
         self._verdict(frame, outcome, request, out)
 
@@ -314,7 +320,7 @@ class Relay:
             if frame.kind is Kind.RESPONSE:
                 what = f"the answer to {request.method if request else '?'} #{brief(frame.id)}"
             else:
-                what = f"{frame.method} #{brief(frame.id)}" if frame.kind is _REQUEST else str(frame.method)
+                what = f"{frame.method} #{brief(frame.id)}" if frame.kind is REQUEST else str(frame.method)
             raise Unencodable(f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}")
         self.unencodable += 1
         if self.unencodable == 1:
@@ -327,14 +333,14 @@ class Relay:
         chunk made before it (`out`) is forwarded. A response among them answered nobody:
         its request is in flight again (the bridge answers it as it stops)."""
         self._in_flight_again(out)
-        if frame.kind is _RESPONSE and request is not None:
+        if frame.kind is RESPONSE and request is not None:
             self.session.track(request)
 
     def _in_flight_again(self, unsent: Iterable[Forward]) -> None:
         for fwd in unsent:
             request = fwd.request
-            if (request is not None and request.origin is _TO_AGENT and fwd.direction is not _TO_AGENT
-                    and (fwd.frame is None or fwd.frame.kind is _RESPONSE)):
+            if (request is not None and request.origin is TO_AGENT and fwd.direction is not TO_AGENT
+                    and (fwd.frame is None or fwd.frame.kind is RESPONSE)):
                 self.session.track(request)
 
     def _fail_open(self, frame: Frame, rules: list[str], request: Pending | None, error: str,

@@ -3,7 +3,7 @@ there is one.
 
 Owns: `Finder`, the search for the relay's needles (`"id"`, the rules' triggers) over the
 complete lines of one read. CPython's `bytes.find` runs at 0.5-1 ns a byte for these needles;
-glibc's memmem (a search on two-byte hashes) at 0.15-0.4 on the same reads (bench: issue 17),
+glibc's memmem (a search on two-byte hashes) at 0.15-0.4 on the same reads (docs/performance-history.md),
 and every byte that goes to the client is searched. Must never: read outside the body it was
 given, answer anything but what `bytes.find` answers (a property in tests/core/test_scan.py
 compares the two paths), or be needed: where memmem cannot be loaded (no glibc: macOS,

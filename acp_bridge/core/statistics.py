@@ -2,7 +2,7 @@
 
 Owns: the two frozen records of what is in flight. They live apart from the relay and the
 session so that a run, which never asks for them, does not build their dataclasses as it
-starts (issue 17: start-up). Must never: hold state, or be imported by a module at its top
+starts. Must never: hold state, or be imported by a module at its top
 for anything but type checking.
 """
 

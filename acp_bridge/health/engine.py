@@ -4,7 +4,7 @@ Owns: the rules that turn traffic into findings (unanswered requests and their t
 answered twice or never asked, sessions never opened or already closed, malformed updates,
 ignored cancels, v1 shapes on v2, the migration facts), counting each code per session,
 and telling listeners. Fed the same way live (`watchdog`, from what the relay already
-parsed) and post hoc (`posthoc`, from every record of a capture).
+parsed) and post hoc (`offline`, from every record of a capture).
 
 Requests in flight are not tracked here but read from a `core.session.Session`: the relay's
 own live (so the forwarding path pays nothing per request for the timers), one kept by the
@@ -24,14 +24,13 @@ from typing import Any
 
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction, brief, id_key
+from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.health.findings import CODES, Finding
 from acp_bridge.health.sessions import V1_ONLY_UPDATES as V1_ONLY_UPDATES
 from acp_bridge.health.sessions import SessionRules
 
-TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 INF = math.inf
 RECENT = 256  # answered requests remembered, to tell a second answer from an unknown id
 

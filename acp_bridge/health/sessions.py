@@ -15,11 +15,10 @@ from typing import Any
 
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction, id_key
+from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
 
-TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 INF = float("inf")
 V1_ONLY_UPDATES = frozenset({"current_mode_update", "tool_call", "plan"})  # removed in v2 (acp-notes 4.2)
 

@@ -24,8 +24,19 @@ from typing import TYPE_CHECKING
 import trio
 
 from acp_bridge.config import Config
-from acp_bridge.core.forward import Forward, Verdict, complete_lines
-from acp_bridge.core.messages import Direction, Frame, Kind, brief, classify, id_key
+from acp_bridge.core.forward import VERDICT_EMIT, VERDICT_OPAQUE, VERDICT_REWRITE, Forward, complete_lines
+from acp_bridge.core.messages import (
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    TO_AGENT,
+    TO_CLIENT,
+    Direction,
+    Frame,
+    brief,
+    classify,
+    id_key,
+)
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.errors import CaptureError
 from acp_bridge.health.engine import SPECIAL, Engine, _session_key
@@ -36,9 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acp_bridge.health")
 
-TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
-REQUEST, RESPONSE, NOTIFICATION = Kind.REQUEST, Kind.RESPONSE, Kind.NOTIFICATION
-EMIT, OPAQUE, REWRITE = Verdict.EMIT, Verdict.OPAQUE, Verdict.REWRITE
 INF = math.inf
 TOLD_PER_CODE = 10  # findings of one code logged and written to the capture; the rest are counted
 _LOG_LEVEL = {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING, Level.ERROR: logging.ERROR}
@@ -90,7 +98,7 @@ class Watchdog:
         engine = self.engine
         first = forwards[0]
         source = first.frame.direction if first.frame is not None else first.direction
-        if source is TO_CLIENT and first.verdict is not EMIT:
+        if source is TO_CLIENT and first.verdict is not VERDICT_EMIT:
             engine.last_out = mono
         if self._base is not None:
             self._cursor = (0, self._base)
@@ -105,7 +113,7 @@ class Watchdog:
         for index, fwd in enumerate(forwards):
             frame = fwd.frame
             if frame is None:
-                if fwd.verdict is not EMIT or own:  # the bridge's own answers: the relay's session knows
+                if fwd.verdict is not VERDICT_EMIT or own:  # the bridge's own answers: the relay's session knows
                     self._unparsed(fwd, source, sampled, mono, forwards, index)
                     sampled = sampled or fwd.untouched_lines
                 continue
@@ -147,7 +155,7 @@ class Watchdog:
                     engine.notification(fwd.direction, frame.msg, mono, seq)  # type: ignore[arg-type]
                 elif frame.batch is not None:
                     self._batch(frame, mono, seq)
-            if fwd.rules and fwd.verdict is REWRITE and "system-prompt" in fwd.rules:
+            if fwd.rules and fwd.verdict is VERDICT_REWRITE and "system-prompt" in fwd.rules:
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
                 out = classify(frame.direction, fwd.data).msg
@@ -165,9 +173,9 @@ class Watchdog:
                   forwards: Sequence[Forward], index: int) -> None:
         """A forward the relay did not parse: look at what a rule needs, cheaply."""
         verdict = fwd.verdict
-        if verdict is EMIT:
+        if verdict is VERDICT_EMIT:
             self._emitted(fwd, mono, forwards, index)
-        elif verdict is OPAQUE:
+        elif verdict is VERDICT_OPAQUE:
             pass
         elif source is TO_AGENT:
             if b"session/cancel" in fwd.raw:
@@ -225,7 +233,7 @@ class Watchdog:
         counted, seq = self._cursor
         while counted < index:
             fwd = forwards[counted]
-            if fwd.verdict is OPAQUE:
+            if fwd.verdict is VERDICT_OPAQUE:
                 seq += not fwd.raw or fwd.raw.endswith(b"\n")
             elif fwd.untouched_lines:
                 seq += fwd.raw.count(b"\n")

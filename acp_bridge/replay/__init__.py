@@ -4,7 +4,9 @@
 - `server`: the script served on stdio to a live client (trio).
 - `rerun`: the recorded incoming lines fed through today's rules, offline, and compared.
 - `diff`: a compact JSON diff of two messages.
-- `cli`: the `acp-bridge replay` command.
+- `wire`: ids as the live client wrote them, and the errors for lines the recording cannot answer.
+- `report`: the replay's stderr, bounded.
 
-Nothing here is imported by `run`: the group loads `cli` only when `replay` is asked for.
+The command is `commands/replay.py`. Nothing here is imported by `run`: the group loads the
+command only when `replay` is asked for.
 """

@@ -19,7 +19,8 @@ import trio
 from trio.abc import HalfCloseableStream, ReceiveStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
-from acp_bridge.core.messages import brief
+from acp_bridge.core.forward import VERDICT_OTHER
+from acp_bridge.core.messages import TO_AGENT, brief
 from acp_bridge.errors import BridgeError
 from acp_bridge.shell.streams import Outlet, Reader
 
@@ -39,9 +40,6 @@ class CaptureSink(Protocol):
         """Write the records now (synchronously); raises CaptureError only when required."""
 
 
-# Enum members `deliver` compares every forward against: globals, for an Enum's class
-# attribute is slow on Python 3.11 (see core/relay.py).
-_OTHER, _TO_AGENT = Verdict.OTHER, Direction.TO_AGENT
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
 
 
@@ -118,16 +116,16 @@ class Bridge:
         to_agent: list[bytes] = []
         to_client: list[bytes] = []
         for fwd in forwards:
-            if fwd.verdict is _OTHER and not self.warned_stray_output:
+            if fwd.verdict is VERDICT_OTHER and not self.warned_stray_output:
                 self._flag_stray_output(fwd)
             if fwd.data:
-                (to_agent if fwd.direction is _TO_AGENT else to_client).append(fwd.data)
+                (to_agent if fwd.direction is TO_AGENT else to_client).append(fwd.data)
         if to_agent:
             self.to_agent.put_all(to_agent)
         if to_client:
             self.to_client.put_all(to_client)
             self.client_mid_line = not to_client[-1].endswith(b"\n")
-        others = bool(to_agent or to_client) if own is None else bool(to_client if own is _TO_AGENT else to_agent)
+        others = bool(to_agent or to_client) if own is None else bool(to_client if own is TO_AGENT else to_agent)
         if own is not None:
             await self.outlet(own).flush(yielded=yielded)
         if others:

@@ -1,7 +1,7 @@
 """Telemetry: ACP traffic as OpenTelemetry traces and metrics (docs/telemetry.md).
 
 Owns, in its modules: the pure span model built from timed messages (`spans`, `builder`),
-what a live bridge feeds it (`observer`), a capture fed to it (`replay`), and the adapter to
+what a live bridge feeds it (`live`), a capture fed to it (`offline`), and the adapter to
 the OpenTelemetry SDK (`sdk`), the only module that imports the optional `otel` extra.
 Must never: import the SDK at module level outside `sdk`, or let telemetry touch, delay or
 fail the traffic.

@@ -5,7 +5,7 @@ execute_tool and request spans; requests outside a session as their own traces),
 requests with responses, tool calls by `toolCallId`, turns of v1 (the prompt's response
 ends it) and v2 (an idle `state_update` ends it), handing lines a rule touched to `work`, and
 what content may be added (only with a redactor: `--otlp-content`). The same builder is
-fed live (`observer`) and from a capture (`replay`); `ledger` keeps its records and
+fed live (`live`) and from a capture (`offline`); `ledger` keeps its records and
 makes and ends its spans. A span never outlives its parent: ending one ends what is still
 open under it, marked `acp.unfinished`.
 Must never: do IO, read a clock (every time comes with its message), import the SDK, or

@@ -26,16 +26,13 @@ from typing import Any
 
 from acp_bridge.config.model import SuggestionsConfig
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction, Frame, brief
+from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
 from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.suggestions")
-# The hooks' first test, for every request: a global, for an Enum's class attribute is
-# slow on Python 3.11 (see core/relay.py).
-_TO_AGENT, _TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
 # Requests after `initialize` that change what the client holds: a new prompt withdraws the
@@ -145,7 +142,7 @@ class PromptSuggestions(Rewrite):
     # -- client -> agent ---------------------------------------------------------------------
 
     def request(self, frame: Frame, session: Session) -> Outcome:
-        if frame.direction is not _TO_AGENT or not session.client_ready or frame.msg is None:
+        if frame.direction is not TO_AGENT or not session.client_ready or frame.msg is None:
             return PASS
         method, params = frame.method or "", frame.params
         if method == p.INITIALIZE:
@@ -215,7 +212,7 @@ class PromptSuggestions(Rewrite):
 
     def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
         if (
-            frame.direction is _TO_CLIENT
+            frame.direction is TO_CLIENT
             and session.client_ready
             and request.session_id is not None
             and replays(request, session)
@@ -227,7 +224,7 @@ class PromptSuggestions(Rewrite):
 
     def notification(self, frame: Frame, session: Session) -> Outcome:
         if (
-            frame.direction is not _TO_CLIENT
+            frame.direction is not TO_CLIENT
             or frame.method != p.SESSION_UPDATE
             or not session.client_ready
             or frame.msg is None

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction, Frame, brief, id_key
+from acp_bridge.core.messages import TO_AGENT, Direction, Frame, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.system_prompt_shapes import (
@@ -51,9 +51,6 @@ if TYPE_CHECKING:
     from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.system_prompt")
-# The hooks' first test, for every request: a global, for an Enum's class attribute is
-# slow on Python 3.11 (see core/relay.py).
-_TO_AGENT = Direction.TO_AGENT
 
 
 @dataclass(slots=True)
@@ -90,7 +87,7 @@ class SystemPrompt(Rewrite):
 
     def request(self, frame: Frame, session: Session) -> Outcome:
         msg = frame.msg
-        if (frame.direction is not _TO_AGENT or not session.client_ready
+        if (frame.direction is not TO_AGENT or not session.client_ready
                 or msg is None or not isinstance(msg.get("params"), dict)):
             return PASS
         method = frame.method
@@ -158,7 +155,7 @@ class SystemPrompt(Rewrite):
     def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
         """Only reads: learns new session ids, re-arms a refused first prompt, logs."""
         msg = frame.msg
-        if request.origin is not _TO_AGENT or not session.client_ready or msg is None:
+        if request.origin is not TO_AGENT or not session.client_ready or msg is None:
             return PASS
         if request.method == p.SESSION_PROMPT:
             state = session.existing_state(SystemPromptState, request.session_id)
