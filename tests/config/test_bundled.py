@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from acp_bridge.commands.cli import main
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 FILES = sorted(CONFIGS.glob("*.toml"))
 
 # file name -> {"table.key": exact effective value}

@@ -1,5 +1,6 @@
 """The layers of `run`'s settings (spec/interface.md): command line > ACP_BRIDGE_* environment >
-config file > defaults, and what `strict` means across them.
+config file > defaults, and what `strict` means across them; the options' own checks; and
+`Overrides`, the layers above the file as one mapping of dotted keys (config/layers.py).
 
 A higher layer's choice replaces a lower one's even when the two are different spellings of one
 choice (system prompt text or file); only two spellings in the same layer conflict. `run` is
@@ -9,6 +10,9 @@ test_system_prompt_cli.py.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +23,10 @@ from click.testing import CliRunner
 from acp_bridge.commands import cli
 from acp_bridge.commands.cli import main
 from acp_bridge.config import Config
-from tests.conftest import keeper
+from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides
+from acp_bridge.errors import ConfigError
+from tests.config.conftest import field_value, one_line
+from tests.conftest import agent_cmd, keeper
 
 TOML_TEXT = '[system_prompt]\ntext = "from toml text"\n'
 TOML_FILE = '[system_prompt]\nfile = "toml.md"\n'
@@ -101,6 +108,34 @@ def test_errors_name_the_layer_the_value_came_from(seen: list[Config], tmp_path:
     assert result.stderr == "acp-bridge: --system-prompt: is empty\n"
 
 
+def test_precedence_command_line_then_env_then_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
+    config = tmp_path / "c.toml"
+    config.write_text('[system_prompt]\ntext = "from file"\nmode = "override"\n[capture]\npath = "file.jsonl"\n')
+    runner = CliRunner()
+    runner.invoke(main, ["run", "-c", str(config), "--", "agent"], env={"ACP_BRIDGE_SYSTEM_PROMPT": "from env"})
+    runner.invoke(main, ["run", "-c", str(config), "--system-prompt", "from cli", "--", "agent"],
+                  env={"ACP_BRIDGE_SYSTEM_PROMPT": "from env"})
+    runner.invoke(main, ["run", "-c", str(config), "--", "agent"])
+    assert [c.system_prompt.text for c in seen] == ["from env", "from cli", "from file"]
+    assert {c.system_prompt.mode for c in seen} == {"override"}
+    assert seen[0].capture.path == str(tmp_path / "file.jsonl")
+    assert seen[0].agent.command == ("agent",)
+
+
+def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
+    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    config = tmp_path / "c.toml"
+    config.write_text('[bridge]\nstrict = true\nlog_file = "bridge.log"\nverbosity = 2\n')
+    CliRunner().invoke(main, ["run", "-c", str(config), "--", "agent"])
+    CliRunner().invoke(main, ["run", "-c", str(config), "-q", "--", "agent"])
+    assert [(c.strict, c.log_file, c.verbosity) for c in seen] == [
+        (True, str(tmp_path / "bridge.log"), 2), (True, str(tmp_path / "bridge.log"), -1)]
+
+
 # -- strict: one word, one meaning ------------------------------------------------------------
 
 BRIDGE_STRICT = "[bridge]\nstrict = true\n"
@@ -161,17 +196,170 @@ def test_run_help_explains_strict() -> None:
     assert "Same as [bridge] strict" in text
 
 
-# -- check-config prints no secrets -----------------------------------------------------------
+# -- the command line's own checks ----------------------------------------------------------
 
 
-def test_check_config_masks_agent_env_values_and_the_system_prompt(tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text('[agent]\ncommand = ["agent"]\nenv = { API_KEY = "sk-live-123", MODE = "fast" }\n'
-                      '[system_prompt]\ntext = "Private team rules."\n')
-    result = CliRunner().invoke(main, ["check-config", str(config)])
-    assert result.exit_code == 0, result.stderr
-    assert "sk-live-123" not in result.stdout and "fast" not in result.stdout
-    assert "Private" not in result.stdout
-    settings = orjson.loads(result.stdout)
-    assert settings["agent"]["env"] == {"API_KEY": "<redacted>", "MODE": "<redacted>"}
-    assert settings["system_prompt"]["text"] == "<19 characters>"
+@pytest.mark.parametrize(("args", "env", "message"), [
+    pytest.param(["--system-prompt-file", "."], {}, "acp-bridge: --system-prompt-file: . is a directory, not a file",
+                 id="prompt-file-option-directory"),
+    pytest.param([], {"ACP_BRIDGE_SYSTEM_PROMPT_FILE": "."},
+                 "acp-bridge: ACP_BRIDGE_SYSTEM_PROMPT_FILE: . is a directory, not a file", id="prompt-file-env-directory"),
+    pytest.param(["--system-prompt-file", "loop.md"], {}, "acp-bridge: --system-prompt-file: cannot read loop.md:",
+                 id="prompt-file-option-symlink-loop"),
+    pytest.param(["--system-prompt-file", "latin1.md"], {}, "acp-bridge: --system-prompt-file: latin1.md is not UTF-8",
+                 id="prompt-file-option-not-utf8"),
+    pytest.param(["--capture", "x-{pid:s}"], {}, "acp-bridge: --capture: bad template", id="capture-option-format-spec"),
+    pytest.param([], {"ACP_BRIDGE_CAPTURE": "x-{when}"}, "acp-bridge: ACP_BRIDGE_CAPTURE: unknown placeholder {when}",
+                 id="capture-env-placeholder"),
+    pytest.param(["-v", "-q"], {}, "acp-bridge: -v/--verbose and -q/--quiet: give only one", id="verbose-and-quiet"),
+])
+def test_bad_run_options_are_exit_2_naming_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      args: list[str], env: dict[str, str], message: str) -> None:
+    (tmp_path / "latin1.md").write_bytes("Caf\xe9".encode("latin-1"))
+    (tmp_path / "loop.md").symlink_to(tmp_path / "loop.md")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", *args, "--", "agent"], env=env)
+    assert result.exit_code == 2, result.output
+    assert one_line(result.stderr).startswith(message), result.stderr
+
+
+def test_an_empty_agent_program_after_dash_dash_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["run", "--", ""])
+    assert result.exit_code == 2
+    assert one_line(result.stderr) == ("acp-bridge: the agent command after `--`: the program (the first item) "
+                                       "is an empty string")
+
+
+async def test_a_system_prompt_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
+    """argv bytes that are not UTF-8 reach Python as lone surrogates, which JSON cannot carry:
+    the rule would fail on every session setup request."""
+    import trio
+
+    pidfile = tmp_path / "agent.pid"
+    env = {**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)}
+    with trio.fail_after(30):
+        proc = await trio.run_process(
+            [os.fsencode(sys.executable), b"-m", b"acp_bridge", b"run", b"--system-prompt", b"caf\xe9",
+             b"--", *map(os.fsencode, agent_cmd("echo"))],
+            stdin=b"", capture_stdout=True, capture_stderr=True, check=False, env=env)
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr == b"acp-bridge: --system-prompt: is not valid UTF-8 text\n"
+    assert not pidfile.exists()
+
+
+# -- the layers above the file, one mapping of dotted keys ----------------------------------
+
+# Every setting a layer above the file can give, by the dotted field of `Config` it sets.
+OVERRIDES: dict[str, tuple[Any, Any, Any]] = {
+    # key: (the upper layer's, the lower layer's, the effect of upper's)
+    "agent.command": (("upper",), ("lower",), ("upper",)),
+    "capture.path": ("upper.jsonl", "lower.jsonl", "upper.jsonl"),
+    "system_prompt.text": (PromptText("upper", "--system-prompt"),
+                           PromptFile(Path("/nonexistent/lower.md"), "ACP_BRIDGE_SYSTEM_PROMPT_FILE"), "upper"),
+    "system_prompt.mode": ("override", "append", "override"),
+    "suggestions.enabled": (False, True, False),
+    "suggestions.unlock_legacy_agent": (True, False, True),
+    "health.enabled": (False, True, False),
+    "strict": (True, False, True),
+    "log_file": ("upper.log", "lower.log", "upper.log"),
+    "verbosity": (2, -1, 2),
+    "telemetry.enabled": (True, False, True),
+    "telemetry.content": (True, False, True),
+}
+UPPER = Overrides({key: upper for key, (upper, _, _) in OVERRIDES.items()})
+LOWER = Overrides({key: lower for key, (_, lower, _) in OVERRIDES.items()})
+
+# Every run option that sets something, given on the command line, then in the environment
+# (where -v and -q have no variable).
+EVERY_OPTION = ["--capture", "c.jsonl", "--system-prompt", "text", "--system-prompt-mode", "override",
+                "--unlock-legacy-agent", "--no-suggestions", "--no-health", "--strict", "--log-file", "b.log",
+                "--otlp", "--otlp-content", "-vv"]
+EVERY_VARIABLE = {"ACP_BRIDGE_CAPTURE": "c.jsonl", "ACP_BRIDGE_SYSTEM_PROMPT": "text",
+                  "ACP_BRIDGE_SYSTEM_PROMPT_MODE": "override", "ACP_BRIDGE_UNLOCK_LEGACY_AGENT": "1",
+                  "ACP_BRIDGE_NO_SUGGESTIONS": "1", "ACP_BRIDGE_NO_HEALTH": "1", "ACP_BRIDGE_STRICT": "1",
+                  "ACP_BRIDGE_LOG_FILE": "b.log", "ACP_BRIDGE_OTLP": "1", "ACP_BRIDGE_OTLP_CONTENT": "1"}
+
+
+@pytest.mark.parametrize(("args", "env", "expected"), [
+    pytest.param(EVERY_OPTION, {}, set(OVERRIDES), id="command-line"),
+    pytest.param([], EVERY_VARIABLE, set(OVERRIDES) - {"verbosity"}, id="environment"),
+])
+def test_the_overrides_table_names_every_setting_the_command_line_gives(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: list[str], env: dict[str, str],
+        expected: set[str]) -> None:
+    """The keys `run` builds are the table's (the agent after `--` is one of them), so each
+    one is tested below to reach a real field of `Config`."""
+    given: list[Overrides] = []
+
+    def keep(config: Config, overrides: Overrides) -> Config:
+        given.append(overrides)
+        return apply_overrides(config, overrides)
+
+    monkeypatch.setattr(cli, "apply_overrides", keep)
+    monkeypatch.setattr(cli, "run_and_report", keeper([]))
+    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    monkeypatch.chdir(tmp_path)
+    CliRunner().invoke(main, ["run", *args, "--", "agent"], env=env)
+    assert [set(overrides.settings) for overrides in given] == [expected]
+
+
+@pytest.mark.parametrize("key", sorted(OVERRIDES))
+def test_each_key_names_a_setting_of_config(key: str) -> None:
+    assert not dataclasses.is_dataclass(field_value(Config(), key))
+
+
+@pytest.mark.parametrize(("key", "message"), [
+    ("capture.pth", "'capture.pth' names no setting of Config"),
+    ("nope", "'nope' names no setting of Config"),
+    ("strict.on", "'strict.on' names no setting of Config"),
+    ("capture", "'capture' names a table of Config, not a setting"),
+])
+def test_a_key_that_names_no_setting_is_a_bug(key: str, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        apply_overrides(Config(), Overrides({key: "x"}))
+    assert str(caught.value) == message
+
+
+def test_a_layer_that_does_not_say_gives_none() -> None:
+    """None is how a layer says nothing: it neither sets a field nor hides a lower layer's."""
+    assert Overrides({"strict": None, "log_file": "b.log"}).settings == {"log_file": "b.log"}
+    assert Overrides({"strict": None}).over(Overrides({"strict": True})) == Overrides({"strict": True})
+
+
+@pytest.mark.parametrize("key", sorted(OVERRIDES))
+def test_the_upper_layer_wins_each_setting_it_gives(key: str) -> None:
+    assert UPPER.over(LOWER).settings[key] == UPPER.settings[key]
+    only_lower = Overrides().over(LOWER)
+    assert only_lower.settings[key] == LOWER.settings[key]
+
+
+def test_an_empty_layer_changes_nothing() -> None:
+    assert Overrides().over(LOWER) == LOWER
+    assert UPPER.over(Overrides()) == UPPER
+    config = Config(verbosity=1, log_file="file.log")
+    assert apply_overrides(config, Overrides()) == config
+
+
+@pytest.mark.parametrize("key", sorted(OVERRIDES))
+def test_each_setting_reaches_its_field(key: str) -> None:
+    upper, _, effect = OVERRIDES[key]
+    applied = apply_overrides(Config(), Overrides({key: upper}))
+    assert field_value(applied, key) == effect
+    assert field_value(Config(), key) != effect
+
+
+def test_a_replaced_prompt_file_is_never_read() -> None:
+    """The lower layer's file does not exist: only the upper layer's text is used."""
+    assert apply_overrides(Config(), UPPER.over(LOWER)).system_prompt.text == "upper"
+    with pytest.raises(ConfigError, match="ACP_BRIDGE_SYSTEM_PROMPT_FILE: cannot read"):
+        apply_overrides(Config(), LOWER)
+
+
+@pytest.mark.parametrize(("prompt", "message"), [
+    (PromptText("  ", "--system-prompt"), "--system-prompt: is empty"),
+    (PromptText("caf\udce9", "ACP_BRIDGE_SYSTEM_PROMPT"), "ACP_BRIDGE_SYSTEM_PROMPT: is not valid UTF-8 text"),
+])
+def test_prompt_text_is_checked_where_it_takes_effect(prompt: PromptText, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        apply_overrides(Config(), Overrides({"system_prompt.text": prompt}))
+    assert str(caught.value) == message
