@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import orjson
 import pytest
 from click.testing import CliRunner
@@ -273,11 +274,24 @@ LOWER = Overrides({key: lower for key, (_, lower, _) in OVERRIDES.items()})
 # (where -v and -q have no variable).
 EVERY_OPTION = ["--capture", "c.jsonl", "--system-prompt", "text", "--system-prompt-mode", "override",
                 "--unlock-legacy-agent", "--no-suggestions", "--no-health", "--strict", "--log-file", "b.log",
-                "--otlp", "--otlp-content", "-vv"]
+                "--otlp", "--otlp-content", "-v"]
 EVERY_VARIABLE = {"ACP_BRIDGE_CAPTURE": "c.jsonl", "ACP_BRIDGE_SYSTEM_PROMPT": "text",
                   "ACP_BRIDGE_SYSTEM_PROMPT_MODE": "override", "ACP_BRIDGE_UNLOCK_LEGACY_AGENT": "1",
                   "ACP_BRIDGE_NO_SUGGESTIONS": "1", "ACP_BRIDGE_NO_HEALTH": "1", "ACP_BRIDGE_STRICT": "1",
                   "ACP_BRIDGE_LOG_FILE": "b.log", "ACP_BRIDGE_OTLP": "1", "ACP_BRIDGE_OTLP_CONTENT": "1"}
+
+
+# Options that set nothing of their own: the file to read, and second spellings of a setting.
+NOT_IN_EVERY_OPTION = {"config_file", "system_prompt_file", "quiet"}
+
+
+def test_every_option_and_variable_is_tried_below() -> None:
+    """So a new option of `run` cannot escape the test after this one."""
+    options = [p for p in cli.run.params if isinstance(p, click.Option)]
+    assert {p.name for p in options if set(p.opts) & set(EVERY_OPTION)} == {
+        p.name for p in options} - NOT_IN_EVERY_OPTION
+    assert set(EVERY_VARIABLE) == {p.envvar for p in options if p.envvar} - {
+        "ACP_BRIDGE_CONFIG", "ACP_BRIDGE_SYSTEM_PROMPT_FILE"}
 
 
 @pytest.mark.parametrize(("args", "env", "expected"), [
