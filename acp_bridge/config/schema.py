@@ -1,4 +1,4 @@
-"""The configuration file's schema, derived from the dataclasses of `config.py`.
+"""The configuration file's schema, derived from the dataclasses of `config/model.py`.
 
 Owns: which tables and keys the file has and which TOML types each key takes. A field of
 `Config` whose type is a dataclass is a table ([agent], [relay], ...), each of its fields a
