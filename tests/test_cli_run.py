@@ -139,65 +139,10 @@ async def test_an_agent_not_on_path_is_explained_with_what_usually_causes_it() -
     assert f"No such file or directory. {hint}.\n" in stderr
 
 
-# -- configuration errors: one line, exit 2, the agent never started -------------------------
-
-@pytest.mark.parametrize(
-    ("toml", "message"),
-    [
-        pytest.param("[relay]\nbogus = 1\n", "relay.bogus: unknown key", id="unknown-key"),
-        pytest.param("[nope]\n", "nope: unknown table", id="unknown-table"),
-        pytest.param("[relay]\ngrace_seconds = \"5\"\n", "relay.grace_seconds: expected an integer or a number, got str", id="wrong-type"),
-        pytest.param("[suggestions]\nenabled = 1\n", "suggestions.enabled: expected a boolean, got int", id="int-for-bool"),
-        pytest.param("[system_prompt]\nmode = \"loud\"\n", "system_prompt.mode: 'loud' is not one of append, override", id="bad-choice"),
-        pytest.param("[system_prompt]\nfile = \"missing.md\"\n", "system_prompt.file: cannot read", id="missing-prompt-file"),
-        pytest.param("[system_prompt]\ntext = \"  \"\n", "system_prompt.text: is empty", id="empty-prompt"),
-        pytest.param("[capture]\npath = \"x-{when}.jsonl\"\n", "capture.path: unknown placeholder {when}", id="bad-template"),
-        pytest.param("[capture]\nredact = [\"params\"]\n", "capture.redact: 'params' is not a JSON pointer", id="bad-pointer"),
-        pytest.param("[relay\n", "not valid TOML", id="bad-toml"),
-        pytest.param("[bridge]\nverbosity = 7\n", "bridge.verbosity: must be -1 (quiet), 0, 1 or 2", id="bad-verbosity"),
-    ],
-)
-def test_config_errors_name_file_and_key_and_exit_2(tmp_path: Path, toml: str, message: str) -> None:
-    marker = tmp_path / "started"
-    config = tmp_path / "bad.toml"
-    config.write_text(toml)
-    agent = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
-    result = CliRunner().invoke(main, ["run", "-c", str(config), "--", *agent])
-    assert result.exit_code == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, lines
-    assert str(config) in lines[0] and message in lines[0]
-    assert not marker.exists()
-
-
-def test_missing_config_file_is_exit_2(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["run", "-c", str(tmp_path / "nope.toml"), "--", "true"])
-    assert result.exit_code == 2
-    assert result.stderr == f"acp-bridge: {tmp_path / 'nope.toml'}: config file not found\n"
-
-
 def test_no_agent_command_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["run"])
     assert result.exit_code == 2
     assert "no agent command" in result.stderr
-
-
-def test_precedence_command_line_then_env_then_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge.commands import cli
-
-    seen: list[Any] = []
-    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
-    config = tmp_path / "c.toml"
-    config.write_text('[system_prompt]\ntext = "from file"\nmode = "override"\n[capture]\npath = "file.jsonl"\n')
-    runner = CliRunner()
-    runner.invoke(main, ["run", "-c", str(config), "--", "agent"], env={"ACP_BRIDGE_SYSTEM_PROMPT": "from env"})
-    runner.invoke(main, ["run", "-c", str(config), "--system-prompt", "from cli", "--", "agent"],
-                  env={"ACP_BRIDGE_SYSTEM_PROMPT": "from env"})
-    runner.invoke(main, ["run", "-c", str(config), "--", "agent"])
-    assert [c.system_prompt.text for c in seen] == ["from env", "from cli", "from file"]
-    assert {c.system_prompt.mode for c in seen} == {"override"}
-    assert seen[0].capture.path == str(tmp_path / "file.jsonl")
-    assert seen[0].agent.command == ("agent",)
 
 
 def test_check_config_prints_effective_settings(tmp_path: Path) -> None:
@@ -231,20 +176,6 @@ def test_version() -> None:
 
     result = CliRunner().invoke(main, ["--version"])
     assert result.output == f"acp-bridge, version {__version__}\n"
-
-
-def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge.commands import cli
-
-    seen: list[Any] = []
-    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
-    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
-    config = tmp_path / "c.toml"
-    config.write_text('[bridge]\nstrict = true\nlog_file = "bridge.log"\nverbosity = 2\n')
-    CliRunner().invoke(main, ["run", "-c", str(config), "--", "agent"])
-    CliRunner().invoke(main, ["run", "-c", str(config), "-q", "--", "agent"])
-    assert [(c.strict, c.log_file, c.verbosity) for c in seen] == [
-        (True, str(tmp_path / "bridge.log"), 2), (True, str(tmp_path / "bridge.log"), -1)]
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -7,7 +7,6 @@ but protocol bytes to stdout while `run` is relaying (messages go to stderr or -
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import importlib
 import logging
@@ -240,8 +239,8 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
 
         file = read_config(config_file)
     agent_command, verbosity = _agent_command(agent), _verbosity(options)
-    command_line = dataclasses.replace(layer_overrides(ctx, options, COMMAND_LINE),
-                                       agent_command=agent_command, verbosity=verbosity)
+    only_on_the_command_line = Overrides({"agent.command": agent_command, "verbosity": verbosity})
+    command_line = only_on_the_command_line.over(layer_overrides(ctx, options, COMMAND_LINE))
     environment = layer_overrides(ctx, options, ENVIRONMENT)
     config = settle(apply_overrides(file, command_line.over(environment)))
     if not config.agent.command:
@@ -293,23 +292,29 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
 
         label = spelling(ctx, "capture")
         check_capture_template(capture, lambda problem: ConfigError(f"{label}: {problem}"))
+
     # Flags: the command line can only say yes; ACP_BRIDGE_STRICT=0 (false, no, off) says no,
     # and that replaces what the file says too.
-    unlock, no_suggestions, strict = pick("unlock_legacy_agent"), pick("no_suggestions"), pick("strict")
-    otlp, otlp_content = pick("otlp"), pick("otlp_content")
-    no_health = pick("no_health")
-    return Overrides(
-        capture_path=capture,
-        system_prompt=prompt,
-        system_prompt_mode=pick("system_prompt_mode"),
-        suggestions_enabled=None if no_suggestions is None else not no_suggestions,
-        unlock_legacy_agent=None if unlock is None else bool(unlock),
-        health_enabled=None if no_health is None else not no_health,
-        strict=None if strict is None else bool(strict),
-        log_file=pick("log_file"),
-        otlp=None if otlp is None else bool(otlp),
-        otlp_content=None if otlp_content is None else bool(otlp_content),
-    )
+    def flag(name: str) -> bool | None:
+        value = pick(name)
+        return None if value is None else bool(value)
+
+    def off_flag(name: str) -> bool | None:  # --no-health: health.enabled = false
+        value = flag(name)
+        return None if value is None else not value
+
+    return Overrides({
+        "capture.path": capture,
+        "system_prompt.text": prompt,
+        "system_prompt.mode": pick("system_prompt_mode"),
+        "suggestions.enabled": off_flag("no_suggestions"),
+        "suggestions.unlock_legacy_agent": flag("unlock_legacy_agent"),
+        "health.enabled": off_flag("no_health"),
+        "strict": flag("strict"),
+        "log_file": pick("log_file"),
+        "telemetry.enabled": flag("otlp"),
+        "telemetry.content": flag("otlp_content"),
+    })
 
 
 def _reason(exc: BaseException) -> str:

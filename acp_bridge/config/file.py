@@ -1,8 +1,8 @@
 """The configuration file: TOML read into a `Config`, every key checked before anything starts.
 
-Owns: the file's schema, derived from the dataclasses of `config/model.py` (a field is a key; a
-field whose type is a dataclass is a table), one reader per table for what a type cannot say
-(paths, choices, ranges), and reading the files a config names (the system prompt file).
+Owns: reading the file against its schema (`config/schema.py`, derived from the dataclasses
+of `config/model.py`), one reader per table for what a type cannot say (paths, choices,
+ranges), and reading the files a config names (the system prompt file).
 An unknown key, a wrong type or a missing file is a `ConfigError` naming the file and key.
 Must never: start anything, or accept a value that would fail later in a session.
 """

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
-from acp_bridge.config.model import Config, TelemetryConfig
+from acp_bridge.config.model import Config
 from acp_bridge.errors import ConfigError
-
-T = TypeVar("T")
 
 
 def load_config(path: str | os.PathLike[str] | None) -> Config:
@@ -69,83 +68,69 @@ class PromptFile:
         return read_prompt_file(self.path, self.label)
 
 
+Prompt = PromptText | PromptFile
+
+
 @dataclass(frozen=True)
 class Overrides:
     """What one layer above the file says: the `ACP_BRIDGE_*` environment, or the command
-    line. None: this layer does not say. `over` stacks two layers and `apply_overrides` puts
-    the result over the file's settings, so the order is written out once:
-    `apply_overrides(file, command_line.over(environment))`.
+    line, as the settings it gives by their dotted field of `Config` (`"capture.path"`,
+    `"strict"`). A None value is dropped: this layer does not say. `over` stacks two layers
+    and `apply_overrides` puts the result over the file's settings, so the order is written
+    out once: `apply_overrides(file, command_line.over(environment))`.
 
-    The system prompt is one setting however it is given: text from one layer replaces a file
-    from a lower one and the other way round. It is checked (text) or read (a file) only once
-    it is known to take effect, so a lower layer's prompt that is replaced never matters.
+    A new setting is one more key where a layer is read (commands/cli.py), nothing here.
+    A key that names no field of `Config` is a bug, raised by `apply_overrides`.
+
+    The system prompt is one setting however it is given: `"system_prompt.text"` holds a
+    `PromptText` or a `PromptFile`, so text from one layer replaces a file from a lower one
+    and the other way round. It is checked (text) or read (a file) only once it is known to
+    take effect, so a lower layer's prompt that is replaced never matters.
     """
 
-    agent_command: tuple[str, ...] | None = None
-    capture_path: str | None = None
-    system_prompt: PromptText | PromptFile | None = None
-    system_prompt_mode: str | None = None
-    suggestions_enabled: bool | None = None
-    unlock_legacy_agent: bool | None = None
-    health_enabled: bool | None = None
-    strict: bool | None = None
-    log_file: str | None = None
-    verbosity: int | None = None
-    otlp: bool | None = None
-    otlp_content: bool | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "settings", {key: value for key, value in self.settings.items()
+                                              if value is not None})
 
     def over(self, lower: Overrides) -> Overrides:
         """This layer on top of `lower`: each setting this one gives replaces lower's."""
-        return Overrides(
-            agent_command=_given(self.agent_command, lower.agent_command),
-            capture_path=_given(self.capture_path, lower.capture_path),
-            system_prompt=_given(self.system_prompt, lower.system_prompt),
-            system_prompt_mode=_given(self.system_prompt_mode, lower.system_prompt_mode),
-            suggestions_enabled=_given(self.suggestions_enabled, lower.suggestions_enabled),
-            unlock_legacy_agent=_given(self.unlock_legacy_agent, lower.unlock_legacy_agent),
-            health_enabled=_given(self.health_enabled, lower.health_enabled),
-            strict=_given(self.strict, lower.strict),
-            log_file=_given(self.log_file, lower.log_file),
-            verbosity=_given(self.verbosity, lower.verbosity),
-            otlp=_given(self.otlp, lower.otlp),
-            otlp_content=_given(self.otlp_content, lower.otlp_content),
-        )
+        return Overrides({**lower.settings, **self.settings})
 
 
 def apply_overrides(config: Config, given: Overrides) -> Config:
     """`config` with each setting `given` gives replaced. Raises ConfigError for a system
-    prompt that is empty or cannot be read. Not `settle`d: that comes after the last layer."""
-    text = given.system_prompt.read() if given.system_prompt is not None else config.system_prompt.text
-    return dataclasses.replace(
-        config,
-        agent=dataclasses.replace(config.agent, command=_given(given.agent_command, config.agent.command)),
-        suggestions=dataclasses.replace(
-            config.suggestions,
-            enabled=_given(given.suggestions_enabled, config.suggestions.enabled),
-            unlock_legacy_agent=_given(given.unlock_legacy_agent, config.suggestions.unlock_legacy_agent),
-        ),
-        system_prompt=dataclasses.replace(
-            config.system_prompt, text=text, mode=_given(given.system_prompt_mode, config.system_prompt.mode)),
-        capture=dataclasses.replace(config.capture, path=_given(given.capture_path, config.capture.path)),
-        health=dataclasses.replace(config.health, enabled=_given(given.health_enabled, config.health.enabled)),
-        strict=_given(given.strict, config.strict),
-        log_file=_given(given.log_file, config.log_file),
-        verbosity=_given(given.verbosity, config.verbosity),
-        telemetry=_telemetry(config.telemetry, given),
-    )
+    prompt that is empty or cannot be read, and ValueError for a key that names no setting
+    (a bug). Not `settle`d: that comes after the last layer."""
+    for key, value in given.settings.items():
+        if isinstance(value, Prompt):
+            value = value.read()
+        config = _replace(config, key, key.split("."), value)
+    return _telemetry(config, given.settings)
 
 
-def _telemetry(telemetry: TelemetryConfig, given: Overrides) -> TelemetryConfig:
+def _replace(table: Any, key: str, path: list[str], value: Any) -> Any:
+    """`table` with the field at `path` (what is left of `key`) set to `value`, copied along
+    the path."""
+    name, *rest = path
+    names = {f.name for f in dataclasses.fields(table)} if dataclasses.is_dataclass(table) else set()
+    if name not in names:
+        raise ValueError(f"{key!r} names no setting of Config")
+    current = getattr(table, name)
+    if rest:
+        value = _replace(current, key, rest, value)
+    elif dataclasses.is_dataclass(current):
+        raise ValueError(f"{key!r} names a table of Config, not a setting")
+    return dataclasses.replace(table, **{name: value})
+
+
+def _telemetry(config: Config, given: Mapping[str, Any]) -> Config:
     """`--otlp-content` asks for telemetry too; ACP_BRIDGE_OTLP=0 turns both off."""
-    content = _given(given.otlp_content, telemetry.content)
-    if given.otlp is False:  # said off (--otlp given false, ACP_BRIDGE_OTLP=0): off, content too
+    telemetry = config.telemetry
+    if given.get("telemetry.enabled") is False:  # said off (ACP_BRIDGE_OTLP=0): off, content too
         enabled = False
     else:
-        enabled = _given(given.otlp, telemetry.enabled) or bool(given.otlp_content)
-    return dataclasses.replace(telemetry, enabled=enabled, content=content and enabled)
-
-
-def _given(value: T | None, otherwise: T) -> T:
-    return otherwise if value is None else value
-
-
+        enabled = telemetry.enabled or bool(given.get("telemetry.content"))
+    return dataclasses.replace(config, telemetry=dataclasses.replace(
+        telemetry, enabled=enabled, content=telemetry.content and enabled))

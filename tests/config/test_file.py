@@ -1,12 +1,17 @@
-"""Configuration the user got wrong: exit 2, one line naming the file, the key and the problem,
-before the agent starts; never a traceback (spec/interface.md, "Exit status of `run`").
+"""The TOML file's reader (config/file.py): what it reads, and what it refuses.
 
+Configuration the user got wrong: exit 2, one line naming the file, the key and the problem,
+before the agent starts; never a traceback (spec/interface.md, "Exit status of `run`").
 Each case here crashed, or was let through to crash later, before it was checked at load time.
+
+`[agent] command` as one string is split as a shell would (shlex.split), never taken whole
+as a program name; a string a shell could not split is a configuration error (exit 2).
 """
 
 from __future__ import annotations
 
-import os
+import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,14 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.commands.cli import main
+from tests.config.conftest import one_line, refused
 from tests.conftest import agent_cmd, keeper, run_cli
-
-
-def one_line(stderr: str) -> str:
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1, lines
-    assert "Traceback" not in stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -140,37 +139,6 @@ def test_agent_cwd_that_is_a_symlink_loop(tmp_path: Path) -> None:
     assert one_line(result.stderr).startswith(f"acp-bridge: {config}: agent.cwd: ")
 
 
-@pytest.mark.parametrize(("args", "env", "message"), [
-    pytest.param(["--system-prompt-file", "."], {}, "acp-bridge: --system-prompt-file: . is a directory, not a file",
-                 id="prompt-file-option-directory"),
-    pytest.param([], {"ACP_BRIDGE_SYSTEM_PROMPT_FILE": "."},
-                 "acp-bridge: ACP_BRIDGE_SYSTEM_PROMPT_FILE: . is a directory, not a file", id="prompt-file-env-directory"),
-    pytest.param(["--system-prompt-file", "loop.md"], {}, "acp-bridge: --system-prompt-file: cannot read loop.md:",
-                 id="prompt-file-option-symlink-loop"),
-    pytest.param(["--system-prompt-file", "latin1.md"], {}, "acp-bridge: --system-prompt-file: latin1.md is not UTF-8",
-                 id="prompt-file-option-not-utf8"),
-    pytest.param(["--capture", "x-{pid:s}"], {}, "acp-bridge: --capture: bad template", id="capture-option-format-spec"),
-    pytest.param([], {"ACP_BRIDGE_CAPTURE": "x-{when}"}, "acp-bridge: ACP_BRIDGE_CAPTURE: unknown placeholder {when}",
-                 id="capture-env-placeholder"),
-    pytest.param(["-v", "-q"], {}, "acp-bridge: -v/--verbose and -q/--quiet: give only one", id="verbose-and-quiet"),
-])
-def test_bad_run_options_are_exit_2_naming_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      args: list[str], env: dict[str, str], message: str) -> None:
-    (tmp_path / "latin1.md").write_bytes("Caf\xe9".encode("latin-1"))
-    (tmp_path / "loop.md").symlink_to(tmp_path / "loop.md")
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, ["run", *args, "--", "agent"], env=env)
-    assert result.exit_code == 2, result.output
-    assert one_line(result.stderr).startswith(message), result.stderr
-
-
-def test_an_empty_agent_program_after_dash_dash_is_a_usage_error() -> None:
-    result = CliRunner().invoke(main, ["run", "--", ""])
-    assert result.exit_code == 2
-    assert one_line(result.stderr) == ("acp-bridge: the agent command after `--`: the program (the first item) "
-                                       "is an empty string")
-
-
 @pytest.mark.parametrize("where", ["option", "file"])
 async def test_a_log_file_that_cannot_be_opened_is_exit_2_not_a_traceback(tmp_path: Path, where: str) -> None:
     """It used to end in an uncaught IsADirectoryError / FileNotFoundError traceback."""
@@ -187,33 +155,6 @@ async def test_a_log_file_that_cannot_be_opened_is_exit_2_not_a_traceback(tmp_pa
                            env={"FAKE_AGENT_PIDFILE": str(pidfile)})
     assert (result.returncode, result.stdout, result.stderr.decode()) == (2, b"", expected)
     assert not pidfile.exists()
-
-
-async def test_a_system_prompt_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
-    """argv bytes that are not UTF-8 reach Python as lone surrogates, which JSON cannot carry:
-    the rule would fail on every session setup request."""
-    import trio
-
-    pidfile = tmp_path / "agent.pid"
-    env = {**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)}
-    with trio.fail_after(30):
-        proc = await trio.run_process(
-            [os.fsencode(sys.executable), b"-m", b"acp_bridge", b"run", b"--system-prompt", b"caf\xe9",
-             b"--", *map(os.fsencode, agent_cmd("echo"))],
-            stdin=b"", capture_stdout=True, capture_stderr=True, check=False, env=env)
-    assert (proc.returncode, proc.stdout) == (2, b"")
-    assert proc.stderr == b"acp-bridge: --system-prompt: is not valid UTF-8 text\n"
-    assert not pidfile.exists()
-
-
-def test_digest_survives_a_command_line_that_is_not_utf8() -> None:
-    """An agent argument such as a Latin-1 file name is a legitimate argv; the capture
-    header's config digest must not fail on it."""
-    from acp_bridge.config import AgentConfig, Config
-
-    config = Config(agent=AgentConfig(command=("agent", os.fsdecode(b"caf\xe9.txt"))))
-    assert len(config.digest()) == 16
-    assert config.digest() != Config(agent=AgentConfig(command=("agent", "cafe.txt"))).digest()
 
 
 def test_toml_nested_too_deeply_is_exit_2_not_a_recursion_error(tmp_path: Path) -> None:
@@ -249,3 +190,98 @@ def test_a_prompt_file_with_windows_line_ends_reads_as_before(tmp_path: Path, mo
     prompt.write_bytes(b"One.\r\nTwo.\r\n\r\n")
     CliRunner().invoke(main, ["run", "--system-prompt-file", str(prompt), "--", "agent"])
     assert [c.system_prompt.text for c in seen] == ["One.\nTwo."]
+
+
+@pytest.mark.parametrize(("toml", "message"), [
+    pytest.param('[agent]\ncommand = ["a", 1]\n', "agent.command: every item must be a string", id="command-item"),
+    pytest.param('[agent]\ncommand = ["a", true]\n', "agent.command: every item must be a string", id="command-bool"),
+    pytest.param('[agent]\nenv = { A = 1 }\n', "agent.env.A: expected a string, got int", id="env-value"),
+    pytest.param('[health]\nmethods = { "session/new" = "5" }\n', "health.methods.session/new: expected a number "
+                 "of seconds, got str", id="health-method-type"),
+    pytest.param('[health]\nmethods = { "session/new" = -1 }\n', "health.methods.session/new: must not be "
+                 "negative, got -1", id="health-method-negative"),
+    pytest.param('[health]\nrequest_seconds = nan\n', "health.request_seconds: must be a finite number of "
+                 "seconds, got nan", id="health-nan"),
+    pytest.param('[capture]\nredact = [1]\n', "capture.redact: 1 is not a JSON pointer (a string, RFC 6901)",
+                 id="redact-item"),
+    pytest.param('[capture]\nredact = ["x"]\n', "capture.redact: 'x' is not a JSON pointer (RFC 6901: starts with /)",
+                 id="redact-relative"),
+    pytest.param('[capture]\nredact = ["/a~~01"]\n',
+                 "capture.redact: '/a~~01' is not a JSON pointer (RFC 6901: ~ is written ~0 and / is written ~1)",
+                 id="redact-tilde-before-escape"),
+])
+def test_items_of_arrays_and_tables(tmp_path: Path, toml: str, message: str) -> None:
+    assert refused(tmp_path, toml) == message
+
+
+def toml_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a TOML basic string for what these tests write
+
+
+@pytest.mark.parametrize(("command", "argv"), [
+    ("my-agent --flag", ["my-agent", "--flag"]),
+    ("my-agent", ["my-agent"]),
+    ("  /opt/My\\ Agent/bin/agent --model 'big one' \"--x=1 2\"  ",
+     ["/opt/My Agent/bin/agent", "--model", "big one", "--x=1 2"]),
+])
+def test_check_config_shows_the_split_command(tmp_path: Path, command: str, argv: list[str]) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f"[agent]\ncommand = {toml_string(command)}\n")
+    result = CliRunner().invoke(main, ["check-config", str(config)])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["agent"]["command"] == argv
+
+
+@pytest.mark.parametrize(("command", "problem"), [
+    ("my-agent 'unclosed", "cannot be split as a shell would: No closing quotation"),
+    ("   ", "must not be empty"),
+    ("''", "the program (the first item) is an empty string"),
+])
+def test_a_string_that_does_not_split_is_exit_2(tmp_path: Path, command: str, problem: str) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f"[agent]\ncommand = {toml_string(command)}\n")
+    result = CliRunner().invoke(main, ["check-config", str(config)])
+    assert result.exit_code == 2
+    assert result.stderr == f"acp-bridge: {config}: agent.command: {problem}\n"
+
+
+async def test_run_starts_the_split_command(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f"[agent]\ncommand = {toml_string(shlex.join(agent_cmd('echo')))}\n")
+    result = await run_cli(["run", "-c", str(config)], b'{"x":1}\n')
+    assert (result.returncode, result.stdout) == (0, b'{"x":1}\n'), result.stderr
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        pytest.param("[relay]\nbogus = 1\n", "relay.bogus: unknown key", id="unknown-key"),
+        pytest.param("[nope]\n", "nope: unknown table", id="unknown-table"),
+        pytest.param("[relay]\ngrace_seconds = \"5\"\n", "relay.grace_seconds: expected an integer or a number, got str", id="wrong-type"),
+        pytest.param("[suggestions]\nenabled = 1\n", "suggestions.enabled: expected a boolean, got int", id="int-for-bool"),
+        pytest.param("[system_prompt]\nmode = \"loud\"\n", "system_prompt.mode: 'loud' is not one of append, override", id="bad-choice"),
+        pytest.param("[system_prompt]\nfile = \"missing.md\"\n", "system_prompt.file: cannot read", id="missing-prompt-file"),
+        pytest.param("[system_prompt]\ntext = \"  \"\n", "system_prompt.text: is empty", id="empty-prompt"),
+        pytest.param("[capture]\npath = \"x-{when}.jsonl\"\n", "capture.path: unknown placeholder {when}", id="bad-template"),
+        pytest.param("[capture]\nredact = [\"params\"]\n", "capture.redact: 'params' is not a JSON pointer", id="bad-pointer"),
+        pytest.param("[relay\n", "not valid TOML", id="bad-toml"),
+        pytest.param("[bridge]\nverbosity = 7\n", "bridge.verbosity: must be -1 (quiet), 0, 1 or 2", id="bad-verbosity"),
+    ],
+)
+def test_config_errors_name_file_and_key_and_exit_2(tmp_path: Path, toml: str, message: str) -> None:
+    marker = tmp_path / "started"
+    config = tmp_path / "bad.toml"
+    config.write_text(toml)
+    agent = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    result = CliRunner().invoke(main, ["run", "-c", str(config), "--", *agent])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert str(config) in lines[0] and message in lines[0]
+    assert not marker.exists()
+
+
+def test_missing_config_file_is_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "-c", str(tmp_path / "nope.toml"), "--", "true"])
+    assert result.exit_code == 2
+    assert result.stderr == f"acp-bridge: {tmp_path / 'nope.toml'}: config file not found\n"

@@ -1,5 +1,5 @@
-"""The configuration file's schema is derived from the dataclasses of `Config`, and the layers
-above the file are typed `Overrides`.
+"""The configuration file's schema (config/schema.py) is derived from the dataclasses of
+`Config`: every field is a key, of the TOML types its Python type allows.
 
 The tables here are written out by hand, on purpose: they are what a user may put in the
 file (spec/interface.md). The first test checks that they name every field of every
@@ -19,9 +19,8 @@ import pytest
 
 from acp_bridge.config import Config
 from acp_bridge.config.file import read_config
-from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides
 from acp_bridge.config.schema import FILE_ONLY_KEYS, file_types, schema
-from acp_bridge.errors import ConfigError
+from tests.config.conftest import field_value, refused, write
 
 # "table.key": (the TOML value, the field it sets, the value that field then has). Each value
 # differs from the field's default, so reading it proves the key reaches its field.
@@ -123,21 +122,6 @@ def test_the_schema_has_a_key_for_every_field() -> None:
     assert list(schema()) == ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "bridge"]
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    (tmp_path / "work").mkdir(exist_ok=True)
-    (tmp_path / "prompt.md").write_text("From a file.\n")
-    path = tmp_path / "c.toml"
-    path.write_text(text)
-    return path
-
-
-def field_value(config: Config, path: str) -> Any:
-    value: Any = config
-    for name in path.split("."):
-        value = getattr(value, name)
-    return value
-
-
 def expected_value(value: Any, tmp_path: Path) -> Any:
     """`value`, with "<tmp>" the config file's folder ("<real>": resolved, as a cwd is)."""
     if isinstance(value, str):
@@ -171,15 +155,6 @@ def test_every_key_at_once(tmp_path: Path) -> None:
     assert config.source == str(tmp_path / "c.toml")
 
 
-def refused(tmp_path: Path, text: str) -> str:
-    path = write(tmp_path, text)
-    with pytest.raises(ConfigError) as caught:
-        read_config(path)
-    message = str(caught.value)
-    assert message.startswith(f"{path}: "), message
-    return message.removeprefix(f"{path}: ")
-
-
 @pytest.mark.parametrize("key", sorted(WRONG_TYPES))
 def test_a_wrong_type_names_the_key_and_the_expected_type(tmp_path: Path, key: str) -> None:
     toml, problem = WRONG_TYPES[key]
@@ -210,28 +185,6 @@ def test_unknown_tables_and_shapes(tmp_path: Path, toml: str, message: str) -> N
     assert refused(tmp_path, toml) == message
 
 
-@pytest.mark.parametrize(("toml", "message"), [
-    pytest.param('[agent]\ncommand = ["a", 1]\n', "agent.command: every item must be a string", id="command-item"),
-    pytest.param('[agent]\ncommand = ["a", true]\n', "agent.command: every item must be a string", id="command-bool"),
-    pytest.param('[agent]\nenv = { A = 1 }\n', "agent.env.A: expected a string, got int", id="env-value"),
-    pytest.param('[health]\nmethods = { "session/new" = "5" }\n', "health.methods.session/new: expected a number "
-                 "of seconds, got str", id="health-method-type"),
-    pytest.param('[health]\nmethods = { "session/new" = -1 }\n', "health.methods.session/new: must not be "
-                 "negative, got -1", id="health-method-negative"),
-    pytest.param('[health]\nrequest_seconds = nan\n', "health.request_seconds: must be a finite number of "
-                 "seconds, got nan", id="health-nan"),
-    pytest.param('[capture]\nredact = [1]\n', "capture.redact: 1 is not a JSON pointer (a string, RFC 6901)",
-                 id="redact-item"),
-    pytest.param('[capture]\nredact = ["x"]\n', "capture.redact: 'x' is not a JSON pointer (RFC 6901: starts with /)",
-                 id="redact-relative"),
-    pytest.param('[capture]\nredact = ["/a~~01"]\n',
-                 "capture.redact: '/a~~01' is not a JSON pointer (RFC 6901: ~ is written ~0 and / is written ~1)",
-                 id="redact-tilde-before-escape"),
-])
-def test_items_of_arrays_and_tables(tmp_path: Path, toml: str, message: str) -> None:
-    assert refused(tmp_path, toml) == message
-
-
 @pytest.mark.parametrize(("hint", "types"), [
     (bool, (bool,)),
     (int, (int,)),
@@ -251,69 +204,3 @@ def test_file_types_of_a_field(hint: Any, types: tuple[type, ...]) -> None:
 def test_a_field_type_the_file_cannot_spell_is_a_bug_not_a_silent_key() -> None:
     with pytest.raises(TypeError, match="no TOML type"):
         file_types(datetime.date)
-
-
-# -- the layers above the file --------------------------------------------------------------
-
-# Every setting an `Overrides` can give, the field of `Config` it sets, and two values.
-OVERRIDES: dict[str, tuple[str, Any, Any, Any]] = {
-    # name: (the field of Config, the upper layer's, the lower layer's, the effect of upper's)
-    "agent_command": ("agent.command", ("upper",), ("lower",), ("upper",)),
-    "capture_path": ("capture.path", "upper.jsonl", "lower.jsonl", "upper.jsonl"),
-    "system_prompt": ("system_prompt.text", PromptText("upper", "--system-prompt"),
-                      PromptFile(Path("/nonexistent/lower.md"), "ACP_BRIDGE_SYSTEM_PROMPT_FILE"), "upper"),
-    "system_prompt_mode": ("system_prompt.mode", "override", "append", "override"),
-    "suggestions_enabled": ("suggestions.enabled", False, True, False),
-    "unlock_legacy_agent": ("suggestions.unlock_legacy_agent", True, False, True),
-    "health_enabled": ("health.enabled", False, True, False),
-    "strict": ("strict", True, False, True),
-    "log_file": ("log_file", "upper.log", "lower.log", "upper.log"),
-    "verbosity": ("verbosity", 2, -1, 2),
-    "otlp": ("telemetry.enabled", True, False, True),
-    "otlp_content": ("telemetry.content", True, False, True),
-}
-UPPER = Overrides(**{name: upper for name, (_, upper, _, _) in OVERRIDES.items()})
-LOWER = Overrides(**{name: lower for name, (_, _, lower, _) in OVERRIDES.items()})
-
-
-def test_the_overrides_table_names_every_setting() -> None:
-    assert set(OVERRIDES) == {f.name for f in dataclasses.fields(Overrides)}
-
-
-@pytest.mark.parametrize("name", sorted(OVERRIDES))
-def test_the_upper_layer_wins_each_setting_it_gives(name: str) -> None:
-    assert getattr(UPPER.over(LOWER), name) == getattr(UPPER, name)
-    only_lower = Overrides().over(LOWER)
-    assert getattr(only_lower, name) == getattr(LOWER, name)
-
-
-def test_an_empty_layer_changes_nothing() -> None:
-    assert Overrides().over(LOWER) == LOWER
-    assert UPPER.over(Overrides()) == UPPER
-    config = Config(verbosity=1, log_file="file.log")
-    assert apply_overrides(config, Overrides()) == config
-
-
-@pytest.mark.parametrize("name", sorted(OVERRIDES))
-def test_each_setting_reaches_its_field(name: str) -> None:
-    path, upper, _, effect = OVERRIDES[name]
-    applied = apply_overrides(Config(), Overrides(**{name: upper}))
-    assert field_value(applied, path) == effect
-    assert field_value(Config(), path) != effect
-
-
-def test_a_replaced_prompt_file_is_never_read() -> None:
-    """The lower layer's file does not exist: only the upper layer's text is used."""
-    assert apply_overrides(Config(), UPPER.over(LOWER)).system_prompt.text == "upper"
-    with pytest.raises(ConfigError, match="ACP_BRIDGE_SYSTEM_PROMPT_FILE: cannot read"):
-        apply_overrides(Config(), LOWER)
-
-
-@pytest.mark.parametrize(("prompt", "message"), [
-    (PromptText("  ", "--system-prompt"), "--system-prompt: is empty"),
-    (PromptText("caf\udce9", "ACP_BRIDGE_SYSTEM_PROMPT"), "ACP_BRIDGE_SYSTEM_PROMPT: is not valid UTF-8 text"),
-])
-def test_prompt_text_is_checked_where_it_takes_effect(prompt: PromptText, message: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        apply_overrides(Config(), Overrides(system_prompt=prompt))
-    assert str(caught.value) == message

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from acp_bridge.commands.cli import main
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 FILES = sorted(CONFIGS.glob("*.toml"))
 
 # file name -> {"table.key": exact effective value}
@@ -103,7 +103,7 @@ def test_config_is_valid_and_sets_what_it_says(path: Path) -> None:
 def test_what_the_comments_say_could_go_in_a_file_can(tmp_path: Path) -> None:
     """strict-conformance.toml says -vv and --log-file could go in [bridge] as `verbosity = 2`
     and `log_file = "..."`; air-new-agent.toml shows `[agent] command` commented out. Done as
-    the comments say, check-config takes them (the README and `run --help` name the same keys)."""
+    the comments say, check-config takes them (docs/configuration.md and `run --help` name the same keys)."""
     strict = (CONFIGS / "strict-conformance.toml").read_text()
     assert "verbosity = 2" in strict and 'log_file = "..."' in strict
     edited = tmp_path / "strict.toml"

@@ -1,0 +1,21 @@
+"""Inside config the modules import one way too (tests/test_layering.py checks the package):
+the model, then the file's schema, then the file reader, then the layers above the file.
+A lazy import counts: it is still a dependency."""
+
+from __future__ import annotations
+
+from tests.test_layering import GRAPH
+
+# Lowest first; `acp_bridge.config` (the package) is the model's import surface.
+ORDER = ("acp_bridge.config.model", "acp_bridge.config", "acp_bridge.config.schema", "acp_bridge.config.file",
+         "acp_bridge.config.layers")
+
+
+def test_every_config_module_has_a_place() -> None:
+    assert {m for m in GRAPH if m == "acp_bridge.config" or m.startswith("acp_bridge.config.")} == set(ORDER)
+
+
+def test_config_modules_import_only_those_below_them() -> None:
+    upward = [f"{module} -> {target}" for rank, module in enumerate(ORDER)
+              for target in sorted(GRAPH[module]) if target in ORDER[rank + 1:]]
+    assert upward == []
