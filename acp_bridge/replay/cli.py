@@ -193,8 +193,9 @@ def _serve(script: Script, options: ReplayOptions) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(report.run)
             async with open_stdio() as stream:
-                status = await ReplayServer(script, options, stream, report).run()
-            await report.close(STDERR_LINGER)
+                server = ReplayServer(script, options, stream, report)
+                status = await server.run()
+            await report.close(STDERR_LINGER, last=server.summary())
             nursery.cancel_scope.cancel()
         return status
 
