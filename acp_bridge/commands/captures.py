@@ -27,6 +27,7 @@ from acp_bridge.capture.reader import (
     summarize,
 )
 from acp_bridge.capture.stats import CaptureStats
+from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 
@@ -225,7 +226,7 @@ def stats(capture: str) -> None:
 
 @click.command()
 @click.argument("capture", type=_CAPTURE)
-@click.option("--html", "out", type=click.Path(dir_okay=False, writable=True),
+@click.option("--html", "out", type=click.Path(),
               metavar="OUT.html", help="Write the page to OUT.html (replaced whole once written).")
 @click.option("--otlp", is_flag=True, help="Send the capture to an OpenTelemetry collector as the spans a live "
               "bridge sends, with their recorded times (the OTEL_* variables say where; no content is "
@@ -246,6 +247,11 @@ def export(capture: str, out: str | None, otlp: bool) -> None:
     With --otlp, send the capture as OpenTelemetry spans instead (or as well)."""
     if out is None and not otlp:
         raise click.UsageError("say what to export to: --html OUT.html or --otlp")
+    if out is not None:
+        try:
+            refuse_special(out)  # before the capture is read
+        except NotAFile as exc:
+            _fail(f"--html: {exc}")
     if not os.path.isfile(capture):
         _fail(f"{capture}: not a regular file, so not a capture")
     if out is not None:
@@ -266,8 +272,6 @@ def _export_html(capture: str, out: str) -> None:
     from acp_bridge.capture.html import write_page
 
     reader = _CheckedCapture(capture)
-    target = Path(out)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     tty = sys.stderr.isatty()
 
     def progress(messages: int) -> None:
@@ -277,17 +281,17 @@ def _export_html(capture: str, out: str) -> None:
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so that `finally` runs
     try:
         # Readable by the user only, as the capture it comes from (umask may narrow it).
-        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+        with written_whole(out, 0o600) as file:
             written = write_page(reader, file, title=Path(capture).name, progress=progress,
                                  findings=_findings(capture))
-        os.replace(partial, target)  # a symlink at OUT is replaced, never written through
     except NotACapture as exc:
         _fail(str(exc))
+    except NotAFile as exc:
+        _fail(f"--html: {exc}")
     except OSError as exc:
         what = f"read {capture}" if reader.reading else f"write {out}"
         _fail(f"export: cannot {what}: {exc.strerror or exc}", status=1)
     finally:
-        partial.unlink(missing_ok=True)
         signal.signal(signal.SIGTERM, previous)
     if tty:
         click.echo("\r", err=True, nl=False)

@@ -21,6 +21,7 @@ import click
 from acp_bridge.capture.files import read_lines
 from acp_bridge.capture.reader import load_record
 from acp_bridge.capture.records import FORMAT_VERSION, known_format
+from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.core.printable import printable, printable_lines
 from acp_bridge.core.protocol import Json
 from acp_bridge.health.findings import CODES, Finding, Level
@@ -106,7 +107,7 @@ def _record_or_none(line: bytes) -> Json | None:
 @click.option("--fail-on", type=click.Choice(["warning", "error"]), default="warning", show_default=True,
               help="Exit 1 when a finding at or above this level is found.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of text.")
-@click.option("--junit", metavar="FILE", type=click.Path(dir_okay=False),
+@click.option("--junit", metavar="FILE", type=click.Path(),
               help="Also write a JUnit XML file: one test case per capture and finding code.")
 @click.option("-c", "--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Take the thresholds from this config file's [health] table (default: the defaults).")
@@ -124,6 +125,12 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
     (give the file the bridge ran with). Exit status: 0 clean, 1 findings at or above
     --fail-on, 2 unreadable input.
     """
+    if junit is not None:
+        try:
+            refuse_special(junit)  # before any capture is read
+        except NotAFile as exc:
+            click.echo(f"acp-bridge: --junit: {exc}", err=True)
+            raise SystemExit(EXIT_UNREADABLE) from None
     health = None
     if config_file is not None:
         from acp_bridge.config.layers import load_config
@@ -174,26 +181,17 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
                 click.echo(text)
     if junit is not None:
         try:
-            _replace(junit, junit_xml(reports, threshold, with_schema=validator is not None).encode("utf-8"))
+            with written_whole(junit) as file:
+                file.write(junit_xml(reports, threshold, with_schema=validator is not None).encode("utf-8"))
+        except NotAFile as exc:
+            click.echo(f"acp-bridge: --junit: {exc}", err=True)
+            raise SystemExit(EXIT_UNREADABLE) from None
         except OSError as exc:
             click.echo(f"acp-bridge: --junit: cannot write {junit}: {exc.strerror or exc}", err=True)
             raise SystemExit(EXIT_UNREADABLE) from None
     if unreadable:
         raise SystemExit(EXIT_UNREADABLE)
     raise SystemExit(EXIT_FINDINGS if failed else 0)
-
-
-def _replace(path: str, data: bytes) -> None:
-    """Write `path` whole: a new file beside it, renamed over it (a symlink there is
-    replaced, never written through; a failed write leaves nothing half written)."""
-    target = Path(path)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    try:
-        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as file:
-            file.write(data)
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def _grouped(report: Report) -> list[tuple[str, list[Finding]]]:

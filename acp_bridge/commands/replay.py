@@ -23,6 +23,7 @@ import orjson
 
 from acp_bridge.commands.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config
 from acp_bridge.commands.cli import run as run_command
+from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.core.lines import MIB
 from acp_bridge.core.printable import printable
 from acp_bridge.errors import ConfigError
@@ -76,7 +77,7 @@ In CI (exit 1 when the rules' output differs):
                    "and config set, and compare what would go out now with what was recorded going out. "
                    "One line per message that differs, then a summary; exit 1 when something differs.")
 @click.option("--json", "as_json", is_flag=True, help="With --rules: the differences and summary as one JSON object.")
-@click.option("--write", metavar="OUT.jsonl", type=click.Path(dir_okay=False),
+@click.option("--write", metavar="OUT.jsonl", type=click.Path(),
               help="With --rules: write the re-run as a capture (show, stats and export read it).")
 @click.pass_context
 def replay(ctx: click.Context, /, capture_file: str, before_rules: bool, timing: str, max_gap: float,
@@ -115,6 +116,11 @@ def replay(ctx: click.Context, /, capture_file: str, before_rules: bool, timing:
         raise click.UsageError(f"{', '.join(rules_only)}: only with --rules (to serve through today's "
                                "rules: acp-bridge run [OPTIONS] -- acp-bridge replay --before-rules CAPTURE)", ctx)
     if rules:
+        if write is not None:
+            try:
+                refuse_special(write)  # before the capture is read
+            except NotAFile as exc:
+                _fail(f"--write: {exc}")
         options["strict"] = strict
         ctx.exit(_rerun(ctx, capture_file, config_file, options, as_json, write))
     from acp_bridge.replay.server import ReplayOptions
@@ -188,8 +194,9 @@ def _serve(script: Script, options: ReplayOptions) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(report.run)
             async with open_stdio() as stream:
-                status = await ReplayServer(script, options, stream, report).run()
-            await report.close(STDERR_LINGER)
+                server = ReplayServer(script, options, stream, report)
+                status = await server.run()
+            await report.close(STDERR_LINGER, last=server.summary())
             nursery.cancel_scope.cancel()
         return status
 
@@ -228,10 +235,11 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
         click.echo(f"acp-bridge replay --rules: {capture}: {result.summary()}")
     if write is not None and result.capture is not None:
         try:
-            fd = os.open(write, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            os.fchmod(fd, 0o600)  # a capture may hold what redaction leaves: private, as `run` makes it
-            with os.fdopen(fd, "wb") as file:
+            # A capture may hold what redaction leaves: private, as `run` makes it.
+            with written_whole(write, 0o600) as file:
                 file.write(result.capture)
+        except NotAFile as exc:
+            _fail(f"--write: {exc}")
         except OSError as exc:
             _fail(f"{write}: cannot write it: {exc.strerror or exc}")
     return 1 if result.differences else 0

@@ -304,13 +304,16 @@ class Engine(SessionRules):
 
     # -- what the rules did --------------------------------------------------------------------
 
-    def system_prompt_sent(self, method: str | None, out: Any, session: Any, at: float, seq: int | None) -> None:
-        """The system-prompt rule rewrote a request: note the dialect when it is not the spec's."""
+    def system_prompt_sent(self, method: str | None, request: Json | None, out: Any, at: float,
+                           seq: int | None) -> None:
+        """The system-prompt rule rewrote `request` into `out`: note the dialect when it is not
+        the spec's, with the request's id and session (none yet for a `session/new`)."""
         dialect = system_prompt_dialect(method, out)
         if dialect in ("meta", "first-prompt"):
-            self.found("system-prompt-fallback", None, at, seq,
+            request = request or {}
+            self.found("system-prompt-fallback", p.get_path(request, "params", "sessionId"), at, seq,
                        f"the system prompt went through {dialect}: the agent lacks the systemPrompt capability",
-                       direction=TO_AGENT, method=method)
+                       direction=TO_AGENT, method=method, id_=request.get("id"))
 
     def finish(self, now: float) -> None:
         """The connection ended: report what was overdue by then."""

@@ -221,7 +221,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
         dialect = system_prompt_dialect(record.get("method"), out)
         if dialect is not None:
             migration.dialects[dialect] += 1
-        engine.system_prompt_sent(record.get("method"), out, record.get("session"), now, seq)
+        engine.system_prompt_sent(record.get("method"), msg, out, now, seq)
     if direction is Direction.TO_CLIENT and kind == "notification":
         form = _suggestion_form(msg)
         if form is not None:

@@ -21,7 +21,8 @@ SUFFIX = {"request": "Request", "notification": "Notification", "response": "Res
 
 
 class SchemaError(Exception):
-    """The schemas cannot be used (not found, not JSON, jsonschema missing): one line."""
+    """The schemas cannot be used (not found, not JSON, not a schema, a $ref to nowhere,
+    jsonschema missing): one line naming the file."""
 
 
 def schema_root(directory: str) -> Path:
@@ -48,6 +49,7 @@ class Validator:
         self._jsonschema = jsonschema
         self.root = schema_root(directory)
         self._loaded: dict[int, tuple[Any, dict[tuple[str, str], Any], Any]] = {}
+        self._sources: dict[int, tuple[Path, Json]] = {}  # the file and its schema, per version
 
     def _for(self, version: int) -> tuple[Any, dict[tuple[str, str], Any], Any] | None:
         if version in self._loaded:
@@ -58,10 +60,7 @@ class Validator:
             path = folder / "schema.json"
         if not path.is_file():
             return None
-        try:
-            full = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise SchemaError(f"{path}: cannot read the schema: {exc}") from None
+        full = self._load(path)
         defs = full.get("$defs", {})
         make = self._jsonschema.Draft202012Validator
         by_method: dict[tuple[str, str], Any] = {}
@@ -72,13 +71,51 @@ class Validator:
                     by_method[(method, suffix)] = make({"$ref": f"#/$defs/{name}", "$defs": defs})
         error = make({"$ref": "#/$defs/Error", "$defs": defs}) if "Error" in defs else None
         self._loaded[version] = (make(full), by_method, error)
+        self._sources[version] = (path, full)
         return self._loaded[version]
+
+    def _load(self, path: Path) -> Json:
+        """The schema in `path`, checked to be one (SchemaError naming the file if not)."""
+        try:
+            full = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
+            raise SchemaError(f"{path}: cannot read the schema: {exc}") from None
+        except RecursionError:
+            raise SchemaError(f"{path}: cannot read the schema: nested too deep") from None
+        if not isinstance(full, dict):
+            raise SchemaError(f"{path}: not a JSON schema: it holds a JSON {_json_type(full)}, not an object")
+        if not isinstance(full.get("$defs", {}), dict):
+            raise SchemaError(f"{path}: not a JSON schema: its $defs is a JSON {_json_type(full['$defs'])}, "
+                              "not an object")
+        return full
+
+    def _invalid(self, version: int) -> str | None:
+        """What makes a schema that failed in use invalid, if the meta-schema tells (checked
+        only then: it takes seconds for the ACP schema)."""
+        try:
+            self._jsonschema.Draft202012Validator.check_schema(self._sources[version][1])
+        except self._jsonschema.exceptions.SchemaError as exc:
+            where = "/".join(str(step) for step in exc.absolute_path)
+            return f"not a valid JSON schema{' at /' + where if where else ''}: {_one_line(exc.message)}"
+        except RecursionError:
+            return "not a valid JSON schema: nested too deep"
+        return None
 
     def check(self, msg: Any, kind: str, method: str | None, version: int) -> str | None:
         """Why `msg` does not validate, or None."""
         loaded = self._for(version)
         if loaded is None:
             return None
+        try:
+            return self._problem(loaded, msg, kind, method)
+        except RecursionError:
+            why = self._invalid(version) or "the schema cannot be used: a $ref loop, or nesting too deep"
+        except Exception as exc:  # a $ref to nowhere, a bad keyword or pattern: what the schema makes raise
+            why = self._invalid(version) or f"the schema cannot be used: {_one_line(str(exc)) or type(exc).__name__}"
+        raise SchemaError(f"{self._sources[version][0]}: {why}")
+
+    def _problem(self, loaded: tuple[Any, dict[tuple[str, str], Any], Any], msg: Any, kind: str,
+                 method: str | None) -> str | None:
         top, by_method, error_validator = loaded
         best = self._jsonschema.exceptions.best_match
         problem = best(top.iter_errors(msg))
@@ -97,6 +134,14 @@ class Validator:
             where = "/".join(str(step) for step in problem.absolute_path)
             return f"{method or kind}{' at /' + where if where else ''}: {problem.message[:200]}"
         return None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:200]
+
+
+def _json_type(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 
 
 def schema_findings(validator: Validator, records: list[Json]) -> list[Finding]:

@@ -159,7 +159,7 @@ class Watchdog:
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
                 out = classify(frame.direction, fwd.data).msg
-                engine.system_prompt_sent(frame.method, out, None, mono, seq)
+                engine.system_prompt_sent(frame.method, frame.msg, out, mono, seq)
         if unknown:
             engine.count_unknown(unknown)
         if saw_request:

@@ -1,8 +1,9 @@
 """The replay's stderr: report lines written beside the replay, never in its way.
 
 Owns: `Reporter`, a callable taking one report, holding at most `MAX_LINES` lines of at most
-`MAX_CHARS` characters (the rest are counted, and the count said at the end), written by
-`run()` in a worker thread. Must never: block the replay on a stderr that is not drained,
+`MAX_CHARS` characters (the rest are counted, and the count said at the end, before the
+summary lines `close` is given: those are always the last), written by `run()` in a worker
+thread. Must never: block the replay on a stderr that is not drained,
 end the replay because stderr is closed or broken, or hold unbounded text.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import select
 from collections import deque
+from collections.abc import Sequence
 
 import trio
 
@@ -51,6 +53,9 @@ class Reporter:
             self.dropped += 1
             return
         self.lines += 1
+        self._add(text)
+
+    def _add(self, text: str) -> None:
         if len(text) > MAX_CHARS:
             text = text[:MAX_CHARS] + "…"
         text = printable(text, quote_backslash=False)  # it quotes methods and ids the client sent
@@ -78,13 +83,15 @@ class Reporter:
                 self._busy = False
                 self._poke()
 
-    async def close(self, linger: float) -> None:
-        """Say how many reports were left out, and let `run()` write what is pending, waiting
-        at most `linger` seconds for stderr (a write may be blocked on it)."""
+    async def close(self, linger: float, last: Sequence[str] = ()) -> None:
+        """Say how many reports were left out, then the `last` lines (a summary: never left
+        out, however many reports came before), and let `run()` write what is pending,
+        waiting at most `linger` seconds for stderr (a write may be blocked on it)."""
         if self.dropped:
-            self._pending.append(f"{PREFIX}{self.dropped} more report line(s) not shown\n".encode())
+            self._add(f"{self.dropped} more report line(s) not shown")
             self.dropped = 0
-            self._poke()
+        for text in last:
+            self._add(text)
         with trio.move_on_after(linger):
             while (self._pending or self._busy) and not self.broken:
                 await self._changed.wait()

@@ -119,17 +119,23 @@ class ReplayServer:
                 nursery.cancel_scope.cancel()
         except* (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away: nobody is left to serve
-        if not self.options.strict:
-            if self.divergences:
-                self.report(f"{self.divergences} request{'s' if self.divergences != 1 else ''} had no "
-                            "counterpart in the recording")
-            if self.unanswered:
-                self.report(f"{self.unanswered} request{'s' if self.unanswered != 1 else ''} of the replay "
-                            "went unanswered by the client")
-        if self.mismatches > 1:
-            self.report(f"{self.mismatches} answers of the client differed from the recording "
-                        "(the first for each method is shown)")
         return status
+
+    def summary(self) -> list[str]:
+        """The report's last lines, once `run()` is done: what diverged, in numbers (said
+        after every other report line, however many of those were left out)."""
+        lines = []
+        if not self.options.strict:  # with --strict, the first divergence was the end
+            if self.divergences:
+                lines.append(f"{self.divergences} request{'s' if self.divergences != 1 else ''} had no "
+                             "counterpart in the recording")
+            if self.unanswered:
+                lines.append(f"{self.unanswered} request{'s' if self.unanswered != 1 else ''} of the replay "
+                             "went unanswered by the client")
+        if self.mismatches > 1:
+            lines.append(f"{self.mismatches} answers of the client differed from the recording "
+                         "(the first for each method is shown)")
+        return lines
 
     def _failed(self) -> bool:
         return self.options.strict and bool(self.divergences or self.unanswered)

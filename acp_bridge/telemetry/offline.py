@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from acp_bridge.capture.reader import record_message
 from acp_bridge.core.protocol import Json
 from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.spans import Seen, SpanRecord
+
+# The times a span can carry: OTLP sends nanoseconds since 1970 in 64 bits, which many
+# collectors read as signed (up to 2262). A capture edited by hand may hold any number.
+LAST_WALL = 2**63 / 1e9
+
+
+def span_time(wall: float) -> bool:
+    """Can a span start or end at `wall` (seconds since 1970)?"""
+    return 0 <= wall < LAST_WALL
 
 
 def seen_of(record: Json) -> Seen | None:
@@ -35,17 +44,26 @@ def seen_of(record: Json) -> Seen | None:
     return Seen(float(wall), direction, msg, verdict, rules, sent)
 
 
-def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None) -> Iterator[SpanRecord]:
+def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None,
+                  skipped: Callable[[Json], None] | None = None) -> Iterator[SpanRecord]:
     """Every span of a capture's records, as they end; what is still open at the end record
-    (or the last message) ends there, marked unfinished."""
+    (or the last message) ends there, marked unfinished. A record whose time no span can
+    carry (`span_time`) is left out, and handed to `skipped`."""
     builder = builder or TraceBuilder()
     last: float | None = None
     for record in records:
         if record.get("type") == "end" and isinstance(record.get("time"), (int, float)):
-            last = float(record["time"])
+            if span_time(record["time"]):
+                last = float(record["time"])
+            elif skipped is not None:
+                skipped(record)
             continue
         seen = seen_of(record)
         if seen is None:
+            continue
+        if not span_time(seen.wall):
+            if skipped is not None:
+                skipped(record)
             continue
         builder.feed(seen)
         last = seen.wall if last is None else max(last, seen.wall)
@@ -95,7 +113,16 @@ def _send(records: Iterable[Json], name: str) -> tuple[int, str]:
     built = 0
     size = max(1, min(BATCH, sink.queue_size // 2))
     batch: list[SpanRecord] = []
-    for span in capture_spans(records):
+    odd = 0  # records with a time no span can carry
+    first_odd: Any = None  # the seq of the first (None: the end record)
+
+    def skipped(record: Json) -> None:
+        nonlocal odd, first_odd
+        odd += 1
+        if odd == 1:
+            first_odd = record.get("seq")
+
+    for span in capture_spans(records, skipped=skipped):
         built += 1
         if sink.failed:
             continue
@@ -106,6 +133,10 @@ def _send(records: Iterable[Json], name: str) -> tuple[int, str]:
             batch = []
     if batch and not sink.failed:
         sink.spans(batch)
+    if odd:
+        logging.getLogger("acp_bridge.telemetry").warning(
+            "%s: %d record(s) with a time no span can carry (before 1970 or after 2262) were left out "
+            "(the first: %s)", name, odd, "the end record" if first_odd is None else f"#{first_odd}")
     finished = sink.shutdown(EXPORT_SECONDS)
     if sink.failed or not finished or sink.exported < built:
         return 1, f"{name}: {sink.exported} of {built} spans taken by {sink.where}; the rest could not be sent"

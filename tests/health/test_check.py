@@ -226,3 +226,37 @@ def test_schema_dir_without_schemas_is_exit_2(captures: dict[str, Path], tmp_pat
     assert status == 2
     assert err == (f"acp-bridge: {tmp_path}: no ACP schema found (expected v1/schema.json or v2/schema.json, "
                    "as in the npm package @agentclientprotocol/sdk)\n")
+
+
+SCHEMA_PROBLEMS = [
+    pytest.param(b"[]", "not a JSON schema: it holds a JSON array, not an object", id="array"),
+    pytest.param(b"5", "not a JSON schema: it holds a JSON number, not an object", id="number"),
+    pytest.param(b"null", "not a JSON schema: it holds a JSON null, not an object", id="null"),
+    pytest.param(b'{"$defs": []}', "not a JSON schema: its $defs is a JSON array, not an object", id="defs-array"),
+    pytest.param(b'{"type": 5}', "not a valid JSON schema at /type: 5 is not valid under any of the given schemas",
+                 id="bad-keyword"),
+    pytest.param(b'{"$defs": {"A": 5}, "$ref": "#/$defs/A"}',
+                 "not a valid JSON schema at /$defs/A: 5 is not of type 'object', 'boolean'",
+                 id="bad-definition"),
+    pytest.param(b'{"properties": {"jsonrpc": {"pattern": "("}}}',
+                 "not a valid JSON schema at /properties/jsonrpc/pattern: '(' is not a 'regex'", id="bad-pattern"),
+    pytest.param(b'{"$ref": "#/nope"}',
+                 "the schema cannot be used: PointerToNowhere: '/nope' does not exist within {'$ref': '#/nope'}",
+                 id="ref-to-nowhere"),
+    pytest.param(b'{"$ref": "#"}', "the schema cannot be used: a $ref loop, or nesting too deep", id="ref-loop"),
+    pytest.param(b"notjson", "cannot read the schema: Expecting value: line 1 column 1 (char 0)", id="not-json"),
+    pytest.param(b"\xff{}", "cannot read the schema: 'utf-8' codec can't decode byte 0xff in position 0: invalid "
+                 "start byte", id="not-utf-8"),
+    pytest.param(b"[" * 100_000, "cannot read the schema: nested too deep", id="too-deep"),
+]
+
+
+@pytest.mark.parametrize(("content", "problem"), SCHEMA_PROBLEMS)
+def test_a_schema_file_that_is_no_usable_schema_is_named_with_its_problem(
+        captures: dict[str, Path], tmp_path: Path, content: bytes, problem: str) -> None:
+    """Said against the schema file, not as an internal error against the capture; exit 2."""
+    pytest.importorskip("jsonschema")
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "schema.json").write_bytes(content)
+    status, out, err = check(str(captures["new-agent-new-client"]), "--schema", str(tmp_path))
+    assert (status, out, err) == (2, "", f"acp-bridge: {tmp_path}/v1/schema.json: {problem}\n")

@@ -111,6 +111,17 @@ async def test_check_finds_the_same_afterwards_and_fails_at_warning(broken_v1: t
     assert len(list(suite.iter("testcase"))) == 16  # every code but schema-invalid
 
 
+async def test_the_system_prompt_fallback_names_its_session_and_request(broken_v1: tuple[Path, Path]) -> None:
+    """The prompt the system prompt went into has a session and an id: the finding carries
+    both, live (the capture's record) and afterwards (`check`)."""
+    capture, config = broken_v1
+    [live] = [r for r in records(capture) if r["type"] == "finding" and r["code"] == "system-prompt-fallback"]
+    assert (live["session"], live["id"], live["method"]) == ("s1", 2, "session/prompt")
+    result = await run_cli(["check", str(capture), "-c", str(config), "--json"])
+    [after] = [f for f in json.loads(result.stdout)["captures"][0]["findings"] if f["code"] == "system-prompt-fallback"]
+    assert [(o["session"], o["id"], o["seq"]) for o in after["occurrences"]] == [("s1", 2, live["about"])]
+
+
 async def test_v1_shape_on_a_v2_connection(tmp_path: Path) -> None:
     capture = tmp_path / "v2.jsonl"
     agent = script(tmp_path, "v2", sc.BROKEN_V2)

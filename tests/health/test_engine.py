@@ -189,6 +189,24 @@ def test_migration_facts_and_v1_shapes_on_v2() -> None:
         ("legacy-suggestions", 5), ("v1-shape-on-v2", 6), ("system-prompt-fallback", 7)]
 
 
+def test_the_system_prompt_fallback_carries_the_requests_id_and_session() -> None:
+    """Through _meta on session/new (no session yet: only the id), and through the first
+    prompt of a session/load (both)."""
+    cap = Capture()
+    cap.add(0.0, A, sc.msg(id=0, method="initialize", params=sc.NEW_CLIENT))
+    cap.add(0.1, C, sc.msg(id=0, result=sc.AGENT_V1_INIT), method="initialize")
+    new = sc.msg(id="n", method="session/new", params={"cwd": "/", "mcpServers": []})
+    cap.add(0.2, A, new, verdict="rewrite", rules=("system-prompt",),
+            out=new | {"params": {"cwd": "/", "mcpServers": [], "_meta": {"systemPrompt": "S"}}})
+    cap.add(0.3, C, sc.msg(id="n", result={"sessionId": "s0"}), method="session/new")
+    cap.add(0.4, A, sc.msg(id=1, method="session/load", params={"sessionId": "s1", "cwd": "/"}))
+    cap.add(0.5, C, sc.msg(id=1, result={}), method="session/load")
+    cap.add(0.6, A, prompt(7), verdict="rewrite", rules=("system-prompt",),
+            out=prompt(7) | {"params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "S"}]}})
+    assert [(f.seq, f.session, f.id, f.method) for f in cap.check(end=1.0).findings
+            if f.code == "system-prompt-fallback"] == [(3, None, "n", "session/new"), (7, "s1", 7, "session/prompt")]
+
+
 def test_each_code_and_session_is_told_once_then_counted() -> None:
     told: list[Finding] = []
     engine = Engine(FAST, notify=1)

@@ -216,6 +216,26 @@ async def test_a_flood_of_requests_while_an_answer_is_awaited_does_not_deadlock(
         f"{PREFIX}1 request of the replay went unanswered by the client"]
 
 
+async def test_the_summary_is_the_last_line_even_past_the_report_limit(tmp_path: Path) -> None:
+    """More divergences of different methods than the report shows: the lines past the
+    limit are counted, and the summary (how many requests had no counterpart) still comes,
+    last."""
+    from acp_bridge.replay.report import MAX_LINES
+
+    count = MAX_LINES + 5
+    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+        assert (await replay.ask(INIT))["id"] == 0
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(replay.send, b"".join(rpc(id=100 + i, method=f"m{i}") for i in range(count)))
+            assert [(await replay.read())["id"] for _ in range(count)] == list(range(100, 100 + count))
+        assert await replay.finish() == 0
+    lines = replay.stderr_lines()
+    assert lines[MAX_LINES - 1:] == [
+        f"{PREFIX}divergence: the client sent m{MAX_LINES - 1}; the recording expected next: session/new #1",
+        f"{PREFIX}5 more report line(s) not shown",
+        f"{PREFIX}{count} requests had no counterpart in the recording"]
+
+
 def concurrent(path: Path) -> Path:
     """The client sent session/set_mode while its prompt was running; the prompt's answer
     was recorded after set_mode's."""

@@ -219,7 +219,8 @@ async def demo_turns(env: dict[str, str]) -> int:
 def test_the_demo_agent_through_run_otlp_shows_the_bridges_work_as_events() -> None:
     """The bundled legacy agent behind `run --otlp` with a system prompt, and an SDK client:
     the dialect that carried the prompt (the first prompt's, as the agent has no capability)
-    is an event on that turn and an attribute of the session. (The SDK cannot advertise
+    is an event on that turn (with the watchdog's finding about it) and an attribute of the
+    session. (The SDK cannot advertise
     prompt suggestions, so the demo agent sends none here; test_builder shows those events.)"""
     with running_collector() as collector:
         status = asyncio.run(demo_turns(otel_env(collector)))
@@ -230,7 +231,10 @@ def test_the_demo_agent_through_run_otlp_shows_the_bridges_work_as_events() -> N
                            ("session/new", "session")]
     turns = [span for span in spans if span["name"] == demo]
     assert [span["events"] for span in turns] == [
-        [("acp_bridge.system_prompt", {"acp_bridge.system_prompt.dialect": "first-prompt"})], []]
+        [("acp_bridge.system_prompt", {"acp_bridge.system_prompt.dialect": "first-prompt"}),
+         # the watchdog's finding about that prompt names its session, so it hangs on the turn
+         ("acp_bridge.finding", {"acp_bridge.finding.code": "system-prompt-fallback",
+                                 "acp_bridge.finding.level": "info"})], []]
     assert [span["attributes"]["rpc.jsonrpc.request_id"] for span in turns] == ["2", "3"]
     session = by_name([span for span in spans if span["name"] != demo])["session"]
     assert session["attributes"] == {"gen_ai.conversation.id": "sess_1", "gen_ai.agent.name": "demo-legacy-agent",

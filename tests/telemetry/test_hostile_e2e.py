@@ -168,3 +168,37 @@ def test_a_malformed_header_variable_is_not_printed_and_does_not_hide_a_real_fai
             "variant) holds a header that is not name=value") in said
     assert ("acp-bridge: telemetry: the OpenTelemetry SDK says: Unable to parse value for OTEL_BSP_SCHEDULE_DELAY "
             "as integer. Defaulting to 5000.\n") in said
+
+
+GOLDEN_CAPTURE = Path(__file__).parent.parent / "golden" / "v2-resume-spec-dialect.jsonl"
+
+
+def exported(capture: Path) -> tuple[subprocess.CompletedProcess[str], str, list[tuple[Any, ...]]]:
+    """`export CAPTURE --otlp` to a fresh receiver: the process, the endpoint, and the spans
+    without their ids (sorted)."""
+    with running_collector() as collector:
+        done = subprocess.run([sys.executable, "-m", "acp_bridge", "export", str(capture), "--otlp"],
+                              env=env_for(collector.endpoint), capture_output=True, text=True, timeout=60, check=False)
+        spans = collector.wait_spans(0)
+    return done, collector.endpoint, sorted((s["name"], s["start"], s["end"], sorted(s["attributes"].items()))
+                                            for s in spans)
+
+
+@pytest.mark.parametrize("absurd", [1e300, -1e300, -1.0, 10**19, 2**63 // 10**9 + 1, -(2**63)])
+def test_a_record_time_no_span_can_carry_is_left_out_with_a_notice(tmp_path: Path, absurd: float) -> None:
+    """A capture edited by hand: a message (#3) and the end record at a time before 1970 or
+    past what OTLP's nanoseconds hold. Each such record is left out, said once; the spans are
+    those of the capture without them (the export of 1e300 was a traceback)."""
+    records = [orjson.loads(line) for line in GOLDEN_CAPTURE.read_bytes().splitlines()]
+    odd = [r | {"time": absurd} if r.get("seq") == 3 or r["type"] == "end" else r for r in records]
+    without = [r for r in records if not (r.get("seq") == 3 or r["type"] == "end")]
+    capture, reference = tmp_path / "odd.jsonl", tmp_path / "without.jsonl"
+    capture.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in odd))
+    reference.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in without))
+    done, endpoint, spans = exported(capture)
+    expected_done, _, expected = exported(reference)
+    count = expected_done.stderr.split(" sent ")[1].split()[0]
+    assert (done.returncode, done.stderr) == (0, (
+        f"acp-bridge: {capture}: 2 record(s) with a time no span can carry (before 1970 or after 2262) were left "
+        f"out (the first: #3)\nacp-bridge: {capture}: sent {count} spans to {endpoint}\n"))
+    assert spans == expected and int(count) > 0

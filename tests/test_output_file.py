@@ -1,0 +1,138 @@
+"""The files the commands write (`export --html`, `check --junit`, `replay --rules --write`),
+through the real CLI: a path that is there but is no regular file or symlink (a device, a
+FIFO, a socket, a folder) is refused in one line, exit 2, and left exactly as it was; a
+regular file is replaced whole, and a symlink replaced, never written through."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.golden.record import CAPTURE_CONFIG, CASES
+from tests.replay.drive import GOLDEN
+
+NAME = "v2-resume-spec-dialect"
+CAPTURE = GOLDEN / f"{NAME}.jsonl"
+RECORDED = [o for o in CASES[NAME]["options"] if o not in ("-c", CAPTURE_CONFIG)]
+
+
+def command(option: str, out: Path | str, capture: Path = CAPTURE) -> list[str]:
+    """The command that writes `out` through `option`."""
+    if option == "--html":
+        return ["export", str(capture), "--html", str(out)]
+    if option == "--junit":
+        return ["check", str(capture), "--junit", str(out)]
+    return ["replay", str(capture), "--rules", *RECORDED, "--write", str(out)]
+
+
+def acp_bridge(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a child; a hang (a FIFO opened for writing) fails instead of blocking."""
+    return subprocess.run([sys.executable, "-m", "acp_bridge", *args], capture_output=True, text=True,
+                          timeout=60, check=False, stdin=subprocess.DEVNULL)
+
+
+OPTIONS = ["--html", "--junit", "--write"]
+
+
+def identity(path: Path | str) -> tuple[int, int, int, int, int]:
+    info = os.lstat(path)
+    return info.st_dev, info.st_ino, info.st_mode, info.st_rdev, info.st_size
+
+
+@pytest.fixture(params=["fifo", "directory", "socket", "device"])
+def special(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """Something at the output path that is no regular file, and the kind the refusal names."""
+    path = tmp_path / "out"
+    kind: str = request.param
+    if kind == "fifo":
+        os.mkfifo(path)  # nobody reads it: opening it for writing would block for ever
+        yield path, "a FIFO"
+    elif kind == "directory":
+        path.mkdir()
+        (path / "inside").write_text("keep")
+        yield path, "a directory"
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as server:
+            server.bind(str(path))
+            yield path, "a socket"
+    else:
+        try:  # /dev/null's twin, so that a regression replaces this one and not the real one
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("making a device needs root")
+        yield path, "a character device"
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_a_path_that_is_no_regular_file_is_refused_and_left_as_it_is(option: str, special: tuple[Path, str]) -> None:
+    path, kind = special
+    before = identity(path)
+    done = acp_bridge(command(option, path))
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", f"acp-bridge: {option}: {path} is {kind}, not a regular file; it is left as it is\n")
+    assert identity(path) == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["out"]  # no partial file left behind
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_dev_null_is_left_as_it_is(option: str, tmp_path: Path) -> None:
+    """As root, a rename over /dev/null would replace the device every process shares."""
+    if os.geteuid() == 0:  # first a twin in tmp_path: a regression fails there, harmlessly
+        twin = tmp_path / "null"
+        os.mknod(twin, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        assert acp_bridge(command(option, twin)).returncode == 2 and stat.S_ISCHR(identity(twin)[2])
+    before = identity("/dev/null")
+    done = acp_bridge(command(option, "/dev/null"))
+    assert (done.returncode, done.stderr) == (
+        2, f"acp-bridge: {option}: /dev/null is a character device, not a regular file; it is left as it is\n")
+    assert identity("/dev/null") == before and stat.S_ISCHR(before[2])
+
+
+def test_a_bad_junit_path_is_refused_before_the_capture_is_read(tmp_path: Path) -> None:
+    """Not a capture either: only the --junit refusal is said, since nothing was read."""
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("not a capture\n")
+    done = acp_bridge(command("--junit", tmp_path, garbage))
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", f"acp-bridge: --junit: {tmp_path} is a directory, not a regular file; it is left as it is\n")
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_a_path_ending_in_a_slash_is_refused(option: str, tmp_path: Path) -> None:
+    out = f"{tmp_path}/new/"
+    done = acp_bridge(command(option, out))
+    assert (done.returncode, done.stderr) == (
+        2, f"acp-bridge: {option}: {out} names a directory, not a file; nothing was written\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+FIRST_BYTES = {"--html": "<!DOCTYPE", "--junit": "<?xml", "--write": '{"type":"header"'}
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_a_regular_file_is_replaced_whole(option: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.write_text("old content, longer than nothing")
+    done = acp_bridge(command(option, out))
+    assert done.returncode in (0, 1), done.stderr
+    assert out.read_text().startswith(FIRST_BYTES[option])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_a_symlink_is_replaced_and_never_written_through(option: str, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    out = tmp_path / "out"
+    out.symlink_to(victim)
+    done = acp_bridge(command(option, out))
+    assert done.returncode in (0, 1), done.stderr
+    assert victim.read_text() == "keep me" and not out.is_symlink()
+    assert out.read_text().startswith(FIRST_BYTES[option])
