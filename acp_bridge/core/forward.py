@@ -54,6 +54,17 @@ class Forward:
         """The direction the input travelled in (an emit may go the other way)."""
         return self.frame.direction if self.frame is not None else self.direction
 
+    @property
+    def lines_ended(self) -> int:
+        """How many lines this forward ends: one a line of a run, one for any other line or
+        message the bridge wrote, and for a line over the parse limit, one with its last
+        piece. The capture gives each its record and `seq`, in this order."""
+        if self.verdict is Verdict.OPAQUE:
+            return int(not self.raw or self.raw.endswith(b"\n"))
+        if self.untouched_lines:
+            return self.raw.count(b"\n")
+        return 1
+
     def lines(self) -> list[Forward]:
         """One Forward per line (a run of untouched lines split up, e.g. for the capture)."""
         if not self.untouched_lines:

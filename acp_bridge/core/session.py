@@ -72,6 +72,11 @@ class Pending:
         return self._params
 
 
+def _version_in(init: Json | None) -> int | None:
+    version = p.get_path(init, "protocolVersion")
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
 class Session:
     """Connection-wide facts, updated by the relay before any rewrite runs."""
 
@@ -86,7 +91,9 @@ class Session:
         # keyed by the rule's state class: a rule keeps its facts in its own module.
         self._states: dict[Any, dict[type, Any]] = {}
         self.unpaired_responses = 0
-        self._version: tuple[tuple[Json | None, Json | None], int | None] = ((None, None), None)
+        # (agent_init, client_init) they were read from -> (agent's version, negotiated version)
+        self._version: tuple[tuple[Json | None, Json | None], tuple[int | None, int | None]] = (
+            (None, None), (None, None))
         self._client_caps: tuple[Json | None, Json] = (None, {})
         self._agent_caps: tuple[Json | None, Json] = (None, {})
 
@@ -233,19 +240,22 @@ class Session:
     @property
     def protocol_version(self) -> int | None:
         """The negotiated version: the agent's answer, else what the client asked for."""
-        (agent, client), version = self._version
+        return self._versions()[1]
+
+    @property
+    def agent_version(self) -> int | None:
+        """The version the agent's `initialize` answer names: None before that answer, or
+        when it names none. What health calls negotiated (a v1 shape on v2 is judged by it)."""
+        return self._versions()[0]
+
+    def _versions(self) -> tuple[int | None, int | None]:
+        (agent, client), versions = self._version
         if agent is not self.agent_init or client is not self.client_init:
             # Rules ask on every request: look it up again only when initialize changed it.
-            version = self._find_version()
-            self._version = ((self.agent_init, self.client_init), version)
-        return version
-
-    def _find_version(self) -> int | None:
-        for source in (self.agent_init, self.client_init):
-            version = p.get_path(source, "protocolVersion")
-            if isinstance(version, int) and not isinstance(version, bool):
-                return version
-        return None
+            answered, asked = _version_in(self.agent_init), _version_in(self.client_init)
+            versions = (answered, asked if answered is None else answered)
+            self._version = ((self.agent_init, self.client_init), versions)
+        return versions
 
     @property
     def v2(self) -> bool:

@@ -69,9 +69,6 @@ class Engine(SessionRules):
         self.max_tracked, self.max_sessions, self.max_counted = max_tracked, max_sessions, max_counted
         self.last_out = -INF  # when the agent last wrote anything (the prompt's clock)
         self.soonest = INF  # the next timer is not due before this
-        self.client_init: Json | None = None
-        self.agent_init: Json | None = None
-        self.version: int | None = None
         self.seqs: dict[int, int] = {}  # id(Pending) -> seq of its record, when known
         self._reported: dict[int, Pending] = {}  # overdue requests already reported (kept: ids stay unique)
         self._reused: dict[int, Pending] = {}  # requests with a reused id already reported
@@ -260,9 +257,7 @@ class Engine(SessionRules):
     def _special_request(self, pending: Pending, msg: Json, seq: int | None) -> None:
         direction, method, session, at = pending.origin, pending.method, pending.session_id, pending.at
         if method == p.INITIALIZE and direction is TO_AGENT:
-            params = msg.get("params")
-            self.client_init = params if isinstance(params, dict) else {}
-            caps = p.client_capabilities(self.client_init)
+            caps = self.session.client_caps  # the session has taken the params already
             air = isinstance(p.get_path(caps, p.META, "jetbrains", "air"), dict)
             if air and not isinstance(p.get_path(caps, "session", p.PROMPT_SUGGESTIONS), dict):
                 self.found("air-only-client", None, at, seq,
@@ -272,7 +267,7 @@ class Engine(SessionRules):
             self._open(session)
         elif method in SESSION_OPENERS and direction is TO_AGENT:
             self._opening += 1
-        if method in V1_ONLY_METHODS and self.version is not None and self.version >= 2:
+        if method in V1_ONLY_METHODS and self.v2:
             self.found("v1-shape-on-v2", session, at, seq, "method {}, removed in v2", method,
                        direction=direction, method=method)
 
@@ -280,12 +275,9 @@ class Engine(SessionRules):
         method = request.method
         result = msg.get("result")
         if method == p.INITIALIZE and request.origin is TO_AGENT and isinstance(result, dict):
-            self.agent_init = result
-            version = result.get("protocolVersion")
-            self.version = version if isinstance(version, int) and not isinstance(version, bool) else None
-            if self.version is not None and self.version >= 2:
+            if self.v2:  # the session has taken the answer already
                 old = [k for k in ("agentCapabilities", "agentInfo") if k in result]
-                old += [k for k in ("clientCapabilities", "clientInfo") if k in (self.client_init or {})]
+                old += [k for k in ("clientCapabilities", "clientInfo") if k in (self.session.client_init or {})]
                 if old:
                     self.found("v1-shape-on-v2", None, at, seq, f"v1 initialize keys on v2: {', '.join(old)}",
                                direction=request.origin, method=method)

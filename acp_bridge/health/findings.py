@@ -1,27 +1,18 @@
 """Findings: what the protocol watchdog and `acp-bridge check` report, and their codes.
 
 Owns: the stable finding codes with their level, a one-line meaning and what to do about
-it (docs/health.md lists the same; a test keeps the two in step), the `Finding` record, and
-its capture record (`"type": "finding"`, docs/capture-format.md). Must never: decide when a
-finding happens (the engine does) or do IO.
+it (docs/health.md lists the same; a test keeps the two in step). The `Finding` record
+itself lives in the core (`core.findings`), below health and telemetry, which both take
+it; it is re-exported here. Must never: decide when a finding happens (the engine
+does) or do IO.
 """
 
 from __future__ import annotations
 
-import enum
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from acp_bridge.core.protocol import Json
-
-
-class Level(enum.IntEnum):
-    INFO = 1
-    WARNING = 2
-    ERROR = 3
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
+from acp_bridge.core.findings import Finding as Finding
+from acp_bridge.core.findings import Level as Level
 
 
 class Code(NamedTuple):  # a NamedTuple: cheaper to define than a dataclass, and `run` imports this
@@ -90,28 +81,3 @@ _ALL = (
          "fix the sender; the message names the schema path that failed"),
 )
 CODES: dict[str, Code] = {code.code: code for code in _ALL}
-
-
-class Finding:
-    """One occurrence of a finding. `count` is how many of this code and session there have
-    been so far, this one included (the first is 1). A plain class: `run` imports this
-    module, and a dataclass costs a millisecond of start-up to define."""
-
-    __slots__ = ("at", "code", "count", "direction", "id", "level", "method", "seq", "session", "text")
-
-    def __init__(self, code: str, level: Level, session: Any, text: str, at: float, seq: int | None = None,
-                 direction: str | None = None, method: str | None = None, id_: Any = None, count: int = 1) -> None:
-        self.code, self.level, self.session, self.text, self.at = code, level, session, text, at
-        self.seq, self.direction, self.method, self.id, self.count = seq, direction, method, id_, count
-
-    def __repr__(self) -> str:
-        return f"<Finding {self.level.label} {self.code} session={self.session!r} seq={self.seq} count={self.count}>"
-
-    def record(self, wall: float) -> Json:
-        """The capture record of this finding (docs/capture-format.md, `finding`)."""
-        return {
-            "type": "finding", "time": wall, "mono": self.at, "code": self.code,
-            "level": self.level.label, "session": self.session, "message": self.text,
-            "about": self.seq, "direction": self.direction, "method": self.method, "id": self.id,
-            "count": self.count,
-        }

@@ -17,7 +17,7 @@ from typing import Any
 from acp_bridge.capture.reader import record_message
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction
+from acp_bridge.core.messages import Direction, Frame, Kind
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending
 from acp_bridge.health.engine import Engine, system_prompt_dialect
@@ -155,10 +155,11 @@ def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = No
         engine.found(finding.code, finding.session, finding.at, finding.seq, finding.text,
                      method=finding.method, id_=finding.id)
     report.counts = engine.summary()
-    report.version = engine.version
-    report.agent = _name(engine.agent_init, "agentInfo", "info")
-    report.client = _name(engine.client_init, "clientInfo", "info")
-    report.migration.client_form = _client_form(engine.client_init)
+    session = engine.session
+    report.version = session.agent_version
+    report.agent = _name(session.agent_init, "agentInfo", "info")
+    report.client = _name(session.client_init, "clientInfo", "info")
+    report.migration.client_form = _client_form(session.client_init)
     report.findings.sort(key=lambda f: (-f.level, f.code, f.seq if f.seq is not None else -1))
     return report
 
@@ -178,7 +179,7 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
         msg = record_message(record, "out")
         if isinstance(msg, dict):
             if "id" in msg and ("result" in msg or "error" in msg):
-                pending = engine.session.pair(direction, msg["id"])  # the bridge answered it
+                pending = _answer(engine, direction, msg)  # the bridge answered it
                 if pending is not None:
                     engine.late(pending, now)
                     engine.answered(pending, msg, now, seq)
@@ -206,7 +207,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
     if kind == "request":
         _request(engine, direction, msg, now, seq)
     elif kind == "response":
-        pending = engine.session.pair(direction, msg.get("id"))
+        pending = _answer(engine, direction, msg)
         if pending is not None:
             engine.late(pending, now)
             engine.answered(pending, msg, now, seq)
@@ -296,12 +297,11 @@ def _from_fields(record: Json) -> Json | None:
 
 
 def _request(engine: Engine, direction: Direction, msg: Json, now: float, seq: Any) -> None:
-    """A request: tracked in the engine's session, as the relay tracked it."""
-    method, params = msg.get("method"), msg.get("params")
-    if not isinstance(method, str):
+    """A request: tracked in the engine's session, as the relay tracked it (which keeps
+    the client's `initialize` params)."""
+    if not isinstance(msg.get("method"), str):
         return
-    session_id = params.get("sessionId") if isinstance(params, dict) else None
-    pending = engine.session.track(Pending(direction, msg.get("id"), method, session_id, b"", now))
+    pending = engine.session.on_request(Frame(direction, b"", Kind.REQUEST, msg), now)
     engine.request(pending, seq, msg)
     if engine.session.reused():
         engine.reused(now)
@@ -314,9 +314,15 @@ def _batch(engine: Engine, direction: Direction, batch: Any, now: float, seq: An
         if isinstance(element.get("method"), str):
             _request(engine, direction, element, now, seq)
         elif "result" in element or "error" in element:
-            pending = engine.session.pair(direction, element["id"])
+            pending = _answer(engine, direction, element)
             if pending is not None:
                 engine.answered(pending, element, now, seq)
+
+
+def _answer(engine: Engine, direction: Direction, msg: Json) -> Pending | None:
+    """A response, paired by the engine's session as the relay paired it (which keeps the
+    agent's `initialize` answer)."""
+    return engine.session.on_response(Frame(direction, b"", Kind.RESPONSE, msg))
 
 
 def _name(init: Json | None, *keys: str) -> str | None:

@@ -28,8 +28,6 @@ class SessionRules:
 
     config: HealthConfig
     session: Session
-    version: int | None
-    client_init: Json | None
     soonest: float
     max_sessions: int
     notify: int
@@ -45,6 +43,13 @@ class SessionRules:
         self._cancels: OrderedDict[Any, tuple[Any, float, int | None]] = OrderedDict()
         self._running: dict[Any, bool] = {}  # v2: the last state_update of a session said running
 
+    @property
+    def v2(self) -> bool:
+        """The agent answered `initialize` with version 2 or later: what a v1 shape is judged
+        by (the version the client asked for alone negotiates nothing)."""
+        version = self.session.agent_version
+        return version is not None and version >= 2
+
     def found(self, code: str, session: Any, at: float, seq: int | None, text: str, *args: Any,
               direction: Direction | None = None, method: str | None = None, id_: Any = None) -> None:
         raise NotImplementedError  # Engine.found
@@ -57,7 +62,7 @@ class SessionRules:
     @property
     def watching_cancel(self) -> bool:
         """A v2 cancel waits for its idle state_update (the watchdog then looks for it)."""
-        return bool(self._cancels) and self.version is not None and self.version >= 2
+        return bool(self._cancels) and self.v2
 
     def _due_cancels(self, now: float) -> float:
         """Report the cancels that waited past `cancel_seconds`; when the next is due."""
@@ -121,7 +126,7 @@ class SessionRules:
                            "the agent sent a legacy suggestion (_meta.promptSuggestions)",
                            direction=TO_CLIENT, method=p.SESSION_UPDATE)
         elif kind == p.PROMPT_SUGGESTIONS_UPDATE:
-            if not isinstance(p.get_path(p.client_capabilities(self.client_init), "session",
+            if not isinstance(p.get_path(self.session.client_caps, "session",
                                          p.PROMPT_SUGGESTIONS), dict):
                 self.found("suggestions-unadvertised", session, at, seq,
                            "the agent sent prompt_suggestions_update; the client never advertised "
@@ -137,14 +142,14 @@ class SessionRules:
                     del self._cancels[skey]
                     if update.get("stopReason") != "cancelled":
                         self._ignored(session, at, seq, update.get("stopReason"))
-        elif kind in V1_ONLY_UPDATES and self.version is not None and self.version >= 2:
+        elif kind in V1_ONLY_UPDATES and self.v2:
             self.found("v1-shape-on-v2", session, at, seq, "update kind {}, removed in v2", kind,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
 
     def _cancel(self, msg: Json, at: float, seq: int | None, later: frozenset[int] = frozenset()) -> None:
         session = p.get_path(msg, "params", "sessionId")
         skey = _session_key(session)
-        if self.version is not None and self.version >= 2:
+        if self.v2:
             watch = self._running.get(skey, False)  # v2: only a running turn answers a cancel
         else:  # v1: a prompt of that session in flight
             watch = any(id(r) not in later for r in self.session.in_flight(p.SESSION_PROMPT, session))
@@ -160,7 +165,7 @@ class SessionRules:
     def _prompt_answered(self, request: Pending, msg: Json, at: float, seq: int | None) -> None:
         """v1: the answer to a cancelled prompt must say `cancelled`."""
         skey = _session_key(request.session_id)
-        if skey in self._cancels and (self.version is None or self.version < 2):
+        if skey in self._cancels and not self.v2:
             del self._cancels[skey]
             reason = p.get_path(msg.get("result"), "stopReason")
             if reason != "cancelled":

@@ -4,8 +4,10 @@ Owns: turning each read's `Forward`s into engine events using only what the rela
 parsed (requests and responses, with the relay's pairing; notifications a rule looked at;
 what the bridge wrote itself), plus the agent's unparsed lines that came alone and one line
 of each read that came in runs (a sample, for session ids and update shapes) and, toward
-the agent, the lines that name `session/cancel`; the one timer task; logging each finding
-once per code and session; and writing finding records to the capture.
+the agent, the lines that name `session/cancel`; the one timer task; and telling each
+finding, once per code and session: in the log, and to the observers (the capture file
+writes its record, telemetry makes it a span event). Requests in flight, their pairing and
+the `initialize` facts are the relay's `Session`'s, read and never changed here.
 
 Must never: change, delay or reorder traffic, parse every line of a big read (of its runs
 of untouched lines, only the first line is looked at), or take the bridge down: a failure
@@ -32,40 +34,52 @@ from acp_bridge.core.messages import (
     TO_AGENT,
     TO_CLIENT,
     Direction,
-    Frame,
     brief,
     classify,
     id_key,
 )
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Session
 from acp_bridge.errors import CaptureError
 from acp_bridge.health.engine import SPECIAL, Engine, _session_key
 from acp_bridge.health.findings import CODES, Finding, Level
 
 if TYPE_CHECKING:
-    from acp_bridge.shell.capture_file import CaptureFile
+    from collections.abc import Callable
+
+    from acp_bridge.core.session import Session
 
 log = logging.getLogger("acp_bridge.health")
 
 INF = math.inf
-TOLD_PER_CODE = 10  # findings of one code logged and written to the capture; the rest are counted
+TOLD_PER_CODE = 10  # findings of one code logged and told to the observers; the rest are counted
 _LOG_LEVEL = {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING, Level.ERROR: logging.ERROR}
 
 
 class Watchdog:
-    """Findings while the bridge runs (docs/health.md): in the log and the capture."""
+    """Findings while the bridge runs (docs/health.md): in the log and to the observers.
 
-    def __init__(self, config: Config, capture: CaptureFile | None = None, session: Session | None = None) -> None:
-        # With the relay's session, the requests in flight are read from it; without one
-        # (a watchdog on its own, in tests), they are tracked in a session of its own.
-        self.own = session is None
+    Args:
+        config: the `[health]` thresholds.
+        session: the relay's, whose requests in flight and `initialize` facts it reads.
+        tell: called with each finding told (and the totals at the end), with the wall
+            time it came at: the observers' `finding` hook. It may raise CaptureError
+            (a required capture that cannot be written), which ends the session.
+        last_seq: the `seq` of the last message record the capture wrote, None without
+            one (or once it stopped): what a finding's `about` counts from.
+    """
+
+    def __init__(self, config: Config, session: Session, *, tell: Callable[[float, Finding], None] | None = None,
+                 last_seq: Callable[[], int | None] | None = None) -> None:
         self.engine = Engine(config.health, session, notify=1)
         self.engine.listeners.append(self._told)
-        self.capture = capture
+        self.tell = tell
+        self.last_seq = last_seq
         self.off = False
         self._wake = INF  # the monotonic time the timer task sleeps until
         self._scope: trio.CancelScope | None = None
-        self._base: int | None = capture.encoder.seq if capture is not None and not capture.closed else None
+        # The seq before the next read's records: the capture has written a read's records
+        # by the time the watchdog sees it, so it is read after each read.
+        self._base: int | None = last_seq() if last_seq is not None else None
         self._cursor = (0, 0)  # (forwards counted, seq after them) within the current read
         self._told_codes: dict[str, int] = {}  # findings logged and recorded, per code
         self._told_keys: set[tuple[str, object]] = set()  # (code, session key) of those
@@ -90,9 +104,8 @@ class Watchdog:
             log.error("health: the watchdog failed and is off for the rest of this connection "
                       "(traffic is not affected; -vv shows why)")
             log.debug("health: the watchdog's failure", exc_info=True)
-        capture = self.capture
-        if capture is not None:
-            self._base = capture.encoder.seq if not capture.closed else None
+        if self.last_seq is not None:
+            self._base = self.last_seq()
 
     def _record(self, mono: float, forwards: Sequence[Forward]) -> None:
         engine = self.engine
@@ -104,7 +117,7 @@ class Watchdog:
             self._cursor = (0, self._base)
         sampled = source is TO_AGENT
         seq: int | None = None
-        base, own, session = self._base, self.own, engine.session
+        base = self._base
         saw_request = False
         told = engine.unknown_told()
         unknown = 0  # responses for ids nobody asked, counted at once once `told`
@@ -113,7 +126,7 @@ class Watchdog:
         for index, fwd in enumerate(forwards):
             frame = fwd.frame
             if frame is None:
-                if fwd.verdict is not VERDICT_EMIT or own:  # the bridge's own answers: the relay's session knows
+                if fwd.verdict is not VERDICT_EMIT:  # the bridge's own answers: the relay's session knows
                     self._unparsed(fwd, source, sampled, mono, forwards, index)
                     sampled = sampled or fwd.untouched_lines
                 continue
@@ -123,8 +136,6 @@ class Watchdog:
                 if pending is None:
                     continue  # refused by the bridge: the agent is gone
                 saw_request = True
-                if own:
-                    session.track(pending)
                 if base is not None or pending.method in SPECIAL:
                     if base is not None:
                         seq = self._seq_before(forwards, index) + 1
@@ -132,7 +143,7 @@ class Watchdog:
             elif kind is RESPONSE:
                 msg = frame.msg
                 assert msg is not None
-                pending = session.pair(fwd.direction, msg.get("id")) if own else fwd.request
+                pending = fwd.request  # paired by the relay's session
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
                 if pending is not None:
@@ -153,8 +164,6 @@ class Watchdog:
                     seq = self._seq_before(forwards, index) + 1
                 if kind is NOTIFICATION:
                     engine.notification(fwd.direction, frame.msg, mono, seq)  # type: ignore[arg-type]
-                elif frame.batch is not None:
-                    self._batch(frame, mono, seq)
             if fwd.rules and fwd.verdict is VERDICT_REWRITE and "system-prompt" in fwd.rules:
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
@@ -163,7 +172,7 @@ class Watchdog:
         if unknown:
             engine.count_unknown(unknown)
         if saw_request:
-            if session.reused():
+            if engine.session.reused():
                 engine.reused(mono)
             due = mono + engine.min_threshold  # nothing new is due sooner; the timer's scan tells exactly
             if due < self._wake:
@@ -173,9 +182,7 @@ class Watchdog:
                   forwards: Sequence[Forward], index: int) -> None:
         """A forward the relay did not parse: look at what a rule needs, cheaply."""
         verdict = fwd.verdict
-        if verdict is VERDICT_EMIT:
-            self._emitted(fwd, mono, forwards, index)
-        elif verdict is VERDICT_OPAQUE:
+        if verdict is VERDICT_OPAQUE:
             pass
         elif source is TO_AGENT:
             if b"session/cancel" in fwd.raw:
@@ -184,13 +191,6 @@ class Watchdog:
             self._lines(fwd, b'"state_update"', mono, forwards, index)
         elif not fwd.untouched_lines or not sampled:  # a line that came alone (a small read): parsed
             self._lines(fwd, None, mono, forwards, index)
-
-    def _emitted(self, fwd: Forward, mono: float, forwards: Sequence[Forward], index: int) -> None:
-        """A message the bridge wrote: its answers settle requests (the relay's session knows;
-        a session of the watchdog's own is told)."""
-        frame = classify(fwd.direction, fwd.data)
-        if frame.kind is RESPONSE and frame.msg is not None:
-            self.engine.session.pair(fwd.direction, frame.msg.get("id"))
 
     def _lines(self, fwd: Forward, needle: bytes | None, mono: float, forwards: Sequence[Forward],
                index: int) -> None:
@@ -213,42 +213,24 @@ class Watchdog:
                 self.engine.notification(fwd.direction, frame.msg, mono, None if before is None else before + number,
                                          later)
 
-    def _batch(self, frame: Frame, mono: float, seq: int | None) -> None:
-        """The elements of a batch (the relay tracks their requests; a session of the
-        watchdog's own is told)."""
-        if not self.own:
-            return
-        for element in frame.batch or ():
-            if not isinstance(element, dict) or "id" not in element:
-                continue
-            method, params = element.get("method"), element.get("params")
-            if isinstance(method, str):
-                session_id = params.get("sessionId") if isinstance(params, dict) else None
-                self.engine.session.track(Pending(frame.direction, element["id"], method, session_id, b"", mono))
-            elif "result" in element or "error" in element:
-                self.engine.session.pair(frame.direction, element["id"])
-
     def _seq_before(self, forwards: Sequence[Forward], index: int) -> int:
         """The capture's seq before `forwards[index]`'s records (counted once per read)."""
         counted, seq = self._cursor
         while counted < index:
-            fwd = forwards[counted]
-            if fwd.verdict is VERDICT_OPAQUE:
-                seq += not fwd.raw or fwd.raw.endswith(b"\n")
-            elif fwd.untouched_lines:
-                seq += fwd.raw.count(b"\n")
-            else:
-                seq += 1
+            seq += forwards[counted].lines_ended
             counted += 1
         self._cursor = (counted, seq)
         return seq
 
     # -- findings ------------------------------------------------------------------------------
 
+    def finding(self, wall: float, finding: Finding) -> None:
+        """The observers' hook for findings: they come from here, so there is nothing to note."""
+
     def _told(self, finding: Finding) -> None:
-        """Log a finding and write its record: the first TOLD_PER_CODE of each code (across
-        sessions; a peer naming a new session in every line must not flood stderr or the
-        capture from the forwarding path); the rest are counted (totals at close)."""
+        """Log a finding and tell the observers: the first TOLD_PER_CODE of each code (across
+        sessions; a peer naming a new session in every line must not flood stderr, the
+        capture or the spans from the forwarding path); the rest are counted (totals at close)."""
         told = self._told_codes.get(finding.code, 0) + 1
         self._told_codes[finding.code] = told
         if told > TOLD_PER_CODE:
@@ -259,9 +241,8 @@ class Watchdog:
             session = brief(session)  # a peer's object: bounded in depth and length
         where = f" (session {session})" if session is not None else ""
         log.log(_LOG_LEVEL[finding.level], "health: %s: %s%s", finding.code, finding.text, where)
-        capture = self.capture
-        if capture is not None and not capture.closed:
-            capture.write_record(finding.record(time.time() - time.monotonic() + finding.at))
+        if self.tell is not None:
+            self.tell(time.time() - time.monotonic() + finding.at, finding)
 
     # -- timers --------------------------------------------------------------------------------
 
@@ -302,21 +283,18 @@ class Watchdog:
         if self.off:
             return
         self.engine.finish(mono)
-        capture = self.capture
         per_code: dict[str, int] = {}
         for (code, _), count in self.engine.counts.items():
             per_code[code] = per_code.get(code, 0) + count
         for code, count in per_code.items():
             if count > 1:
                 log.info("health: %s came %d times", code, count)
-        if capture is None or capture.closed:
+        if self.tell is None:
             return
         for (code, session), count in self.engine.counts.items():
             if count > 1 and (code, session) in self._told_keys:
-                capture.write_record({"type": "finding", "time": wall, "mono": mono, "code": code,
-                                      "level": CODES[code].level.label, "session": _session_text(session),
-                                      "message": f"{count} occurrences in all", "about": None, "count": count,
-                                      "total": True})
+                self.tell(wall, Finding(code, CODES[code].level, _session_text(session),
+                                        f"{count} occurrences in all", mono, count=count, total=True))
 
 
 def _session_text(key: object) -> object:

@@ -19,7 +19,7 @@ import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from trio.lowlevel import FdStream
@@ -27,10 +27,13 @@ from trio.lowlevel import FdStream
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
-from acp_bridge.shell.bridge import Bridge, CaptureSink, Peer, bridge_streams
+from acp_bridge.shell.bridge import Bridge, Peer, bridge_streams
 from acp_bridge.shell.streams import Outlet
 from acp_bridge.shell.tuning import keep_heap as keep_heap  # bench/feed_ab.py imports it from here
 from acp_bridge.shell.tuning import widen_pipe
+
+if TYPE_CHECKING:
+    from acp_bridge.shell.observers import Observer
 
 log = logging.getLogger("acp_bridge.shell.agent")
 
@@ -148,7 +151,7 @@ async def serve(
     config: Config,
     relay: Relay,
     client: trio.abc.HalfCloseableStream,
-    capture: CaptureSink | None = None,
+    observer: Observer | None = None,
     *,
     stderr_fd: int = 2,
 ) -> int:
@@ -173,7 +176,7 @@ async def serve(
                 log.error("%s. %s.", reason, hint)
             else:
                 log.error("%s", reason)
-            await _serve_unavailable(client, relay, capture, reason, why)
+            await _serve_unavailable(client, relay, observer, reason, why)
             return EXIT_NOT_FOUND
         log.info("agent started: pid %d: %s", proc.pid, " ".join(command))
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -182,7 +185,7 @@ async def serve(
                 widen_pipe(pipe.fileno())
         peer = AgentProcess(proc, config, stderr_fd)
         agent = trio.StapledStream(proc.stdin, proc.stdout)
-        await bridge_streams(client, agent, relay, capture, peer)
+        await bridge_streams(client, agent, relay, observer, peer)
         assert peer.status is not None
         return peer.status
 
@@ -376,11 +379,11 @@ async def _forward_signals(proc: trio.Process, stopping: trio.Event,
 
 
 async def _serve_unavailable(client: trio.abc.HalfCloseableStream, relay: Relay,
-                             capture: CaptureSink | None,
+                             observer: Observer | None,
                              reason: str, why: Any) -> None:
     """Answer every client request with the reason until the client closes."""
     relay = Relay(max_line=relay.max_line)
     relay.fail_pending(reason, why)  # none in flight yet: this answers every later one
-    bridge = Bridge(relay, Outlet(_Discard(), "agent"), Outlet(client, "client"), capture)
+    bridge = Bridge(relay, Outlet(_Discard(), "agent"), Outlet(client, "client"), observer)
     await bridge.pump(client, Direction.TO_AGENT)
     await bridge.to_client.send_eof()

@@ -1,7 +1,8 @@
 """The trio shell around the relay: one pump per direction, one way into each stream.
 
 Owns: reading from the client and the agent, feeding the relay, writing what it returns to
-the right stream, end-of-stream handling, and handing every Forward to the capture first.
+the right stream, end-of-stream handling, and handing every Forward to the observers (the
+capture file first) before it is sent.
 Must never: interpret messages (that is the core's job) or write anything to the client
 that did not come out of the relay.
 """
@@ -13,7 +14,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import trio
 from trio.abc import HalfCloseableStream, ReceiveStream
@@ -24,21 +25,15 @@ from acp_bridge.core.messages import TO_AGENT, brief
 from acp_bridge.errors import BridgeError
 from acp_bridge.shell.streams import Outlet, Reader
 
+if TYPE_CHECKING:
+    from acp_bridge.shell.observers import Observer
+
 log = logging.getLogger("acp_bridge.shell.bridge")
 
 READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 OUTPUT_LINGER = 1.0  # seconds to wait for the agent's output to end once it is gone
 DRAIN_TIMEOUT = 1.0  # ... and for the client pump to read what the client had already written
 STOP_TIMEOUT = 5.0  # ... and for the client to take the answers when the bridge stops itself
-
-class CaptureSink(Protocol):
-    """Where the bridge records forwards (acp_bridge.shell.capture_file.CaptureFile), before it
-    sends them: there is no capture channel or writer task, a read's records are on disk
-    when `record` returns."""
-
-    def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
-        """Write the records now (synchronously); raises CaptureError only when required."""
-
 
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
 
@@ -78,7 +73,7 @@ class Bridge:
     relay: Relay
     to_agent: Outlet
     to_client: Outlet
-    capture: CaptureSink | None = None
+    observer: Observer | None = None  # the capture file, or every observer (`observers.Observers`)
     on_agent_output: Callable[[], None] | None = None  # called whenever the agent writes
     client_closed: trio.Event = field(default_factory=trio.Event)
     agent_closed: trio.Event = field(default_factory=trio.Event)
@@ -103,10 +98,10 @@ class Bridge:
         """
         if self.stopped is not None:  # the client has had its answers: the bridge is going
             await trio.sleep_forever()  # until the task that stopped it has raised
-        if self.capture is not None and forwards:
+        if self.observer is not None and forwards:
             # On disk before anything is sent: a SIGKILL loses at most what was not yet read.
             try:
-                self.capture.record(wall, mono, forwards)
+                self.observer.record(wall, mono, forwards)
             except BridgeError as exc:  # CaptureError: a required capture cannot be written
                 await self.stop(str(exc), forwards)
                 raise
@@ -212,9 +207,9 @@ class Bridge:
         if not answers:
             return
         log.warning("stopping: answered %d client request(s) left in flight", len(answers))
-        if self.capture is not None:
+        if self.observer is not None:
             try:
-                self.capture.record(time.time(), time.monotonic(), answers)
+                self.observer.record(time.time(), time.monotonic(), answers)
             except BridgeError:  # the bridge is stopping for that already: answer anyway
                 pass
         self.to_client.put_all([answer.data for answer in answers])
@@ -264,7 +259,7 @@ async def bridge_streams(
     client: HalfCloseableStream,
     agent: HalfCloseableStream,
     relay: Relay,
-    capture: CaptureSink | None = None,
+    observer: Observer | None = None,
     peer: Peer | None = None,
 ) -> Bridge:
     """Relay between the client and the agent until the agent side has ended; the one wiring
@@ -276,7 +271,7 @@ async def bridge_streams(
     which), the client's side is closed, and the client is no longer read.
     """
     peer = peer if peer is not None else Peer()
-    bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), capture)
+    bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), observer)
     async with trio.open_nursery() as nursery:
         bridge.background = nursery
         nursery.start_soon(bridge.pump, client, Direction.TO_AGENT)

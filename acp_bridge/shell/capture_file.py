@@ -24,7 +24,7 @@ from acp_bridge.capture.files import capture_path
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.config import Config
-from acp_bridge.core.protocol import Json
+from acp_bridge.core.findings import Finding
 from acp_bridge.core.relay import Forward
 from acp_bridge.errors import CaptureError
 
@@ -82,7 +82,8 @@ def _open_new(path: str) -> int:
 
 
 class CaptureFile:
-    """An open capture: the file descriptor, its encoder, and whether it still works.
+    """An open capture: the file descriptor, its encoder, and whether it still works. It is
+    an `observers.Observer`, the first: the records of a read, and the findings about it.
 
     `record` encodes one read's forwards and writes them with one `os.write` before the
     bridge sends them on, on the event loop thread: a regular file write lands in the page
@@ -121,11 +122,26 @@ class CaptureFile:
             if data:  # none for a piece of a long line: its record comes with its last
                 self.write(data)
 
-    def write_record(self, record: Json) -> None:
-        """Write one record of another kind than a message (a health finding), between two
-        reads' batches. It takes no `seq`: those number the messages."""
+    def finding(self, wall: float, finding: Finding) -> None:
+        """Write a finding's record, between two reads' batches (after the records of the
+        read it is about). It takes no `seq`: those number the messages.
+
+        Raises:
+            CaptureError: the write failed and `capture.required` is set.
+        """
         if not self.closed:
-            self.write(safe_dumps(record))
+            self.write(safe_dumps(finding.record(wall)))
+
+    def last_seq(self) -> int | None:
+        """The `seq` of the last message record written; None once the capture stopped."""
+        return None if self.closed else self.encoder.seq
+
+    async def run(self) -> None:
+        """Nothing runs beside the pumps: each read's records are written as it is read."""
+
+    def close(self, wall: float, mono: float) -> None:
+        """The connection has ended. The file stays open for what the other observers say
+        as they close; `open_capture` writes the end record and closes it after them."""
 
     def write(self, data: bytes) -> bool:
         """Write all of `data` after what came before it; on failure say so once and stop
@@ -137,7 +153,7 @@ class CaptureFile:
             while view:
                 view = view[os.write(self.fd, view):]
         except OSError as exc:
-            self.close()
+            self.shut()
             self.fail(exc)
             return False
         return True
@@ -152,9 +168,10 @@ class CaptureFile:
         """Write the records of long lines cut short and the trailer, then close."""
         if not self.closed:
             self.write(self.encoder.trailer(wall, mono))
-        self.close()
+        self.shut()
 
-    def close(self) -> None:
+    def shut(self) -> None:
+        """Close the file now (it failed, or it is finished)."""
         if self.fd is not None:
             fd, self.fd = self.fd, None
             try:

@@ -1,32 +1,32 @@
-"""Observers: what watches the traffic beside the capture (health watchdog, telemetry).
+"""Observers: what watches the traffic (the capture file, health watchdog, telemetry).
 
-Owns: the `Observer` protocol, building the observers a configuration asks for, running
-their background work beside the bridge, and fanning each read's forwards out to the
-capture and then to every observer. Must never: change or delay traffic. An observer's
-`record` is called on the forwarding path, after the capture has the forwards and before
-they are sent, so it must only note what it needs (no I/O, no waiting); anything slower
-belongs in its `run`, which runs beside the pumps.
+Owns: the one `Observer` protocol, building the observers a configuration asks for,
+running their background work beside the bridge, and `Observers`, which hands each read's
+forwards, and each finding, to every observer in turn: the capture file first. Must never:
+change or delay traffic. An observer's `record` is called on the forwarding path, before
+the forwards are sent, so it must only note what it needs (no waiting; the capture file's
+one write is the exception that is the point of it); anything slower belongs in its `run`,
+which runs beside the pumps.
 
-With no observer configured, `observing` hands back the capture itself: nothing is added
-to the forwarding path.
+With no observer but the capture configured, `observing` hands back the capture itself
+(or None): nothing is added to the forwarding path.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
 from acp_bridge.config import Config
 from acp_bridge.core import Forward
-from acp_bridge.shell.bridge import CaptureSink
 
 if TYPE_CHECKING:
+    from acp_bridge.core.findings import Finding
     from acp_bridge.core.session import Session
     from acp_bridge.shell.capture_file import CaptureFile
 
@@ -34,10 +34,19 @@ log = logging.getLogger("acp_bridge.shell.observers")
 
 
 class Observer(Protocol):
-    """Something that watches every forward of a connection."""
+    """Something that watches every forward of a connection, and every finding about it.
+
+    The parts implement it without naming it (health and telemetry import nothing of the
+    shell); mypy checks each where `build_observers` puts it in the list.
+    """
 
     def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
-        """Note one read's forwards (synchronous, cheap, never raises for bad traffic)."""
+        """Note one read's forwards before they are sent (synchronous, cheap, never raises
+        for bad traffic; the capture file raises CaptureError when it is required)."""
+
+    def finding(self, wall: float, finding: Finding) -> None:
+        """A finding the health watchdog tells (or, with `total`, the count of one code and
+        session at the end), at `wall`. The watchdog's own is a no-op."""
 
     async def run(self) -> None:
         """Background work beside the pumps (timers, export); cancelled when they end."""
@@ -47,71 +56,73 @@ class Observer(Protocol):
         record is written)."""
 
 
-class FanOut:
-    """A CaptureSink that hands each read's forwards to the capture, then to each observer."""
+class Observers:
+    """Every observer of a connection as one `Observer`: each read's forwards and each
+    finding go to each of them, in the order they were added (the capture file first: a
+    finding's record follows the records of the read it is about)."""
 
-    __slots__ = ("capture", "observers")
+    __slots__ = ("all",)
 
-    def __init__(self, capture: CaptureSink | None, observers: Sequence[Observer]) -> None:
-        self.capture = capture
-        self.observers = tuple(observers)
+    def __init__(self, observers: Sequence[Observer] = ()) -> None:
+        self.all: list[Observer] = list(observers)
+
+    def __repr__(self) -> str:
+        return f"<Observers {self.all!r}>"
 
     def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
-        if self.capture is not None:
-            self.capture.record(wall, mono, forwards)
-        for observer in self.observers:
+        for observer in self.all:
             observer.record(wall, mono, forwards)
 
+    def finding(self, wall: float, finding: Finding) -> None:
+        for observer in self.all:
+            observer.finding(wall, finding)
 
-def build_observers(config: Config, capture: CaptureFile | None, session: Session | None = None) -> list[Observer]:
-    """The observers `config` asks for. Each is imported only when it is asked for.
-    `session`: the relay's, whose requests in flight an observer may read (not change)."""
-    observers: list[Observer] = []
-    telemetry = None
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            for observer in self.all:
+                nursery.start_soon(observer.run)
+
+    def close(self, wall: float, mono: float) -> None:
+        """Last added, first closed: the watchdog's findings at the end still reach
+        telemetry and the capture (whose end record `open_capture` writes after this)."""
+        for observer in reversed(self.all):
+            try:
+                observer.close(wall, mono)
+            except Exception:  # an observer must not take the bridge's exit status down
+                log.error("observer %r failed to close (-vv shows why)", observer)
+                log.debug("observer failure", exc_info=True)
+
+
+def build_observers(config: Config, capture: CaptureFile | None, session: Session) -> Observers:
+    """The capture file and the observers `config` asks for, each imported only when it is
+    asked for. `session`: the relay's, whose facts an observer may read (not change)."""
+    observers = Observers([capture] if capture is not None else [])
     if config.telemetry.enabled:
         from acp_bridge.telemetry.live import telemetry_observer
 
-        telemetry = telemetry_observer(config)
-        observers.append(telemetry)
+        observers.all.append(telemetry_observer(config))
     if config.health.enabled:
         from acp_bridge.health.watchdog import Watchdog
 
-        watchdog = Watchdog(config, capture, session)
-        if telemetry is not None:  # findings become span events too
-            watchdog.engine.listeners.append(_told_to(telemetry))
-        observers.append(watchdog)
+        # Its findings go to every observer: a record in the capture, a span event.
+        observers.all.append(Watchdog(config, session, tell=observers.finding,
+                                      last_seq=capture.last_seq if capture is not None else None))
     return observers
 
 
-def _told_to(telemetry: Any) -> Callable[[Any], None]:
-    """A health listener that hands each finding to telemetry's hook, in the terms the hook
-    takes (`code`, `level` as a word, `session`, `message`)."""
-    def tell(finding: Any) -> None:
-        telemetry.finding(SimpleNamespace(code=finding.code, level=finding.level.label,
-                                          session=finding.session, message=finding.text))
-    return tell
-
-
 @asynccontextmanager
-async def observing(config: Config, capture: Any, session: Session | None = None) -> AsyncIterator[CaptureSink | None]:
-    """Run the configured observers for the life of the block; yield the sink the bridge
-    records into (the capture itself when there are no observers)."""
+async def observing(config: Config, capture: CaptureFile | None,
+                    session: Session) -> AsyncIterator[Observer | None]:
+    """Run the configured observers for the life of the block; yield what the bridge
+    records into (the capture itself, or None, when there is nothing else)."""
     observers = build_observers(config, capture, session)
-    if not observers:
+    if len(observers.all) == (capture is not None):  # no observer but the capture
         yield capture
         return
     async with trio.open_nursery() as nursery:
-        for observer in observers:
-            nursery.start_soon(observer.run)
+        nursery.start_soon(observers.run)
         try:
-            yield FanOut(capture, observers)
+            yield observers
         finally:
             nursery.cancel_scope.cancel()
-            wall, mono = time.time(), time.monotonic()
-            # Last built, first closed: the watchdog's findings at the end still reach telemetry.
-            for observer in reversed(observers):
-                try:
-                    observer.close(wall, mono)
-                except Exception:  # an observer must not take the bridge's exit status down
-                    log.error("observer %r failed to close (-vv shows why)", observer)
-                    log.debug("observer failure", exc_info=True)
+            observers.close(time.time(), time.monotonic())

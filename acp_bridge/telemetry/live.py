@@ -23,6 +23,7 @@ import trio
 import trio.lowlevel
 
 from acp_bridge.config import Config
+from acp_bridge.core.findings import Finding
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import Direction
 from acp_bridge.telemetry import require_sdk
@@ -145,13 +146,15 @@ class TelemetryObserver:
         self._queued += size
         self._queue.append((wall, forwards))
 
-    def finding(self, finding: Any, wall: float | None = None) -> None:
-        """Hook for the health watchdog: a finding (with `code`, `level`, `session` and
-        `message`) becomes an event on its session's span. Cheap; built with the traffic."""
+    def finding(self, wall: float, finding: Finding) -> None:
+        """A finding the health watchdog told becomes an event on its session's span. Cheap;
+        built with the traffic. A total at the end is no occurrence: it makes no event."""
+        if finding.total:
+            return
         if self._closed or len(self._queue) > 65536:
             self.dropped += 1
             return
-        self._queue.append((time.time() if wall is None else wall, finding))
+        self._queue.append((wall, finding))
 
     # -- beside the pumps -------------------------------------------------------------------------
 
@@ -220,8 +223,7 @@ class TelemetryObserver:
                         if spans:
                             self._hand(self.sink.spans, spans)
             else:
-                self.builder.finding(wall, getattr(item, "session", None), str(getattr(item, "code", "")),
-                                     str(getattr(item, "level", "")), str(getattr(item, "message", "")))
+                self.builder.finding(wall, item.session, item.code, item.level.label, item.text)
             spans, observed = self.builder.take()
             observations.extend(observed)
             if spans:

@@ -4,6 +4,7 @@ them back is tests/capture/test_reading.py; the lean path for runs, test_lean.py
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from typing import Any
 
@@ -346,3 +347,24 @@ def test_may_hold_secret_finds_every_spelling(before: str, secret: str, after: s
 def test_may_hold_secret_is_cheap_only_where_it_may(line: bytes, expected: bool) -> None:
     assert Redactor((), "terse").may_hold_secret(line) is expected
     assert Redactor((), None).may_hold_secret(line) is False
+
+
+LINES = st.sampled_from([PING, REQ, RESP, NOTE, b'{"jsonrpc":"2.0","method":"x","params":{"p":"' + b"y" * 90 + b'"}}\n',
+                         b"not json\n", b"\n", b"[1,2]\n"])
+
+
+@given(lines=st.lists(LINES, max_size=30), cuts=st.lists(st.integers(1, 2000), max_size=8),
+       tail=st.binary(max_size=40))
+def test_lines_ended_counts_the_records_each_forward_makes(lines: list[bytes], cuts: list[int], tail: bytes) -> None:
+    """`Forward.lines_ended` is what a finding's `about` counts by without encoding: for any
+    chunking, runs of lines, pieces of lines over the parse limit and a torn last line, it
+    adds up to the seqs the encoder gives."""
+    relay = Relay([Tagger()], max_line=64, run_min=2)
+    encoder = CaptureEncoder()
+    data = b"".join(lines) + tail
+    points = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    batches = [relay.feed(A, data[start:end]) for start, end in itertools.pairwise(points)]
+    for forwards in [*batches, relay.feed_eof(A)]:
+        before = encoder.seq
+        encoder.encode_batch(WALL, 0.0, forwards)
+        assert encoder.seq - before == sum(fwd.lines_ended for fwd in forwards)

@@ -18,6 +18,7 @@ from acp_bridge.config import Config
 from acp_bridge.core.forward import Forward
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.relay import Relay
+from acp_bridge.health.findings import Finding
 from acp_bridge.health.offline import analyse
 from acp_bridge.health.watchdog import Watchdog
 from tests.health import scenarios as sc
@@ -26,7 +27,7 @@ A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
 class MemoryCapture:
-    """What the watchdog needs of a CaptureFile, writing into a list."""
+    """What the watchdog is given of a CaptureFile, writing into a list."""
 
     def __init__(self) -> None:
         self.encoder = CaptureEncoder()
@@ -36,8 +37,11 @@ class MemoryCapture:
     def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
         self.lines += self.encoder.encode_batch(wall, mono, forwards).splitlines()
 
-    def write_record(self, record: dict[str, Any]) -> None:
-        self.lines.append(dumps(record).rstrip(b"\n"))
+    def finding(self, wall: float, finding: Finding) -> None:
+        self.lines.append(dumps(finding.record(wall)).rstrip(b"\n"))
+
+    def last_seq(self) -> int:
+        return self.encoder.seq
 
 
 ids = st.sampled_from([1, 2, "1", "x"])
@@ -63,7 +67,7 @@ messages = st.one_of(
 def test_live_and_afterwards_agree_on_each_first_finding(traffic: list[tuple[Direction, dict[str, Any]]]) -> None:
     relay = Relay()
     capture = MemoryCapture()
-    dog = Watchdog(Config(), capture, relay.session)  # type: ignore[arg-type]
+    dog = Watchdog(Config(), relay.session, tell=capture.finding, last_seq=capture.last_seq)
     for n, (direction, message) in enumerate(traffic):
         forwards = relay.feed(direction, orjson.dumps(message) + b"\n", float(n))
         capture.record(0.0, float(n), forwards)
@@ -87,7 +91,7 @@ def test_in_big_reads_what_the_watchdog_finds_is_a_message_check_finds_too(
     counted across runs of lines, pieces of lines and messages the rules parsed)."""
     relay = Relay(run_min=64)  # runs of untouched lines even in these small reads
     capture = MemoryCapture()
-    dog = Watchdog(Config(), capture, relay.session)  # type: ignore[arg-type]
+    dog = Watchdog(Config(), relay.session, tell=capture.finding, last_seq=capture.last_seq)
     for direction in (A, C):
         data = b"".join(orjson.dumps(m) + b"\n" for d, m in traffic if d is direction)
         points = sorted({0, len(data), *(c for c in cuts if c < len(data))})

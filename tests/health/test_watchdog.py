@@ -22,7 +22,7 @@ A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
 def pair(health: HealthConfig | None = None) -> tuple[Relay, wd.Watchdog, list[Finding]]:
     relay = Relay()
-    dog = wd.Watchdog(Config(health=health or HealthConfig()), None, relay.session)
+    dog = wd.Watchdog(Config(health=health or HealthConfig()), relay.session)
     told: list[Finding] = []
     dog.engine.listeners.append(told.append)
     return relay, dog, told
@@ -92,20 +92,18 @@ async def test_the_timer_wakes_for_a_deadline_and_sleeps_when_nothing_is_pending
 
 
 def test_a_finding_record_that_cannot_be_written_stops_a_required_capture() -> None:
-    """`capture.required`: the capture's failure ends the session, also when it is the
-    watchdog that wrote."""
+    """`capture.required`: the capture's failure ends the session, also when it is a
+    finding the watchdog told that the capture file could not write."""
+    import os
+
     from acp_bridge.capture.records import CaptureEncoder
     from acp_bridge.errors import CaptureError
+    from acp_bridge.shell.capture_file import CaptureFile
 
-    class Failing:
-        encoder = CaptureEncoder()
-        closed = False
-
-        def write_record(self, record: dict[str, Any]) -> None:
-            raise CaptureError("capture: cannot write c.jsonl: No space left on device (capture.required is set)")
-
+    capture = CaptureFile("/dev/full", os.open("/dev/full", os.O_WRONLY), CaptureEncoder(), required=True)
     relay = Relay()
-    dog = wd.Watchdog(Config(), Failing(), relay.session)  # type: ignore[arg-type]
-    with pytest.raises(CaptureError):
+    dog = wd.Watchdog(Config(), relay.session, tell=capture.finding, last_seq=capture.last_seq)
+    with pytest.raises(CaptureError, match="No space left on device"):
         feed(relay, dog, C, sc.wire(sc.chunk("ghost", "x")))
+    assert capture.closed
     assert not dog.off

@@ -1,0 +1,53 @@
+"""Session: the connection's facts that the rules and the observers read (core/session.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from acp_bridge.core.messages import Direction, classify
+from acp_bridge.core.session import Session
+
+A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+
+
+def initialize(session: Session, asked: Any, answer: Any) -> None:
+    request = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": asked}}
+    session.on_request(classify(A, orjson.dumps(request) + b"\n"))
+    if answer is not None:
+        session.on_response(classify(C, orjson.dumps({"jsonrpc": "2.0", "id": 0, **answer}) + b"\n"))
+
+
+@pytest.mark.parametrize(("asked", "answer", "negotiated", "agent"), [
+    pytest.param(2, None, 2, None, id="before-the-answer-the-client-asked"),
+    pytest.param(2, {"result": {"protocolVersion": 1}}, 1, 1, id="the-agent-answers"),
+    pytest.param(2, {"result": {}}, 2, None, id="an-answer-naming-none"),
+    pytest.param(2, {"result": {"protocolVersion": True}}, 2, None, id="true-is-no-version"),
+    pytest.param(1, {"error": {"code": -32603, "message": "no"}}, 1, None, id="refused"),
+])
+def test_the_agents_version_is_its_answer_alone(asked: Any, answer: Any, negotiated: int | None,
+                                                 agent: int | None) -> None:
+    """Health judges v1 shapes by what the agent answered (a version only asked for is not
+    negotiated); the rules fall back to what the client asked."""
+    session = Session()
+    initialize(session, asked, answer)
+    assert (session.protocol_version, session.agent_version) == (negotiated, agent)
+
+
+def test_versions_follow_a_second_initialize() -> None:
+    session = Session()
+    initialize(session, 1, {"result": {"protocolVersion": 1}})
+    assert (session.protocol_version, session.agent_version) == (1, 1)
+    initialize(session, 2, {"result": {"protocolVersion": 2}})
+    assert (session.protocol_version, session.agent_version) == (2, 2)
+
+
+def test_initialize_facts_are_kept_from_both_sides() -> None:
+    session = Session()
+    initialize(session, 2, {"result": {"protocolVersion": 2, "agentInfo": {"name": "a"}}})
+    assert session.client_init == {"protocolVersion": 2}
+    assert session.agent_init == {"protocolVersion": 2, "agentInfo": {"name": "a"}}
+    assert session.agent_info == {"name": "a"}
+    assert session.client_caps == {} and session.agent_caps == {}
