@@ -4,10 +4,11 @@ Owns: `MemberScanner`, a resumable scan of one JSON object, or of a batch (an ar
 objects), fed in pieces, that finds the names of each object's members and the exact text
 of its `id` and `method` values, and `Members`, what it found for one object. Used where
 `orjson.loads` cannot help: a line over the parse limit (streamed through in pieces, never
-held whole), and a line orjson rejects for a detail its endpoints accept (a lone surrogate
-escape such as `"\\ud83d"`, which JavaScript's `JSON.stringify` writes; `NaN`; a number
-orjson cannot hold). Knowing the id of every request that goes through is what lets the
-bridge answer each one when the agent dies.
+held whole), and a line orjson rejects for a detail its endpoints accept (`NaN`; a number
+orjson cannot hold). A lone surrogate escape such as `"\\ud83d"`, which JavaScript's
+`JSON.stringify` writes, no longer gets here in a line under the limit: `classify` reads it
+(`frames.loads`), and `json_value` reads such an id to the same key. Knowing the id of
+every request that goes through is what lets the bridge answer each one when the agent dies.
 
 Must never: hold more than a few KiB of a line, raise on any input, or judge validity (it
 reads structure only as far as finding those members needs; garbage gives nothing).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import re
 import reprlib
 from dataclasses import dataclass, replace
@@ -111,8 +112,10 @@ def classify(direction: Direction, raw: bytes) -> Frame:
     """Parse one line into a Frame; never raises."""
     try:
         msg = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return Frame(direction, raw, OTHER)
+    except orjson.JSONDecodeError as exc:
+        msg = _lenient(raw, exc)
+        if msg is _REJECTED:
+            return Frame(direction, raw, OTHER)
     if not isinstance(msg, dict):  # batches, scalars: forwarded, never rewritten
         return Frame(direction, raw, OTHER, batch=msg if isinstance(msg, list) else None)
     if "method" in msg:
@@ -124,6 +127,54 @@ def classify(direction: Direction, raw: bytes) -> Frame:
     else:
         kind = OTHER
     return Frame(direction, raw, kind, msg)
+
+
+_REJECTED: Any = object()
+
+
+def loads(raw: bytes) -> Any:
+    """Parse one line as `classify` does (lone surrogate escapes accepted).
+
+    Raises:
+        ValueError: not JSON the bridge reads (orjson.JSONDecodeError is a ValueError).
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        msg = _lenient(raw, exc)
+        if msg is _REJECTED:
+            raise
+        return msg
+
+
+def _lenient(raw: bytes, exc: orjson.JSONDecodeError) -> Any:
+    """The line read despite orjson's refusal, when the refusal is a lone surrogate escape
+    (`"\\ud83d"`: valid JSON, which JavaScript's `JSON.stringify` writes for half an emoji);
+    `_REJECTED` for anything else. Read as orjson would read it otherwise: NaN, Infinity
+    and numbers beyond a double are still refused, integers beyond 64 bits become floats."""
+    if "surrogate" not in str(exc):
+        return _REJECTED
+    try:
+        text = raw.decode("utf-8")  # not json's guess: NUL bytes would make it read UTF-16
+        return json.loads(text, parse_int=_orjson_int, parse_float=_finite, parse_constant=_refuse)
+    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError are ValueErrors
+        return _REJECTED
+
+
+def _orjson_int(text: str) -> int | float:
+    value = int(text)
+    return value if -(2**63) <= value < 2**64 else _finite(text)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number out of range: {text[:20]}")
+    return value
+
+
+def _refuse(text: str) -> Any:
+    raise ValueError(f"not JSON: {text}")
 
 
 class Unencodable(ValueError):
@@ -146,9 +197,44 @@ def encode(msg: Json, terminator: bytes = b"\n", *, source: Frame | None = None)
             literals = number_literals(source.raw, source.msg)
             if literals:
                 msg = _with_literals(msg, literals, 0)
-        return orjson.dumps(msg) + terminator
-    except (TypeError, ValueError, RecursionError) as exc:  # orjson.JSONEncodeError is a TypeError
+        try:
+            return orjson.dumps(msg) + terminator
+        except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+            if "surrogates" not in str(exc):
+                raise
+        # A lone surrogate (read by `_lenient`) that orjson will not write: written as
+        # the escape it came as.
+        return orjson.dumps(_with_escapes(msg, 0)) + terminator
+    except (TypeError, ValueError, RecursionError) as exc:
         raise Unencodable(str(exc)) from exc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_string(text: str) -> bytes:
+    """`text` as a JSON string, each lone surrogate as a `\\uXXXX` escape."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", quoted).encode()
+
+
+def _with_escapes(value: Any, depth: int) -> Any:
+    """`value` with each string that holds a lone surrogate as a written `orjson.Fragment`
+    (an object with such a member name is written whole)."""
+    if depth > 255:  # orjson writes no deeper either
+        raise Unencodable("nested too deep to write")
+    kind = type(value)
+    if kind is str:
+        return orjson.Fragment(_json_string(value)) if _SURROGATE.search(value) else value
+    if kind is dict:
+        if any(_SURROGATE.search(key) for key in value):
+            members = (_json_string(key) + b":" + orjson.dumps(_with_escapes(item, depth + 1))
+                       for key, item in value.items())
+            return orjson.Fragment(b"{" + b",".join(members) + b"}")
+        return {key: _with_escapes(item, depth + 1) for key, item in value.items()}
+    if kind is list:
+        return [_with_escapes(item, depth + 1) for item in value]
+    return value
 
 
 # A number orjson may write differently from how it was read: a fraction or an exponent

@@ -65,11 +65,11 @@ _DEEP_MIN = 2 * 254
 def _writable(frame: Frame) -> bool:
     """Could orjson write this message back? (It reads 1,024 levels, writes 254.)"""
     raw = frame.raw
-    if raw.count(b"[") + raw.count(b"{") < 254:
+    if frame.msg is None or raw.count(b"[") + raw.count(b"{") < 254:
         return True
     try:
-        orjson.dumps(frame.msg)
-    except TypeError:
+        encode(frame.msg)  # as a rule's change would be written (lone surrogates and all)
+    except Unencodable:
         return False
     return True
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction, Frame, id_key, number_literals
+from acp_bridge.core.messages import Direction, Frame, id_key, loads, number_literals
 from acp_bridge.core.protocol import Json
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class Pending:
     @property
     def params(self) -> Any:
         if self._params is _UNREAD:
-            msg = orjson.loads(self.raw) if self.raw else None
+            msg = loads(self.raw) if self.raw else None
             self._params = msg.get("params") if isinstance(msg, dict) else None
         return self._params
 

@@ -61,7 +61,7 @@ def untimed(lines: list[str]) -> list[str]:
 
 AUTH = '{"jsonrpc":"2.0","id":%d,"method":"authenticate","params":{"methodId":"k","token":"S3CR3T-%d"%s}}\n'
 UNPARSABLE = [
-    (AUTH % (1, 1, ',"x":"\\ud83d"')).encode(),  # a lone surrogate, as JSON.stringify writes
+    (AUTH % (1, 1, ',"x":"\\ud83d"')).encode(),  # a lone surrogate, as JSON.stringify writes (read since issue 23)
     (b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[{"name":"m",'
      b'"command":"c","args":[],"env":[{"name":"K","value":"S3CR3T-2"}]}],"n":NaN}}\n'),  # NaN
     b'{"jsonrpc":"2.0","id":3,"method":"auth/login","params":{"password":"S3CR3T-3","x":"\xff"}}\n',  # not UTF-8
@@ -82,8 +82,12 @@ async def test_secrets_in_lines_that_do_not_parse_never_reach_the_capture(tmp_pa
     for n in range(1, 6):
         assert f"S3CR3T-{n}".encode() not in kept
     mine = [r for r in records(path)[1:-1] if r["direction"] == "to-agent"]
+    # The lone surrogate is read (issue 23), so that line is masked member by member.
+    masked = ('{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"methodId":"<m>","token":"<m>",'
+              '"x":"<m>"}}\n').replace("<m>", REDACTED)
     assert [(r["size"], r["raw"], r["redacted"]) for r in mine] == [
-        (len(x), REDACTED, "whole") for x in UNPARSABLE]
+        (len(UNPARSABLE[0]), masked, ["/params/methodId", "/params/token", "/params/x"]),
+    ] + [(len(x), REDACTED, "whole") for x in UNPARSABLE[1:]]
     assert [r.get("truncated", False) for r in mine] == [False] * 4 + [True]
 
 

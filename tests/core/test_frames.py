@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.core import Direction, Kind, classify
-from acp_bridge.core.messages import id_key
+from acp_bridge.core.messages import Unencodable, encode, id_key
 
 D = Direction.TO_AGENT
 
@@ -51,3 +51,64 @@ def test_ids_of_different_json_types_are_different_keys() -> None:
 @given(st.binary(max_size=512))
 def test_classify_never_raises(raw: bytes) -> None:
     assert classify(D, raw).raw is raw
+
+
+# -- lone surrogates: valid JSON that JavaScript's JSON.stringify writes, orjson refuses -------
+
+HALF = "\ud83d"  # the first half of an emoji's surrogate pair, alone
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind", "msg"),
+    [
+        pytest.param(b'{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"t":"a\\ud83d"}}\n',
+                     Kind.REQUEST, {"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"t": "a" + HALF}},
+                     id="request-text"),
+        pytest.param(b'{"jsonrpc":"2.0","id":"\\ud83d","result":{}}\r\n',
+                     Kind.RESPONSE, {"jsonrpc": "2.0", "id": HALF, "result": {}}, id="response-id"),
+        pytest.param(b'{"jsonrpc":"2.0","method":"n","params":{"\\udc00":"\\uD83D\\u00e9x"}}\n',
+                     Kind.NOTIFICATION, {"jsonrpc": "2.0", "method": "n", "params": {"\udc00": HALF + "\u00e9x"}},
+                     id="key-low-half-upper-hex"),
+        pytest.param(b'{"id":1,"method":"m","params":{"t":"\\ud83d\\u0041","n":[18446744073709551616,1.5]}}\n',
+                     Kind.REQUEST, {"id": 1, "method": "m", "params": {"t": HALF + "A", "n": [18446744073709551616.0, 1.5]}},
+                     id="numbers-as-orjson-reads-them"),
+        pytest.param(b'{"id":1,"method":"m","params":{"t":"\\ud83d","n":NaN}}\n', Kind.OTHER, None, id="and-nan"),
+        pytest.param(b'{"id":1,"method":"m","params":{"t":"\\ud83d","n":-Infinity}}\n', Kind.OTHER, None, id="and-infinity"),
+        pytest.param(b'{"id":1,"method":"m","params":{"t":"\\ud83d","n":1e400}}\n', Kind.OTHER, None, id="and-huge-number"),
+        pytest.param(b'{"id":1,"method":"m","params":{"t":"\\ud83d","b":"\xff"}}\n', Kind.OTHER, None, id="and-bad-utf8"),
+        pytest.param(b'{"id":1,"method":"m","params":{"t":"\\ud83d"}} x\n', Kind.OTHER, None, id="and-trailing-text"),
+        pytest.param(b'{"id":1,"method":"m","params":{"t":"\\ud83d","u":"\x00"}}\n', Kind.OTHER, None, id="and-control-char"),
+        pytest.param(b'{"id":1,"method":"m","params":{"t":"\\ud83d"}\n', Kind.OTHER, None, id="and-unclosed"),
+    ],
+)
+def test_a_lone_surrogate_is_read_as_orjson_reads_the_rest(raw: bytes, kind: Kind, msg: object) -> None:
+    frame = classify(D, raw)
+    assert (frame.kind, frame.msg) == (kind, msg)
+    assert frame.raw is raw
+
+
+@pytest.mark.parametrize(
+    ("msg", "out"),
+    [
+        pytest.param({"t": "a" + HALF + "\u00e9\n\""}, b'{"t":"a\\ud83d\xc3\xa9\\n\\""}\n', id="value"),
+        pytest.param({"id": HALF, "k": [HALF, {"x": "\udc00"}]}, b'{"id":"\\ud83d","k":["\\ud83d",{"x":"\\udc00"}]}\n', id="nested"),
+        pytest.param({"p": {"\udc00": {"v": HALF}, "n": 1}}, b'{"p":{"\\udc00":{"v":"\\ud83d"},"n":1}}\n', id="key"),
+    ],
+)
+def test_encode_writes_a_lone_surrogate_as_an_escape(msg: dict[str, object], out: bytes) -> None:
+    assert encode(msg) == out
+    assert classify(D, out).msg == msg
+
+
+def test_encode_keeps_numbers_as_written_beside_a_lone_surrogate() -> None:
+    raw = b'{"id":12345678901234567890123,"method":"m","params":{"\\ud83d":[1.50,1e3]}}\n'
+    frame = classify(D, raw)
+    assert encode(frame.msg, source=frame) == raw  # type: ignore[arg-type]
+
+
+def test_encode_refuses_a_lone_surrogate_nested_past_what_can_be_written() -> None:
+    deep: object = HALF
+    for _ in range(300):
+        deep = [deep]
+    with pytest.raises(Unencodable):
+        encode({"d": deep})

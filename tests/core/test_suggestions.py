@@ -608,3 +608,67 @@ def test_unlock_that_unlocks_or_was_not_asked_for_says_nothing(caplog: pytest.Lo
     caplog.set_level(logging.DEBUG, UNLOCK_LOG)
     make_relay(client, "v1", unlock=unlock)
     assert unlock_messages(caplog) == []
+
+
+# -- a lone surrogate escape (JavaScript's JSON.stringify writes one for half an emoji) ----------
+
+HALF = "\ud83d"
+
+
+def js_line(msg: dict[str, Any]) -> bytes:
+    """A line as JavaScript writes it: a lone surrogate as an escape (orjson refuses it)."""
+    return json.dumps(msg).encode() + b"\n"
+
+
+@pytest.mark.parametrize("text", ["fix this " + HALF, "[{" * 300 + HALF], ids=["text", "many-brackets"])
+def test_a_prompt_with_a_lone_surrogate_withdraws_the_offer(text: str) -> None:
+    relay = make_relay("v1-new", "v1")
+    relay.feed(TO_CLIENT, line(N1))
+    prompt = copy.deepcopy(PROMPT)
+    prompt["params"]["prompt"][0]["text"] = text
+    raw = js_line(prompt)
+    out = relay.feed(TO_AGENT, raw)
+    assert [(f.direction, f.data) for f in out] == [(TO_AGENT, raw), (TO_CLIENT, line(NEW_CLEAR))]
+    assert out[0].data is raw and out[0].verdict is Verdict.PASS
+
+
+def test_a_legacy_prediction_made_during_a_lone_surrogate_prompt_is_stale() -> None:
+    relay = make_relay("v1-air", "v1-bare")
+    run_script(relay, [(TO_CLIENT, L1, SAME)], bytewise=False)
+    prompt = copy.deepcopy(PROMPT)
+    prompt["params"]["prompt"][0]["text"] = HALF
+    raw = js_line(prompt)
+    out = relay.feed(TO_AGENT, raw)
+    assert [(f.direction, f.data) for f in out] == [(TO_AGENT, raw), (TO_CLIENT, line(LEGACY_CLEAR))]
+    run_script(relay, [
+        (TO_CLIENT, legacy_upd(item("Now the docs")), drop()),  # predicted for the old turn
+        (TO_CLIENT, line(PROMPT_OK), SAME),  # the prompt is answered: predictions count again
+        (TO_CLIENT, legacy_upd(item("Now the docs")), SAME),
+    ], bytewise=False)
+
+
+@pytest.mark.parametrize("bytewise", [False, True])
+def test_a_session_id_with_a_lone_surrogate_gets_its_withdrawal_written_as_it_came(bytewise: bool) -> None:
+    relay = make_relay("v1-new", "v1", bytewise=bytewise)
+    offer = js_line(new_upd(t(RUN)) | {"params": {"sessionId": HALF, "update": N1["params"]["update"]}})
+    run_script(relay, [(TO_CLIENT, offer, SAME)], bytewise)
+    prompt = js_line({"jsonrpc": "2.0", "id": 6, "method": "session/prompt",
+                      "params": {"sessionId": HALF, "prompt": [{"type": "text", "text": "go"}]}})
+    out = feed(relay, TO_AGENT, prompt, bytewise)
+    assert [(f.direction, f.data) for f in out] == [(TO_AGENT, prompt), (TO_CLIENT, (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"\\ud83d",'
+        b'"update":{"sessionUpdate":"prompt_suggestions_update","suggestions":[]}}}\n'))]
+
+
+def test_suggestions_during_a_replay_asked_for_with_a_lone_surrogate_are_dropped() -> None:
+    """The load's params are read again from its line (`Pending.params`), lone surrogate
+    and all: the replay is seen, and what the agent suggests meanwhile is not delivered."""
+    relay = make_relay("v1-new", "v1")
+    load = copy.deepcopy(LOAD)
+    load["params"]["cwd"] = "/home/" + HALF
+    run_script(relay, [
+        (TO_AGENT, js_line(load), SAME),
+        (TO_CLIENT, N1, drop()),
+        (TO_CLIENT, LOAD_OK, SAME),
+        (TO_CLIENT, N1, [(TO_CLIENT, N1)]),
+    ], bytewise=False)
