@@ -17,8 +17,9 @@ from typing import Any
 import click
 
 from acp_bridge import __version__
-from acp_bridge.config import SYSTEM_PROMPT_MODES, Config, command_problem
+from acp_bridge.config import Config, command_problem
 from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, load_config, settle
+from acp_bridge.core.rewrites.settings import SYSTEM_PROMPT_MODES
 from acp_bridge.errors import BridgeError, ConfigError
 from acp_bridge.shell.logs import setup_logging
 

@@ -5,11 +5,8 @@ The package's import surface is the model alone, which imports nothing of the pa
 layer may name a setting without pulling in the file reader or the layers.
 """
 
-from acp_bridge.config.model import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
 from acp_bridge.config.model import IN_FILE as IN_FILE
-from acp_bridge.config.model import ON_UNSUPPORTED as ON_UNSUPPORTED
 from acp_bridge.config.model import REDACTED as REDACTED
-from acp_bridge.config.model import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
 from acp_bridge.config.model import AgentConfig as AgentConfig
 from acp_bridge.config.model import CaptureConfig as CaptureConfig
 from acp_bridge.config.model import Config as Config

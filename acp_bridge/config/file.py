@@ -18,9 +18,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from acp_bridge.config import (
-    CLIENT_PROMPT_POLICIES,
-    ON_UNSUPPORTED,
-    SYSTEM_PROMPT_MODES,
     AgentConfig,
     CaptureConfig,
     Config,
@@ -41,6 +38,7 @@ from acp_bridge.config.schema import (
     table_classes,
     type_names,
 )
+from acp_bridge.core.rewrites.settings import CLIENT_PROMPT_POLICIES, ON_UNSUPPORTED, SYSTEM_PROMPT_MODES
 from acp_bridge.errors import ConfigError
 
 T = TypeVar("T")

@@ -20,11 +20,6 @@ REDACTED = "<redacted>"
 IN_FILE = "in_file"  # field metadata: False for a field of `Config` the file cannot set
 
 
-SYSTEM_PROMPT_MODES = ("append", "override")
-CLIENT_PROMPT_POLICIES = ("merge", "keep", "replace")
-ON_UNSUPPORTED = ("auto", "meta", "first-prompt", "error", "skip")
-
-
 @dataclass(frozen=True)
 class SuggestionsConfig:
     """`[suggestions]` (interface.md): the prompt-suggestions rule's settings."""
@@ -38,7 +33,7 @@ class SystemPromptConfig:
     """`[system_prompt]` (interface.md): the system-prompt rule's settings."""
 
     text: str | None = None  # None: injection off
-    mode: str = "append"  # SYSTEM_PROMPT_MODES
+    mode: str = "append"  # the choices: core/rewrites/settings.py
     client_prompt: str = "merge"  # CLIENT_PROMPT_POLICIES
     on_unsupported: str = "auto"  # ON_UNSUPPORTED
     strict: bool = False

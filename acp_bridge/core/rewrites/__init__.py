@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from acp_bridge.config.model import SuggestionsConfig, SystemPromptConfig
 from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.settings import SuggestionsSettings, SystemPromptSettings
 
 __all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "RuleSettings",
            "build_rewrites"]
@@ -15,10 +15,10 @@ class RuleSettings(Protocol):
     """What the rules are configured from (`acp_bridge.config.Config` is one)."""
 
     @property
-    def suggestions(self) -> SuggestionsConfig: ...
+    def suggestions(self) -> SuggestionsSettings: ...
 
     @property
-    def system_prompt(self) -> SystemPromptConfig: ...
+    def system_prompt(self) -> SystemPromptSettings: ...
 
 
 def build_rewrites(config: RuleSettings) -> list[Rewrite]:

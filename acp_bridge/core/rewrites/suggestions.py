@@ -24,11 +24,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.config.model import SuggestionsConfig
 from acp_bridge.core import protocol as p
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.settings import SuggestionsSettings
 from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
 from acp_bridge.core.session import Pending, Session
 
@@ -128,7 +128,7 @@ class PromptSuggestions(Rewrite):
     # that merely mentions "suggestions" is parsed for nothing and passes.
     triggers = (b"uggestions",)
 
-    def __init__(self, config: SuggestionsConfig) -> None:
+    def __init__(self, config: SuggestionsSettings) -> None:
         self.config = config
         self._unlock_explained = False  # why an asked-for unlock did nothing is said once
         # `client_form` of the client capabilities it was last worked out for: they change

@@ -37,7 +37,7 @@ from acp_bridge.core.rewrites.system_prompt_shapes import (
     CREATES,
     Dialect,
     Plan,
-    SystemPromptConfig,
+    SystemPromptSettings,
     choose_plan,
     inject_setup,
     json_type,
@@ -78,7 +78,7 @@ class SystemPrompt(Rewrite):
 
     name = "system-prompt"
 
-    def __init__(self, config: SystemPromptConfig) -> None:
+    def __init__(self, config: SystemPromptSettings) -> None:
         self.config = config
         self._warned_downgrade = False
 

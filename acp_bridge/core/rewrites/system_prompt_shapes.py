@@ -12,13 +12,14 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-# The settings live in their own module, which the configuration loads without this one.
-from acp_bridge.config.model import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
-from acp_bridge.config.model import ON_UNSUPPORTED as ON_UNSUPPORTED
-from acp_bridge.config.model import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
-from acp_bridge.config.model import SystemPromptConfig as SystemPromptConfig
 from acp_bridge.core import protocol as p
 from acp_bridge.core.protocol import Json
+
+# The settings live in their own module, which the configuration loads without this one.
+from acp_bridge.core.rewrites.settings import CLIENT_PROMPT_POLICIES as CLIENT_PROMPT_POLICIES
+from acp_bridge.core.rewrites.settings import ON_UNSUPPORTED as ON_UNSUPPORTED
+from acp_bridge.core.rewrites.settings import SYSTEM_PROMPT_MODES as SYSTEM_PROMPT_MODES
+from acp_bridge.core.rewrites.settings import SystemPromptSettings as SystemPromptSettings
 
 # agentInfo names (v1 `agentInfo.name`, v2 `info.name`) of agents known to read the
 # claude-agent-acp `_meta.systemPrompt` dialect (a string replaces the Claude Code prompt, an
@@ -69,7 +70,7 @@ def supports_override(capability: Json) -> bool:
 
 
 def choose_plan(
-    config: SystemPromptConfig, capability: Json | None, agent_name: str | None, v2: bool = False
+    config: SystemPromptSettings, capability: Json | None, agent_name: str | None, v2: bool = False
 ) -> Plan:
     """Decide the dialect from the agent's `systemPrompt` capability (None: not advertised)."""
     path = CAPABILITY_PATH_V2 if v2 else CAPABILITY_PATH_V1
@@ -250,7 +251,7 @@ def prepend_text(msg: Json, text: str) -> Json | None:
     return set_param(msg, "prompt", [{"type": "text", "text": text}, *prompt])
 
 
-def inject_setup(msg: Json, plan: Plan, config: SystemPromptConfig) -> Json | None:
+def inject_setup(msg: Json, plan: Plan, config: SystemPromptSettings) -> Json | None:
     """The setup request as it should reach the agent; None: forward it unchanged."""
     assert config.text is not None
     params = msg["params"]
