@@ -19,7 +19,8 @@ import trio.testing
 from acp_bridge.config import AgentConfig, Config, RelayConfig
 from acp_bridge.core import Frame, Relay, Rewrite, Session
 from acp_bridge.core.rewrites.base import Outcome
-from acp_bridge.shell.agent import StderrTail, serve
+from acp_bridge.shell.run import serve
+from acp_bridge.shell.stderr import StderrTail
 from tests.conftest import SCRIPTED_AGENT, agent_cmd, line, run_cli, signal_running_bridge
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
@@ -213,7 +214,7 @@ def test_stderr_tail_keeps_whole_last_lines_within_the_bound() -> None:
     ("the prompt was: be brief", "the prompt was: <system prompt>"),
 ])
 def test_stderr_tail_is_redacted_before_it_reaches_the_client(text: str, masked: str) -> None:
-    from acp_bridge.shell.agent import mask_secrets
+    from acp_bridge.shell.stderr import mask_secrets
 
     assert mask_secrets(text, "be brief") == masked
 
@@ -224,7 +225,7 @@ def test_stderr_tail_is_redacted_before_it_reaches_the_client(text: str, masked:
     'TOP \\"SECRET\\" caf\u00e9',  # as JSON writes it, UTF-8
 ])
 def test_the_system_prompt_is_masked_in_the_stderr_tail_however_the_agent_logged_it(logged: str) -> None:
-    from acp_bridge.shell.agent import mask_secrets
+    from acp_bridge.shell.stderr import mask_secrets
 
     assert mask_secrets(f"got systemPrompt {logged}!", 'TOP "SECRET" caf\u00e9') == "got systemPrompt <system prompt>!"
 
