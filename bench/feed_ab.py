@@ -35,7 +35,7 @@ from acp_bridge.capture.redaction import Redactor
 from acp_bridge.config import Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
-from acp_bridge.shell.agent import keep_heap
+from acp_bridge.shell.tuning import keep_heap
 
 gc.set_threshold(500_000, 10, 10)
 keep_heap()

@@ -215,7 +215,7 @@ def test_log_lines_wait_for_a_full_non_blocking_stderr(monkeypatch: pytest.Monke
         waiting.set()
         return real_select(*args)
 
-    monkeypatch.setattr(select, "select", observed_select)  # what process.write_all waits in
+    monkeypatch.setattr(select, "select", observed_select)  # what posix.write_all waits in
     drained = bytearray()
 
     def drain() -> None:
@@ -247,7 +247,7 @@ async def test_dash_dash_alone_is_short_for_run() -> None:
 
 
 def test_start_hints_name_the_usual_causes(tmp_path: Path) -> None:
-    from acp_bridge.shell.agent import start_hint
+    from acp_bridge.shell.run import start_hint
 
     def enoent(filename: str) -> OSError:
         return FileNotFoundError(2, "No such file or directory", filename)

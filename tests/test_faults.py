@@ -1,17 +1,13 @@
 """Faults through the real CLI: no fault leaves the editor hanging, loses a message, or
-orphans a process (bridge-rules.md section 5)."""
+orphans a process (bridge-rules.md section 5). The agent process's own faults (it cannot
+start, crashes, ignores the end of its input or SIGTERM) are in tests/shell/test_agent.py."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
 import trio
 import trio.testing
@@ -19,115 +15,8 @@ import trio.testing
 from acp_bridge.config import AgentConfig, Config, RelayConfig
 from acp_bridge.core import Frame, Relay, Rewrite, Session
 from acp_bridge.core.rewrites.base import Outcome
-from acp_bridge.shell.agent import StderrTail, serve
-from tests.conftest import SCRIPTED_AGENT, agent_cmd, line, run_cli, signal_running_bridge
-
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
-NEW = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}}
-PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-          "params": {"sessionId": "sess_1", "prompt": [{"type": "text", "text": "go"}]}}
-
-
-def scripted(tmp_path: Path, on_prompt: list[dict[str, Any]]) -> list[str]:
-    script = {
-        "on": {
-            "initialize": [{"respond": {"protocolVersion": 1, "agentCapabilities": {}}}],
-            "session/new": [{"respond": {"sessionId": "sess_1"}}],
-            "session/prompt": on_prompt,
-        }
-    }
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(script))
-    return [sys.executable, "-u", str(SCRIPTED_AGENT), str(path)]
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-async def test_agent_not_executable_is_answered_and_exits_127(tmp_path: Path) -> None:
-    agent = tmp_path / "agent.sh"
-    agent.write_text("#!/bin/sh\n")
-    agent.chmod(0o644)
-    result = await run_cli(["run", "--", str(agent)], line(INIT) + line(NEW))
-    assert result.returncode == 127
-    answers = [orjson.loads(x) for x in result.stdout.splitlines()]
-    assert [a["id"] for a in answers] == [0, 1]
-    assert answers[0]["error"]["message"] == f"cannot start agent {str(agent)!r}: Permission denied"
-    assert result.stderr.count(b"cannot start agent") == 1
-
-
-async def test_agent_crash_mid_prompt_answers_the_prompt_with_status_and_stderr(tmp_path: Path) -> None:
-    agent = scripted(tmp_path, [{"stderr": "Traceback: model exploded"}, {"exit": 3}])
-    result = await run_cli(["run", "--", *agent], line(INIT) + line(NEW) + line(PROMPT))
-    assert result.returncode == 3
-    received = [orjson.loads(x) for x in result.stdout.splitlines()]
-    assert received[0]["id"] == 0 and received[1] == {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "sess_1"}}
-    assert received[2] == {
-        "jsonrpc": "2.0", "id": 2,
-        "error": {"code": -32603, "message": "agent exited with status 3 before answering",
-                  "data": {"exitStatus": 3, "stderr": "Traceback: model exploded\n"}},
-    }
-    assert b"Traceback: model exploded\n" in result.stderr  # also passed through live
-
-
-async def test_agent_killed_by_signal_mid_prompt(tmp_path: Path) -> None:
-    script_agent = [sys.executable, "-u", "-c",
-                    "import os,sys,signal\n"
-                    "for l in sys.stdin:\n"
-                    "    if 'session/prompt' in l: os.kill(os.getpid(), signal.SIGKILL)\n"]
-    result = await run_cli(["run", "--", *script_agent], line(PROMPT))
-    assert result.returncode == 128 + signal.SIGKILL
-    (answer,) = [orjson.loads(x) for x in result.stdout.splitlines()]
-    assert answer["error"]["message"] == "agent died of SIGKILL (status 137) before answering"
-    assert answer["error"]["data"] == {"exitStatus": 137, "signal": "SIGKILL"}
-
-
-async def test_agent_that_ignores_stdin_eof_gets_sigterm_after_the_grace(tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text("[relay]\ngrace_seconds = 0.3\n")
-    pidfile = tmp_path / "pid"
-    start = trio.current_time()
-    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("ignore-eof")], b'{"x":1}\n',
-                           env={"FAKE_AGENT_PIDFILE": str(pidfile)}, timeout=20)
-    assert result.returncode == 128 + signal.SIGTERM
-    assert result.stdout == b'{"x":1}\n'
-    assert b"sending SIGTERM" in result.stderr
-    assert gone(int(pidfile.read_text()))
-    assert trio.current_time() - start < 10
-
-
-async def test_agent_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text("[relay]\ngrace_seconds = 0.3\n")
-    pidfile = tmp_path / "pid"
-    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("ignore-term")], b"",
-                           env={"FAKE_AGENT_PIDFILE": str(pidfile)}, timeout=20)
-    assert result.returncode == 128 + signal.SIGKILL
-    assert b"sending SIGKILL" in result.stderr
-    assert gone(int(pidfile.read_text()))
-
-
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-async def test_signals_to_the_bridge_reach_the_agent(tmp_path: Path, signum: int) -> None:
-    """The signal is passed to the agent, the bridge exits with 128+N, and says so.
-
-    The bridge installs its signal handlers before it reads the agent's stdout, so a line
-    echoed back through it proves they are in place: only then is the signal sent. The grace
-    is longer than the test may take, so the agent can only have died of the signal passed
-    on, not of the shutdown ladder's SIGTERM."""
-    config = tmp_path / "c.toml"
-    config.write_text("[relay]\ngrace_seconds = 60\n")
-    pidfile = tmp_path / "pid"
-    status, err = await signal_running_bridge(["run", "-v", "-c", str(config), "--", *agent_cmd("echo")],
-                                              signum, env={"FAKE_AGENT_PIDFILE": str(pidfile)})
-    assert status == 128 + signum
-    assert gone(int(pidfile.read_text()))
-    assert f"INFO: received {signal.Signals(signum).name}".encode() in err  # ordinary: said at -v
+from acp_bridge.shell.run import serve
+from tests.conftest import agent_cmd, line, run_cli
 
 
 async def test_banner_on_agent_stdout_is_forwarded_and_flagged_once() -> None:
@@ -196,37 +85,6 @@ async def test_a_rule_bug_is_fatal_under_strict() -> None:
         await _serve_with(Relay([Boom()], strict=True), b'{"jsonrpc":"2.0","id":0,"method":"x"}\n')
 
 
-def test_stderr_tail_keeps_whole_last_lines_within_the_bound() -> None:
-    tail = StderrTail(limit=16)
-    for i in range(10):
-        tail.add(f"line {i}\n".encode())
-    assert tail.text() == "line 8\nline 9\n"
-    assert len(tail.text().encode()) <= 16
-
-
-@pytest.mark.parametrize(("text", "masked"), [
-    ("ANTHROPIC_API_KEY=sk-ant-123 failed", "ANTHROPIC_API_KEY=<redacted> failed"),
-    ("Authorization: Bearer abc.def\n", "Authorization: Bearer <redacted>\n"),
-    ('{"token": "xyz", "n": 1}', '{"token": "<redacted>", "n": 1}'),
-    ("password=hunter2;", "password=<redacted>;"),
-    ("a tokenizer error, no secret", "a tokenizer error, no secret"),
-    ("the prompt was: be brief", "the prompt was: <system prompt>"),
-])
-def test_stderr_tail_is_redacted_before_it_reaches_the_client(text: str, masked: str) -> None:
-    from acp_bridge.shell.agent import mask_secrets
-
-    assert mask_secrets(text, "be brief") == masked
-
-
-@pytest.mark.parametrize("logged", [
-    'TOP "SECRET" caf\u00e9',  # as written
-    'TOP \\"SECRET\\" caf\\u00e9',  # as JSON writes it, ASCII only
-    'TOP \\"SECRET\\" caf\u00e9',  # as JSON writes it, UTF-8
-])
-def test_the_system_prompt_is_masked_in_the_stderr_tail_however_the_agent_logged_it(logged: str) -> None:
-    from acp_bridge.shell.agent import mask_secrets
-
-    assert mask_secrets(f"got systemPrompt {logged}!", 'TOP "SECRET" caf\u00e9') == "got systemPrompt <system prompt>!"
 
 
 async def test_verbose_logs_what_the_rules_did(tmp_path: Path) -> None:

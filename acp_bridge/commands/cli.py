@@ -331,7 +331,7 @@ def run_and_report(config: Config) -> int:
     try:
         import trio
 
-        from acp_bridge.shell.agent import run_bridge
+        from acp_bridge.shell.run import run_bridge
     finally:
         gc.freeze()
         gc.enable()

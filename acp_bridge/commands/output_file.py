@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from acp_bridge.shell import posix
+
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
@@ -56,7 +58,7 @@ def written_whole(path: str, mode: int = 0o644) -> Iterator[IO[bytes]]:
     target = Path(path)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        fd = os.open(partial, posix.CREATE_NEW, mode)
         with os.fdopen(fd, "wb") as file:
             yield file
         refuse_special(path)  # made there while we wrote: still not ours to replace

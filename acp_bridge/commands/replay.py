@@ -177,7 +177,7 @@ def _serve(script: Script, options: ReplayOptions) -> int:
 
     from acp_bridge.replay.report import Reporter
     from acp_bridge.replay.server import ReplayServer
-    from acp_bridge.shell.agent import open_stdio
+    from acp_bridge.shell.run import open_stdio
 
     report = Reporter(2)
     try:

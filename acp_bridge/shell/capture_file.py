@@ -27,12 +27,12 @@ from acp_bridge.config import Config
 from acp_bridge.core.findings import Finding
 from acp_bridge.core.relay import Forward
 from acp_bridge.errors import CaptureError
+from acp_bridge.shell import posix
 
 log = logging.getLogger("acp_bridge.capture")
 
 # Names tried after the one asked for is taken: PATH-1 ... PATH-N (before the extension).
 MAX_FRESH_NAMES = 1000
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class SymlinkRefused(OSError):
@@ -63,7 +63,7 @@ def create_new(path: str) -> tuple[str, int]:
                 raise SymlinkRefused(errno.ELOOP, "it is a symbolic link", path) from None
             continue
         try:
-            os.fchmod(fd, 0o600)  # exactly: a umask may have taken bits away
+            posix.make_private(fd)
         except OSError:
             os.close(fd)
             raise
@@ -73,12 +73,12 @@ def create_new(path: str) -> tuple[str, int]:
 
 def _open_new(path: str) -> int:
     try:
-        return os.open(path, _CREATE, 0o600)
+        return os.open(path, posix.CREATE_NEW, 0o600)
     except FileNotFoundError:
         # Only a missing directory is made (private, like the file); any other reason
         # the open failed is the one worth reporting.
         os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
-        return os.open(path, _CREATE, 0o600)
+        return os.open(path, posix.CREATE_NEW, 0o600)
 
 
 class CaptureFile:

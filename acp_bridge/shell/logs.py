@@ -47,7 +47,7 @@ class StderrHandler(logging.Handler):
         self.fd = fd
 
     def emit(self, record: logging.LogRecord) -> None:
-        from acp_bridge.shell.agent import write_all
+        from acp_bridge.shell.posix import write_all
 
         try:
             write_all(self.fd, (self.format(record) + "\n").encode("utf-8", "replace"))

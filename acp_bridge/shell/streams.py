@@ -10,12 +10,12 @@ bytes it moves.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 
 import trio
 from trio.abc import HalfCloseableStream, ReceiveStream, SendStream
-from trio.lowlevel import FdStream
+
+from acp_bridge.shell import posix
 
 log = logging.getLogger("acp_bridge.shell.bridge")
 
@@ -41,7 +41,7 @@ class Outlet:
         self._closed = False
         self._flushing_soon = False
         target = stream.send_stream if isinstance(stream, trio.StapledStream) else stream
-        self._fd = target.fileno() if isinstance(target, FdStream) else None
+        self._fd = posix.fd_of(target)
 
     def __repr__(self) -> str:
         return f"<Outlet {self.name} queued={len(self._queue)} broken={self.broken} closed={self._closed}>"
@@ -113,9 +113,7 @@ class Outlet:
         """Write what the pipe takes at once; return the rest."""
         assert self._fd is not None
         try:
-            written = os.write(self._fd, data)
-        except BlockingIOError:
-            return data
+            written = posix.write_nowait(self._fd, data)
         except OSError as exc:  # EPIPE, EBADF: the reader is gone
             raise trio.BrokenResourceError(str(exc)) from exc
         return data[written:]
@@ -161,7 +159,7 @@ class Reader:
         if isinstance(stream, trio.StapledStream):
             stream = stream.receive_stream
         self.stream = stream
-        self.fd = stream.fileno() if isinstance(stream, FdStream) else None
+        self.fd = posix.fd_of(stream)
         self.waited = True  # receive_some always passes through the scheduler
         self.blocked = False  # waiting for input: everything written so far has been read
         self.reads = 0  # reads that returned data (file descriptors only)
@@ -177,16 +175,15 @@ class Reader:
         self.waited = False
         while True:
             try:
-                data = os.read(self.fd, max_bytes)
-            except BlockingIOError:
-                self.waited = self.blocked = True
-                self.wake()
-                try:
-                    await trio.lowlevel.wait_readable(self.fd)
-                finally:
-                    self.blocked = False
+                data = posix.read_nowait(self.fd, max_bytes)
             except OSError as exc:  # closed under us (EBADF) or broken: the end of input
                 raise trio.BrokenResourceError(str(exc)) from exc
-            else:
+            if data is not None:
                 self.reads += 1
                 return data
+            self.waited = self.blocked = True
+            self.wake()
+            try:
+                await posix.wait_readable(self.fd)
+            finally:
+                self.blocked = False

@@ -1,14 +1,21 @@
-"""bridge_streams over in-memory streams: both directions, EOF handling, backpressure."""
+"""bridge_streams over in-memory streams: both directions, EOF handling, backpressure; and
+Bridge.deliver, which queues each destination's data in one step (issue 17): the order on
+each stream is still the relay's, whatever the mix of destinations in one read."""
 
 from __future__ import annotations
 
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from acp_bridge.core import PASS, Frame, Relay, Rewrite, Session
+from acp_bridge.core import PASS, Direction, Forward, Frame, Relay, Rewrite, Session, Verdict
 from acp_bridge.core.rewrites.base import Outcome
-from acp_bridge.shell.bridge import bridge_streams
+from acp_bridge.shell.bridge import Bridge, bridge_streams
+from acp_bridge.shell.streams import Outlet
+
+TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
 async def read_all(stream: trio.abc.ReceiveStream) -> bytes:
@@ -146,3 +153,34 @@ async def test_a_rule_that_fails_under_strict_stops_the_bridge_and_in_flight_req
     assert head + rest == (b'{"long":"' + b"x" * 100 + b"\n"
                            b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,' + why + b"}}\n"
                            b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,' + why + b"}}\n")
+
+
+forwards = st.lists(st.tuples(st.sampled_from([TO_AGENT, TO_CLIENT]), st.binary(max_size=6)), max_size=12)
+
+
+async def _delivered(items: list[tuple[Direction, bytes]], own: Direction | None) -> dict[Direction, bytes]:
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    client_ours, client_bridge = trio.testing.memory_stream_pair()
+    bridge = Bridge(Relay(), Outlet(agent_bridge, "agent"), Outlet(client_bridge, "client"))
+    batch = [Forward(direction, data, data, Verdict.PASS) for direction, data in items]
+    async with trio.open_nursery() as nursery:
+        bridge.background = nursery
+        await bridge.deliver(batch, 0.0, 0.0, own=own)
+    await agent_bridge.send_eof()
+    await client_bridge.send_eof()
+    got = {}
+    for direction, stream in ((TO_AGENT, agent_ours), (TO_CLIENT, client_ours)):
+        data = b""
+        while chunk := await stream.receive_some():
+            data += chunk
+        got[direction] = data
+    return got
+
+
+@settings(max_examples=50, deadline=None)
+@given(forwards, st.sampled_from([None, TO_AGENT, TO_CLIENT]))
+def test_each_stream_gets_its_forwards_in_the_relays_order(items: list[tuple[Direction, bytes]],
+                                                          own: Direction | None) -> None:
+    got = trio.run(_delivered, items, own)
+    for direction in (TO_AGENT, TO_CLIENT):
+        assert got[direction] == b"".join(data for d, data in items if d is direction)

@@ -1,0 +1,163 @@
+"""Every call of the bridge that only a POSIX system answers, in one place.
+
+Owns: the agent's process group and the signals sent to it (SIGTERM, SIGKILL, those passed
+on from the bridge), the signals the bridge receives, file descriptors as trio streams and
+their non-blocking reads and writes, waiting on a descriptor (readable, room to write, the
+reader hung up), pipe sizes (fcntl), glibc's malloc options, and the flags and mode of a
+private new file. Must never: decide when to call them (the modules that import this one
+do), or fail where the system only declines (a pipe size, malloc options: then a no-op).
+
+A port to another system replaces this module: `fd_of` returning None for every stream
+turns the shell's descriptor fast paths into plain `send_all` and `receive_some`.
+tests/shell/test_posix.py checks that nothing else in the package makes these calls.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import signal
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+import trio
+from trio.lowlevel import FdStream
+
+# Passed on to the agent: SDK clients end every session with SIGTERM, a terminal sends
+# SIGINT, a closed terminal SIGHUP.
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# For `trio.run_process`: the agent leads a process group of its own, so that stopping
+# the agent stops what it started too.
+OWN_PROCESS_GROUP: dict[str, Any] = {"process_group": 0}
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
+# A file that must be new: never truncating, never through a symbolic link, not inherited.
+CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+# -- signals and the agent's process group -----------------------------------------------
+
+def signal_name(signum: int) -> str:
+    """SIGTERM, or "signal 40" for one Python has no name for (real-time signals)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def terminate_group(proc: trio.Process) -> None:
+    """Ask the agent and everything in its group to stop (SIGTERM)."""
+    _signal_group(proc, signal.SIGTERM)
+
+
+def kill_group(proc: trio.Process, *, leftovers: bool = False) -> None:
+    """Stop the agent's group at once (SIGKILL). `leftovers`: the agent itself has exited,
+    and this is for what it left running (nothing is said if they cannot be reached)."""
+    _signal_group(proc, signal.SIGKILL, quiet=leftovers)
+
+
+def pass_signal(proc: trio.Process, signum: int) -> None:
+    """Pass a signal the bridge received on to the agent's group."""
+    _signal_group(proc, signum)
+
+
+def _signal_group(proc: trio.Process, signum: int, *, quiet: bool = False) -> None:
+    try:
+        os.killpg(proc.pid, signum)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        if not quiet and proc.returncode is None:
+            proc.send_signal(signum)
+
+
+def forwarded_signals() -> AbstractContextManager[AsyncIterator[int]]:
+    """The signals the bridge passes on, as trio receives them (see `FORWARDED_SIGNALS`)."""
+    return trio.open_signal_receiver(*FORWARDED_SIGNALS)
+
+
+# -- file descriptors as streams ---------------------------------------------------------
+
+def open_fd_stream(fd: int) -> FdStream:
+    """A stream on a duplicate of `fd` (closing it leaves `fd` open)."""
+    return FdStream(os.dup(fd))
+
+
+def fd_of(stream: object) -> int | None:
+    """The descriptor under `stream` when it is a plain one, for the direct reads and writes
+    below; None for any other stream."""
+    return stream.fileno() if isinstance(stream, FdStream) else None
+
+
+def read_nowait(fd: int, max_bytes: int) -> bytes | None:
+    """What a non-blocking descriptor has, without waiting: None when it has nothing yet,
+    b"" at its end. Raises OSError when it is closed under us or broken."""
+    try:
+        return os.read(fd, max_bytes)
+    except BlockingIOError:
+        return None
+
+
+def write_nowait(fd: int, data: bytes) -> int:
+    """Write what a non-blocking descriptor takes at once; return how much (0: no room).
+    Raises OSError (EPIPE, EBADF) when its reader is gone."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+
+
+wait_readable = trio.lowlevel.wait_readable  # until `fd` has data (or its end)
+
+
+def write_all(fd: int, data: bytes | bytearray) -> None:
+    """Write all of `data` to a file descriptor that may be non-blocking (blocking call)."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            # Our stderr can share a terminal's file description with the stdout that
+            # FdStream made non-blocking: wait until it drains (callers are in a thread).
+            select.select([], [fd], [])
+
+
+def hung_up(fd: int) -> bool:
+    """Has the writer of this pipe closed its end? A pipe says so (POLLHUP) even while
+    unread bytes remain in it."""
+    poll = select.poll()
+    poll.register(fd, select.POLLHUP)
+    return any(events & select.POLLHUP for _, events in poll.poll(0))
+
+
+# -- what the bridge asks of the system for speed (see shell/tuning.py) -----------------
+
+def set_pipe_size(fd: int, size: int) -> None:
+    """Linux only (F_SETPIPE_SZ); anything else, or a refusal, leaves the pipe as it is."""
+    try:
+        fcntl.fcntl(fd, F_SETPIPE_SZ, size)
+    except OSError:
+        pass
+
+
+def set_malloc_options(trim_threshold: int, top_pad: int, mmap_threshold: int) -> None:
+    """glibc's mallopt; no-op without glibc."""
+    import ctypes  # here: only a process that relays or records needs it
+
+    try:
+        # By its soname: ctypes.util.find_library would run ldconfig, at a cost to start-up.
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(M_TRIM_THRESHOLD, trim_threshold)
+        libc.mallopt(M_TOP_PAD, top_pad)
+        libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)
+    except (OSError, AttributeError):
+        pass
+
+
+# -- private files -----------------------------------------------------------------------
+
+def make_private(fd: int) -> None:
+    """Mode 0600 exactly: a umask may have taken bits away."""
+    os.fchmod(fd, 0o600)

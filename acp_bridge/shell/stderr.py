@@ -1,0 +1,66 @@
+"""The agent's stderr: passed through to ours as it comes, its tail kept for the client.
+
+Owns: copying the agent's stderr to the bridge's without stalling the relay, and the last
+few KiB of it, masked, for the errors the bridge answers with. Must never: let a slow or
+closed stderr of ours stop the relay, or send an unmasked secret to the client.
+"""
+
+from __future__ import annotations
+
+import errno
+
+import trio
+
+from acp_bridge.shell import posix
+
+STDERR_TAIL_BYTES = 4096
+
+
+class StderrTail:
+    """The last few KiB the agent wrote to stderr, for the errors the bridge answers with."""
+
+    def __init__(self, limit: int = STDERR_TAIL_BYTES) -> None:
+        self.limit = limit
+        self._data = bytearray()
+
+    def add(self, chunk: bytes | bytearray) -> None:
+        self._data += chunk
+        if len(self._data) > 2 * self.limit:
+            del self._data[: len(self._data) - self.limit]
+
+    def text(self, private: str | None = None) -> str:
+        """The tail, whole lines where possible, with secrets masked: it goes to the client."""
+        if not self._data:  # nothing to mask: most agents end without a word on stderr, and
+            return ""  # then a run does not load the masking (capture.redaction) at all
+        data = bytes(self._data[-self.limit :])
+        if len(self._data) > self.limit:
+            cut = data.find(b"\n")
+            data = data[cut + 1 :] if 0 <= cut < len(data) - 1 else data
+        return mask_secrets(data.decode("utf-8", "replace"), private)
+
+
+def mask_secrets(text: str, private: str | None = None) -> str:
+    """Text that leaves the bridge (bridge-rules 5) masked as the capture masks it: secret-
+    looking values and the configured system prompt (`capture.redaction.mask_text_secrets`)."""
+    from acp_bridge.capture.redaction import mask_text_secrets  # as the agent ends, not at start-up
+
+    return mask_text_secrets(text, private)
+
+
+async def pass_stderr(source: trio.abc.ReceiveStream, tail: StderrTail, fd: int, done: trio.Event) -> None:
+    """Copy the agent's stderr to ours as it comes, keeping its tail.
+
+    The writes run in a thread: our stderr may be a terminal or a pipe that is slow to
+    drain, and a blocking write must not stall the relay (FdStream would instead make the
+    shared file description non-blocking for everyone else writing to it).
+    """
+    try:
+        while chunk := await source.receive_some(65536):
+            tail.add(chunk)
+            try:
+                await trio.to_thread.run_sync(posix.write_all, fd, chunk)
+            except OSError as exc:
+                if exc.errno not in (errno.EPIPE, errno.EBADF):
+                    raise
+    finally:
+        done.set()

@@ -1,0 +1,129 @@
+"""Chain.run, table-driven: the rules run in order, each sees the message as the rules before
+it left it, a drop stops the chain, and what every rule emitted is kept in order."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from acp_bridge.core import DROP, PASS, Direction, Emit, Frame, Kind, Replace, Rewrite, Session, classify
+from acp_bridge.core.chain import Chain
+from acp_bridge.core.rewrites.base import EVERY_LINE, Outcome
+from acp_bridge.core.session import Pending
+
+A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"trail": []}}
+
+
+class Step(Rewrite):
+    """A rule that notes the trail it saw, then does one thing: "pass", "mark" (add its name
+    to the trail), "drop", "emit" (forward as it is and say something), "mark+emit",
+    "drop+emit"."""
+
+    def __init__(self, name: str, does: str) -> None:
+        self.name, self.does = name, does
+        self.saw: list[str] | None = None
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        assert isinstance(frame.msg, dict)
+        self.saw = list(frame.msg["params"]["trail"])
+        then = (Emit(C, {"jsonrpc": "2.0", "method": f"{self.name}/said"}),) if "emit" in self.does else ()
+        if self.does.startswith("drop"):
+            return Replace(None, then) if then else DROP
+        if self.does.startswith("mark"):
+            return Replace({**frame.msg, "params": {"trail": [*self.saw, self.name]}}, then)
+        return Replace(frame.msg, then) if then else PASS
+
+
+def summary(chain: Chain, frame: Frame) -> tuple[list[str], bool, list[str], list[str]] | None:
+    outcome = chain.run(frame, None, Session())
+    if outcome is None:
+        return None
+    assert isinstance(outcome.frame.msg, dict)
+    return (outcome.rules, outcome.dropped, outcome.frame.msg["params"]["trail"],
+            [e.msg["method"] for e in outcome.emits if isinstance(e.msg, dict)])
+
+
+@pytest.mark.parametrize(("steps", "saw", "outcome"), [
+    # Every rule passes: nothing is allocated, the frame goes as it came.
+    ([("a", "pass"), ("b", "pass")], [[], []], None),
+    # A later rule sees what an earlier one made of the message.
+    ([("a", "mark"), ("b", "pass"), ("c", "mark")], [[], ["a"], ["a"]], (["a", "c"], False, ["a", "c"], [])),
+    # A drop stops the chain: the rules after it are not called.
+    ([("a", "mark"), ("b", "drop"), ("c", "mark")], [[], ["a"], None], (["a", "b"], True, ["a"], [])),
+    ([("a", "drop"), ("b", "emit")], [[], None], (["a"], True, [], [])),
+    # What rules emit is kept in chain order, from a rule that drops too.
+    ([("a", "emit"), ("b", "mark+emit"), ("c", "drop+emit"), ("d", "emit")], [[], [], ["b"], None],
+     (["a", "b", "c"], True, ["b"], ["a/said", "b/said", "c/said"])),
+    # A rule that only emits names itself, and leaves the message as it was.
+    ([("a", "pass"), ("b", "emit")], [[], []], (["b"], False, [], ["b/said"])),
+])
+def test_rules_run_in_order_and_a_drop_stops_the_chain(
+        steps: list[tuple[str, str]], saw: list[list[str] | None],
+        outcome: tuple[list[str], bool, list[str], list[str]] | None) -> None:
+    rules = [Step(name, does) for name, does in steps]
+    frame = classify(A, orjson.dumps(REQUEST) + b"\n")
+    assert summary(Chain(rules), frame) == outcome
+    assert [rule.saw for rule in rules] == saw
+    assert frame.msg == REQUEST  # the message as it arrived is left for the capture
+
+
+def test_a_rule_that_only_emits_keeps_the_frame_itself() -> None:
+    frame = classify(A, orjson.dumps(REQUEST) + b"\n")
+    outcome = Chain([Step("a", "emit")]).run(frame, None, Session())
+    assert outcome is not None and outcome.frame is frame
+
+
+class Hooks(Rewrite):
+    """Notes which hook was called for what."""
+
+    name = "hooks"
+    triggers = EVERY_LINE
+
+    def __init__(self) -> None:
+        self.called: list[str] = []
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        self.called.append("request")
+        return PASS
+
+    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+        self.called.append(f"response to {request.method}")
+        return PASS
+
+    def notification(self, frame: Frame, session: Session) -> Outcome:
+        self.called.append("notification")
+        return PASS
+
+
+class OnlyResponses(Rewrite):
+    name = "only-responses"
+
+    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+        raise AssertionError("a request never reaches a response hook")
+
+
+@pytest.mark.parametrize(("line", "called"), [
+    (b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}', ["request"]),
+    (b'{"jsonrpc":"2.0","method":"session/update","params":{}}', ["notification"]),
+])
+def test_each_kind_calls_its_own_hook(line: bytes, called: list[str]) -> None:
+    hooks = Hooks()
+    assert Chain([hooks]).run(classify(A, line + b"\n"), None, Session()) is None
+    assert hooks.called == called
+
+
+def test_a_response_is_given_its_request() -> None:
+    session = Session()
+    request = classify(C, b'{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{}}\n')
+    pending = session.on_request(request)
+    hooks = Hooks()
+    Chain([hooks]).run(classify(A, b'{"jsonrpc":"2.0","id":7,"result":{}}\n'), pending, session)
+    assert hooks.called == ["response to fs/read_text_file"]
+
+
+def test_only_the_hooks_a_rule_overrides_are_wanted() -> None:
+    chain = Chain([OnlyResponses()])
+    assert [kind for kind in (Kind.REQUEST, Kind.RESPONSE, Kind.NOTIFICATION) if chain.wants(kind)] == [Kind.RESPONSE]
+    assert chain.run(classify(A, orjson.dumps(REQUEST) + b"\n"), None, Session()) is None
+    assert Chain([Hooks()]).triggers == frozenset(EVERY_LINE)
