@@ -22,18 +22,20 @@ class StderrTail:
     def __init__(self, limit: int = STDERR_TAIL_BYTES) -> None:
         self.limit = limit
         self._data = bytearray()
+        self._dropped = False  # some of the stderr is gone: the tail starts mid-line
 
     def add(self, chunk: bytes | bytearray) -> None:
         self._data += chunk
         if len(self._data) > 2 * self.limit:
             del self._data[: len(self._data) - self.limit]
+            self._dropped = True
 
     def text(self, private: str | None = None) -> str:
         """The tail, whole lines where possible, with secrets masked: it goes to the client."""
         if not self._data:  # nothing to mask: most agents end without a word on stderr, and
             return ""  # then a run does not load the masking (capture.redaction) at all
         data = bytes(self._data[-self.limit :])
-        if len(self._data) > self.limit:
+        if self._dropped or len(self._data) > self.limit:
             cut = data.find(b"\n")
             data = data[cut + 1 :] if 0 <= cut < len(data) - 1 else data
         return mask_secrets(data.decode("utf-8", "replace"), private)

@@ -69,8 +69,6 @@ async def test_stderr_is_passed_through_whole_and_its_tail_kept() -> None:
     assert tail.text() == passed.decode()
 
 
-@pytest.mark.xfail(reason="a chunk past twice the limit is trimmed to exactly the limit, and the cut "
-                          "to whole lines is then skipped: found in issue 24, left for its own fix")
 def test_the_tail_is_whole_lines_however_the_chunks_came() -> None:
     tail = StderrTail(limit=16)
     tail.add(b"".join(f"line {i}\n".encode() for i in range(10)))  # one read of 70 bytes
