@@ -1,8 +1,10 @@
 """The span builder's records: the open state it keeps, and where its spans are made and ended.
 
-Owns: the records of open sessions, turns and requests; choosing span and trace ids; ending
-a span once (never before it started) and collecting what ended and the metric observations
-made, for `take()`; and the bound on distinct metric values from the wire.
+Owns: the records of open sessions, turns and requests (`SessionSpan`, `TurnSpan`,
+`RequestSpan`: spans with what their end needs, not the relay's `core.Session` and
+`Pending`); choosing span and trace ids; ending a span once (never before it started) and
+collecting what ended and the metric observations made, for `take()`; and the bound on
+distinct metric values from the wire.
 Must never: do IO, read a clock (every time is passed in), import the SDK, or decide when a
 span ends (the builder does, from the traffic).
 """
@@ -14,13 +16,16 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_bridge.core.session import Pending
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import MAX_METRIC_VALUES
 from acp_bridge.telemetry.spans import Observation, SpanRecord
 
 
 @dataclass(slots=True)
-class Turn:
+class TurnSpan:
+    """A prompt turn in progress: its span and what its end needs."""
+
     span: SpanRecord
     first_chunk: float | None = None
     acked: bool = False  # v2: the prompt's response came without a stop reason
@@ -29,18 +34,21 @@ class Turn:
 
 
 @dataclass(slots=True)
-class Session:
+class SessionSpan:
+    """An ACP session's span, its turn in progress and its open tool calls."""
+
     span: SpanRecord
     key: Any  # its sessionId's key
-    turn: Turn | None = None
+    turn: TurnSpan | None = None
     tools: OrderedDict[Any, SpanRecord] = field(default_factory=OrderedDict)  # O(1) eviction of the oldest
 
 
 @dataclass(slots=True)
-class Request:
+class RequestSpan:
+    """A request's span, until the response the relay's session pairs with `pending`."""
+
     span: SpanRecord
-    method: str
-    session: Any  # the sessionId it names, if any
+    pending: Pending  # held, so that its identity (the key it is found by) stays its own
     msg: Any  # the request, for what its response needs (permission options)
 
 

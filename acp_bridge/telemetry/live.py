@@ -29,7 +29,7 @@ from acp_bridge.core.messages import Direction
 from acp_bridge.telemetry import require_sdk
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.builder import TraceBuilder
-from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
+from acp_bridge.telemetry.spans import Observation, SpanRecord, Timed
 
 log = logging.getLogger("acp_bridge.telemetry")
 
@@ -255,7 +255,7 @@ class TelemetryObserver:
         if frame is None:
             if fwd.verdict is Verdict.EMIT:
                 self._count(counts, direction, 1)
-                self.builder.feed(Seen(wall, direction, _loads(fwd.data), "emit", fwd.rules))
+                self.builder.feed(Timed(wall, direction, _loads(fwd.data), "emit", fwd.rules, request=fwd.request))
                 return b""
             if fwd.verdict is Verdict.OPAQUE:  # a piece of a line over the parse limit
                 self._count(counts, direction, fwd.raw.endswith(b"\n"))
@@ -265,7 +265,7 @@ class TelemetryObserver:
             if not self._needed(raw, fwd.direction is Direction.TO_CLIENT):
                 return b""
             if not fwd.untouched_lines:
-                self.builder.feed(Seen(wall, direction, _loads(raw)))
+                self.builder.feed(Timed(wall, direction, _loads(raw)))
                 return b""
             return self._lines(wall, fwd.direction, raw, deadline)
         if fwd.data:  # messages that went out (a dropped one did not)
@@ -273,7 +273,8 @@ class TelemetryObserver:
         sent = None
         if fwd.verdict is Verdict.REWRITE and "system-prompt" in fwd.rules:
             sent = _loads(fwd.data)
-        self.builder.feed(Seen(wall, frame.direction.value, frame.msg, fwd.verdict.value, fwd.rules, sent))
+        self.builder.feed(Timed(wall, frame.direction.value, frame.msg, fwd.verdict.value, fwd.rules, sent,
+                                fwd.request))
         return b""
 
     def _lines(self, wall: float, to: Direction, run: bytes, deadline: float | None) -> bytes:
@@ -286,7 +287,7 @@ class TelemetryObserver:
             line = run[start:stop]
             start = stop
             if self._needed(line, to_client):
-                self.builder.feed(Seen(wall, direction, _loads(line)))
+                self.builder.feed(Timed(wall, direction, _loads(line)))
                 if deadline is not None and start < end and time.perf_counter() >= deadline:
                     return run[start:]
         return b""

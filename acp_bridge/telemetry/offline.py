@@ -1,6 +1,7 @@
 """A capture as telemetry: its records fed to the span builder with their recorded times.
 
-Owns: turning capture records (docs/capture-format.md) back into `Seen` messages, and
+Owns: turning capture records (docs/capture-format.md) back into `Timed` messages, paired by
+a `core.session.Session` as the relay paired them (`paired`), and
 `acp-bridge export CAPTURE --otlp`: the same spans a live bridge would have sent, with the
 times the capture recorded. Metrics are not sent (an OTLP metric carries the time it was
 collected, not a recorded one). Must never: write to the capture, or send content: a
@@ -15,9 +16,11 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from acp_bridge.capture.reader import record_message
+from acp_bridge.core.messages import Direction, Frame, Kind
 from acp_bridge.core.protocol import Json
+from acp_bridge.core.session import Session
 from acp_bridge.telemetry.builder import TraceBuilder
-from acp_bridge.telemetry.spans import Seen, SpanRecord
+from acp_bridge.telemetry.spans import SpanRecord, Timed
 
 # The times a span can carry: OTLP sends nanoseconds since 1970 in 64 bits, which many
 # collectors read as signed (up to 2262). A capture edited by hand may hold any number.
@@ -29,8 +32,12 @@ def span_time(wall: float) -> bool:
     return 0 <= wall < LAST_WALL
 
 
-def seen_of(record: Json) -> Seen | None:
-    """The message a capture record holds, as telemetry sees it (None: not a message)."""
+_DIRECTIONS = {"to-agent": Direction.TO_AGENT, "to-client": Direction.TO_CLIENT}
+
+
+def timed_message(record: Json) -> Timed | None:
+    """The message a capture record holds, with its time (None: not a message). Not paired
+    yet: `paired` adds the request."""
     if record.get("type") != "message":
         return None
     wall = record.get("time")
@@ -41,7 +48,24 @@ def seen_of(record: Json) -> Seen | None:
     rules = tuple(record.get("rules") or ())
     msg: Any = record_message(record, "out" if verdict == "emit" else "raw")
     sent = record_message(record, "out") if verdict == "rewrite" else None
-    return Seen(float(wall), direction, msg, verdict, rules, sent)
+    return Timed(float(wall), direction, msg, verdict, rules, sent)
+
+
+def paired(session: Session, timed: Timed) -> Timed:
+    """`timed`, with the request it is or answers as the relay's session paired it (set on
+    it): a request is tracked unless it was dropped (the relay forgets those), and a
+    response, the bridge's own answers included, is paired with the oldest request in
+    flight with its id from the other side."""
+    msg = timed.msg
+    if type(msg) is not dict or "id" not in msg:
+        return timed
+    direction = _DIRECTIONS[timed.direction]
+    if "method" in msg:
+        if isinstance(msg["method"], str) and timed.verdict != "drop":
+            timed.request = session.on_request(Frame(direction, b"", Kind.REQUEST, msg), timed.wall)
+    elif "result" in msg or "error" in msg:
+        timed.request = session.on_response(Frame(direction, b"", Kind.RESPONSE, msg))
+    return timed
 
 
 def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None,
@@ -50,6 +74,8 @@ def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None,
     (or the last message) ends there, marked unfinished. A record whose time no span can
     carry (`span_time`) is left out, and handed to `skipped`."""
     builder = builder or TraceBuilder()
+    session = Session()  # pairs requests and responses as the relay did
+    builder.released = session.forget  # what the builder let go of: held to its caps
     last: float | None = None
     for record in records:
         if record.get("type") == "end" and isinstance(record.get("time"), (int, float)):
@@ -58,15 +84,15 @@ def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None,
             elif skipped is not None:
                 skipped(record)
             continue
-        seen = seen_of(record)
-        if seen is None:
+        timed = timed_message(record)
+        if timed is None:
             continue
-        if not span_time(seen.wall):
+        if not span_time(timed.wall):
             if skipped is not None:
                 skipped(record)
             continue
-        builder.feed(seen)
-        last = seen.wall if last is None else max(last, seen.wall)
+        builder.feed(paired(session, timed))
+        last = timed.wall if last is None else max(last, timed.wall)
         yield from builder.take()[0]
     if last is not None:
         builder.finish(last)

@@ -1,4 +1,4 @@
-"""The span model: what telemetry sees (`Seen`) and what it makes of it (`SpanRecord`).
+"""The span model: what telemetry is fed (`Timed` messages) and what it makes of them (`SpanRecord`).
 
 Owns: the plain records passed between the builder (pure), the live observer, the capture
 reader and the SDK adapter, and the names of spans, attributes and metrics (following the
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from acp_bridge.core.session import Pending
 
 # Span kinds, as the adapter maps them onto the SDK's.
 INTERNAL, CLIENT = "internal", "client"
@@ -60,10 +62,11 @@ HISTOGRAMS = (TURN_DURATION, TTFC_METRIC, TOOL_DURATION)
 
 
 @dataclass(slots=True)
-class Seen:
-    """One line as telemetry sees it: when its read completed, where it went, the message
-    as it came (None: not a JSON-RPC object), what the bridge did, and, for a rewritten
-    line, the message as it went out.
+class Timed:
+    """One message with its time, as telemetry is fed it: when its read completed, where it
+    went, the message as it came (None: not a JSON-RPC object), what the bridge did, for a
+    rewritten line the message as it went out, and the request as the relay's `Session`
+    paired it (a request's own, a response's request).
     """
 
     wall: float
@@ -72,6 +75,7 @@ class Seen:
     verdict: str = "pass"
     rules: tuple[str, ...] = ()
     sent: Any = None  # for verdict "rewrite": what went out, if the builder needs it
+    request: Pending | None = None  # None: a notification, or a response that answers nothing
 
 
 @dataclass(slots=True)

@@ -12,11 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core.session import Pending
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import add_event, suggestion_count
-from acp_bridge.telemetry.spans import Seen, SpanRecord
+from acp_bridge.telemetry.spans import SpanRecord, Timed
 
 SpanOf = Callable[[Any], SpanRecord | None]
+RequestSpanOf = Callable[[Pending | None], SpanRecord | None]
 
 
 class BridgeWork:
@@ -25,26 +27,26 @@ class BridgeWork:
     Args:
         current: a session's open turn span, else its session span (None: unknown session).
         session: a session's span.
-        request: the span of a request in flight, by (direction it went, id).
+        request: the span of a request in flight, by the relay's `Pending` for it.
     """
 
-    def __init__(self, current: SpanOf, session: SpanOf, request: Callable[[str, Any], SpanRecord | None]) -> None:
+    def __init__(self, current: SpanOf, session: SpanOf, request: RequestSpanOf) -> None:
         self.current, self.session, self.request = current, session, request
         # A suggestion update just dropped: converted, if the bridge sends its other form next.
         self._dropped: tuple[SpanRecord, float, dict[str, Any]] | None = None
 
-    def feed(self, seen: Seen) -> None:
-        msg = seen.msg if type(seen.msg) is dict else {}
+    def feed(self, timed: Timed) -> None:
+        msg = timed.msg if type(timed.msg) is dict else {}
         params = msg.get("params")
         session_id = params.get("sessionId") if type(params) is dict else None
-        if "suggestions" in seen.rules and seen.verdict in ("rewrite", "drop", "emit"):
-            self._suggestion(seen, session_id)
-        if "system-prompt" in seen.rules and seen.verdict == "rewrite":
-            self._system_prompt(seen, msg, session_id)
+        if "suggestions" in timed.rules and timed.verdict in ("rewrite", "drop", "emit"):
+            self._suggestion(timed, session_id)
+        if "system-prompt" in timed.rules and timed.verdict == "rewrite":
+            self._system_prompt(timed, msg, session_id)
 
-    def _system_prompt(self, seen: Seen, msg: dict[str, Any], session_id: Any) -> None:
+    def _system_prompt(self, timed: Timed, msg: dict[str, Any], session_id: Any) -> None:
         method = msg.get("method")
-        sent = seen.sent if type(seen.sent) is dict else {}
+        sent = timed.sent if type(timed.sent) is dict else {}
         if method == p.SESSION_PROMPT:
             dialect = "first-prompt"
         elif p.get_path(sent, "params", p.SYSTEM_PROMPT) is not None:
@@ -59,26 +61,26 @@ class BridgeWork:
             if session is not None:
                 session.attributes.setdefault(s.DIALECT, dialect)
         else:  # session setup: on its request span; the session takes it when it starts
-            span = self.request(seen.direction, msg.get("id"))
+            span = self.request(timed.request)
             if span is not None:
                 span.attributes[s.DIALECT] = dialect
         if span is not None:
-            add_event(span, "acp_bridge.system_prompt", seen.wall, {s.DIALECT: dialect})
+            add_event(span, "acp_bridge.system_prompt", timed.wall, {s.DIALECT: dialect})
 
-    def _suggestion(self, seen: Seen, session_id: Any) -> None:
+    def _suggestion(self, timed: Timed, session_id: Any) -> None:
         """An event per suggestion update the bridge changed: converted (rewritten in place,
         or dropped and sent again in the other form, in the same read), dropped, or sent by
         the bridge itself (a withdrawal: `acp_bridge.suggestions` 0)."""
         span = self.current(session_id)
         if span is None:
             return
-        count = suggestion_count(seen.msg)
+        count = suggestion_count(timed.msg)
         last, self._dropped = self._dropped, None
-        if seen.verdict == "emit" and last is not None and last[0] is span and last[1] == seen.wall:
+        if timed.verdict == "emit" and last is not None and last[0] is span and last[1] == timed.wall:
             last[2].update({s.BRIDGE_ACTION: "converted", s.SUGGESTIONS: count})
             return
-        action = {"rewrite": "converted", "drop": "dropped", "emit": "sent"}[seen.verdict]
+        action = {"rewrite": "converted", "drop": "dropped", "emit": "sent"}[timed.verdict]
         attrs: dict[str, Any] = {s.BRIDGE_ACTION: action, s.SUGGESTIONS: count}
-        add_event(span, "acp_bridge.suggestion", seen.wall, attrs)
-        if seen.verdict == "drop":
-            self._dropped = (span, seen.wall, attrs)
+        add_event(span, "acp_bridge.suggestion", timed.wall, attrs)
+        if timed.verdict == "drop":
+            self._dropped = (span, timed.wall, attrs)

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.config import Config, SystemPromptConfig
-from acp_bridge.core import Direction, Relay
+from acp_bridge.core import Direction, Relay, Session
 from acp_bridge.core.rewrites import build_rewrites
-from acp_bridge.telemetry import builder as b
+from acp_bridge.telemetry import tree
 from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.live import TelemetryObserver
-from acp_bridge.telemetry.spans import Observation, Seen, SpanRecord
+from acp_bridge.telemetry.offline import paired
+from acp_bridge.telemetry.spans import Observation, SpanRecord, Timed
 from tests.conftest import example, line
 
 A, C = "to-agent", "to-client"
@@ -35,10 +37,22 @@ def update(session: str, **fields: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": fields}}
 
 
+def feeder(builder: TraceBuilder) -> Callable[[float, str, Any], None]:
+    """`feed(wall, direction, msg)`: a message to `builder`, paired by a `Session` as the
+    relay pairs them (as `export --otlp` feeds it)."""
+    session = Session()
+
+    def feed(wall: float, direction: str, msg: Any) -> None:
+        builder.feed(paired(session, Timed(wall, direction, msg)))
+
+    return feed
+
+
 def build(script: list[tuple[float, str, Any]], end: float = 100.0, **kwargs: Any) -> list[SpanRecord]:
     builder = TraceBuilder(rng=random.Random(7), **kwargs)
+    feed = feeder(builder)
     for at, direction, msg in script:
-        builder.feed(Seen(T0 + at, direction, msg))
+        feed(T0 + at, direction, msg)
     builder.finish(T0 + end)
     return builder.take()[0]
 
@@ -118,6 +132,21 @@ def test_ids_are_kept_apart_by_type_and_direction() -> None:
     assert shape(spans) == [("a/one", "", 0.0, 1.0), ("b/one", "", 0.1, 2.0), ("c/one", "", 0.2, 3.0)]
 
 
+def test_a_reused_id_is_paired_as_the_relay_pairs_it() -> None:
+    """A request with the id of one still in flight from the same side (a peer's bug): the
+    relay's session answers them in order, and so the spans end: the first answer ends the
+    older request, the second the newer (no pairing of the builder's own second-guesses it)."""
+    spans = build([
+        (0.0, A, req(1, "a/old")),
+        (1.0, A, req(1, "b/new")),
+        (2.0, C, ok(1)),
+        (3.0, C, ok(1)),
+        (4.0, C, ok(1)),  # answers nothing
+    ])
+    assert shape(spans) == [("a/old", "", 0.0, 2.0), ("b/new", "", 1.0, 3.0)]
+    assert not any("acp.unfinished" in span.attributes for span in spans)
+
+
 def test_the_agents_name_and_version_come_from_initialize_v1_and_v2() -> None:
     for result in ({"agentInfo": {"name": "a1", "version": "1.2"}}, {"info": {"name": "a1", "version": "1.2"}}):
         spans = build([(0.0, A, req(0, "initialize", protocolVersion=1)), (0.1, C, ok(0, **result)),
@@ -133,10 +162,11 @@ def test_the_agents_name_and_version_come_from_initialize_v1_and_v2() -> None:
 
 def test_open_state_is_bounded_and_the_oldest_is_ended_first() -> None:
     builder = TraceBuilder(rng=random.Random(1))
-    for i in range(b.MAX_PENDING + 10):
-        builder.feed(Seen(T0 + i, A, req(i, "x/slow")))
-    for i in range(b.MAX_SESSIONS + 5):
-        builder.feed(Seen(T0 + i, C, update(f"s{i}", sessionUpdate="tool_call", toolCallId="t", title="t")))
+    feed = feeder(builder)
+    for i in range(tree.MAX_PENDING + 10):
+        feed(T0 + i, A, req(i, "x/slow"))
+    for i in range(tree.MAX_SESSIONS + 5):
+        builder.feed(Timed(T0 + i, C, update(f"s{i}", sessionUpdate="tool_call", toolCallId="t", title="t")))
     spans = builder.take()[0]
     evicted = [span for span in spans if span.attributes.get("acp.evicted")]
     assert [span.attributes["rpc.jsonrpc.request_id"] for span in evicted if span.name == "x/slow"] == [
@@ -148,7 +178,7 @@ def test_open_state_is_bounded_and_the_oldest_is_ended_first() -> None:
 
 def test_findings_become_events_on_their_sessions_span() -> None:
     builder = TraceBuilder(rng=random.Random(1))
-    builder.feed(Seen(T0, A, req(1, "session/prompt", sessionId="s", prompt=[])))
+    feeder(builder)(T0, A, req(1, "session/prompt", sessionId="s", prompt=[]))
     builder.finding(T0 + 1, "s", "unanswered-request", "warning", "details")
     builder.finding(T0 + 1, "unknown", "x", "error", "no span to hang it on")
     builder.finish(T0 + 2)
@@ -293,12 +323,13 @@ def test_what_a_hostile_peer_sends_is_bounded() -> None:
     from acp_bridge.telemetry.fields import MAX_METRIC_VALUES, MAX_NAME
 
     builder = TraceBuilder(rng=random.Random(2), masked=lambda msg: msg)  # titles are content
-    builder.feed(Seen(T0, C, update("s", sessionUpdate="tool_call", toolCallId="t", title="T" * 1_000_000,
-                                    kind="k" * 5000, status="completed")))
-    builder.feed(Seen(T0, A, req(1, "m" * 1_000_000)))
+    feed = feeder(builder)
+    feed(T0, C, update("s", sessionUpdate="tool_call", toolCallId="t", title="T" * 1_000_000,
+                       kind="k" * 5000, status="completed"))
+    feed(T0, A, req(1, "m" * 1_000_000))
     for i in range(MAX_METRIC_VALUES + 50):
-        builder.feed(Seen(T0 + 1, A, req(f"r{i}", f"x/{i}")))
-        builder.feed(Seen(T0 + 2, C, ok(f"r{i}")))
+        feed(T0 + 1, A, req(f"r{i}", f"x/{i}"))
+        feed(T0 + 2, C, ok(f"r{i}"))
     builder.finish(T0 + 3)
     spans, observations = builder.take()
     tool, method = spans[0], next(span for span in spans if span.name.startswith("mmm"))

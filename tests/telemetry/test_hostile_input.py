@@ -14,13 +14,13 @@ import trio
 
 from acp_bridge.capture.redaction import mask_text_secrets
 from acp_bridge.core import Direction, Relay
-from acp_bridge.telemetry import builder as b
 from acp_bridge.telemetry import live as o
+from acp_bridge.telemetry import tree
 from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.live import TelemetryObserver
-from acp_bridge.telemetry.spans import Seen, SpanRecord
+from acp_bridge.telemetry.spans import SpanRecord, Timed
 from tests.conftest import line
-from tests.telemetry.test_builder import T0, A, C, ListSink, build, ok, req, shape, update
+from tests.telemetry.test_builder import T0, A, C, ListSink, build, feeder, ok, req, shape, update
 
 SECRET = "TOPSECRET-SYSTEM-PROMPT"
 
@@ -63,16 +63,16 @@ def test_open_tool_calls_are_capped_across_sessions() -> None:
     builder = TraceBuilder(rng=random.Random(4))
     for session in range(5):
         for tool in range(1000):
-            builder.feed(Seen(T0 + session, C, update(f"s{session}", sessionUpdate="tool_call", toolCallId=tool)))
+            builder.feed(Timed(T0 + session, C, update(f"s{session}", sessionUpdate="tool_call", toolCallId=tool)))
     spans = builder.take()[0]
-    assert builder.open_spans == 5 + b.MAX_OPEN_TOOLS
-    assert len(spans) == builder.evicted == 5000 - b.MAX_OPEN_TOOLS
+    assert builder.open_spans == 5 + tree.MAX_OPEN_TOOLS
+    assert len(spans) == builder.evicted == 5000 - tree.MAX_OPEN_TOOLS
     assert [(sp.attributes["gen_ai.conversation.id"], sp.attributes["gen_ai.tool.call.id"]) for sp in spans] == [
-        (f"s{i // 1000}", str(i % 1000)) for i in range(5000 - b.MAX_OPEN_TOOLS)]
+        (f"s{i // 1000}", str(i % 1000)) for i in range(5000 - tree.MAX_OPEN_TOOLS)]
     assert all(sp.attributes["acp.evicted"] for sp in spans)
-    builder.feed(Seen(T0 + 9, C, update("s4", sessionUpdate="tool_call_update", toolCallId=999, status="completed")))
-    builder.feed(Seen(T0 + 9, C, update("s5", sessionUpdate="tool_call", toolCallId=0)))  # room: nothing evicted
-    assert builder.evicted == 5000 - b.MAX_OPEN_TOOLS
+    builder.feed(Timed(T0 + 9, C, update("s4", sessionUpdate="tool_call_update", toolCallId=999, status="completed")))
+    builder.feed(Timed(T0 + 9, C, update("s5", sessionUpdate="tool_call", toolCallId=0)))  # room: nothing evicted
+    assert builder.evicted == 5000 - tree.MAX_OPEN_TOOLS
 
 
 def test_a_turn_ends_its_open_tool_calls_and_requests() -> None:
@@ -107,6 +107,7 @@ def test_content_is_masked_as_it_is_sent_not_piece_by_piece() -> None:
     """The system prompt echoed over two chunks (neither holds it whole), in an error
     message and in a finding; a bearer token in a tool's title and its input."""
     builder = masking()
+    feed = feeder(builder)
     title = "Run curl -H 'Authorization: Bearer sk-live-ABC123' https://x"
     for at, direction, msg in [
         (0.0, A, req(1, "session/prompt", sessionId="s", prompt=[{"type": "text", "text": "API_KEY=hunter2"}])),
@@ -116,7 +117,7 @@ def test_content_is_masked_as_it_is_sent_not_piece_by_piece() -> None:
                         rawInput={"command": "export API_TOKEN=sk-live-ABC123"})),
         (2.0, C, {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": f"bad: {SECRET}"}}),
     ]:
-        builder.feed(Seen(T0 + at, direction, msg))
+        feed(T0 + at, direction, msg)
     builder.finding(T0 + 2.5, "s", "x", "warning", f"saw {SECRET}")
     builder.finish(T0 + 3)
     tool, turn, session = builder.take()[0]
@@ -135,7 +136,7 @@ def test_content_is_masked_as_it_is_sent_not_piece_by_piece() -> None:
 def test_without_content_a_tools_title_is_not_sent() -> None:
     """An agent writes the command it runs into the title: it is tool input, content."""
     builder = masking(content=False)
-    builder.feed(Seen(T0, C, update("s", sessionUpdate="tool_call", toolCallId="t", title="Run make", kind="execute",
+    builder.feed(Timed(T0, C, update("s", sessionUpdate="tool_call", toolCallId="t", title="Run make", kind="execute",
                                     status="completed")))
     assert builder.take()[0][0].attributes == {
         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "t", "gen_ai.conversation.id": "s",
@@ -182,10 +183,10 @@ def test_a_read_larger_than_the_queue_is_taken_when_nothing_waits() -> None:
 
 
 class Exploding(TraceBuilder):
-    def feed(self, seen: Seen) -> None:
-        if type(seen.msg) is dict and "boom" in seen.msg:
+    def feed(self, timed: Timed) -> None:
+        if type(timed.msg) is dict and "boom" in timed.msg:
             raise TypeError("a defect")
-        super().feed(seen)
+        super().feed(timed)
 
 
 def test_an_exception_in_building_turns_telemetry_off_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -220,7 +221,7 @@ def test_closing_hands_the_open_spans_on_within_its_budget(monkeypatch: pytest.M
     sink = ListSink()
     builder = TraceBuilder(rng=random.Random(10))
     for i in range(600):
-        builder.feed(Seen(T0, C, update(f"s{i % 3}", sessionUpdate="tool_call", toolCallId=i)))
+        builder.feed(Timed(T0, C, update(f"s{i % 3}", sessionUpdate="tool_call", toolCallId=i)))
     observer = TelemetryObserver(builder, sink)
     with caplog.at_level(logging.WARNING, "acp_bridge.telemetry"):
         observer.close(T0 + 1, 1.0)
