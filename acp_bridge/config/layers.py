@@ -79,7 +79,7 @@ class Overrides:
     and `apply_overrides` puts the result over the file's settings, so the order is written
     out once: `apply_overrides(file, command_line.over(environment))`.
 
-    A new setting is one more key where a layer is read (commands/cli.py), nothing here.
+    A new setting is one more key where a layer is read (commands/run.py), nothing here.
     A key that names no field of `Config` is a bug, raised by `apply_overrides`.
 
     The system prompt is one setting however it is given: `"system_prompt.text"` holds a
