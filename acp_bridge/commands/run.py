@@ -16,7 +16,7 @@ import click
 
 from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE, collector_paused
 from acp_bridge.config import SYSTEM_PROMPT_MODES, Config, command_problem
-from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, settle
+from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, effective
 from acp_bridge.errors import BridgeError, ConfigError
 from acp_bridge.shell.logs import setup_logging
 
@@ -151,7 +151,7 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
     the pair: text from one layer replaces a file from a lower one and the other way round.
     Only two spellings in the same layer conflict (`--system-prompt` with
     `--system-prompt-file`, `ACP_BRIDGE_SYSTEM_PROMPT` with `ACP_BRIDGE_SYSTEM_PROMPT_FILE`,
-    `text` with `file` in the file, `-v` with `-q`). `settle` runs once, on the merged result.
+    `text` with `file` in the file, `-v` with `-q`). `effective` runs once, on the merged result.
     """
     file = Config()
     if config_file is not None:  # the file's reader and schema only with a file: start-up
@@ -162,7 +162,7 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
     only_on_the_command_line = Overrides({"agent.command": agent_command, "verbosity": verbosity})
     command_line = only_on_the_command_line.over(layer_overrides(ctx, options, COMMAND_LINE))
     environment = layer_overrides(ctx, options, ENVIRONMENT)
-    config = settle(apply_overrides(file, command_line.over(environment)))
+    config = effective(apply_overrides(file, command_line.over(environment)))
     if not config.agent.command:
         raise ConfigError("no agent command: put it after `--` (acp-bridge run -- AGENT) or set [agent] "
                           "command; to see the bridge at work with its bundled agent, run `acp-bridge demo`")
