@@ -24,13 +24,21 @@ LAZY = {
     "acp_bridge.core.statistics",  # Relay.statistics(): asked for by tests and tools, not by a run
     "acp_bridge.telemetry",  # --otlp
     "acp_bridge.replay",  # `replay`
-    "acp_bridge.commands.check",  # `check`
+    "acp_bridge.commands.check",  # each other command's module: that command
+    "acp_bridge.commands.check_config",
+    "acp_bridge.commands.show",
+    "acp_bridge.commands.stats",
+    "acp_bridge.commands.export",
+    "acp_bridge.commands.captures",
+    "acp_bridge.commands.replay",
+    "acp_bridge.commands.demo",
+    "acp_bridge.commands.output_file",
     "acp_bridge.config.file",  # a config file: its reader and schema,
     "acp_bridge.config.schema",
     "tomllib",  # and TOML
 }
 # What a plain run does import: proof that the report was read, so that the LAZY check can fail.
-NEEDED = {"trio", "click", "acp_bridge.commands.cli", "acp_bridge.shell.agent", "acp_bridge.shell.bridge",
+NEEDED = {"trio", "click", "acp_bridge.commands.run", "acp_bridge.shell.agent", "acp_bridge.shell.bridge",
           "acp_bridge.health.watchdog"}
 
 

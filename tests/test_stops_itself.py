@@ -19,8 +19,8 @@ import orjson
 import pytest
 import trio
 
+from tests.commands.test_run_system_prompt import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client
 from tests.conftest import SCRIPTED_AGENT, agent_cmd, line, run_cli
-from tests.test_system_prompt_cli import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client
 
 PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
           "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}}

@@ -1,1 +1,115 @@
-"""TODO"""
+"""The command line: `acp-bridge run | check-config | show | stats | export | check | replay | demo`.
+
+Owns: the command group, the short form `acp-bridge [RUN OPTIONS] -- AGENT`, usage errors
+as one line, and loading each command's module only when that command is asked for: `run`
+is what editors start, often, so it pays for nothing another command needs. Every click
+command lives in this package, one module each. Must never: import a command's module
+before it is asked for.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from acp_bridge import __version__
+
+EXIT_USAGE = 2
+EXIT_BRIDGE = 1
+
+# Each command's name, and the module of this package that defines it under the module's name.
+COMMANDS = {
+    "run": "run",
+    "check-config": "check_config",
+    "show": "show",
+    "stats": "stats",
+    "export": "export",
+    "check": "check",
+    "replay": "replay",
+    "demo": "demo",
+}
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Around imports: they build thousands of objects that live as long as the process, and
+    collecting while they pile up cost `run` about 10 ms of start-up; frozen afterwards, no
+    later collection visits them."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+class BridgeGroup(click.Group):
+    """The command group, each command imported from its module when it is asked for."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """As click's, but a usage error is one line on stderr (spec/interface.md), exit 2, and
+        `acp-bridge [RUN OPTIONS] -- AGENT` is short for `acp-bridge run [RUN OPTIONS] -- AGENT`
+        (bridge-rules.md 0)."""
+        args = list(sys.argv[1:] if args is None else args)
+        if args[:1] == ["--"] or (args and self.is_run_option(args[0])):
+            args.insert(0, "run")
+        try:
+            status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `acp-bridge`: the help
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            sys.exit(0)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "acp-bridge"
+            click.echo(f"acp-bridge: {exc.format_message()} (see '{where} --help')", err=True)
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("acp-bridge: aborted", err=True)
+            sys.exit(EXIT_BRIDGE)
+        sys.exit(status if isinstance(status, int) else 0)
+
+    def is_run_option(self, arg: str) -> bool:
+        """Does `arg` start with an option of `run` (`--capture`, `--capture=x`, `-vv`, `-cFILE`)?
+        The group's own options (`--help`, `--version`) are not among them."""
+        if not arg.startswith("-") or arg == "-":
+            return False
+        names = {name for param in self.load("run").params if isinstance(param, click.Option)
+                 for name in (*param.opts, *param.secondary_opts)}
+        return (arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]) in names
+
+    def load(self, name: str) -> click.Command:
+        """The command `name` (one of COMMANDS), its module imported the first time."""
+        if name not in self.commands:
+            module = COMMANDS[name]
+            with collector_paused():  # `__import__`: `-X importtime` does not see importlib's
+                imported = __import__(f"{__name__}.{module}", fromlist=[module])
+            self.add_command(getattr(imported, module), name)
+        return self.commands[name]
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return self.load(cmd_name) if cmd_name in COMMANDS else None
+
+
+@click.group(cls=BridgeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="acp-bridge")
+def main() -> None:
+    """acp-bridge: a transparent proxy between an ACP client (editor) and an ACP agent.
+
+    It relays both stdio streams byte for byte, and on top of that translates prompt
+    suggestions between the legacy and the new form, injects a configured system prompt,
+    and can capture the traffic to a file. Start with `acp-bridge demo`.
+
+    `acp-bridge [RUN OPTIONS] -- AGENT [ARG...]` is short for `acp-bridge run [RUN OPTIONS]
+    -- AGENT [ARG...]`; see `acp-bridge run --help` for the options.
+    """

@@ -1,7 +1,7 @@
-"""The scripted demo client: a new ACP client talking to the bundled legacy agent through a
+"""`acp-bridge demo`: a scripted new ACP client talking to the bundled legacy agent through a
 real `acp-bridge run` process, narrating what each side sent and received.
 
-Owns: the demo script and its narration. Must never: need anything but this package.
+Owns: the command, the demo script and its narration. Must never: need anything but this package.
 """
 
 from __future__ import annotations
@@ -243,11 +243,23 @@ async def agent_sent(path: Path, match: Callable[[dict[str, Any]], bool], timeou
     return await _wait_for_entry(path, pick, "matching message sent", timeout)
 
 
-def main(keep: str | None = None, color: bool | None = None) -> int:
+@click.command()
+@click.option("--dir", "workdir", type=click.Path(file_okay=False), default=None,
+              help="Keep the capture and the agent's log in this folder (default: a new temporary folder).")
+@click.option("--color/--no-color", default=None, help="Colour the narration (default: when stdout is a terminal).")
+def demo(workdir: str | None, color: bool | None) -> None:
+    """Show the bridge at work, with nothing else installed.
+
+    A scripted client that advertises the new prompt-suggestions capability talks to a
+    bundled legacy agent (legacy suggestion channel only, no systemPrompt capability)
+    through a real `acp-bridge run`. You see the legacy suggestion arrive, the standard
+    update the client receives instead, the withdrawal on the next prompt, the system
+    prompt injected, and where the capture was written.
+    """
     narrator = Narrator(sys.stdout.isatty() if color is None else color)
-    if keep:
-        workdir = Path(keep)
-        workdir.mkdir(parents=True, exist_ok=True)
-        return trio.run(run_demo, workdir, narrator)
-    workdir = Path(tempfile.mkdtemp(prefix="acp-bridge-demo-"))
-    return trio.run(run_demo, workdir, narrator)
+    if workdir:
+        folder = Path(workdir)
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="acp-bridge-demo-"))
+    raise SystemExit(trio.run(run_demo, folder, narrator))

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 import orjson
 
-from acp_bridge.commands.cli import EXIT_BRIDGE, EXIT_USAGE, resolve_config
-from acp_bridge.commands.cli import run as run_command
+from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
+from acp_bridge.commands.run import resolve_config
+from acp_bridge.commands.run import run as run_command
 from acp_bridge.core.lines import MIB
 from acp_bridge.core.printable import printable
 from acp_bridge.errors import ConfigError
@@ -248,5 +249,3 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
 # The run options, as `run` declares them (copies: click keeps state on a parameter).
 replay.params.extend(copy.copy(param) for param in run_command.params
                      if isinstance(param, click.Option) and param.name not in _NOT_TAKEN)
-
-COMMAND = replay

@@ -45,7 +45,7 @@ T = TypeVar("T")
 
 
 def read_config(path: str | os.PathLike[str] | None) -> Config:
-    """One layer: the TOML file as written, validated but not `settle`d. Raises ConfigError."""
+    """One layer: the TOML file as written, validated but not yet made `effective`. Raises ConfigError."""
     if path is None:
         return Config()
     file = Path(path)

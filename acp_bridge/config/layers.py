@@ -1,7 +1,7 @@
 """The layers above the file: what the command line and the `ACP_BRIDGE_*` environment say,
 merged over the file's settings (command line > environment > file > default).
 
-Owns: `Overrides`, `apply_overrides`, `settle` and `load_config`. Must never: start anything.
+Owns: `Overrides`, `apply_overrides`, `effective` and `load_config`. Must never: start anything.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from acp_bridge.errors import ConfigError
 
 def load_config(path: str | os.PathLike[str] | None) -> Config:
     """Read and validate a TOML file (None: the defaults), as it takes effect on its own
-    (`settle`d). Raises ConfigError."""
+    (made `effective`). Raises ConfigError."""
     from acp_bridge.config.file import read_config
 
-    return settle(read_config(path))
+    return effective(read_config(path))
 
 
-def settle(config: Config) -> Config:
+def effective(config: Config) -> Config:
     """The effective settings, once every layer has been merged.
 
     `strict` (`--strict`, `ACP_BRIDGE_STRICT`, `[bridge] strict`) asks for every strictness
@@ -79,7 +79,7 @@ class Overrides:
     and `apply_overrides` puts the result over the file's settings, so the order is written
     out once: `apply_overrides(file, command_line.over(environment))`.
 
-    A new setting is one more key where a layer is read (commands/cli.py), nothing here.
+    A new setting is one more key where a layer is read (commands/run.py), nothing here.
     A key that names no field of `Config` is a bug, raised by `apply_overrides`.
 
     The system prompt is one setting however it is given: `"system_prompt.text"` holds a
@@ -102,7 +102,7 @@ class Overrides:
 def apply_overrides(config: Config, given: Overrides) -> Config:
     """`config` with each setting `given` gives replaced. Raises ConfigError for a system
     prompt that is empty or cannot be read, and ValueError for a key that names no setting
-    (a bug). Not `settle`d: that comes after the last layer."""
+    (a bug). Not made `effective`: that comes after the last layer."""
     for key, value in given.settings.items():
         if isinstance(value, Prompt):
             value = value.read()

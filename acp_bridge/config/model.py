@@ -105,7 +105,7 @@ class Config:
     telemetry: TelemetryConfig = TelemetryConfig()
     health: HealthConfig = HealthConfig()
     # Every strictness at once: a rule that raises is fatal (tests, conformance runs), and
-    # `settle` makes it imply `system_prompt.strict` (no silent downgrade either).
+    # `effective` makes it imply `system_prompt.strict` (no silent downgrade either).
     strict: bool = False
     log_file: str | None = None
     verbosity: int = 0  # -1 quiet, 0 warnings, 1 rewrites, 2 frames

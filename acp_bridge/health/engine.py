@@ -53,7 +53,7 @@ class Engine(SessionRules):
 
     Args:
         config: thresholds (`[health]`).
-        notify: how many occurrences of one code and session are told to listeners (the
+        notify: how many occurrences of one code and session are passed to listeners (the
             rest are only counted): 1 live, more post hoc (for the seqs in the report).
         max_tracked, max_sessions, max_counted: memory caps (see the module docstring).
     """
@@ -64,7 +64,7 @@ class Engine(SessionRules):
         self.config = config or HealthConfig()
         self.session = session if session is not None else Session()  # requests in flight
         self.notify = notify
-        self.listeners: list[Listener] = []  # called with each finding told (OpenTelemetry can add one)
+        self.listeners: list[Listener] = []  # called with each finding reported (OpenTelemetry can add one)
         self.counts: dict[tuple[str, Any], int] = {}
         self.max_tracked, self.max_sessions, self.max_counted = max_tracked, max_sessions, max_counted
         self.last_out = -INF  # when the agent last wrote anything (the prompt's clock)
@@ -93,7 +93,7 @@ class Engine(SessionRules):
 
     # -- findings ---------------------------------------------------------------------------
 
-    def found(self, code: str, session: Any, at: float, seq: int | None, text: str, *args: Any,
+    def flag(self, code: str, session: Any, at: float, seq: int | None, text: str, *args: Any,
               direction: Direction | None = None, method: str | None = None, id_: Any = None) -> None:
         """Count one occurrence; tell the listeners about the first `notify` of its code and
         session. With `args`, `text` is a `str.format` template for them (shown briefly),
@@ -143,15 +143,15 @@ class Engine(SessionRules):
         """A response that answers no request in flight: a second answer, or one for an id
         nobody asked."""
         if self.recent and (direction.reverse, id_key(id_)) in self.answered_keys():
-            self.found("response-duplicate", None, at, seq, "a second response for id {}", id_,
+            self.flag("response-duplicate", None, at, seq, "a second response for id {}", id_,
                        direction=direction, id_=id_)
             return
         counts = self.counts
         n = counts.get(_UNKNOWN_ID)
-        if n is not None and n >= self.notify:  # told already: only counted (a peer may send thousands)
+        if n is not None and n >= self.notify:  # reported already: only counted (a peer may send thousands)
             counts[_UNKNOWN_ID] = n + 1
             return
-        self.found("response-unknown-id", None, at, seq, "response for id {}, which no request in flight has",
+        self.flag("response-unknown-id", None, at, seq, "response for id {}, which no request in flight has",
                    id_, direction=direction, id_=id_)
 
     def answered_keys(self) -> set[tuple[Direction, Any]]:
@@ -161,21 +161,21 @@ class Engine(SessionRules):
             keys = self.recent_keys = {(r.origin, id_key(r.id)) for r in self.recent}
         return keys
 
-    def unknown_told(self) -> bool:
-        """Has a response for an unknown id been told already (later ones are only counted)?"""
+    def unknown_reported(self) -> bool:
+        """Has a response for an unknown id been reported already (later ones are only counted)?"""
         return self.counts.get(_UNKNOWN_ID, 0) >= self.notify
 
     def quiet_unknown(self) -> bool:
-        """Would `unpaired` only count now (unknown ids told already, no answer to tell a
+        """Would `unpaired` only count now (unknown ids reported already, no answer to tell a
         duplicate by)? Then a caller may count a read's unpaired responses at once."""
-        return not self.recent and self.unknown_told()
+        return not self.recent and self.unknown_reported()
 
     def count_unknown(self, n: int) -> None:
         """`n` responses for ids nobody asked, already known to be only counted."""
         self.counts[_UNKNOWN_ID] = self.counts.get(_UNKNOWN_ID, 0) + n
 
     def result_and_error(self, direction: Direction, id_: Any, at: float, seq: int | None = None) -> None:
-        self.found("response-result-and-error", None, at, seq, "response {} has both result and error", id_,
+        self.flag("response-result-and-error", None, at, seq, "response {} has both result and error", id_,
                    direction=direction, id_=id_)
 
     def reused(self, at: float) -> None:
@@ -184,7 +184,7 @@ class Engine(SessionRules):
         for pending in self.session.reused():
             if id(pending) not in self._reused and len(self._reused) < self.max_tracked:
                 self._reused[id(pending)] = pending
-                self.found("request-id-reused", pending.session_id, at, self.seqs.get(id(pending)),
+                self.flag("request-id-reused", pending.session_id, at, self.seqs.get(id(pending)),
                            "request {} reuses id {}, still in flight", pending.method, pending.id,
                            direction=pending.origin, method=pending.method, id_=pending.id)
 
@@ -249,7 +249,7 @@ class Engine(SessionRules):
         else:
             code, text = "client-request-unanswered", "{} {} from the agent unanswered by the client for {}s"
             args = (method, id_, waited)
-        self.found(code, pending.session_id, now, self.seqs.get(id(pending)), text, *args, direction=origin,
+        self.flag(code, pending.session_id, now, self.seqs.get(id(pending)), text, *args, direction=origin,
                    method=method, id_=id_)
 
     # -- requests that teach something --------------------------------------------------------
@@ -260,7 +260,7 @@ class Engine(SessionRules):
             caps = self.session.client_caps  # the session has taken the params already
             air = isinstance(p.get_path(caps, p.META, "jetbrains", "air"), dict)
             if air and not isinstance(p.get_path(caps, "session", p.PROMPT_SUGGESTIONS), dict):
-                self.found("air-only-client", None, at, seq,
+                self.flag("air-only-client", None, at, seq,
                            "the client is JetBrains AIR only (legacy suggestion form, no session.promptSuggestions)",
                            direction=direction, method=method)
         elif method in SESSION_REOPENERS and direction is TO_AGENT:
@@ -268,7 +268,7 @@ class Engine(SessionRules):
         elif method in SESSION_OPENERS and direction is TO_AGENT:
             self._opening += 1
         if method in V1_ONLY_METHODS and self.v2:
-            self.found("v1-shape-on-v2", session, at, seq, "method {}, removed in v2", method,
+            self.flag("v1-shape-on-v2", session, at, seq, "method {}, removed in v2", method,
                        direction=direction, method=method)
 
     def _special_response(self, request: Pending, msg: Json, at: float, seq: int | None) -> None:
@@ -279,7 +279,7 @@ class Engine(SessionRules):
                 old = [k for k in ("agentCapabilities", "agentInfo") if k in result]
                 old += [k for k in ("clientCapabilities", "clientInfo") if k in (self.session.client_init or {})]
                 if old:
-                    self.found("v1-shape-on-v2", None, at, seq, f"v1 initialize keys on v2: {', '.join(old)}",
+                    self.flag("v1-shape-on-v2", None, at, seq, f"v1 initialize keys on v2: {', '.join(old)}",
                                direction=request.origin, method=method)
         elif method in SESSION_OPENERS:
             self._opening = max(0, self._opening - 1)
@@ -303,7 +303,7 @@ class Engine(SessionRules):
         dialect = system_prompt_dialect(method, out)
         if dialect in ("meta", "first-prompt"):
             request = request or {}
-            self.found("system-prompt-fallback", p.get_path(request, "params", "sessionId"), at, seq,
+            self.flag("system-prompt-fallback", p.get_path(request, "params", "sessionId"), at, seq,
                        f"the system prompt went through {dialect}: the agent lacks the systemPrompt capability",
                        direction=TO_AGENT, method=method, id_=request.get("id"))
 

@@ -152,7 +152,7 @@ def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = No
         _feed(engine, report.migration, record, now)
     engine.finish(now)
     for finding in extra:  # e.g. schema validation
-        engine.found(finding.code, finding.session, finding.at, finding.seq, finding.text,
+        engine.flag(finding.code, finding.session, finding.at, finding.seq, finding.text,
                      method=finding.method, id_=finding.id)
     report.counts = engine.summary()
     session = engine.session

@@ -50,9 +50,9 @@ class SessionRules:
         version = self.session.agent_version
         return version is not None and version >= 2
 
-    def found(self, code: str, session: Any, at: float, seq: int | None, text: str, *args: Any,
+    def flag(self, code: str, session: Any, at: float, seq: int | None, text: str, *args: Any,
               direction: Direction | None = None, method: str | None = None, id_: Any = None) -> None:
-        raise NotImplementedError  # Engine.found
+        raise NotImplementedError  # Engine.flag
 
     @property
     def cancels_waiting(self) -> bool:
@@ -72,7 +72,7 @@ class SessionRules:
             if due > now:
                 return due
             del self._cancels[key]
-            self.found("cancel-ignored", session, now, seq,
+            self.flag("cancel-ignored", session, now, seq,
                        "session/cancel for {} was not followed by stopReason cancelled within {}s", session,
                        f"{self.config.cancel_seconds:g}", direction=TO_AGENT, method=p.SESSION_CANCEL)
         return INF
@@ -95,7 +95,7 @@ class SessionRules:
         update = params.get("update") if isinstance(params, dict) else None
         if session is None or not isinstance(update, dict):
             missing = "params" if not isinstance(params, dict) else "sessionId" if session is None else "update"
-            self.found("update-malformed", session, at, seq, "session/update without {} (an object)", missing,
+            self.flag("update-malformed", session, at, seq, "session/update without {} (an object)", missing,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
             return
         skey = _session_key(session)
@@ -110,11 +110,11 @@ class SessionRules:
                         held[1].append((at, seq))
                     held[2][0] += 1
             else:
-                self.found("update-unknown-session", session, at, seq,
+                self.flag("update-unknown-session", session, at, seq,
                            "session/update for {}, which was never created, loaded or resumed", session,
                            direction=TO_CLIENT, method=p.SESSION_UPDATE)
         elif state is False:
-            self.found("update-closed-session", session, at, seq,
+            self.flag("update-closed-session", session, at, seq,
                        "session/update for {} after its session/close", session,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
         kind = update.get("sessionUpdate")
@@ -122,13 +122,13 @@ class SessionRules:
             return
         if kind == p.SESSION_INFO_UPDATE:
             if p.get_path(update, p.META, p.PROMPT_SUGGESTIONS) is not None:
-                self.found("legacy-suggestions", session, at, seq,
+                self.flag("legacy-suggestions", session, at, seq,
                            "the agent sent a legacy suggestion (_meta.promptSuggestions)",
                            direction=TO_CLIENT, method=p.SESSION_UPDATE)
         elif kind == p.PROMPT_SUGGESTIONS_UPDATE:
             if not isinstance(p.get_path(self.session.client_caps, "session",
                                          p.PROMPT_SUGGESTIONS), dict):
-                self.found("suggestions-unadvertised", session, at, seq,
+                self.flag("suggestions-unadvertised", session, at, seq,
                            "the agent sent prompt_suggestions_update; the client never advertised "
                            "session.promptSuggestions", direction=TO_CLIENT, method=p.SESSION_UPDATE)
         elif kind == "state_update":
@@ -143,7 +143,7 @@ class SessionRules:
                     if update.get("stopReason") != "cancelled":
                         self._ignored(session, at, seq, update.get("stopReason"))
         elif kind in V1_ONLY_UPDATES and self.v2:
-            self.found("v1-shape-on-v2", session, at, seq, "update kind {}, removed in v2", kind,
+            self.flag("v1-shape-on-v2", session, at, seq, "update kind {}, removed in v2", kind,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
 
     def _cancel(self, msg: Json, at: float, seq: int | None, later: frozenset[int] = frozenset()) -> None:
@@ -158,7 +158,7 @@ class SessionRules:
             self.soonest = min(self.soonest, at + self.config.cancel_seconds)
 
     def _ignored(self, session: Any, at: float, seq: int | None, reason: Any) -> None:
-        self.found("cancel-ignored", session, at, seq,
+        self.flag("cancel-ignored", session, at, seq,
                    "the turn cancelled with session/cancel ended with stopReason {}, not cancelled", reason,
                    direction=TO_AGENT, method=p.SESSION_CANCEL)
 
@@ -185,7 +185,7 @@ class SessionRules:
             if skey in self._sessions:
                 continue
             for at, seq in kept:
-                self.found("update-unknown-session", session, at, seq,
+                self.flag("update-unknown-session", session, at, seq,
                            "session/update for {}, which was never created, loaded or resumed", session,
                            direction=TO_CLIENT, method=p.SESSION_UPDATE)
             if count > len(kept):

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_bridge.health")
 
 INF = math.inf
-TOLD_PER_CODE = 10  # findings of one code logged and told to the observers; the rest are counted
+REPORTED_PER_CODE = 10  # findings of one code logged and passed to the observers; the rest are counted
 _LOG_LEVEL = {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING, Level.ERROR: logging.ERROR}
 
 
@@ -61,7 +61,7 @@ class Watchdog:
     Args:
         config: the `[health]` thresholds.
         session: the relay's, whose requests in flight and `initialize` facts it reads.
-        tell: called with each finding told (and the totals at the end), with the wall
+        tell: called with each finding reported (and the totals at the end), with the wall
             time it came at: the observers' `finding` hook. It may raise CaptureError
             (a required capture that cannot be written), which ends the session.
         last_seq: the `seq` of the last message record the capture wrote, None without
@@ -71,7 +71,7 @@ class Watchdog:
     def __init__(self, config: Config, session: Session, *, tell: Callable[[float, Finding], None] | None = None,
                  last_seq: Callable[[], int | None] | None = None) -> None:
         self.engine = Engine(config.health, session, notify=1)
-        self.engine.listeners.append(self._told)
+        self.engine.listeners.append(self._report)
         self.tell = tell
         self.last_seq = last_seq
         self.off = False
@@ -81,8 +81,8 @@ class Watchdog:
         # by the time the watchdog sees it, so it is read after each read.
         self._base: int | None = last_seq() if last_seq is not None else None
         self._cursor = (0, 0)  # (forwards counted, seq after them) within the current read
-        self._told_codes: dict[str, int] = {}  # findings logged and recorded, per code
-        self._told_keys: set[tuple[str, object]] = set()  # (code, session key) of those
+        self._reported_by_code: dict[str, int] = {}  # findings logged and recorded, per code
+        self._reported_keys: set[tuple[str, object]] = set()  # (code, session key) of those
 
     def __repr__(self) -> str:
         return f"<Watchdog {self.engine!r} wake={self._wake} off={self.off}>"
@@ -119,8 +119,8 @@ class Watchdog:
         seq: int | None = None
         base = self._base
         saw_request = False
-        told = engine.unknown_told()
-        unknown = 0  # responses for ids nobody asked, counted at once once `told`
+        reported = engine.unknown_reported()
+        unknown = 0  # responses for ids nobody asked, counted at once once `reported`
         plain_answers = not engine.cancels_waiting  # then only SPECIAL methods' answers teach anything
         recent = engine.recent
         for index, fwd in enumerate(forwards):
@@ -152,7 +152,7 @@ class Watchdog:
                         engine.recent_keys = None
                     else:
                         engine.answered(pending, msg, mono, seq)
-                elif told and not (recent and (fwd.direction.reverse, id_key(msg.get("id"))) in
+                elif reported and not (recent and (fwd.direction.reverse, id_key(msg.get("id"))) in
                                    engine.answered_keys()):
                     unknown += 1  # neither a duplicate nor the first unknown id: only counted
                 else:
@@ -227,15 +227,15 @@ class Watchdog:
     def finding(self, wall: float, finding: Finding) -> None:
         """The observers' hook for findings: they come from here, so there is nothing to note."""
 
-    def _told(self, finding: Finding) -> None:
-        """Log a finding and tell the observers: the first TOLD_PER_CODE of each code (across
+    def _report(self, finding: Finding) -> None:
+        """Log a finding and tell the observers: the first REPORTED_PER_CODE of each code (across
         sessions; a peer naming a new session in every line must not flood stderr, the
         capture or the spans from the forwarding path); the rest are counted (totals at close)."""
-        told = self._told_codes.get(finding.code, 0) + 1
-        self._told_codes[finding.code] = told
-        if told > TOLD_PER_CODE:
+        reported = self._reported_by_code.get(finding.code, 0) + 1
+        self._reported_by_code[finding.code] = reported
+        if reported > REPORTED_PER_CODE:
             return
-        self._told_keys.add((finding.code, _session_key(finding.session)))
+        self._reported_keys.add((finding.code, _session_key(finding.session)))
         session = finding.session
         if session is not None and not isinstance(session, (str, int)):
             session = brief(session)  # a peer's object: bounded in depth and length
@@ -292,7 +292,7 @@ class Watchdog:
         if self.tell is None:
             return
         for (code, session), count in self.engine.counts.items():
-            if count > 1 and (code, session) in self._told_keys:
+            if count > 1 and (code, session) in self._reported_keys:
                 self.tell(wall, Finding(code, CODES[code].level, _session_text(session),
                                         f"{count} occurrences in all", mono, count=count, total=True))
 

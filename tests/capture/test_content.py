@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from acp_bridge.capture.reader import record_bytes
 from acp_bridge.capture.records import HEAD_BYTES
 from acp_bridge.capture.redaction import REDACTED
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 from tests.capture.samples import page_rows
 from tests.conftest import agent_cmd, run_cli
 

@@ -27,7 +27,7 @@ def test_importing_the_package_loads_none_of_its_modules() -> None:
 @pytest.mark.detail
 def test_a_run_without_capture_loads_no_capture_module() -> None:
     """`run` is started often: the shell it loads leaves the capture to a --capture run."""
-    code = ("import sys, acp_bridge.commands.cli, acp_bridge.shell.agent\n"
+    code = ("import sys, acp_bridge.commands.run, acp_bridge.shell.agent\n"
             "print(sorted(m for m in sys.modules if m.startswith('acp_bridge.capture')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

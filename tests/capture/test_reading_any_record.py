@@ -16,7 +16,7 @@ from acp_bridge.capture.files import local_clock
 from acp_bridge.capture.html import render
 from acp_bridge.capture.reader import detail_lines, load_record, summarize
 from acp_bridge.capture.stats import CaptureStats
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 
 _SCALARS = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)
             | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 FILES = sorted(CONFIGS.glob("*.toml"))

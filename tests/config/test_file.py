@@ -20,7 +20,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 from tests.config.conftest import one_line, refused
 from tests.conftest import agent_cmd, keeper, run_cli
 
@@ -181,11 +181,11 @@ def test_a_file_without_end_is_refused_not_read_into_memory(tmp_path: Path, how:
 
 
 def test_a_prompt_file_with_windows_line_ends_reads_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge.commands import cli
+    from acp_bridge.commands import run
 
     seen: list[Any] = []
-    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
-    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    monkeypatch.setattr(run, "run_and_report", keeper(seen))
+    monkeypatch.setattr(run, "setup_logging", lambda config: None)
     prompt = tmp_path / "p.md"
     prompt.write_bytes(b"One.\r\nTwo.\r\n\r\n")
     CliRunner().invoke(main, ["run", "--system-prompt-file", str(prompt), "--", "agent"])

@@ -5,7 +5,7 @@ config file > defaults, and what `strict` means across them; the options' own ch
 A higher layer's choice replaces a lower one's even when the two are different spellings of one
 choice (system prompt text or file); only two spellings in the same layer conflict. `run` is
 stubbed here (these tests are about the Config it gets); the end-to-end runs are in
-test_system_prompt_cli.py.
+tests/commands/test_run_system_prompt.py.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.commands import cli
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main, run
 from acp_bridge.config import Config
 from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides
 from acp_bridge.errors import ConfigError
@@ -36,8 +35,8 @@ TOML_FILE = '[system_prompt]\nfile = "toml.md"\n'
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Config]:
     configs: list[Config] = []
-    monkeypatch.setattr(cli, "run_and_report", keeper(configs))
-    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    monkeypatch.setattr(run, "run_and_report", keeper(configs))
+    monkeypatch.setattr(run, "setup_logging", lambda config: None)
     monkeypatch.chdir(tmp_path)
     for name in ("toml", "env", "cli"):
         (tmp_path / f"{name}.md").write_text(f"from {name} file\n")
@@ -111,7 +110,7 @@ def test_errors_name_the_layer_the_value_came_from(seen: list[Config], tmp_path:
 
 def test_precedence_command_line_then_env_then_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
-    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
+    monkeypatch.setattr(run, "run_and_report", keeper(seen))
     config = tmp_path / "c.toml"
     config.write_text('[system_prompt]\ntext = "from file"\nmode = "override"\n[capture]\npath = "file.jsonl"\n')
     runner = CliRunner()
@@ -127,8 +126,8 @@ def test_precedence_command_line_then_env_then_file(tmp_path: Path, monkeypatch:
 
 def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
-    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
-    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    monkeypatch.setattr(run, "run_and_report", keeper(seen))
+    monkeypatch.setattr(run, "setup_logging", lambda config: None)
     config = tmp_path / "c.toml"
     config.write_text('[bridge]\nstrict = true\nlog_file = "bridge.log"\nverbosity = 2\n')
     CliRunner().invoke(main, ["run", "-c", str(config), "--", "agent"])
@@ -287,7 +286,7 @@ NOT_IN_EVERY_OPTION = {"config_file", "system_prompt_file", "quiet"}
 
 def test_every_option_and_variable_is_tried_below() -> None:
     """So a new option of `run` cannot escape the test after this one."""
-    options = [p for p in cli.run.params if isinstance(p, click.Option)]
+    options = [p for p in run.run.params if isinstance(p, click.Option)]
     assert {p.name for p in options if set(p.opts) & set(EVERY_OPTION)} == {
         p.name for p in options} - NOT_IN_EVERY_OPTION
     assert set(EVERY_VARIABLE) == {p.envvar for p in options if p.envvar} - {
@@ -309,9 +308,9 @@ def test_the_overrides_table_names_every_setting_the_command_line_gives(
         given.append(overrides)
         return apply_overrides(config, overrides)
 
-    monkeypatch.setattr(cli, "apply_overrides", keep)
-    monkeypatch.setattr(cli, "run_and_report", keeper([]))
-    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    monkeypatch.setattr(run, "apply_overrides", keep)
+    monkeypatch.setattr(run, "run_and_report", keeper([]))
+    monkeypatch.setattr(run, "setup_logging", lambda config: None)
     monkeypatch.chdir(tmp_path)
     CliRunner().invoke(main, ["run", *args, "--", "agent"], env=env)
     assert [set(overrides.settings) for overrides in given] == [expected]

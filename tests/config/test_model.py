@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 from click.testing import CliRunner
 
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 
 
 def test_digest_survives_a_command_line_that_is_not_utf8() -> None:

@@ -16,7 +16,7 @@ import pytest
 import trio
 from click.testing import CliRunner
 
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 from tests.conftest import ROOT, SCRIPTED_AGENT, open_bridge, run_cli
 from tests.health import scenarios as sc
 

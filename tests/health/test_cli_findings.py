@@ -187,7 +187,7 @@ async def test_the_demo_has_no_warning_and_needs_the_bridge(tmp_path: Path) -> N
 def test_show_follow_findings_prints_the_watchdogs_records_in_place(broken_v1: tuple[Path, Path]) -> None:
     from click.testing import CliRunner
 
-    from acp_bridge.commands.cli import main
+    from acp_bridge.commands import main
 
     capture, _ = broken_v1
     result = CliRunner().invoke(main, ["show", str(capture), "--follow", "--findings"])

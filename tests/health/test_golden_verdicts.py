@@ -9,7 +9,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 from tests.conftest import ROOT
 
 GOLDEN = ROOT / "tests" / "golden"

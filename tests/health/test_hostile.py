@@ -14,7 +14,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 from acp_bridge.health import watchdog
 from tests.conftest import agent_cmd
 
@@ -71,7 +71,7 @@ def test_a_flood_of_new_sessions_logs_and_records_ten_findings_then_counts(tmp_p
     warned = [line for line in done.stderr.decode().splitlines() if "update-unknown-session:" in line]
     records = [orjson.loads(line) for line in capture.read_bytes().splitlines()]
     findings = [r for r in records if r["type"] == "finding" and r["code"] == "update-unknown-session"]
-    assert len(warned) <= watchdog.TOLD_PER_CODE and len(findings) <= watchdog.TOLD_PER_CODE
+    assert len(warned) <= watchdog.REPORTED_PER_CODE and len(findings) <= watchdog.REPORTED_PER_CODE
     assert len(warned) >= 1
     assert "health: update-unknown-session came" in done.stderr.decode()
 
@@ -115,6 +115,6 @@ def test_a_session_that_is_a_big_object_is_logged_bounded(caplog: pytest.LogCapt
     dog = watchdog.Watchdog(Config(), Session())
     huge = {f"key{i}": "v" * 10_000 for i in range(100)}
     with caplog.at_level(logging.INFO, logger="acp_bridge.health"):
-        dog._told(Finding("update-unknown-session", Level.WARNING, huge, "an update", 0.0))
+        dog._report(Finding("update-unknown-session", Level.WARNING, huge, "an update", 0.0))
     [line] = [r.getMessage() for r in caplog.records]
     assert line.startswith("health: update-unknown-session: an update (session {") and len(line) < 400

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 from tests.conftest import TESTS
 
 acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test dependency")

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.capture.reader import load_record
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 from acp_bridge.core.rewrites import suggestion_shapes, system_prompt, system_prompt_shapes
 from tests.golden.record import CAPTURE_CONFIG, CASES
 from tests.replay.drive import GOLDEN, GOLDENS, comparable, records

@@ -253,7 +253,7 @@ def invoke(args: list[str]) -> tuple[int, str, str]:
     """The CLI in this process (click's runner): exit status, stdout, stderr."""
     from click.testing import CliRunner
 
-    from acp_bridge.commands.cli import main
+    from acp_bridge.commands import main
 
     result = CliRunner().invoke(main, args)
     return result.exit_code, result.stdout, result.stderr

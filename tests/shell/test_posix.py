@@ -34,7 +34,7 @@ HOME = "acp_bridge.shell.posix"
 ELSEWHERE = {
     "acp_bridge.core.scan": {"import ctypes"},  # glibc's memmem, with a pure fallback elsewhere
     "acp_bridge.replay.report": {"import select"},  # waits for room on a non-blocking stderr
-    "acp_bridge.commands.captures": {"import signal"},  # SIGTERM during `export --html`: portable
+    "acp_bridge.commands.export": {"import signal"},  # SIGTERM during `export --html`: portable
     "acp_bridge.commands.replay": {"os.O_CLOEXEC", "os.O_NONBLOCK", "os.set_blocking"},  # opening a capture
 }
 

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.commands import cli
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main, run
 from acp_bridge.config import Config, TelemetryConfig
 from tests.conftest import keeper
 
@@ -18,8 +17,8 @@ from tests.conftest import keeper
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> list[Config]:
     configs: list[Config] = []
-    monkeypatch.setattr(cli, "run_and_report", keeper(configs))
-    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
+    monkeypatch.setattr(run, "run_and_report", keeper(configs))
+    monkeypatch.setattr(run, "setup_logging", lambda config: None)
     return configs
 
 

@@ -22,7 +22,7 @@ class Blocker:
         return None
 sys.meta_path.insert(0, Blocker())
 sys.argv[0] = "acp-bridge"
-from acp_bridge.commands.cli import main
+from acp_bridge.commands import main
 main()
 """
 HINT = ("acp-bridge: telemetry needs the OpenTelemetry SDK, which is not installed "

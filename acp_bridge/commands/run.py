@@ -1,107 +1,27 @@
-"""The command line: `acp-bridge run | show | stats | export | demo | check-config`.
+"""`acp-bridge run -- AGENT`: the agent behind the bridge, this process's stdio relayed to it.
 
-Owns: option parsing, the precedence command line > ACP_BRIDGE_* environment > config file >
-defaults, logging setup, and mapping outcomes to exit statuses. Must never: print anything
-but protocol bytes to stdout while `run` is relaying (messages go to stderr or --log-file).
+Owns: the run options, the precedence command line > ACP_BRIDGE_* environment > config file >
+defaults (`resolve_config`, which `replay --rules` uses too), logging setup, and mapping
+outcomes to exit statuses. Must never: print anything but protocol bytes to stdout while
+relaying (messages go to stderr or --log-file), or import trio before the options are settled.
 """
 
 from __future__ import annotations
 
-import gc
-import importlib
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from acp_bridge import __version__
+from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE, collector_paused
 from acp_bridge.config import Config, command_problem
-from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, load_config, settle
+from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, effective
 from acp_bridge.core.rewrites.settings import SYSTEM_PROMPT_MODES
 from acp_bridge.errors import BridgeError, ConfigError
 from acp_bridge.shell.logs import setup_logging
 
-EXIT_USAGE = 2
-EXIT_BRIDGE = 1
-
 log = logging.getLogger("acp_bridge")
-
-
-class BridgeGroup(click.Group):
-    """The command group, with the capture readers loaded only when asked for.
-
-    `run` is what editors start, often, so it should not pay for importing what `show`,
-    `stats` and `export` need.
-    """
-
-    LAZY = ("show", "stats", "export", "check")
-    LAZY_COMMANDS = (("replay", "acp_bridge.commands.replay"),)  # (name, module with COMMAND), loaded when asked for
-
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
-        """As click's, but a usage error is one line on stderr (spec/interface.md), exit 2, and
-        `acp-bridge [RUN OPTIONS] -- AGENT` is short for `acp-bridge run [RUN OPTIONS] -- AGENT`
-        (bridge-rules.md 0)."""
-        args = list(sys.argv[1:] if args is None else args)
-        if args[:1] == ["--"] or (args and self.is_run_option(args[0])):
-            args.insert(0, "run")
-        try:
-            status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.exceptions.NoArgsIsHelpError as exc:  # bare `acp-bridge`: the help
-            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
-            sys.exit(0)
-        except click.UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx is not None else "acp-bridge"
-            click.echo(f"acp-bridge: {exc.format_message()} (see '{where} --help')", err=True)
-            sys.exit(EXIT_USAGE)
-        except click.ClickException as exc:
-            exc.show()
-            sys.exit(exc.exit_code)
-        except click.Abort:
-            click.echo("acp-bridge: aborted", err=True)
-            sys.exit(EXIT_BRIDGE)
-        sys.exit(status if isinstance(status, int) else 0)
-
-    def is_run_option(self, arg: str) -> bool:
-        """Does `arg` start with an option of `run` (`--capture`, `--capture=x`, `-vv`, `-cFILE`)?
-        The group's own options (`--help`, `--version`) are not among them."""
-        command = self.commands.get("run")
-        if command is None or not arg.startswith("-") or arg == "-":
-            return False
-        names = {name for param in command.params if isinstance(param, click.Option)
-                 for name in (*param.opts, *param.secondary_opts)}
-        return (arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]) in names
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self.LAZY, *dict(self.LAZY_COMMANDS)})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self.LAZY and cmd_name not in self.commands:
-            from acp_bridge.commands.captures import COMMANDS
-            from acp_bridge.commands.check import check
-
-            for command in (*COMMANDS, check):
-                self.add_command(command)
-        module = dict(self.LAZY_COMMANDS).get(cmd_name)
-        if module is not None and cmd_name not in self.commands:
-            self.add_command(importlib.import_module(module).COMMAND)
-        return super().get_command(ctx, cmd_name)
-
-
-@click.group(cls=BridgeGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="acp-bridge")
-def main() -> None:
-    """acp-bridge: a transparent proxy between an ACP client (editor) and an ACP agent.
-
-    It relays both stdio streams byte for byte, and on top of that translates prompt
-    suggestions between the legacy and the new form, injects a configured system prompt,
-    and can capture the traffic to a file. Start with `acp-bridge demo`.
-
-    `acp-bridge [RUN OPTIONS] -- AGENT [ARG...]` is short for `acp-bridge run [RUN OPTIONS]
-    -- AGENT [ARG...]`; see `acp-bridge run --help` for the options.
-    """
 
 
 class RunOption(click.Option):
@@ -129,7 +49,7 @@ what a file sets.
 """
 
 
-@main.command(context_settings={"ignore_unknown_options": False}, epilog=RUN_EPILOG)
+@click.command(context_settings={"ignore_unknown_options": False}, epilog=RUN_EPILOG)
 @click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_CONFIG",
               cls=RunOption, help="TOML config file (see configs/ for ready-made ones).")
 @click.option("--capture", metavar="PATH", envvar="ACP_BRIDGE_CAPTURE", cls=RunOption,
@@ -232,7 +152,7 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
     the pair: text from one layer replaces a file from a lower one and the other way round.
     Only two spellings in the same layer conflict (`--system-prompt` with
     `--system-prompt-file`, `ACP_BRIDGE_SYSTEM_PROMPT` with `ACP_BRIDGE_SYSTEM_PROMPT_FILE`,
-    `text` with `file` in the file, `-v` with `-q`). `settle` runs once, on the merged result.
+    `text` with `file` in the file, `-v` with `-q`). `effective` runs once, on the merged result.
     """
     file = Config()
     if config_file is not None:  # the file's reader and schema only with a file: start-up
@@ -243,7 +163,7 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
     only_on_the_command_line = Overrides({"agent.command": agent_command, "verbosity": verbosity})
     command_line = only_on_the_command_line.over(layer_overrides(ctx, options, COMMAND_LINE))
     environment = layer_overrides(ctx, options, ENVIRONMENT)
-    config = settle(apply_overrides(file, command_line.over(environment)))
+    config = effective(apply_overrides(file, command_line.over(environment)))
     if not config.agent.command:
         raise ConfigError("no agent command: put it after `--` (acp-bridge run -- AGENT) or set [agent] "
                           "command; to see the bridge at work with its bundled agent, run `acp-bridge demo`")
@@ -324,17 +244,11 @@ def _reason(exc: BaseException) -> str:
 
 def run_and_report(config: Config) -> int:
     """Run the bridge; map what happened to an exit status."""
-    # trio and the bridge are imported only here: the other commands do not need them. The
-    # imports build thousands of objects that live as long as the process; collecting while
-    # they pile up cost about 10 ms of start-up, and frozen, no later collection visits them.
-    gc.disable()
-    try:
+    # trio and the bridge only here: `replay --rules` imports this module and runs without them.
+    with collector_paused():
         import trio
 
         from acp_bridge.shell.run import run_bridge
-    finally:
-        gc.freeze()
-        gc.enable()
 
     status = EXIT_BRIDGE
     try:
@@ -363,44 +277,3 @@ def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
     for exc in group.exceptions:
         out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
     return out
-
-
-@main.command("check-config")
-@click.argument("file", type=click.Path(dir_okay=False))
-def check_config(file: str) -> None:
-    """Validate a config FILE and print the effective settings as JSON.
-
-    Exits 0 for a valid file and 2 for an invalid one (the error names the key). The values
-    are the effective ones ([bridge] strict shows as system_prompt.strict too); secrets are
-    masked: agent.env values print as "<redacted>" and the system prompt text as its length.
-    """
-    try:
-        config = load_config(file)
-    except ConfigError as exc:
-        click.echo(f"acp-bridge: {exc}", err=True)
-        raise SystemExit(EXIT_USAGE) from None
-    import json
-
-    click.echo(json.dumps(config.printable(), indent=2))
-
-
-@main.command()
-@click.option("--dir", "workdir", type=click.Path(file_okay=False), default=None,
-              help="Keep the capture and the agent's log in this folder (default: a new temporary folder).")
-@click.option("--color/--no-color", default=None, help="Colour the narration (default: when stdout is a terminal).")
-def demo(workdir: str | None, color: bool | None) -> None:
-    """Show the bridge at work, with nothing else installed.
-
-    A scripted client that advertises the new prompt-suggestions capability talks to a
-    bundled legacy agent (legacy suggestion channel only, no systemPrompt capability)
-    through a real `acp-bridge run`. You see the legacy suggestion arrive, the standard
-    update the client receives instead, the withdrawal on the next prompt, the system
-    prompt injected, and where the capture was written.
-    """
-    from acp_bridge.commands.demo import main as run_demo
-
-    raise SystemExit(run_demo(workdir, color))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

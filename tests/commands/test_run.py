@@ -1,7 +1,13 @@
-"""`acp-bridge run` end to end: a real bridge process in front of a real agent process."""
+"""`acp-bridge run`: its options and their help, and end to end, a real bridge process in front
+of a real agent process.
+
+`run --help` names every ACP_BRIDGE_* variable the code reads and, for each option, its config
+key, and those keys are keys of the file.
+"""
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 from pathlib import Path
@@ -12,8 +18,10 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from acp_bridge.commands.cli import main
-from tests.conftest import agent_cmd, example, keeper, line, run_cli, signal_running_bridge
+import acp_bridge
+from acp_bridge.commands import main, run
+from acp_bridge.config.schema import schema
+from tests.conftest import agent_cmd, example, line, run_cli, signal_running_bridge
 
 MIXED = b"".join([
     b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n',
@@ -40,7 +48,7 @@ async def test_mixed_stream_comes_back_byte_exact_through_an_echo_agent(options:
     """Every line, valid or not, is relayed as it came: the agent echoes, the client gets it.
 
     (With the defaults, the legacy suggestion would be withheld from this client, which did
-    not advertise suggestions: that is a rule applying, tested in test_suggestions_cli.py.)
+    not advertise suggestions: that is a rule applying, tested in test_run_suggestions.py.)
     The batch's request was never answered (the echo agent sends it back as a request), so
     when the agent exits the bridge answers it, on a line of its own after the torn last one.
     """
@@ -145,48 +153,12 @@ def test_no_agent_command_is_a_usage_error() -> None:
     assert "no agent command" in result.stderr
 
 
-def test_check_config_prints_effective_settings(tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text('[suggestions]\nunlock_legacy_agent = true\n[system_prompt]\ntext = "secret"\n')
-    result = CliRunner().invoke(main, ["check-config", str(config)])
-    assert result.exit_code == 0
-    settings = orjson.loads(result.stdout)
-    assert settings["suggestions"] == {"enabled": True, "unlock_legacy_agent": True}
-    assert settings["system_prompt"]["text"] == "<6 characters>"
-
-
-def test_check_config_rejects_invalid(tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text("[agent]\ncommand = 5\n")
-    result = CliRunner().invoke(main, ["check-config", str(config)])
-    assert result.exit_code == 2
-    assert "agent.command: expected an array or a string, got int" in result.stderr
-
-
 def test_help_explains_run() -> None:
     result = CliRunner().invoke(main, ["run", "--help"])
     assert result.exit_code == 0
     for option in ("--config", "--capture", "--system-prompt", "--system-prompt-file", "--system-prompt-mode",
                    "--unlock-legacy-agent", "--no-suggestions", "--strict", "--log-file", "--verbose", "--quiet"):
         assert option in result.output
-
-
-def test_version() -> None:
-    from acp_bridge import __version__
-
-    result = CliRunner().invoke(main, ["--version"])
-    assert result.output == f"acp-bridge, version {__version__}\n"
-
-
-@pytest.mark.parametrize(("args", "message"), [
-    (["run", "--system-prompt-mode", "loud", "--", "x"],
-     "acp-bridge: Invalid value for '--system-prompt-mode': 'loud' is not one of 'append', 'override'. "
-     "(see 'acp-bridge run --help')\n"),
-    (["nope"], "acp-bridge: No such command 'nope'. (see 'acp-bridge --help')\n"),
-])
-def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
-    result = CliRunner().invoke(main, args, prog_name="acp-bridge")
-    assert (result.exit_code, result.stderr) == (2, message)
 
 
 def test_log_lines_wait_for_a_full_non_blocking_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -234,18 +206,6 @@ def test_log_lines_wait_for_a_full_non_blocking_stderr(monkeypatch: pytest.Monke
     assert drained.endswith(b"the line\n")
 
 
-def test_bare_command_prints_help_and_exits_0() -> None:
-    result = CliRunner().invoke(main, [], prog_name="acp-bridge")
-    assert result.exit_code == 0
-    assert result.stdout.startswith("Usage: acp-bridge [OPTIONS] COMMAND [ARGS]...")
-    assert "demo" in result.stdout and result.stderr == ""
-
-
-async def test_dash_dash_alone_is_short_for_run() -> None:
-    result = await run_cli(["--", *agent_cmd("echo", "--exit", "4")], b'{"x":1}\n')
-    assert (result.returncode, result.stdout) == (4, b'{"x":1}\n')
-
-
 def test_start_hints_name_the_usual_causes(tmp_path: Path) -> None:
     from acp_bridge.shell.run import start_hint
 
@@ -287,75 +247,56 @@ async def test_a_client_ending_its_agent_with_sigterm_is_no_warning() -> None:
     assert b"WARNING" not in err, err
 
 
-# -- the short form: `acp-bridge [RUN OPTIONS] -- AGENT` is `acp-bridge run [RUN OPTIONS] -- AGENT` --
-
-def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
-    """Each option of `run`, by parameter name, in the spellings a user may give it."""
-    config = tmp_path / "c.toml"
-    config.write_text("[relay]\ngrace_seconds = 1\n")
-    prompt = tmp_path / "prompt.md"
-    prompt.write_text("from a file\n")
-    log = str(tmp_path / "bridge.log")
-    return {
-        "config_file": [["-c", str(config)], ["--config", str(config)], [f"--config={config}"], [f"-c{config}"]],
-        "capture": [["--capture", "x-{pid}.jsonl"], ["--capture=x.jsonl"]],
-        "system_prompt": [["--system-prompt", "Be brief."]],
-        "system_prompt_file": [["--system-prompt-file", str(prompt)]],
-        "system_prompt_mode": [["--system-prompt-mode", "override"]],
-        "unlock_legacy_agent": [["--unlock-legacy-agent"]],
-        "no_suggestions": [["--no-suggestions"]],
-        "no_health": [["--no-health"]],
-        "strict": [["--strict"]],
-        "log_file": [["--log-file", log]],
-        "verbose": [["-v"], ["-vv"], ["--verbose"]],
-        "quiet": [["-q"], ["--quiet"]],
-        "otlp": [["--otlp"]],
-        "otlp_content": [["--otlp-content"]],
-    }
+PACKAGE = Path(acp_bridge.__file__).parent
 
 
-def test_the_short_form_takes_every_run_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge.commands import cli
+VARIABLE = re.compile(r"\bACP_BRIDGE_[A-Z][A-Z0-9_]*")
 
-    seen: list[Any] = []
-    monkeypatch.setattr(cli, "run_and_report", keeper(seen))
-    monkeypatch.setattr(cli, "setup_logging", lambda config: None)
-    monkeypatch.chdir(tmp_path)
-    options = short_form_options(tmp_path)
-    run_options = {p.name for p in cli.run.params if isinstance(p, click.Option)}
-    assert set(options) == run_options  # a new option of `run` must be tried here too
+
+def run_help() -> str:
+    result = CliRunner().invoke(main, ["run", "--help"], terminal_width=80)
+    assert result.exit_code == 0
+    return " ".join(result.output.split())  # as read, not as wrapped
+
+
+def variables_in_the_code() -> set[str]:
+    found: set[str] = set()
+    for source in PACKAGE.rglob("*.py"):
+        found.update(VARIABLE.findall(source.read_text(encoding="utf-8")))
+    return found
+
+
+def test_run_help_names_every_variable_the_code_reads() -> None:
+    variables = variables_in_the_code()
+    assert "ACP_BRIDGE_CONFIG" in variables and len(variables) >= 9  # the grep works
+    shown = run_help()
+    missing = sorted(v for v in variables if f"[env var: {v}]" not in shown)
+    assert missing == []
+
+
+def test_each_option_with_a_variable_shows_it() -> None:
+    shown = run_help()
+    for param in run.run.params:
+        if isinstance(param, click.Option) and param.envvar:
+            assert f"[env var: {param.envvar}]" in shown, param.name
+
+
+def test_run_help_names_the_config_key_of_each_option_and_the_keys_exist() -> None:
+    shown = run_help()
+    options_part = shown.split("Settings:")[0]  # the epilog explains the notation
+    keys = re.findall(r"\[config: ([a-z_]+)\.([a-z_]+)", options_part)
+    options = [p for p in run.run.params if isinstance(p, click.Option) and p.name != "config_file"]
+    assert len(keys) == len(options)  # every option but -c itself has a key in the file
+    tables = schema()
+    for table, key in keys:
+        assert key in tables[table], f"{table}.{key}"
+    assert "the command line wins, then the environment, then the file" in shown
+
+
+def test_an_invalid_value_names_the_spelling_that_gave_it() -> None:
     runner = CliRunner()
-    assert runner.invoke(main, ["run", "--", "my-agent", "--flag"]).exit_code == 0
-    plain = seen[-1]
-    for spellings in options.values():
-        for spelling in spellings:
-            long = runner.invoke(main, ["run", *spelling, "--", "my-agent", "--flag"])
-            short = runner.invoke(main, [*spelling, "--", "my-agent", "--flag"])
-            assert (long.exit_code, short.exit_code) == (0, 0), (spelling, long.stderr, short.stderr)
-            assert seen[-1] == seen[-2] != plain, spelling
-    # several at once, and the agent from the config file (no `--` at all)
-    config = tmp_path / "agent.toml"
-    config.write_text('[agent]\ncommand = ["my-agent"]\n')
-    result = runner.invoke(main, ["-v", "--capture", "x.jsonl", "--strict", "-c", str(config)])
-    assert result.exit_code == 0, result.stderr
-    assert (seen[-1].verbosity, seen[-1].capture.path, seen[-1].strict, seen[-1].agent.command) == (
-        1, "x.jsonl", True, ("my-agent",))
-
-
-@pytest.mark.parametrize(("args", "message"), [
-    (["--capture"], "acp-bridge: Option '--capture' requires an argument."),
-    (["--bogus", "--", "x"], "acp-bridge: No such option"),
-    (["-v"], "acp-bridge: no agent command"),
-])
-def test_the_short_form_reports_usage_errors_in_one_line(args: list[str], message: str) -> None:
-    result = CliRunner().invoke(main, args, prog_name="acp-bridge")
-    assert result.exit_code == 2
-    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, result.stderr
-
-
-async def test_the_short_form_with_options_runs_the_bridge(tmp_path: Path) -> None:
-    capture = tmp_path / "x.jsonl"
-    result = await run_cli(["--capture", str(capture), "-v", "--", *agent_cmd("echo")], b'{"x":1}\n')
-    assert (result.returncode, result.stdout) == (0, b'{"x":1}\n'), result.stderr
-    assert b"INFO: agent started" in result.stderr
-    assert b'"type":"header"' in capture.read_bytes()  # the capture was written
+    from_env = runner.invoke(main, ["run", "--", "x"], env={"ACP_BRIDGE_SYSTEM_PROMPT_MODE": "loud"})
+    assert from_env.exit_code == 2
+    assert from_env.stderr.startswith("acp-bridge: Invalid value for 'ACP_BRIDGE_SYSTEM_PROMPT_MODE': 'loud'")
+    from_line = runner.invoke(main, ["run", "--system-prompt-mode", "loud", "--", "x"])
+    assert from_line.stderr.startswith("acp-bridge: Invalid value for '--system-prompt-mode': 'loud'")

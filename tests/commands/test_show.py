@@ -1,4 +1,4 @@
-"""`acp-bridge show` and `stats` on a small fixed capture: exact output lines."""
+"""`acp-bridge show` on a small fixed capture: exact output lines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -15,60 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.capture.records import dumps, header_record
-from acp_bridge.commands.cli import main
-from tests.capture.samples import page_rows
-
-WALL = 1_700_000_000.0
-REQ = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}\n'
-OUT = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hi"}]}}\n'
-NOTE = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk"}}}\n'
-RESP = '{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}\n'
-
-
-def rec(seq: int, mono: float, direction: str, kind: str, verdict: str, **fields: object) -> dict[str, object]:
-    return {"type": "message", "seq": seq, "time": WALL + mono, "mono": mono, "direction": direction, "kind": kind,
-            "verdict": verdict, "method": None, "id": None, "session": None, "rules": [], **fields}
-
-
-RECORDS = [
-    rec(1, 0.0, "to-agent", "request", "rewrite", method="session/prompt", id=1, session="s1", rules=["system-prompt"],
-        size=len(REQ), raw=REQ, out=OUT, out_size=len(OUT)),
-    rec(2, 0.5, "to-client", "notification", "pass", method="session/update", session="s1", size=len(NOTE), raw=NOTE),
-    rec(3, 0.6, "to-client", "other", "other", size=4, raw="oops"),
-    rec(4, 1.25, "to-client", "response", "pass", method="session/prompt", id=1, session="s1", size=len(RESP),
-        latency=1.25, raw=RESP),
-    rec(5, 2.0, "to-agent", "request", "pass", method="session/cancel", id=2, session="s2", size=10, raw="{}\n"),
-]
-
-
-@pytest.fixture
-def utc() -> Iterator[None]:
-    """The commands print local time; pin the zone so the lines are exact."""
-    old = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = old
-        time.tzset()
-
-
-@pytest.fixture
-def capture(tmp_path: Path) -> Path:
-    path = tmp_path / "c.jsonl"
-    header = header_record(wall=WALL, mono=0.0, argv=["acp-bridge", "run"], config_digest="abc", pid=7)
-    path.write_bytes(dumps(header) + b"".join(dumps(r) for r in RECORDS) + dumps({"type": "end", "records": 5}))
-    return path
-
-
-def invoke(*args: str) -> list[str]:
-    result = CliRunner().invoke(main, list(args))
-    assert result.exit_code == 0, result.output
-    return result.stdout.splitlines()
+from acp_bridge.commands import main
+from tests.commands.sample_capture import NOTE, RECORDS, WALL, invoke, rec
 
 
 def test_show_one_line_per_message(capture: Path, utc: None) -> None:
@@ -212,38 +159,6 @@ def test_show_reports_unreadable_lines(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "bad.jsonl:1: not a capture record" in result.output
 
 
-def test_stats(capture: Path, utc: None) -> None:
-    assert invoke("stats", str(capture)) == [
-        "capture: format 1, bridge 0.1.0, started 2023-11-14T22:13:20Z, config abc",
-        "messages: 5 (286 bytes), malformed lines: 1, over the parse limit: 0, redacted: 0",
-        "",
-        "method                               direction   count      bytes",
-        "(not JSON-RPC)                       to-client       1          4",
-        "session/cancel                       to-agent        1         10",
-        "session/prompt                       to-agent        1         91",
-        "session/prompt                       to-client       1         60",
-        "session/update                       to-client       1        121",
-        "",
-        "latency                                count       p50       p90       p99       max",
-        "session/prompt                             1     1.25s     1.25s     1.25s     1.25s",
-        "",
-        "rule                                 verdict     count",
-        "system-prompt                        rewrite         1",
-        "",
-        "unanswered requests: 1",
-        "  22:13:22.000 -> session/cancel #2 (s2)",
-    ]
-
-
-def test_export_writes_a_page(capture: Path, tmp_path: Path) -> None:
-    out = tmp_path / "page.html"
-    result = CliRunner().invoke(main, ["export", str(capture), "--html", str(out)])
-    assert result.exit_code == 0
-    page = out.read_text()
-    assert page.startswith("<!DOCTYPE html>")
-    assert [r["s"] for r in page_rows(page) if "h" not in r] == [1, 2, 3, 4, 5]
-
-
 def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path: Path) -> None:
     """--follow waits for new records (also one written in two pieces) and stops on Ctrl-C."""
     capture.write_bytes(b"".join(capture.read_bytes().splitlines(keepends=True)[:-1]))  # still open: no end
@@ -323,71 +238,8 @@ def test_records_are_json(capture: Path) -> None:
 @pytest.mark.detail
 def test_capture_tools_start_without_trio() -> None:
     """Reading a capture needs neither trio nor the relay: they cost ~100 ms of start-up."""
-    code = ("import sys\nfrom acp_bridge.commands.cli import main\n"
+    code = ("import sys\nfrom acp_bridge.commands import main\n"
             "try:\n    main(['show', '--help'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('trio', 'acp_bridge.shell.agent', 'tomllib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True).stdout
     assert out.splitlines()[-1] == b"[]"
-
-
-@pytest.mark.parametrize(("content", "message"), [
-    (b"", "c.jsonl: empty, not a capture"),
-    (b"root:x:0:0:root:/root:/bin/bash\n", "c.jsonl:1: not a capture (the first line is not a header record)"),
-    (b'{"type":"message","seq":1}\n', "c.jsonl:1: not a capture (the first line is not a header record)"),
-    (b'{"type":"header","format":2}\n', "c.jsonl:1: capture format 2; this acp-bridge reads format 1"),
-    (b'{"type":"header","format":true}\n', "c.jsonl:1: capture format True; this acp-bridge reads format 1"),
-])
-def test_export_refuses_what_is_not_a_capture(tmp_path: Path, content: bytes, message: str) -> None:
-    capture = tmp_path / "c.jsonl"
-    capture.write_bytes(content)
-    out = tmp_path / "page.html"
-    result = CliRunner().invoke(main, ["export", str(capture), "--html", str(out)])
-    assert (result.exit_code, result.output) == (2, f"acp-bridge: {tmp_path}/{message}\n")
-    assert list(tmp_path.iterdir()) == [capture]  # no page, no partial file left behind
-
-
-def test_export_refuses_a_device_and_counts_torn_lines(capture: Path, tmp_path: Path) -> None:
-    out = tmp_path / "page.html"
-    result = CliRunner().invoke(main, ["export", "/dev/zero", "--html", str(out)])
-    assert (result.exit_code, result.output) == (2, "acp-bridge: /dev/zero: not a regular file, so not a capture\n")
-    lines = capture.read_bytes().splitlines(keepends=True)
-    capture.write_bytes(b"".join(lines[:3]) + b"not json\n" + b"".join(lines[3:-1]) + lines[-1][:20])
-    result = CliRunner().invoke(main, ["export", str(capture), "--html", str(out)])
-    assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[0] == (
-        f"acp-bridge: {capture}: 2 line(s) that are not capture records were skipped (the first at line 4)")
-    assert oct(out.stat().st_mode & 0o777) == "0o600"
-
-
-def test_export_replaces_a_symlink_at_out_and_never_writes_through_it(capture: Path, tmp_path: Path) -> None:
-    victim = tmp_path / "victim.txt"
-    victim.write_text("keep me")
-    out = tmp_path / "page.html"
-    out.symlink_to(victim)
-    result = CliRunner().invoke(main, ["export", str(capture), "--html", str(out)])
-    assert result.exit_code == 0, result.output
-    assert victim.read_text() == "keep me" and not out.is_symlink() and out.read_text().startswith("<!DOCTYPE")
-
-
-def test_export_into_a_missing_folder_says_so(capture: Path, tmp_path: Path) -> None:
-    out = tmp_path / "no" / "page.html"
-    result = CliRunner().invoke(main, ["export", str(capture), "--html", str(out)])
-    assert (result.exit_code, result.output) == (
-        1, f"acp-bridge: export: cannot write {out}: No such file or directory\n")
-
-
-def test_sigterm_during_export_leaves_no_partial_page(tmp_path: Path) -> None:
-    from bench.big_capture import write_capture
-
-    capture = tmp_path / "big.jsonl"
-    write_capture(capture, 100_000)
-    out = tmp_path / "page.html"
-    with subprocess.Popen([sys.executable, "-m", "acp_bridge", "export", str(capture), "--html", str(out)],
-                          stderr=subprocess.PIPE) as proc:
-        deadline = time.monotonic() + 60
-        while not any(p.name.endswith(".partial") for p in tmp_path.iterdir()):
-            assert proc.poll() is None and time.monotonic() < deadline, "export ended before its page was begun"
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl"]

@@ -1,0 +1,32 @@
+"""`acp-bridge check-config FILE`: a config file validated, its effective settings printed.
+
+Owns: printing the settings as JSON with secrets masked, and exit 2 with the error (which
+names the key) for an invalid file. Must never: print a secret.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from acp_bridge.commands import EXIT_USAGE
+from acp_bridge.config.layers import load_config
+from acp_bridge.errors import ConfigError
+
+
+@click.command("check-config")
+@click.argument("file", type=click.Path(dir_okay=False))
+def check_config(file: str) -> None:
+    """Validate a config FILE and print the effective settings as JSON.
+
+    Exits 0 for a valid file and 2 for an invalid one (the error names the key). The values
+    are the effective ones ([bridge] strict shows as system_prompt.strict too); secrets are
+    masked: agent.env values print as "<redacted>" and the system prompt text as its length.
+    """
+    try:
+        config = load_config(file)
+    except ConfigError as exc:
+        click.echo(f"acp-bridge: {exc}", err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    click.echo(json.dumps(config.printable(), indent=2))

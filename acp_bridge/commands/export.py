@@ -1,0 +1,106 @@
+"""`acp-bridge export CAPTURE --html OUT.html | --otlp`: a capture as one page, or as spans.
+
+Owns: the options, writing the page whole (the page itself is capture/html.py) with its
+progress, and what is said when the capture cannot be read or the page cannot be written.
+Must never: write to a capture, or import the page's code or telemetry before they are asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from acp_bridge.commands.captures import CAPTURE, CheckedCapture, NotACapture, capture_findings
+from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
+
+
+@click.command()
+@click.argument("capture", type=CAPTURE)
+@click.option("--html", "out", type=click.Path(),
+              metavar="OUT.html", help="Write the page to OUT.html (replaced whole once written).")
+@click.option("--otlp", is_flag=True, help="Send the capture to an OpenTelemetry collector as the spans a live "
+              "bridge sends, with their recorded times (the OTEL_* variables say where; no content is "
+              "sent; needs the otel extra; docs/telemetry.md).")
+def export(capture: str, out: str | None, otlp: bool) -> None:
+    """Write a capture as one self-contained HTML page (no network needed): a sequence
+    view of client, bridge and agent, grouped by turn, with a one-line preview of each
+    message, rewrites as before/after with the changes marked, links between a request and
+    its answer (with the latency) and from a dropped message to what the bridge sent in its
+    place, a timing view per turn, the protocol findings `check` reports marked on their
+    messages, and a filter box. Runs of message chunks are folded into
+    one row with their text joined. The page draws only the rows on screen, so it stays
+    quick with hundreds of thousands of messages; the export itself reads the capture once,
+    in bounded memory. The capture's redaction is applied again.
+
+    In the page's address, `#q=TEXT` presets the filter and `#m=SEQ` opens message SEQ.
+
+    With --otlp, send the capture as OpenTelemetry spans instead (or as well)."""
+    if out is None and not otlp:
+        raise click.UsageError("say what to export to: --html OUT.html or --otlp")
+    if out is not None:
+        try:
+            refuse_special(out)  # before the capture is read
+        except NotAFile as exc:
+            _fail(f"--html: {exc}")
+    if not os.path.isfile(capture):
+        _fail(f"{capture}: not a regular file, so not a capture")
+    if out is not None:
+        _export_html(capture, out)
+    if otlp:
+        from acp_bridge.telemetry.offline import send_capture
+
+        try:
+            status, said = send_capture(CheckedCapture(capture), capture)
+        except NotACapture as exc:
+            _fail(str(exc))
+        click.echo(f"acp-bridge: {said}", err=True)
+        if status:
+            raise SystemExit(status)
+
+
+def _export_html(capture: str, out: str) -> None:
+    from acp_bridge.capture.html import write_page
+
+    reader = CheckedCapture(capture)
+    tty = sys.stderr.isatty()
+
+    def progress(messages: int) -> None:
+        if tty and messages % 20_000 < 2_000:
+            click.echo(f"\racp-bridge: export: {messages} messages…", err=True, nl=False)
+
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so that `finally` runs
+    try:
+        # Readable by the user only, as the capture it comes from (umask may narrow it).
+        with written_whole(out, 0o600) as file:
+            written = write_page(reader, file, title=Path(capture).name, progress=progress,
+                                 findings=capture_findings(capture))
+    except NotACapture as exc:
+        _fail(str(exc))
+    except NotAFile as exc:
+        _fail(f"--html: {exc}")
+    except OSError as exc:
+        what = f"read {capture}" if reader.reading else f"write {out}"
+        _fail(f"export: cannot {what}: {exc.strerror or exc}", status=1)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if tty:
+        click.echo("\r", err=True, nl=False)
+    if reader.malformed:
+        click.echo(f"acp-bridge: {capture}: {reader.malformed} line(s) that are not capture records were "
+                   f"skipped (the first at line {reader.first_malformed})", err=True)
+    click.echo(f"acp-bridge: wrote {out} ({written.messages} messages in {written.rows} rows, "
+               f"{written.turns} turns)", err=True)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _fail(message: str, status: int = 2) -> NoReturn:
+    click.echo(f"acp-bridge: {message}", err=True)
+    raise SystemExit(status)

@@ -1,0 +1,25 @@
+"""`acp-bridge stats CAPTURE`: a capture summarised (the counting itself is capture/stats.py).
+
+Must never: write to a capture.
+"""
+
+from __future__ import annotations
+
+import click
+
+from acp_bridge.capture.files import local_clock, read_lines
+from acp_bridge.capture.stats import CaptureStats
+from acp_bridge.commands.captures import CAPTURE
+
+
+@click.command()
+@click.argument("capture", type=CAPTURE)
+def stats(capture: str) -> None:
+    """Summarise a capture: messages and bytes per method and direction, request latency
+    (p50/p90/p99/max) per method, rules applied, malformed lines, unanswered requests."""
+    aggregate = CaptureStats()
+    with open(capture, "rb") as file:
+        for line in read_lines(file):
+            aggregate.add_line(line)
+    for text in aggregate.report(local_clock):
+        click.echo(text)

@@ -1,0 +1,149 @@
+"""The command group: usage errors, --version, the bare command, and the short form
+`acp-bridge [RUN OPTIONS] -- AGENT` for `acp-bridge run [RUN OPTIONS] -- AGENT`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from acp_bridge.commands import COMMANDS, main
+from tests.conftest import agent_cmd, keeper, run_cli
+
+
+def test_version() -> None:
+    from acp_bridge import __version__
+
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.output == f"acp-bridge, version {__version__}\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "--system-prompt-mode", "loud", "--", "x"],
+     "acp-bridge: Invalid value for '--system-prompt-mode': 'loud' is not one of 'append', 'override'. "
+     "(see 'acp-bridge run --help')\n"),
+    (["nope"], "acp-bridge: No such command 'nope'. (see 'acp-bridge --help')\n"),
+])
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, args, prog_name="acp-bridge")
+    assert (result.exit_code, result.stderr) == (2, message)
+
+
+def test_bare_command_prints_help_and_exits_0() -> None:
+    result = CliRunner().invoke(main, [], prog_name="acp-bridge")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("Usage: acp-bridge [OPTIONS] COMMAND [ARGS]...")
+    assert "demo" in result.stdout and result.stderr == ""
+
+
+async def test_dash_dash_alone_is_short_for_run() -> None:
+    result = await run_cli(["--", *agent_cmd("echo", "--exit", "4")], b'{"x":1}\n')
+    assert (result.returncode, result.stdout) == (4, b'{"x":1}\n')
+
+
+# -- the short form: `acp-bridge [RUN OPTIONS] -- AGENT` is `acp-bridge run [RUN OPTIONS] -- AGENT` --
+
+def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
+    """Each option of `run`, by parameter name, in the spellings a user may give it."""
+    config = tmp_path / "c.toml"
+    config.write_text("[relay]\ngrace_seconds = 1\n")
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("from a file\n")
+    log = str(tmp_path / "bridge.log")
+    return {
+        "config_file": [["-c", str(config)], ["--config", str(config)], [f"--config={config}"], [f"-c{config}"]],
+        "capture": [["--capture", "x-{pid}.jsonl"], ["--capture=x.jsonl"]],
+        "system_prompt": [["--system-prompt", "Be brief."]],
+        "system_prompt_file": [["--system-prompt-file", str(prompt)]],
+        "system_prompt_mode": [["--system-prompt-mode", "override"]],
+        "unlock_legacy_agent": [["--unlock-legacy-agent"]],
+        "no_suggestions": [["--no-suggestions"]],
+        "no_health": [["--no-health"]],
+        "strict": [["--strict"]],
+        "log_file": [["--log-file", log]],
+        "verbose": [["-v"], ["-vv"], ["--verbose"]],
+        "quiet": [["-q"], ["--quiet"]],
+        "otlp": [["--otlp"]],
+        "otlp_content": [["--otlp-content"]],
+    }
+
+
+def test_the_short_form_takes_every_run_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_bridge.commands import run
+
+    seen: list[Any] = []
+    monkeypatch.setattr(run, "run_and_report", keeper(seen))
+    monkeypatch.setattr(run, "setup_logging", lambda config: None)
+    monkeypatch.chdir(tmp_path)
+    options = short_form_options(tmp_path)
+    run_options = {p.name for p in run.run.params if isinstance(p, click.Option)}
+    assert set(options) == run_options  # a new option of `run` must be tried here too
+    runner = CliRunner()
+    assert runner.invoke(main, ["run", "--", "my-agent", "--flag"]).exit_code == 0
+    plain = seen[-1]
+    for spellings in options.values():
+        for spelling in spellings:
+            long = runner.invoke(main, ["run", *spelling, "--", "my-agent", "--flag"])
+            short = runner.invoke(main, [*spelling, "--", "my-agent", "--flag"])
+            assert (long.exit_code, short.exit_code) == (0, 0), (spelling, long.stderr, short.stderr)
+            assert seen[-1] == seen[-2] != plain, spelling
+    # several at once, and the agent from the config file (no `--` at all)
+    config = tmp_path / "agent.toml"
+    config.write_text('[agent]\ncommand = ["my-agent"]\n')
+    result = runner.invoke(main, ["-v", "--capture", "x.jsonl", "--strict", "-c", str(config)])
+    assert result.exit_code == 0, result.stderr
+    assert (seen[-1].verbosity, seen[-1].capture.path, seen[-1].strict, seen[-1].agent.command) == (
+        1, "x.jsonl", True, ("my-agent",))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--capture"], "acp-bridge: Option '--capture' requires an argument."),
+    (["--bogus", "--", "x"], "acp-bridge: No such option"),
+    (["-v"], "acp-bridge: no agent command"),
+])
+def test_the_short_form_reports_usage_errors_in_one_line(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, args, prog_name="acp-bridge")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, result.stderr
+
+
+async def test_the_short_form_with_options_runs_the_bridge(tmp_path: Path) -> None:
+    capture = tmp_path / "x.jsonl"
+    result = await run_cli(["--capture", str(capture), "-v", "--", *agent_cmd("echo")], b'{"x":1}\n')
+    assert (result.returncode, result.stdout) == (0, b'{"x":1}\n'), result.stderr
+    assert b"INFO: agent started" in result.stderr
+    assert b'"type":"header"' in capture.read_bytes()  # the capture was written
+
+
+# -- each command in its own module, imported only when asked for --
+
+def test_each_command_is_defined_in_the_module_the_group_names() -> None:
+    assert {name: main.get_command(click.Context(main), name).callback.__module__  # type: ignore[union-attr]
+            for name in COMMANDS} == {
+        "run": "acp_bridge.commands.run",
+        "check-config": "acp_bridge.commands.check_config",
+        "show": "acp_bridge.commands.show",
+        "stats": "acp_bridge.commands.stats",
+        "export": "acp_bridge.commands.export",
+        "check": "acp_bridge.commands.check",
+        "replay": "acp_bridge.commands.replay",
+        "demo": "acp_bridge.commands.demo",
+    }
+
+
+@pytest.mark.parametrize(("command", "imported"), [
+    ("stats", ["captures", "stats"]),
+    ("check-config", ["check_config"]),
+    ("replay", ["output_file", "replay", "run"]),  # `replay --rules` takes `run`'s options
+])
+def test_a_command_imports_no_other_commands_module(command: str, imported: list[str]) -> None:
+    code = ("import sys\nfrom acp_bridge.commands import main\n"
+            f"try:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('acp_bridge.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True).stdout
+    assert out.splitlines()[-1].decode() == repr(imported)
