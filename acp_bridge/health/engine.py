@@ -257,7 +257,9 @@ class Engine(SessionRules):
     def _special_request(self, pending: Pending, msg: Json, seq: int | None) -> None:
         direction, method, session, at = pending.origin, pending.method, pending.session_id, pending.at
         if method == p.INITIALIZE and direction is TO_AGENT:
-            caps = self.session.client_caps  # the session has taken the params already
+            # This request's own params: live, the session may have taken a later
+            # initialize of the same read already.
+            caps = p.client_capabilities(msg.get("params"))
             air = isinstance(p.get_path(caps, p.META, "jetbrains", "air"), dict)
             if air and not isinstance(p.get_path(caps, "session", p.PROMPT_SUGGESTIONS), dict):
                 self.flag("air-only-client", None, at, seq,

@@ -105,3 +105,20 @@ def test_in_big_reads_what_the_watchdog_finds_is_a_message_check_finds_too(
             if r["type"] == "finding" and not r.get("total")}
     after = {(f.code, f.session, f.seq) for f in analyse("c", records).findings}
     assert live <= after
+
+
+def test_two_initializes_in_one_read_are_each_judged_by_their_own_params() -> None:
+    """Live, the watchdog sees a read after the relay has handled all of it: the second
+    `initialize` of the read must not decide what the first one was."""
+    relay = Relay()
+    capture = MemoryCapture()
+    dog = Watchdog(Config(), relay.session, tell=capture.finding, last_seq=capture.last_seq)
+    data = b"".join(orjson.dumps(sc.msg(id=n, method="initialize", params=params)) + b"\n"
+                    for n, params in enumerate([sc.NEW_CLIENT, sc.AIR_ONLY]))
+    forwards = relay.feed(A, data, 0.0)
+    capture.record(0.0, 0.0, forwards)
+    dog.record(0.0, 0.0, forwards)
+    records = [r for r in map(load_record, capture.lines) if r is not None]
+    found = [(r["code"], r["about"]) for r in records if r["type"] == "finding"]
+    assert found == [("air-only-client", 2)]
+    assert [(f.code, f.seq) for f in analyse("c", records).findings] == found
