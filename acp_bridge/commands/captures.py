@@ -1,7 +1,9 @@
 """Commands that read a capture: `show`, `stats` and `export`.
 
-Owns: reading capture files (whole, or followed as they grow), filters, colour, and writing
-the exported page. The formatting itself is pure (`reader`); the page is `html`.
+Owns: what these commands say about a capture's reading (through the one reader: a file that
+is no capture is one line and exit 2; lines skipped and a torn last line are said once the
+records are read), filters, colour, and writing the exported page. The formatting itself is
+pure (`summary`); the page is `html`.
 Must never: write to a capture, or import the export page code before `export` runs.
 """
 
@@ -11,22 +13,16 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
 import click
 
-from acp_bridge.capture.files import local_clock, read_lines, wait_for_file
-from acp_bridge.capture.reader import (
-    RecordFilter,
-    Summary,
-    detail_lines,
-    finding_line,
-    load_record,
-    mark_line,
-    summarize,
-)
+from acp_bridge.capture.files import local_clock, open_capture, wait_for_file
+from acp_bridge.capture.reader import CaptureReader, UnreadableCapture
 from acp_bridge.capture.stats import CaptureStats
+from acp_bridge.capture.summary import RecordFilter, Summary, detail_lines, finding_line, mark_line, summarize
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
@@ -92,8 +88,6 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
         ctx = click.get_current_context()
         argument = next(param for param in ctx.command.params if param.name == "capture")
         _CAPTURE.convert(capture, argument, ctx)  # exists, is a file, can be read
-        if findings and not follow:
-            tally.marks = _findings_by_seq(capture)
         tally.findings = findings
         _show_capture(capture, follow, methods, session, updates, direction, detail, tally)
     except KeyboardInterrupt:
@@ -107,18 +101,13 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
 
 def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
                   updates: tuple[str, ...], direction: str | None, detail: int, tally: _Tally) -> None:
-    if session is not None:
-        session = _resolve_session(capture, session)
-    keep = tally.keep = RecordFilter(methods, session, direction, updates)
-    with open(capture, "rb") as file:
-        for number, line in enumerate(read_lines(file, follow=follow), 1):
-            if not line.strip():
-                continue
-            record = load_record(line)
-            if record is None:
-                tally.unreadable += 1
-                click.echo(f"acp-bridge: {capture}:{number}: not a capture record", err=True)
-                continue
+    with _reading(capture, follow=follow) as reader:
+        if session is not None:
+            session = _resolve_session(capture, session)
+        if tally.findings and not follow:
+            tally.marks = _findings_by_seq(capture)
+        keep = tally.keep = RecordFilter(methods, session, direction, updates)
+        for record in reader:
             tally.read += 1
             if tally.findings and follow and record.get("type") == "finding" and keep.session in (
                     None, str(record.get("session"))):
@@ -130,17 +119,18 @@ def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session:
             for mark in marks or ():
                 click.echo(click.style(mark, fg="red"))
             if follow and record.get("type") == "end":
-                return  # the bridge closed the capture: nothing more will come
+                break  # the bridge closed the capture: nothing more will come
+    tally.unreadable = reader.skipped
+    _say(reader)
 
 
 def _resolve_session(capture: str, given: str) -> str:
     """The session `given` names: itself when a session has that id, else the one session whose
     id starts with it (with --follow, among those already in the capture). Several: an error."""
     sessions: set[str] = set()
-    with open(capture, "rb") as file:
-        for line in read_lines(file):
-            record = load_record(line) if line.strip() else None
-            if record is not None and record.get("type") == "message" and record.get("session") is not None:
+    with open_capture(capture, strict=False) as reader:
+        for record in reader:
+            if record.get("type") == "message" and record.get("session") is not None:
                 sessions.add(str(record["session"]))
     if given in sessions:
         return given
@@ -179,8 +169,9 @@ def _findings(capture: str) -> Iterator[tuple[int, str, str, str]]:
     from acp_bridge.health.offline import analyse
 
     try:
-        report = analyse(capture, _CheckedCapture(capture))
-    except (NotACapture, OSError) as exc:  # the page or listing goes on without them
+        with open_capture(capture, strict=False) as reader:
+            report = analyse(capture, reader)
+    except UnreadableCapture as exc:  # the page or listing goes on without them
         click.echo(f"acp-bridge: findings not marked: {exc}", err=True)
         return
     yield from sorted((f.seq, f.level.label, f.code, f.text) for f in report.findings if isinstance(f.seq, int))
@@ -217,11 +208,13 @@ def stats(capture: str) -> None:
     """Summarise a capture: messages and bytes per method and direction, request latency
     (p50/p90/p99/max) per method, rules applied, malformed lines, unanswered requests."""
     aggregate = CaptureStats()
-    with open(capture, "rb") as file:
-        for line in read_lines(file):
-            aggregate.add_line(line)
+    with _reading(capture) as reader:
+        for record in reader:
+            aggregate.add(record)
+    aggregate.unreadable = reader.skipped
     for text in aggregate.report(local_clock):
         click.echo(text)
+    _say(reader)
 
 
 @click.command()
@@ -252,17 +245,14 @@ def export(capture: str, out: str | None, otlp: bool) -> None:
             refuse_special(out)  # before the capture is read
         except NotAFile as exc:
             _fail(f"--html: {exc}")
-    if not os.path.isfile(capture):
-        _fail(f"{capture}: not a regular file, so not a capture")
     if out is not None:
         _export_html(capture, out)
     if otlp:
         from acp_bridge.telemetry.offline import send_capture
 
-        try:
-            status, said = send_capture(_CheckedCapture(capture), capture)
-        except NotACapture as exc:
-            _fail(str(exc))
+        with _reading(capture) as reader:
+            status, said = send_capture(reader, capture)
+        _say(reader)
         click.echo(f"acp-bridge: {said}", err=True)
         if status:
             raise SystemExit(status)
@@ -271,7 +261,6 @@ def export(capture: str, out: str | None, otlp: bool) -> None:
 def _export_html(capture: str, out: str) -> None:
     from acp_bridge.capture.html import write_page
 
-    reader = _CheckedCapture(capture)
     tty = sys.stderr.isatty()
 
     def progress(messages: int) -> None:
@@ -280,68 +269,39 @@ def _export_html(capture: str, out: str) -> None:
 
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so that `finally` runs
     try:
-        # Readable by the user only, as the capture it comes from (umask may narrow it).
-        with written_whole(out, 0o600) as file:
+        # A file that is no capture is refused before the page is begun; the page is
+        # readable by the user only, as the capture it comes from (umask may narrow it).
+        with _reading(capture) as reader, written_whole(out, 0o600) as file:
             written = write_page(reader, file, title=Path(capture).name, progress=progress,
                                  findings=_findings(capture))
-    except NotACapture as exc:
-        _fail(str(exc))
     except NotAFile as exc:
         _fail(f"--html: {exc}")
-    except OSError as exc:
-        what = f"read {capture}" if reader.reading else f"write {out}"
-        _fail(f"export: cannot {what}: {exc.strerror or exc}", status=1)
+    except OSError as exc:  # the capture's read errors are the reader's
+        _fail(f"export: cannot write {out}: {exc.strerror or exc}", status=1)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if tty:
         click.echo("\r", err=True, nl=False)
-    if reader.malformed:
-        click.echo(f"acp-bridge: {capture}: {reader.malformed} line(s) that are not capture records were "
-                   f"skipped (the first at line {reader.first_malformed})", err=True)
+    _say(reader)
     click.echo(f"acp-bridge: wrote {out} ({written.messages} messages in {written.rows} rows, "
                f"{written.turns} turns)", err=True)
 
 
-class NotACapture(Exception):
-    """The file read is not a capture this version reads."""
+@contextmanager
+def _reading(capture: str, *, follow: bool = False) -> Iterator[CaptureReader]:
+    """The capture's records, read leniently (lines that are not records are skipped and
+    counted); a file that is no capture, or cannot be read, is one line and exit 2."""
+    try:
+        with open_capture(capture, strict=False, follow=follow) as reader:
+            yield reader
+    except UnreadableCapture as exc:
+        _fail(str(exc))
 
 
-class _CheckedCapture:
-    """The records of a capture file, checked as they are read: the first line must be a
-    header of a format this version reads; later lines that are not records (a torn last
-    line, a line edited by hand) are counted and skipped."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.malformed = 0
-        self.first_malformed = 0
-        self.reading = False
-
-    def __iter__(self) -> Iterator[Json]:
-        from acp_bridge.capture.records import FORMAT_VERSION, known_format
-
-        number = 0
-        self.reading = True
-        for number, line in enumerate(_lines(self.path), 1):
-            record = load_record(line)
-            if number == 1:
-                version = record.get("format") if record is not None and record.get("type") == "header" else None
-                if record is None or record.get("type") != "header":
-                    raise NotACapture(f"{self.path}:1: not a capture (the first line is not a header record)")
-                if not known_format(version):
-                    raise NotACapture(f"{self.path}:1: capture format {version!r}; this acp-bridge reads "
-                                      f"format {FORMAT_VERSION}")
-            if record is None:
-                if line.strip():
-                    self.malformed += 1
-                    self.first_malformed = self.first_malformed or number
-                continue
-            self.reading = False
-            yield record
-            self.reading = True
-        self.reading = False
-        if number == 0:
-            raise NotACapture(f"{self.path}: empty, not a capture")
+def _say(reader: CaptureReader) -> None:
+    """The reader's notes (lines skipped, a torn last line), once the records are read."""
+    for note in reader.notes():
+        click.echo(f"acp-bridge: {printable(note, quote_backslash=False)}", err=True)
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -351,11 +311,6 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 def _fail(message: str, status: int = 2) -> NoReturn:
     click.echo(f"acp-bridge: {message}", err=True)
     raise SystemExit(status)
-
-
-def _lines(capture: str) -> Iterator[bytes]:
-    with open(capture, "rb") as file:
-        yield from read_lines(file)
 
 
 COMMANDS: list[click.Command] = [show, stats, export]

@@ -30,6 +30,7 @@ def rec(seq: int, mono: float, direction: str, kind: str, verdict: str, **fields
             "verdict": verdict, "method": None, "id": None, "session": None, "rules": [], **fields}
 
 
+HEADER = dumps(header_record(wall=WALL, mono=0.0, argv=["acp-bridge", "run"], config_digest="abc", pid=7))
 RECORDS = [
     rec(1, 0.0, "to-agent", "request", "rewrite", method="session/prompt", id=1, session="s1", rules=["system-prompt"],
         size=len(REQ), raw=REQ, out=OUT, out_size=len(OUT)),
@@ -127,7 +128,7 @@ def long_sessions(tmp_path: Path) -> Path:
                    raw="{}\n"),
                rec(3, 2.0, "to-agent", "request", "pass", method="session/prompt", id=3, session="0f3c9a7e", size=3,
                    raw="{}\n")]
-    path.write_bytes(b"".join(dumps(r) for r in records))
+    path.write_bytes(HEADER + b"".join(dumps(r) for r in records))  # a capture begins with its header
     return path
 
 
@@ -172,7 +173,7 @@ def suggestions(tmp_path: Path) -> Path:
         rec(4, 2.0, "to-client", "notification", "pass", method="session/updatex", session="s1", size=len(sugg),
             raw=sugg),
     ]
-    path.write_bytes(b"".join(dumps(r) for r in records))
+    path.write_bytes(HEADER + b"".join(dumps(r) for r in records))  # a capture begins with its header
     return path
 
 
@@ -185,7 +186,7 @@ def test_show_filters_by_update_kind(suggestions: Path, utc: None) -> None:
     assert [line.split()[3] for line in both] == ["agent_message_chunk", "session_info_update"]
     result = CliRunner().invoke(main, ["show", str(suggestions), "--update", "prompt_suggestion_update"])
     assert result.exit_code == 0 and result.stdout == ""
-    assert "4 records read, none matched (--update prompt_suggestion_update)" in result.stderr
+    assert "5 records read, none matched (--update prompt_suggestion_update)" in result.stderr
 
 
 def test_show_detail_levels(capture: Path, utc: None) -> None:
@@ -207,9 +208,10 @@ def test_show_detail_levels(capture: Path, utc: None) -> None:
 
 def test_show_reports_unreadable_lines(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"garbage\n")
+    path.write_bytes(HEADER + b"garbage\n")
     result = CliRunner().invoke(main, ["show", str(path)])
-    assert result.exit_code == 1 and "bad.jsonl:1: not a capture record" in result.output
+    assert result.exit_code == 1 and (f"{path}: 1 line(s) that are not capture records were skipped "
+                                      "(the first at line 2)") in result.output
 
 
 def test_stats(capture: Path, utc: None) -> None:
@@ -354,8 +356,9 @@ def test_export_refuses_a_device_and_counts_torn_lines(capture: Path, tmp_path: 
     capture.write_bytes(b"".join(lines[:3]) + b"not json\n" + b"".join(lines[3:-1]) + lines[-1][:20])
     result = CliRunner().invoke(main, ["export", str(capture), "--html", str(out)])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[0] == (
-        f"acp-bridge: {capture}: 2 line(s) that are not capture records were skipped (the first at line 4)")
+    assert result.output.splitlines()[:2] == [
+        f"acp-bridge: {capture}: 1 line(s) that are not capture records were skipped (the first at line 4)",
+        f"acp-bridge: {capture}:8: the torn last line (the bridge was killed while writing it) was ignored"]
     assert oct(out.stat().st_mode & 0o777) == "0o600"
 
 
