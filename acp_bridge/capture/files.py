@@ -51,12 +51,12 @@ def open_capture(path: str, *, strict: bool = True, follow: bool = False,
         raise UnreadableCapture(path, None, "is a directory, not a capture") from None
     except OSError as exc:
         raise UnreadableCapture(path, None, f"cannot read: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        problem = "is a directory, not a capture" if stat.S_ISDIR(mode) else "not a regular file, so not a capture"
+        raise UnreadableCapture(path, None, problem)
     with open(fd, "rb") as file:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise UnreadableCapture(path, None, "is a directory, not a capture")
-        if not stat.S_ISREG(mode):
-            raise UnreadableCapture(path, None, "not a regular file, so not a capture")
         os.set_blocking(fd, True)
         yield CaptureReader(path, read_lines(file, follow=follow, max_line=max_line), strict=strict)
 

@@ -117,7 +117,7 @@ class CaptureReader:
             line = self._next()
         if line is None:
             raise UnreadableCapture(self.path, None, "empty, not a capture")
-        record = None if isinstance(line, LongLine) else load_record(line)
+        record = None if isinstance(line, LongLine) else _load(line)
         if record is None or record.get("type") != "header":
             raise UnreadableCapture(self.path, self.line, "not a capture (the first line is not a header record)")
         version = record.get("format")
@@ -138,7 +138,7 @@ class CaptureReader:
                 continue
             if not line.strip():
                 continue
-            record = load_record(line)
+            record = _load(line)
             if record is None:
                 if isinstance(line, Unterminated) and not self.ended:
                     self.torn = self.line  # a killed bridge's last line: the records end before it
@@ -166,6 +166,11 @@ class CaptureReader:
             said.append(f"{self.path}:{self.torn}: the torn last line (the bridge was killed while writing it) "
                         "was ignored")
         return said
+
+
+def _load(line: bytes) -> Json | None:
+    # orjson reads bytes, not a subclass of them
+    return load_record(bytes(line) if type(line) is Unterminated else line)
 
 
 def split_lines(data: bytes) -> Iterator[bytes]:
