@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,22 +163,31 @@ class Ran:
     peak_mib: float
 
 
+# Linux keeps the high-water mark of the memory a process had before `exec` in its
+# ru_maxrss, and subprocess starts a child with vfork: a child of this (large) test process
+# would report at least this process's size. So a small Python starts the command and
+# writes its peak, in KiB, to the file named first.
+PEAK_OF = ("import os, subprocess, sys\n"
+           "child = subprocess.Popen(sys.argv[2:])\n"
+           "_, status, usage = os.wait4(child.pid, 0)\n"
+           "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+           "sys.exit(os.waitstatus_to_exitcode(status) % 256)\n")
+
+
 def run(args: list[str], tmp_path: Path, timeout: float = 20) -> Ran:
-    """`python -m acp_bridge ARGS`, with the peak resident memory of that process alone
-    (`wait4`: RUSAGE_CHILDREN would be the largest of every child this test process had)."""
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    """`python -m acp_bridge ARGS`, with the peak resident memory of that process alone."""
+    out, err, peak = tmp_path / "stdout", tmp_path / "stderr", tmp_path / "peak"
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        proc = subprocess.Popen([sys.executable, "-m", "acp_bridge", *args], stdin=subprocess.DEVNULL,
-                                stdout=stdout, stderr=stderr, env={**os.environ, "OTEL_SDK_DISABLED": "true"})
-    killer = threading.Timer(timeout, proc.kill)  # a hang fails the test instead of the suite
-    killer.start()
-    try:
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        killer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode != -9, f"{args} did not end within {timeout} s"
-    return Ran(proc.returncode, out.read_text(), err.read_text(), usage.ru_maxrss / 1024)
+        proc = subprocess.Popen([sys.executable, "-c", PEAK_OF, str(peak), sys.executable, "-m", "acp_bridge", *args],
+                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
+                                env={**os.environ, "OTEL_SDK_DISABLED": "true"})
+        try:
+            status = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # a hang fails the test instead of the suite
+            proc.wait()
+            raise AssertionError(f"{args} did not end within {timeout} s") from None
+    return Ran(status, out.read_text(), err.read_text(), int(peak.read_text()) / 1024)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
