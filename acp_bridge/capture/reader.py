@@ -25,7 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,37 +201,42 @@ def load_record(line: bytes) -> Json | None:
     return _typed(record)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+_NONE = type(None)
+_NUMBER, _INT, _TEXT = (int, float), (int,), (str,)
 
-
-# The fields the readers use, and the type each must have; a field of another type (a
-# capture edited by hand, or written by something else) is dropped, as if absent.
-_FIELD_TYPES: dict[str, Callable[[Any], bool]] = {
-    **dict.fromkeys(("time", "mono", "latency"), _is_number),
-    **dict.fromkeys(("seq", "size", "out_size", "records"),
-                    lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    **dict.fromkeys(("direction", "kind", "verdict", "raw_b64", "out_b64", "error"),
-                    lambda v: isinstance(v, str)),
-    "method": lambda v: v is None or isinstance(v, str),
-    "session": lambda v: v is None or isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)),
-    "rules": lambda v: isinstance(v, list) and all(isinstance(r, str) for r in v),
-    "raw": lambda v: isinstance(v, str),
-    "out": lambda v: v is None or isinstance(v, str),
-    "redacted": lambda v: v == WHOLE or (isinstance(v, list) and all(isinstance(r, str) for r in v)),
-    **dict.fromkeys(("truncated", "unfinished"), lambda v: isinstance(v, bool)),
+# The fields the readers use, and the exact types each may have (as JSON reads them: `true`
+# is a bool, never an int here); a field of another type (a capture edited by hand, or
+# written by something else) is dropped, as if absent. Exact types, looked up per field a
+# record has: every line a reader reads passes here.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("time", "mono", "latency"), _NUMBER),
+    **dict.fromkeys(("seq", "size", "out_size", "records"), _INT),
+    **dict.fromkeys(("direction", "kind", "verdict", "raw_b64", "out_b64", "error", "raw"), _TEXT),
+    "method": (_NONE, str),
+    "session": (_NONE, str, int),
+    "rules": (list,),  # of strings
+    "out": (_NONE, str),
+    "redacted": (str, list),  # WHOLE, or a list of strings
+    **dict.fromkeys(("truncated", "unfinished"), (bool,)),
     # `finding` records (docs/health.md)
-    **dict.fromkeys(("code", "level", "message"), lambda v: isinstance(v, str)),
-    "about": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
-    "count": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    **dict.fromkeys(("code", "level", "message"), _TEXT),
+    "about": (_NONE, int),
+    "count": _INT,
 }
 
 
 def _typed(record: Json) -> Json:
     """`record` without fields of the wrong type, so that no reader trips on one."""
-    wrong = [key for key, fits in _FIELD_TYPES.items() if key in record and not fits(record[key])]
+    types = _FIELD_TYPES
+    wrong = [key for key, value in record.items()
+             if (allowed := types.get(key)) is not None and type(value) not in allowed]
+    for key in ("rules", "redacted"):
+        value = record.get(key)
+        if (type(value) is list and not all(type(item) is str for item in value)) or (
+                key == "redacted" and type(value) is str and value != WHOLE):
+            wrong.append(key)
     for key in wrong:
-        del record[key]
+        record.pop(key, None)
     return record
 
 
