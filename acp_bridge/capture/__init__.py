@@ -14,11 +14,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acp_bridge.capture.reader import RecordFilter as RecordFilter
+    from acp_bridge.capture.reader import FORMAT_VERSION as FORMAT_VERSION
+    from acp_bridge.capture.reader import CaptureReader as CaptureReader
+    from acp_bridge.capture.reader import UnreadableCapture as UnreadableCapture
     from acp_bridge.capture.reader import load_record as load_record
     from acp_bridge.capture.reader import record_bytes as record_bytes
-    from acp_bridge.capture.reader import summarize as summarize
-    from acp_bridge.capture.records import FORMAT_VERSION as FORMAT_VERSION
     from acp_bridge.capture.records import CaptureEncoder as CaptureEncoder
     from acp_bridge.capture.records import dumps as dumps
     from acp_bridge.capture.records import header_record as header_record
@@ -28,12 +28,16 @@ if TYPE_CHECKING:
     from acp_bridge.capture.redaction import Redactor as Redactor
     from acp_bridge.capture.redaction import mask_argv as mask_argv
     from acp_bridge.capture.stats import CaptureStats as CaptureStats
+    from acp_bridge.capture.summary import RecordFilter as RecordFilter
+    from acp_bridge.capture.summary import summarize as summarize
 
 _WHERE = {
-    "acp_bridge.capture.reader": ("RecordFilter", "load_record", "record_bytes", "summarize"),
-    "acp_bridge.capture.records": ("FORMAT_VERSION", "CaptureEncoder", "dumps", "header_record"),
+    "acp_bridge.capture.reader": ("FORMAT_VERSION", "CaptureReader", "UnreadableCapture", "load_record",
+                                  "record_bytes"),
+    "acp_bridge.capture.records": ("CaptureEncoder", "dumps", "header_record"),
     "acp_bridge.capture.redaction": ("PROMPT_REDACTED", "REDACTED", "WHOLE", "Redactor", "mask_argv"),
     "acp_bridge.capture.stats": ("CaptureStats",),
+    "acp_bridge.capture.summary": ("RecordFilter", "summarize"),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
@@ -43,9 +47,11 @@ __all__ = [
     "REDACTED",
     "WHOLE",
     "CaptureEncoder",
+    "CaptureReader",
     "CaptureStats",
     "RecordFilter",
     "Redactor",
+    "UnreadableCapture",
     "dumps",
     "header_record",
     "load_record",

@@ -1,8 +1,9 @@
-"""The capture's shell helpers that touch the system: the path template, reading a capture as
-it grows, and the local time of day for people.
+"""The capture's shell helpers that touch the system: the path template, opening a capture for
+the reader and reading its lines (as it grows, too), and the local time of day for people.
 
 Owns: filling in `{time}` and `{pid}` (the config checks a template with `capture_path`
-before the run), reading complete lines of a capture file (following it like `tail -f`), and
+before the run), opening a capture (`open_capture`: regular files only), reading its lines
+in bounded memory (following it like `tail -f`), and
 `local_clock`, the one time-zone lookup of the package. The pure modules take times as
 numbers and clocks as functions, so they never read either. Must never: write a capture.
 """
@@ -10,9 +11,13 @@ numbers and clocks as functions, so they never read either. Must never: write a 
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO
+
+from acp_bridge.capture.reader import MAX_RECORD, CaptureReader, Line, LongLine, UnreadableCapture, Unterminated
 
 CAPTURE_FIELDS = frozenset({"time", "pid"})  # the placeholders of a capture path template
 POLL_SECONDS = 0.2
@@ -26,52 +31,109 @@ def capture_path(template: str, now: float, pid: int) -> str:
 
 
 READ_SIZE = 1 << 20
-MAX_LINE = 1 << 30  # a capture line longer than this is no record: its first MAX_LINE bytes stand for it
+
+
+@contextmanager
+def open_capture(path: str, *, strict: bool = True, follow: bool = False,
+                 max_line: int = MAX_RECORD) -> Iterator[CaptureReader]:
+    """The capture at `path`, read by the one reader (`reader.CaptureReader`); with `follow`,
+    read as it grows. Only a regular file is read: a FIFO would block (its open too, without a
+    writer) and a device such as /dev/zero never ends, so either is refused before anything of
+    it is read.
+
+    Raises:
+        UnreadableCapture: not a regular file, cannot be opened, or not a capture (and while
+            the records are read, as the reader says).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except IsADirectoryError:
+        raise UnreadableCapture(path, None, "is a directory, not a capture") from None
+    except OSError as exc:
+        raise UnreadableCapture(path, None, f"cannot read: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        problem = "is a directory, not a capture" if stat.S_ISDIR(mode) else "not a regular file, so not a capture"
+        raise UnreadableCapture(path, None, problem)
+    with open(fd, "rb") as file:
+        os.set_blocking(fd, True)
+        yield CaptureReader(path, read_lines(file, follow=follow, max_line=max_line), strict=strict)
 
 
 def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECONDS,
-               max_line: int = MAX_LINE) -> Iterator[bytes]:
-    """Complete lines of a capture; with `follow`, wait for more like `tail -f` (forever).
+               max_line: int = MAX_RECORD) -> Iterator[Line]:
+    """The lines of a capture file (a regular one: it is read again where a line continues),
+    without their newlines; a last line without one comes as `Unterminated`. With `follow`,
+    wait for more like `tail -f` (forever): a partial last line (a record being written) waits
+    until it is complete, and a capture that shrinks (rewritten from the start) is read again
+    from the top.
 
-    A partial last line (a record being written) is held until it is complete; when
-    following, a capture that shrinks (rewritten from the start) is read again from the top.
-    The pieces of a long line are joined once, when it ends (linear in its length); a line
-    past `max_line` bytes is cut there (its head, which no reader takes for a record, stands
-    for it) and the rest of it is skipped, so memory stays bounded on any input.
+    A line longer than `max_line` comes as a `LongLine`: it is scanned for its end a piece at
+    a time and never held, so memory stays bounded by the longest line read, on any input.
+    A line is read in one piece once its end is found (linear in its length).
     """
-    pieces: list[bytes] = []
-    held = 0  # bytes in pieces
-    skipping = False  # inside a line already cut at max_line
     while True:
+        start = file.tell()
         chunk = file.read(READ_SIZE)
-        if chunk:
-            end = chunk.find(b"\n")
-            if end < 0:
-                if not skipping:
-                    pieces.append(chunk)
-                    held += len(chunk)
-                    if held > max_line:
-                        yield b"".join(pieces)[:max_line]
-                        pieces, held, skipping = [], 0, True
-                continue
-            if not skipping:
-                pieces.append(chunk[:end])
-                yield b"".join(pieces)[:max_line]
-            skipping = False
-            lines = chunk[end + 1:].split(b"\n")
-            last = lines.pop()
-            for line in lines:
-                yield line if len(line) <= max_line else line[:max_line]
-            pieces, held = ([last], len(last)) if last else ([], 0)
+        if not chunk:
+            if not follow:
+                return
+            if os.fstat(file.fileno()).st_size < start:
+                file.seek(0)
+            time.sleep(poll)
             continue
-        if not follow:
-            if pieces and not skipping:
-                yield b"".join(pieces)[:max_line]
-            return
-        if os.fstat(file.fileno()).st_size < file.tell():
-            file.seek(0)
-            pieces, held, skipping = [], 0, False
-        time.sleep(poll)
+        lines = chunk.split(b"\n")
+        tail = lines.pop()
+        if not lines:  # no line ends in this chunk: a long line, or the last one
+            line = _long_line(file, start, chunk, max_line, follow)
+            if line is None:  # following, and the line is not complete yet
+                end = file.tell()
+                while (size := os.fstat(file.fileno()).st_size) == end:
+                    time.sleep(poll)
+                file.seek(start if size > end else 0)
+                continue
+            yield line
+            continue
+        for line in lines:
+            yield line if len(line) <= max_line else LongLine(len(line), max_line)
+        if tail:
+            file.seek(start + len(chunk) - len(tail))  # read it again, with what follows
+
+
+def _long_line(file: IO[bytes], start: int, chunk: bytes, max_line: int, follow: bool) -> Line | None:
+    """The line at `start` that `chunk` begins and does not end. Scan for its end without
+    holding it, then read it whole if it is no longer than `max_line`; the file is left
+    after it. None: following, and the line has no end yet (the file is left at its end)."""
+    size, ended = len(chunk), False
+    while piece := file.read(READ_SIZE):
+        end = piece.find(b"\n")
+        if end >= 0:
+            size, ended = size + end, True
+            break
+        size += len(piece)
+    if not ended and follow:
+        return None
+    if size > max_line:
+        file.seek(start + size + ended)
+        return LongLine(size, max_line)
+    if size > len(chunk):
+        file.seek(start)
+        chunk = _read(file, size)
+    file.seek(start + size + ended)
+    return chunk[:size] if ended else Unterminated(chunk[:size])
+
+
+def _read(file: IO[bytes], size: int) -> bytes:
+    """`size` bytes of `file` (fewer only at its end), in one piece however reads come."""
+    data = file.read(size)
+    if len(data) == size or not data:
+        return data
+    pieces, held = [data], len(data)
+    while held < size and (piece := file.read(size - held)):
+        pieces.append(piece)
+        held += len(piece)
+    return b"".join(pieces)
 
 
 def wait_for_file(path: str, poll: float = POLL_SECONDS) -> None:

@@ -25,9 +25,10 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.capture.reader import WITHHELD_NOTE, record_bytes, record_message, short_session, summarize
+from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.capture.records import withhold
 from acp_bridge.capture.redaction import WHOLE, Redactor
+from acp_bridge.capture.summary import WITHHELD_NOTE, short_session, summarize
 from acp_bridge.core import protocol as p
 from acp_bridge.core.messages import id_key
 from acp_bridge.core.protocol import Json

@@ -1,38 +1,188 @@
-"""Reading captures, for a person: records back from JSONL, one-line summaries for `show`,
-detail levels and filters. The aggregation behind `stats` is in `stats`.
+"""The one capture reader: records back from a capture's lines, by one policy for what is
+not a record (docs/capture-format.md, "Reading a capture"). `show`, `stats`, `export`,
+`check` and `replay` all read through it; `files.open_capture` opens the file for it.
 
-Must never: do IO (callers hand it lines and an output stream), read the clock or the time
-zone (a clock is passed in: `files.local_clock` in the CLI), import trio or click, or
-raise on what a capture holds (a message nested past what can be re-encoded is shown as it
-came; a number is shown as it was written, not as a float read it).
+The policy:
+- The first line that is not blank must be a header record of a format this version
+  reads; otherwise (an empty file, a file that is no capture, an unknown version) the
+  capture is refused: `UnreadableCapture`.
+- A last line without its newline that is no whole record, with no end record before it,
+  is what a bridge killed while writing leaves: the records before it are read, and
+  `torn` says which line was ignored (`notes()`).
+- Any other line that is not a record (edited by hand, or cut short after the end record),
+  and a line longer than the reader's limit (never held whole: only its length is known),
+  is an error in a `strict` reader (`check`, `replay`: unreadable input) and is skipped and
+  counted in a lenient one (`show`, `stats`, `export`: they show what they can and say how
+  much they skipped).
+- Blank lines are skipped.
+
+Must never: do IO (lines are handed in), import trio or click, or raise on what a record
+holds (a field of the wrong type is dropped, as if absent).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import math
 import re
-from collections.abc import Callable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from acp_bridge.capture.redaction import WHOLE
-from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction
-from acp_bridge.core.printable import printable, printable_lines
+from acp_bridge.core.lines import MIB
 from acp_bridge.core.protocol import Json
 
-# Numbers orjson reads inexactly: a fraction or exponent (`1.50`, `1e3`), or 19 digits and
-# more (beyond 64 bits it reads a float).
-_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
+FORMAT_VERSION = 1
+MAX_RECORD = 256 * MIB  # the longest line read as a record (a longer one is skipped unread)
+
+
+def known_format(version: Any) -> bool:
+    """Is `version` (a header's `format`) one this version reads? (`true` is not 1 here,
+    though Python's `==` says it is.) Every reader of captures asks this one question."""
+    return type(version) is int and version == FORMAT_VERSION
+
+
+class UnreadableCapture(Exception):
+    """A capture that cannot be read: the one line to say names the file, the line (None:
+    the file as a whole) and the problem."""
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        super().__init__(f"{path}: {problem}" if line is None else f"{path}:{line}: {problem}")
+        self.path, self.line, self.problem = path, line, problem
+
+
+class Unterminated(bytes):
+    """The last line of a file when it has no newline (the other lines come without theirs)."""
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A line longer than `limit` bytes: skipped unread, so only its length is known."""
+
+    size: int
+    limit: int
+
+    def problem(self) -> str:
+        limit = f"{self.limit // MIB} MiB" if self.limit >= MIB and not self.limit % MIB else f"{self.limit} bytes"
+        return f"a line longer than {limit}, so not a capture record"
+
+
+Line = bytes | LongLine
+
+NOT_A_RECORD = "not a capture record"
+
+
+class CaptureReader:
+    """The records of one capture, header first, checked as they are iterated (once), by the
+    policy above. The header is read when the reader is made, so a file that is no capture
+    is refused before anything is shown of it.
+
+    Raises:
+        UnreadableCapture: from the constructor (not a capture, an unknown version, a read
+            error), and while iterating (a read error; in a `strict` reader, a line that is
+            not a record).
+    """
+
+    def __init__(self, path: str, lines: Iterable[Line], *, strict: bool = True) -> None:
+        self.path = path
+        self.strict = strict
+        self.line = 0  # the number of the line last read (1-based)
+        self.ended = False  # an end record was read
+        self.torn: int | None = None  # the torn last line ignored
+        self.skipped = 0  # lines that are not records, skipped (a lenient reader)
+        self.first_skipped: int | None = None
+        self._lines = iter(lines)
+        self._started = False
+        self.header = self._first()
+
+    def __repr__(self) -> str:
+        return (f"<CaptureReader {self.path!r} line={self.line} ended={self.ended} torn={self.torn} "
+                f"skipped={self.skipped}>")
+
+    def _next(self) -> Line | None:
+        try:
+            line = next(self._lines, None)
+        except OSError as exc:
+            raise UnreadableCapture(self.path, None, f"cannot read: {exc.strerror or exc}") from None
+        if line is not None:
+            self.line += 1
+        return line
+
+    def _first(self) -> Json:
+        line = self._next()
+        while line is not None and not isinstance(line, LongLine) and not line.strip():
+            line = self._next()
+        if line is None:
+            raise UnreadableCapture(self.path, None, "empty, not a capture")
+        record = None if isinstance(line, LongLine) else _load(line)
+        if record is None or record.get("type") != "header":
+            raise UnreadableCapture(self.path, self.line, "not a capture (the first line is not a header record)")
+        version = record.get("format")
+        if not known_format(version):
+            shown = repr(version) if isinstance(version, (str, int, float, type(None))) else type(version).__name__
+            raise UnreadableCapture(self.path, self.line,
+                                    f"capture format {shown}; this acp-bridge reads format {FORMAT_VERSION}")
+        return record
+
+    def __iter__(self) -> Iterator[Json]:
+        if self._started:
+            raise RuntimeError("a capture reader is iterated once")
+        self._started = True
+        yield self.header
+        while (line := self._next()) is not None:
+            if isinstance(line, LongLine):
+                self._not_a_record(line.problem())
+                continue
+            if not line.strip():
+                continue
+            record = _load(line)
+            if record is None:
+                if isinstance(line, Unterminated) and not self.ended:
+                    self.torn = self.line  # a killed bridge's last line: the records end before it
+                    return
+                self._not_a_record(NOT_A_RECORD)
+                continue
+            if record["type"] == "end":
+                self.ended = True
+            yield record
+
+    def _not_a_record(self, problem: str) -> None:
+        if self.strict:
+            raise UnreadableCapture(self.path, self.line, problem)
+        self.skipped += 1
+        if self.first_skipped is None:
+            self.first_skipped = self.line
+
+    def notes(self) -> list[str]:
+        """What to say once the records are read: a torn last line, lines skipped."""
+        said = []
+        if self.skipped:
+            said.append(f"{self.path}: {self.skipped} line(s) that are not capture records were skipped "
+                        f"(the first at line {self.first_skipped})")
+        if self.torn is not None:
+            said.append(f"{self.path}:{self.torn}: the torn last line (the bridge was killed while writing it) "
+                        "was ignored")
+        return said
+
+
+def _load(line: bytes) -> Json | None:
+    # orjson reads bytes, not a subclass of them
+    return load_record(bytes(line) if type(line) is Unterminated else line)
+
+
+def split_lines(data: bytes) -> Iterator[bytes]:
+    """The lines of `data` as a file gives them to the reader (a capture held in memory)."""
+    lines = data.split(b"\n")
+    last = lines.pop()
+    yield from lines
+    if last:
+        yield Unterminated(last)
+
+
 _BIG_INTEGER = re.compile(rb"[0-9]{19}")
-WITHHELD_NOTE = "(withheld whole: the line could hold a secret and could not be masked precisely)"
-
-# -- reading ----------------------------------------------------------------------------------
-
 
 def load_record(line: bytes) -> Json | None:
     """One capture line back as a record, or None if it is not one. An id beyond 64 bits
@@ -51,37 +201,42 @@ def load_record(line: bytes) -> Json | None:
     return _typed(record)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+_NONE = type(None)
+_NUMBER, _INT, _TEXT = (int, float), (int,), (str,)
 
-
-# The fields the readers use, and the type each must have; a field of another type (a
-# capture edited by hand, or written by something else) is dropped, as if absent.
-_FIELD_TYPES: dict[str, Callable[[Any], bool]] = {
-    **dict.fromkeys(("time", "mono", "latency"), _is_number),
-    **dict.fromkeys(("seq", "size", "out_size", "records"),
-                    lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    **dict.fromkeys(("direction", "kind", "verdict", "raw_b64", "out_b64", "error"),
-                    lambda v: isinstance(v, str)),
-    "method": lambda v: v is None or isinstance(v, str),
-    "session": lambda v: v is None or isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)),
-    "rules": lambda v: isinstance(v, list) and all(isinstance(r, str) for r in v),
-    "raw": lambda v: isinstance(v, str),
-    "out": lambda v: v is None or isinstance(v, str),
-    "redacted": lambda v: v == WHOLE or (isinstance(v, list) and all(isinstance(r, str) for r in v)),
-    **dict.fromkeys(("truncated", "unfinished"), lambda v: isinstance(v, bool)),
+# The fields the readers use, and the exact types each may have (as JSON reads them: `true`
+# is a bool, never an int here); a field of another type (a capture edited by hand, or
+# written by something else) is dropped, as if absent. Exact types, looked up per field a
+# record has: every line a reader reads passes here.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("time", "mono", "latency"), _NUMBER),
+    **dict.fromkeys(("seq", "size", "out_size", "records"), _INT),
+    **dict.fromkeys(("direction", "kind", "verdict", "raw_b64", "out_b64", "error", "raw"), _TEXT),
+    "method": (_NONE, str),
+    "session": (_NONE, str, int),
+    "rules": (list,),  # of strings
+    "out": (_NONE, str),
+    "redacted": (str, list),  # WHOLE, or a list of strings
+    **dict.fromkeys(("truncated", "unfinished"), (bool,)),
     # `finding` records (docs/health.md)
-    **dict.fromkeys(("code", "level", "message"), lambda v: isinstance(v, str)),
-    "about": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
-    "count": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    **dict.fromkeys(("code", "level", "message"), _TEXT),
+    "about": (_NONE, int),
+    "count": _INT,
 }
 
 
 def _typed(record: Json) -> Json:
     """`record` without fields of the wrong type, so that no reader trips on one."""
-    wrong = [key for key, fits in _FIELD_TYPES.items() if key in record and not fits(record[key])]
+    types = _FIELD_TYPES
+    wrong = [key for key, value in record.items()
+             if (allowed := types.get(key)) is not None and type(value) not in allowed]
+    for key in ("rules", "redacted"):
+        value = record.get(key)
+        if (type(value) is list and not all(type(item) is str for item in value)) or (
+                key == "redacted" and type(value) is str and value != WHOLE):
+            wrong.append(key)
     for key in wrong:
-        del record[key]
+        record.pop(key, None)
     return record
 
 
@@ -115,239 +270,3 @@ def record_message(record: Json, key: str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
-
-
-def utc_clock(wall: float) -> str:
-    """HH:MM:SS.mmm in UTC, counted from the Unix epoch: no calendar or time zone needed (the
-    CLI passes a local-time clock, `files.local_clock`)."""
-    try:
-        seconds = math.floor(wall)
-    except (OverflowError, ValueError):  # not a time at all: inf or nan
-        return f"t={wall!r}"
-    return (f"{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-            f".{int(wall * 1000) % 1000:03d}")
-
-
-def fmt_id(id_: Any) -> str:
-    """An id for a person: as JSON, with what JSON leaves raw (DEL, C1, bidi) escaped too."""
-    if isinstance(id_, int) and not isinstance(id_, bool):
-        return str(id_)
-    try:
-        return printable(orjson.dumps(id_).decode(), quote_backslash=False)
-    except TypeError:  # nested too deep to write
-        return "(unwritable id)"
-
-
-def fmt_seconds(seconds: float) -> str:
-    return f"{seconds * 1000:.1f}ms" if seconds < 1 else f"{seconds:.2f}s"
-
-
-@dataclass(frozen=True)
-class Summary:
-    """One message, told in one line: the parts `show` prints (and colours)."""
-
-    clock: str
-    arrow: str
-    label: str
-    session: str
-    size: str
-    marks: tuple[str, ...]
-    verdict: str
-
-    def plain(self) -> str:
-        parts = [self.clock, self.arrow, self.label]
-        if self.session:
-            parts.append(self.session)
-        parts.append(self.size)
-        parts.extend(self.marks)
-        return " ".join(parts)
-
-
-SESSION_SHOWN = 8  # a session id longer than SESSION_LONG shows as its first 8 characters and "…"
-SESSION_LONG = 12
-
-
-def short_session(session: str) -> str:
-    """A long session id cut to a prefix that `show --session` takes back."""
-    return session if len(session) <= SESSION_LONG else session[:SESSION_SHOWN] + "…"
-
-
-def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short: bool = False) -> Summary:
-    """The one-line summary of a message record (with `short`, a long session id cut short).
-    What came from the wire is made `printable`: a method or session id can hold anything."""
-    direction = record.get("direction")
-    arrow = Direction(direction).arrow if direction in ("to-agent", "to-client") else "??"
-    kind, verdict = record.get("kind"), record.get("verdict", "")
-    method = None if record.get("method") is None else printable(str(record["method"]))
-    sent = record.get("out") is not None or "out_b64" in record
-    msg = record_message(record, "out" if sent else "raw")
-    if kind == "request":
-        label = f"{method} #{fmt_id(record.get('id'))}"
-    elif kind == "notification":
-        label = str(method)
-        update = p.get_path(msg, "params", "update", "sessionUpdate")
-        if isinstance(update, str):
-            label += f" {printable(update)}"
-    elif kind == "response":
-        label = f"#{fmt_id(record.get('id'))} {method or '(unpaired)'}"
-        code = p.get_path(msg, "error", "code")
-        label += f" error {fmt_id(code)}" if isinstance(msg, dict) and "error" in msg else " ok"
-        latency = record.get("latency")
-        if isinstance(latency, (int, float)):
-            label += f" {fmt_seconds(latency)}"
-    elif verdict == "opaque":
-        label = "(line over the parse limit)"
-    else:
-        raw = record_bytes(record, "raw") or b""
-        label = "(blank line)" if not raw.strip() else "(not JSON-RPC)"
-    session = record.get("session")
-    size = f"{record.get('size', 0)}B"
-    if "out_size" in record and verdict != "emit":
-        size += f"->{record['out_size']}B"
-    elif verdict == "emit":
-        size = f"{record.get('out_size', 0)}B"
-    rules = ",".join(record.get("rules") or ())
-    marks: list[str] = []
-    if verdict in ("rewrite", "drop", "emit"):
-        name = "bridge" if verdict == "emit" else verdict
-        marks.append(f"[{name}: {rules}]" if rules else f"[{name}]")
-    elif verdict == "error":
-        marks.append(f"[error: {record.get('error', '')}]")
-    if record.get("truncated"):
-        marks.append("[truncated]")
-    if record.get("unfinished"):
-        marks.append("[unfinished]")
-    if record.get("redacted") == WHOLE:
-        marks.append("[redacted: whole line]")
-    elif record.get("redacted"):
-        marks.append("[redacted]")
-    return Summary(
-        clock=clock(float(record.get("time", 0.0))),
-        arrow=arrow,
-        label=label,
-        session="" if session is None else f"({printable(short_session(str(session)) if short else str(session))})",
-        size=size,
-        marks=tuple(printable(mark, quote_backslash=False) for mark in marks),  # rule names, errors
-        verdict=str(verdict),
-    )
-
-
-def pretty(obj: Any) -> str:
-    """Indented JSON. Raises TypeError for what orjson cannot write (nested past 254 levels)."""
-    return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
-
-
-def _exact_message(data: bytes) -> Any:
-    """`data` parsed for display, every number kept as written; None when it is not JSON."""
-    try:
-        msg = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    if _INEXACT_NUMBER.search(data) is not None:
-        try:
-            msg = json.loads(data, parse_int=orjson.Fragment, parse_float=orjson.Fragment)
-        except (ValueError, RecursionError):
-            pass  # deeper than the stdlib reads: the display falls back to the text
-    return msg
-
-
-def _as_text(data: bytes) -> str:
-    return data.decode("utf-8", "backslashreplace").rstrip("\r\n")
-
-
-def display(record: Json, key: str, *, part: bool = False) -> str:
-    """`raw` or `out` of a record for a person: indented JSON (with `part`, only the params,
-    result or error), or the line itself when it is not JSON or cannot be re-encoded."""
-    if record.get("redacted") == WHOLE:
-        return WITHHELD_NOTE
-    data = record_bytes(record, key)
-    if data is None:
-        return "(nothing)"
-    msg = _exact_message(data)
-    if msg is None:
-        text = repr(data)
-        if record.get("truncated") and key == "raw":
-            kept = len(data)
-            text += f"\n… ({int(record.get('size', kept)) - kept} more bytes not kept)"
-        return text
-    try:
-        if part and isinstance(msg, dict):
-            for name in ("params", "result", "error"):
-                if name in msg:
-                    return pretty(msg[name])
-        return pretty(msg)
-    except TypeError:  # nested past what orjson writes: the line as it came
-        return _as_text(data)
-
-
-def _body(record: Json, key: str) -> str:
-    """The interesting part of a message: params, result or error; else the whole line."""
-    return display(record, key, part=True)
-
-
-def _indent(text: str, prefix: str = "    ") -> list[str]:
-    """`text` (indented JSON, or a line as it came) indented, and made printable: JSON leaves
-    DEL, C1 controls, U+2028 and bidi overrides raw in its strings."""
-    return [prefix + line for line in printable_lines(text).split("\n")]
-
-
-def detail_lines(record: Json, detail: int) -> list[str]:
-    """What `--detail` adds under a summary: 2 the params, 3 before and after."""
-    if detail < 2:
-        return []
-    changed = "out" in record or "out_b64" in record
-    if detail == 2 or not changed:
-        return _indent(_body(record, "out" if changed else "raw"))
-    if record.get("verdict") == "emit":
-        return ["  sent:", *_indent(pretty_message(record, "out"))]
-    lines = ["  before:", *_indent(pretty_message(record, "raw")), "  after:"]
-    if record.get("out") is None and "out_b64" not in record:
-        lines.append("    (dropped)")
-    else:
-        lines += _indent(pretty_message(record, "out"))
-    return lines
-
-
-def pretty_message(record: Json, key: str) -> str:
-    return display(record, key)
-
-
-def finding_line(record: Json, clock: Callable[[float], str] = utc_clock) -> str:
-    """One line for a `finding` record (the watchdog's, as it wrote them into the capture)."""
-    session = record.get("session")
-    where = f" ({printable(short_session(str(session)))})" if session is not None else ""
-    about = record.get("about")
-    seq = f" [seq {about}]" if about is not None else ""
-    told = printable(f"{record.get('level', '?')} {record.get('code', '?')}: {record.get('message', '')}",
-                     quote_backslash=False)  # the message quotes ids, some as repr()s
-    return f"{clock(float(record.get('time', 0.0)))} !! {told}{where}{seq}"
-
-
-def mark_line(level: str, code: str, text: str) -> str:
-    """A finding marked under the message it concerns (`show --findings`)."""
-    return f"    !! {level} {code}: {printable(text, quote_backslash=False)}"
-
-
-@dataclass(frozen=True)
-class RecordFilter:
-    methods: tuple[str, ...] = ()
-    session: str | None = None
-    direction: str | None = None
-    updates: tuple[str, ...] = ()  # `params.update.sessionUpdate` of a `session/update`
-
-    def __call__(self, record: Json) -> bool:
-        if self.methods and record.get("method") not in self.methods:
-            return False
-        if self.updates and not self.updates_match(record):
-            return False
-        if self.session is not None and str(record.get("session")) != self.session:
-            return False
-        return self.direction is None or record.get("direction") == self.direction
-
-    def updates_match(self, record: Json) -> bool:
-        """A `session/update` of one of the kinds, as it came or as it was sent (a rewrite
-        that changes the kind matches both); the message is parsed only here."""
-        if record.get("method") != "session/update":
-            return False
-        return any(p.get_path(record_message(record, key), "params", "update", "sessionUpdate") in self.updates
-                   for key in ("raw", "out"))

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from acp_bridge import __version__
+from acp_bridge.capture.reader import FORMAT_VERSION
 from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor, mask_argv
 from acp_bridge.capture.runs import LeanRuns
 from acp_bridge.core import protocol as p
@@ -32,14 +33,7 @@ from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Forward, Verdict
 
-FORMAT_VERSION = 1
 HEAD_BYTES = 4096  # of a line over the parse limit, kept in its record
-
-
-def known_format(version: Any) -> bool:
-    """Is `version` (a header's `format`) one this version reads? (`true` is not 1 here,
-    though Python's `==` says it is.) Every reader of captures asks this one question."""
-    return type(version) is int and version == FORMAT_VERSION
 
 
 # Enum values by member: a dict lookup costs less than Enum's `.value` descriptor.

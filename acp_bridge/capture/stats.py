@@ -1,7 +1,7 @@
 """The aggregation behind `acp-bridge stats`: counts, bytes, latency percentiles, rules and
 loose ends of a capture, record by record.
 
-Must never: do IO (the CLI hands it lines), read the clock or the time zone (a clock is
+Must never: do IO (the CLI hands it the reader's records), read the clock or the time zone (a clock is
 passed in for the times it prints), or raise on what a capture holds.
 """
 
@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from acp_bridge.capture.reader import fmt_id, fmt_seconds, load_record, utc_clock
+from acp_bridge.capture.summary import fmt_id, fmt_seconds, utc_clock
 from acp_bridge.core.messages import id_key
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
@@ -31,7 +31,7 @@ class CaptureStats:
         self.header: Json | None = None
         self.ended = False
         self.records = 0
-        self.unreadable = 0  # capture lines that are not records
+        self.unreadable = 0  # capture lines that are not records (the reader skips and counts them)
         self.messages: Counter[tuple[str, str]] = Counter()
         self.bytes: Counter[tuple[str, str]] = Counter()
         self.latency: defaultdict[str, list[float]] = defaultdict(list)
@@ -43,15 +43,6 @@ class CaptureStats:
 
     def __repr__(self) -> str:
         return f"<CaptureStats records={self.records} open={len(self._open)}>"
-
-    def add_line(self, line: bytes) -> None:
-        if not line.strip():
-            return
-        record = load_record(line)
-        if record is None:
-            self.unreadable += 1
-        else:
-            self.add(record)
 
     def add(self, record: Json) -> None:
         kind = record.get("type")

@@ -1,5 +1,6 @@
 """What the commands that read a capture (`show`, `stats`, `export`) share: the capture
-argument, the checked reading of a capture's records, and its findings.
+argument, reading it through the one reader (a file that is no capture is one line and exit
+2; lines skipped and a torn last line are said once the records are read), and its findings.
 
 Must never: write to a capture.
 """
@@ -7,12 +8,14 @@ Must never: write to a capture.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
 
 import click
 
-from acp_bridge.capture.files import read_lines
-from acp_bridge.capture.reader import load_record
-from acp_bridge.core.protocol import Json
+from acp_bridge.capture.files import open_capture
+from acp_bridge.capture.reader import CaptureReader, UnreadableCapture
+from acp_bridge.core.printable import printable
 
 CAPTURE = click.Path(exists=True, dir_okay=False, readable=True)
 
@@ -24,55 +27,31 @@ def capture_findings(capture: str) -> Iterator[tuple[int, str, str, str]]:
     from acp_bridge.health.offline import analyse
 
     try:
-        report = analyse(capture, CheckedCapture(capture))
-    except (NotACapture, OSError) as exc:  # the page or listing goes on without them
+        with open_capture(capture, strict=False) as reader:
+            report = analyse(capture, reader)
+    except UnreadableCapture as exc:  # the page or listing goes on without them
         click.echo(f"acp-bridge: findings not marked: {exc}", err=True)
         return
     yield from sorted((f.seq, f.level.label, f.code, f.text) for f in report.findings if isinstance(f.seq, int))
 
 
-class NotACapture(Exception):
-    """The file read is not a capture this version reads."""
+@contextmanager
+def reading(capture: str, *, follow: bool = False) -> Iterator[CaptureReader]:
+    """The capture's records, read leniently (lines that are not records are skipped and
+    counted); a file that is no capture, or cannot be read, is one line and exit 2."""
+    try:
+        with open_capture(capture, strict=False, follow=follow) as reader:
+            yield reader
+    except UnreadableCapture as exc:
+        fail(str(exc))
 
 
-class CheckedCapture:
-    """The records of a capture file, checked as they are read: the first line must be a
-    header of a format this version reads; later lines that are not records (a torn last
-    line, a line edited by hand) are counted and skipped."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.malformed = 0
-        self.first_malformed = 0
-        self.reading = False
-
-    def __iter__(self) -> Iterator[Json]:
-        from acp_bridge.capture.records import FORMAT_VERSION, known_format
-
-        number = 0
-        self.reading = True
-        for number, line in enumerate(capture_lines(self.path), 1):
-            record = load_record(line)
-            if number == 1:
-                version = record.get("format") if record is not None and record.get("type") == "header" else None
-                if record is None or record.get("type") != "header":
-                    raise NotACapture(f"{self.path}:1: not a capture (the first line is not a header record)")
-                if not known_format(version):
-                    raise NotACapture(f"{self.path}:1: capture format {version!r}; this acp-bridge reads "
-                                      f"format {FORMAT_VERSION}")
-            if record is None:
-                if line.strip():
-                    self.malformed += 1
-                    self.first_malformed = self.first_malformed or number
-                continue
-            self.reading = False
-            yield record
-            self.reading = True
-        self.reading = False
-        if number == 0:
-            raise NotACapture(f"{self.path}: empty, not a capture")
+def say(reader: CaptureReader) -> None:
+    """The reader's notes (lines skipped, a torn last line), once the records are read."""
+    for note in reader.notes():
+        click.echo(f"acp-bridge: {printable(note, quote_backslash=False)}", err=True)
 
 
-def capture_lines(capture: str) -> Iterator[bytes]:
-    with open(capture, "rb") as file:
-        yield from read_lines(file)
+def fail(message: str, status: int = 2) -> NoReturn:
+    click.echo(f"acp-bridge: {message}", err=True)
+    raise SystemExit(status)

@@ -1,8 +1,8 @@
 """`acp-bridge check CAPTURE...`: findings and the migration report, afterwards.
 
-Owns: reading the captures (a line that is not a record is unreadable input: exit 2 with
-one line naming the file and line; a torn last line, as a killed bridge may leave, is
-skipped), the text report (grouped by finding, with the seqs to `show`), `--json`,
+Owns: reading the captures through the one reader, strictly (a line that is not a record is
+unreadable input: exit 2 with one line naming the file and line; a torn last line, as a
+killed bridge may leave, is skipped and said), the text report (grouped by finding, with the seqs to `show`), `--json`,
 `--junit FILE` (one test case per connection and finding code) and the exit status
 (`--fail-on`: 0 clean, 1 findings at or above the level, 2 unreadable input). Must never:
 write to a capture, or import jsonschema unless `--schema` is given.
@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import click
 
-from acp_bridge.capture.files import read_lines
-from acp_bridge.capture.reader import load_record
-from acp_bridge.capture.records import FORMAT_VERSION, known_format
+from acp_bridge.capture.files import open_capture
+from acp_bridge.capture.reader import UnreadableCapture
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.core.printable import printable, printable_lines
 from acp_bridge.core.protocol import Json
@@ -29,77 +26,6 @@ from acp_bridge.health.offline import Report, analyse
 
 EXIT_FINDINGS, EXIT_UNREADABLE = 1, 2
 SEQS_SHOWN = 12
-
-
-class Unreadable(Exception):
-    """A capture that cannot be read: the message is the one line to print."""
-
-
-def read_capture(path: str) -> Iterator[Json]:
-    """The records of a capture, in order. Raises Unreadable (while iterating)."""
-    if os.path.isdir(path):
-        raise Unreadable(f"{path}: is a directory, not a capture")
-    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would block, /dev/zero never end
-        raise Unreadable(f"{path}: not a regular file, so not a capture")
-    try:
-        file = open(path, "rb")  # noqa: SIM115 - closed below, after the generator is done
-    except IsADirectoryError:
-        raise Unreadable(f"{path}: is a directory, not a capture") from None
-    except OSError as exc:
-        raise Unreadable(f"{path}: cannot read: {exc.strerror or exc}") from None
-    with file:
-        number = 0
-        first = True
-        held: tuple[int, bytes] | None = None
-        try:
-            for line in read_lines(file):
-                if held is not None:
-                    yield _record(path, *held)
-                    held = None
-                number += 1
-                if not line.strip():
-                    continue
-                if first:
-                    record = load_record(line)
-                    if record is None or record.get("type") != "header":
-                        raise Unreadable(f"{path}: not an acp-bridge capture (its first line is no header record)")
-                    if not known_format(record.get("format")):
-                        raise Unreadable(f"{path}:{number}: capture format {record.get('format')!r}; this "
-                                         f"acp-bridge reads format {FORMAT_VERSION}")
-                    first = False
-                    yield record
-                    continue
-                held = (number, line)
-        except OSError as exc:
-            raise Unreadable(f"{path}: cannot read: {exc.strerror or exc}") from None
-        if first:
-            raise Unreadable(f"{path}: not an acp-bridge capture (empty)")
-        if held is not None:
-            last = _record_or_none(held[1])
-            if last is not None:
-                yield last
-            elif _ends_with_newline(file):
-                raise Unreadable(f"{path}:{held[0]}: not a capture record")
-            # else: a torn last line (the bridge was killed while writing it): skipped
-
-
-def _ends_with_newline(file: IO[bytes]) -> bool:
-    size = file.seek(0, os.SEEK_END)
-    if not size:
-        return False
-    file.seek(size - 1)
-    return file.read(1) == b"\n"
-
-
-def _record(path: str, number: int, line: bytes) -> Json:
-    record = load_record(line)
-    if record is None:
-        raise Unreadable(f"{path}:{number}: not a capture record")
-    return record
-
-
-def _record_or_none(line: bytes) -> Json | None:
-    return load_record(line)
 
 
 @click.command()
@@ -159,13 +85,17 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
                 from acp_bridge.health.schema import SchemaError, schema_findings
 
                 try:
-                    extra = schema_findings(validator, list(read_capture(path)))
+                    with open_capture(path) as reader:  # a first pass, streamed as the second
+                        extra = schema_findings(validator, reader)
                 except SchemaError as exc:
                     click.echo(f"acp-bridge: {exc}", err=True)
                     raise SystemExit(EXIT_UNREADABLE) from None
-            reports.append(analyse(path, read_capture(path), health, extra=extra))
-        except Unreadable as exc:
-            click.echo(f"acp-bridge: {exc}", err=True)
+            with open_capture(path) as reader:
+                reports.append(analyse(path, reader, health, extra=extra))
+            for note in reader.notes():
+                click.echo(f"acp-bridge: {printable(note, quote_backslash=False)}", err=True)
+        except UnreadableCapture as exc:
+            click.echo(f"acp-bridge: {printable(str(exc), quote_backslash=False)}", err=True)
             unreadable = True
         except Exception as exc:  # a bug: said as such, and never exit 1, which means "findings"
             click.echo(f"acp-bridge: {path}: internal error while checking: {type(exc).__name__}: {exc}", err=True)

@@ -7,15 +7,13 @@ Must never: write to a capture, or import the page's code or telemetry before th
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
-from acp_bridge.commands.captures import CAPTURE, CheckedCapture, NotACapture, capture_findings
+from acp_bridge.commands.captures import CAPTURE, capture_findings, fail, reading, say
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 
 
@@ -46,18 +44,15 @@ def export(capture: str, out: str | None, otlp: bool) -> None:
         try:
             refuse_special(out)  # before the capture is read
         except NotAFile as exc:
-            _fail(f"--html: {exc}")
-    if not os.path.isfile(capture):
-        _fail(f"{capture}: not a regular file, so not a capture")
+            fail(f"--html: {exc}")
     if out is not None:
         _export_html(capture, out)
     if otlp:
         from acp_bridge.telemetry.offline import send_capture
 
-        try:
-            status, said = send_capture(CheckedCapture(capture), capture)
-        except NotACapture as exc:
-            _fail(str(exc))
+        with reading(capture) as reader:
+            status, said = send_capture(reader, capture)
+        say(reader)
         click.echo(f"acp-bridge: {said}", err=True)
         if status:
             raise SystemExit(status)
@@ -66,7 +61,6 @@ def export(capture: str, out: str | None, otlp: bool) -> None:
 def _export_html(capture: str, out: str) -> None:
     from acp_bridge.capture.html import write_page
 
-    reader = CheckedCapture(capture)
     tty = sys.stderr.isatty()
 
     def progress(messages: int) -> None:
@@ -75,32 +69,23 @@ def _export_html(capture: str, out: str) -> None:
 
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so that `finally` runs
     try:
-        # Readable by the user only, as the capture it comes from (umask may narrow it).
-        with written_whole(out, 0o600) as file:
+        # A file that is no capture is refused before the page is begun; the page is
+        # readable by the user only, as the capture it comes from (umask may narrow it).
+        with reading(capture) as reader, written_whole(out, 0o600) as file:
             written = write_page(reader, file, title=Path(capture).name, progress=progress,
                                  findings=capture_findings(capture))
-    except NotACapture as exc:
-        _fail(str(exc))
     except NotAFile as exc:
-        _fail(f"--html: {exc}")
-    except OSError as exc:
-        what = f"read {capture}" if reader.reading else f"write {out}"
-        _fail(f"export: cannot {what}: {exc.strerror or exc}", status=1)
+        fail(f"--html: {exc}")
+    except OSError as exc:  # the capture's read errors are the reader's
+        fail(f"export: cannot write {out}: {exc.strerror or exc}", status=1)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if tty:
         click.echo("\r", err=True, nl=False)
-    if reader.malformed:
-        click.echo(f"acp-bridge: {capture}: {reader.malformed} line(s) that are not capture records were "
-                   f"skipped (the first at line {reader.first_malformed})", err=True)
+    say(reader)
     click.echo(f"acp-bridge: wrote {out} ({written.messages} messages in {written.rows} rows, "
                f"{written.turns} turns)", err=True)
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
-
-
-def _fail(message: str, status: int = 2) -> NoReturn:
-    click.echo(f"acp-bridge: {message}", err=True)
-    raise SystemExit(status)

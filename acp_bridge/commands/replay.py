@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +20,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 import orjson
 
+from acp_bridge.capture.files import open_capture
+from acp_bridge.capture.reader import CaptureReader, UnreadableCapture
 from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.commands.run import resolve_config
@@ -28,7 +29,7 @@ from acp_bridge.commands.run import run as run_command
 from acp_bridge.core.lines import MIB
 from acp_bridge.core.printable import printable
 from acp_bridge.errors import ConfigError
-from acp_bridge.replay.script import Capture, CaptureInputError, Script, build_script
+from acp_bridge.replay.script import Script, build_script
 from acp_bridge.shell.logs import setup_logging
 
 if TYPE_CHECKING:
@@ -152,25 +153,16 @@ def _fail(text: str) -> NoReturn:
 
 
 @contextmanager
-def _reading(path: str) -> Iterator[Capture]:
-    """The capture at `path`, read as it is used; bad input is one line on stderr, exit 2."""
+def _reading(path: str) -> Iterator[CaptureReader]:
+    """The capture at `path`, read strictly as it is used (the one reader: only a regular
+    file, nothing of it read before that is known); bad input is one line on stderr, exit 2."""
     try:
-        # Not blocking on a FIFO's open: only a regular file is read (a device such as
-        # /dev/zero, or a pipe, is refused before anything of it is read).
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with open(fd, "rb") as file:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                _fail(f"{path}: cannot read it: not a regular file")
-            os.set_blocking(fd, True)
-            capture = Capture(file)
+        with open_capture(path) as capture:
             yield capture
-            if capture.torn is not None:
-                click.echo(f"acp-bridge: {path}:{capture.torn}: the torn last line (the bridge was killed "
-                           "while writing it) was ignored", err=True)
-    except OSError as exc:
-        _fail(f"{path}: cannot read it: {exc.strerror or exc}")
-    except CaptureInputError as exc:
-        _fail(f"{path}:{exc.line}: {exc.problem}")
+        for note in capture.notes():
+            click.echo(f"acp-bridge: {printable(note, quote_backslash=False)}", err=True)
+    except UnreadableCapture as exc:
+        _fail(str(exc))
 
 
 def _serve(script: Script, options: ReplayOptions) -> int:

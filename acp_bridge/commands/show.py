@@ -1,7 +1,7 @@
 """`acp-bridge show CAPTURE`: a capture printed one line per message, whole or followed as it grows.
 
 Owns: the filters, colour, and the note when nothing was shown. The formatting itself is
-pure (capture/reader.py). Must never: write to a capture.
+pure (capture/summary.py). Must never: write to a capture.
 """
 
 from __future__ import annotations
@@ -10,17 +10,9 @@ import os
 
 import click
 
-from acp_bridge.capture.files import local_clock, read_lines, wait_for_file
-from acp_bridge.capture.reader import (
-    RecordFilter,
-    Summary,
-    detail_lines,
-    finding_line,
-    load_record,
-    mark_line,
-    summarize,
-)
-from acp_bridge.commands.captures import CAPTURE, capture_findings
+from acp_bridge.capture.files import local_clock, open_capture, wait_for_file
+from acp_bridge.capture.summary import RecordFilter, Summary, detail_lines, finding_line, mark_line, summarize
+from acp_bridge.commands.captures import CAPTURE, capture_findings, reading, say
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 
@@ -82,8 +74,6 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
         ctx = click.get_current_context()
         argument = next(param for param in ctx.command.params if param.name == "capture")
         CAPTURE.convert(capture, argument, ctx)  # exists, is a file, can be read
-        if findings and not follow:
-            tally.marks = _findings_by_seq(capture)
         tally.findings = findings
         _show_capture(capture, follow, methods, session, updates, direction, detail, tally)
     except KeyboardInterrupt:
@@ -97,18 +87,13 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
 
 def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
                   updates: tuple[str, ...], direction: str | None, detail: int, tally: _Tally) -> None:
-    if session is not None:
-        session = _resolve_session(capture, session)
-    keep = tally.keep = RecordFilter(methods, session, direction, updates)
-    with open(capture, "rb") as file:
-        for number, line in enumerate(read_lines(file, follow=follow), 1):
-            if not line.strip():
-                continue
-            record = load_record(line)
-            if record is None:
-                tally.unreadable += 1
-                click.echo(f"acp-bridge: {capture}:{number}: not a capture record", err=True)
-                continue
+    with reading(capture, follow=follow) as reader:
+        if session is not None:
+            session = _resolve_session(capture, session)
+        if tally.findings and not follow:
+            tally.marks = _findings_by_seq(capture)
+        keep = tally.keep = RecordFilter(methods, session, direction, updates)
+        for record in reader:
             tally.read += 1
             if tally.findings and follow and record.get("type") == "finding" and keep.session in (
                     None, str(record.get("session"))):
@@ -120,17 +105,18 @@ def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session:
             for mark in marks or ():
                 click.echo(click.style(mark, fg="red"))
             if follow and record.get("type") == "end":
-                return  # the bridge closed the capture: nothing more will come
+                break  # the bridge closed the capture: nothing more will come
+    tally.unreadable = reader.skipped
+    say(reader)
 
 
 def _resolve_session(capture: str, given: str) -> str:
     """The session `given` names: itself when a session has that id, else the one session whose
     id starts with it (with --follow, among those already in the capture). Several: an error."""
     sessions: set[str] = set()
-    with open(capture, "rb") as file:
-        for line in read_lines(file):
-            record = load_record(line) if line.strip() else None
-            if record is not None and record.get("type") == "message" and record.get("session") is not None:
+    with open_capture(capture, strict=False) as reader:
+        for record in reader:
+            if record.get("type") == "message" and record.get("session") is not None:
                 sessions.add(str(record["session"]))
     if given in sessions:
         return given
@@ -154,7 +140,7 @@ class _Tally:
 
 
 def _findings_by_seq(capture: str) -> dict[object, list[str]]:
-    """The lines marking the capture's findings (`capture_findings`), by the seq of the message each
+    """The lines marking the capture's findings (`_findings`), by the seq of the message each
     concerns."""
     marks: dict[object, list[str]] = {}
     for seq, level, code, text in capture_findings(capture):

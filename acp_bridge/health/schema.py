@@ -11,6 +11,7 @@ optional extra, imported only here. Must never: be imported by `run`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,7 @@ def _json_type(value: Any) -> str:
     return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 
 
-def schema_findings(validator: Validator, records: list[Json]) -> list[Finding]:
+def schema_findings(validator: Validator, records: Iterable[Json]) -> list[Finding]:
     """One `schema-invalid` finding per message record that does not validate (what each
     side sent, and what the bridge sent instead when it changed or wrote a message)."""
     from acp_bridge.capture.reader import record_message

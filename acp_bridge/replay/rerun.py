@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from acp_bridge.capture.reader import sent_bytes
+from acp_bridge.capture.reader import CaptureReader, sent_bytes
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import WHOLE, Redactor, valid_pointers
 from acp_bridge.core.lines import MIB
@@ -28,7 +28,7 @@ from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Relay
 from acp_bridge.core.rewrites import RuleSettings, build_rewrites
 from acp_bridge.replay.diff import compact_diff, showable
-from acp_bridge.replay.script import Capture
+from acp_bridge.replay.script import messages
 
 # What a difference is: the line itself changed, was dropped or is forwarded now; a message
 # the bridge writes itself is written now and was not, or no longer.
@@ -145,7 +145,7 @@ def _renumbered(record: Json, encoder: CaptureEncoder) -> bytes:
     return safe_dumps({**record, "seq": encoder.seq})
 
 
-def rerun(capture: Capture, rules: RuleSettings, *, strict: bool = False, max_line: int = 16 * MIB,
+def rerun(capture: CaptureReader, rules: RuleSettings, *, strict: bool = False, max_line: int = 16 * MIB,
           redact: Sequence[str] = (), write: bool = False, argv: Sequence[str] = (), pid: int = 0,
           config_digest: str = "") -> Rerun:
     """Re-run the capture's incoming lines through the rules `rules` configures (a `Config`).
@@ -173,7 +173,7 @@ def rerun(capture: Capture, rules: RuleSettings, *, strict: bool = False, max_li
             argv=list(argv), config_digest=config_digest, pid=pid, redact=redact,
             include_system_prompt=include)))
     wall = mono = 0.0
-    for record, emits in _with_emits(capture.records()):
+    for record, emits in _with_emits(messages(capture)):
         time_, mono_ = record.get("time"), record.get("mono")
         wall = float(time_) if isinstance(time_, (int, float)) else wall
         mono = float(mono_) if isinstance(mono_, (int, float)) else mono

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.capture.html import asset, render
-from acp_bridge.capture.reader import utc_clock
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record
 from acp_bridge.capture.redaction import Redactor
+from acp_bridge.capture.summary import utc_clock
 from acp_bridge.commands import main
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay

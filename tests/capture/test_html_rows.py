@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from acp_bridge.capture import html_rows
 from acp_bridge.capture.html import render
 from acp_bridge.capture.html_rows import BODY_LIMIT, RowBuilder, preview
-from acp_bridge.capture.reader import utc_clock
 from acp_bridge.capture.redaction import Redactor
+from acp_bridge.capture.summary import utc_clock
 from tests.capture.samples import page_rows
 
 

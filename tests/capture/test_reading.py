@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from acp_bridge.capture.reader import RecordFilter, detail_lines, load_record, summarize
+from acp_bridge.capture.reader import load_record
+from acp_bridge.capture.summary import RecordFilter, detail_lines, summarize
 from tests.capture.samples import FIXED
 
 

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from acp_bridge.capture.files import local_clock
 from acp_bridge.capture.html import render
-from acp_bridge.capture.reader import detail_lines, load_record, summarize
+from acp_bridge.capture.reader import load_record
 from acp_bridge.capture.stats import CaptureStats
+from acp_bridge.capture.summary import detail_lines, summarize
 from acp_bridge.commands import main
 
 _SCALARS = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
+from acp_bridge.capture.records import dumps, header_record
 from acp_bridge.commands import main
 
 WALL = 1_700_000_000.0
@@ -19,6 +20,9 @@ NOTE = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","u
 
 
 RESP = '{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}\n'
+
+
+HEADER = dumps(header_record(wall=WALL, mono=0.0, argv=["acp-bridge", "run"], config_digest="abc", pid=7))
 
 
 def rec(seq: int, mono: float, direction: str, kind: str, verdict: str, **fields: object) -> dict[str, object]:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from acp_bridge.capture.records import dumps, header_record
 from acp_bridge.commands import main
-from tests.commands.sample_capture import NOTE, RECORDS, WALL, invoke, rec
+from tests.commands.sample_capture import HEADER, NOTE, RECORDS, WALL, invoke, rec
 
 
 def test_show_one_line_per_message(capture: Path, utc: None) -> None:
@@ -74,7 +74,7 @@ def long_sessions(tmp_path: Path) -> Path:
                    raw="{}\n"),
                rec(3, 2.0, "to-agent", "request", "pass", method="session/prompt", id=3, session="0f3c9a7e", size=3,
                    raw="{}\n")]
-    path.write_bytes(b"".join(dumps(r) for r in records))
+    path.write_bytes(HEADER + b"".join(dumps(r) for r in records))  # a capture begins with its header
     return path
 
 
@@ -119,7 +119,7 @@ def suggestions(tmp_path: Path) -> Path:
         rec(4, 2.0, "to-client", "notification", "pass", method="session/updatex", session="s1", size=len(sugg),
             raw=sugg),
     ]
-    path.write_bytes(b"".join(dumps(r) for r in records))
+    path.write_bytes(HEADER + b"".join(dumps(r) for r in records))  # a capture begins with its header
     return path
 
 
@@ -132,7 +132,7 @@ def test_show_filters_by_update_kind(suggestions: Path, utc: None) -> None:
     assert [line.split()[3] for line in both] == ["agent_message_chunk", "session_info_update"]
     result = CliRunner().invoke(main, ["show", str(suggestions), "--update", "prompt_suggestion_update"])
     assert result.exit_code == 0 and result.stdout == ""
-    assert "4 records read, none matched (--update prompt_suggestion_update)" in result.stderr
+    assert "5 records read, none matched (--update prompt_suggestion_update)" in result.stderr
 
 
 def test_show_detail_levels(capture: Path, utc: None) -> None:
@@ -154,9 +154,10 @@ def test_show_detail_levels(capture: Path, utc: None) -> None:
 
 def test_show_reports_unreadable_lines(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_bytes(b"garbage\n")
+    path.write_bytes(HEADER + b"garbage\n")
     result = CliRunner().invoke(main, ["show", str(path)])
-    assert result.exit_code == 1 and "bad.jsonl:1: not a capture record" in result.output
+    assert result.exit_code == 1 and (f"{path}: 1 line(s) that are not capture records were skipped "
+                                      "(the first at line 2)") in result.output
 
 
 def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path: Path) -> None:

@@ -162,8 +162,8 @@ def test_fail_on_and_junit_over_several_captures(captures: dict[str, Path], tmp_
 
 @pytest.mark.parametrize(("content", "problem"), [
     (None, "{path}: cannot read: No such file or directory"),
-    ("", "{path}: not an acp-bridge capture (empty)"),
-    ('{"jsonrpc":"2.0"}\n', "{path}: not an acp-bridge capture (its first line is no header record)"),
+    ("", "{path}: empty, not a capture"),
+    ('{"jsonrpc":"2.0"}\n', "{path}:1: not a capture (the first line is not a header record)"),
     ('{"type":"header","format":2}\n', "{path}:1: capture format 2; this acp-bridge reads format 1"),
     ('{"type":"header","format":true}\n', "{path}:1: capture format True; this acp-bridge reads format 1"),
     ('{"type":"header","format":1}\nnot json\n{"type":"end"}\n', "{path}:2: not a capture record"),

@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acp_bridge.capture.files import read_lines
+from acp_bridge.capture.reader import CaptureReader, UnreadableCapture
 from acp_bridge.replay.diff import compact_diff
 from acp_bridge.replay.script import (
     AwaitAnswer,
-    Capture,
-    CaptureInputError,
     Matcher,
     RecordedRequest,
     Send,
     build_script,
-    lines_of,
+    messages,
     parse_capture,
 )
 from acp_bridge.replay.wire import splice_id
@@ -72,7 +72,7 @@ def test_a_capture_without_its_end_is_read_to_its_last_record() -> None:
     data = golden("v1-new-client-unlock")
     whole, cut = parse_capture(data), parse_capture(data[:data.rindex(b'{"type":"end"')])
     assert (whole.ended, cut.ended) == (False, False)  # not known before the records are read
-    assert len(list(cut.records())) == len(list(whole.records())) == 20
+    assert len(list(messages(cut))) == len(list(messages(whole))) == 20
     assert (whole.ended, cut.ended) == (True, False)
 
 
@@ -136,26 +136,24 @@ HEADER = b'{"type":"header","format":1}\n'
 
 
 def test_a_record_longer_than_the_limit_is_refused_without_being_held(tmp_path: Path) -> None:
-    """From a file, the long line is read in pieces of the limit; from bytes, cut the same."""
+    """The long line is scanned for its end in pieces, never held (the reader's limit)."""
     data = HEADER + b'{"type":"message","pad":"' + b"x" * 5000 + b'"}\n{"type":"end"}\n'
     path = tmp_path / "long.jsonl"
     path.write_bytes(data)
     with path.open("rb") as file:
-        for source in (lines_of(data), file):
-            capture = Capture(source, max_record=1024)
-            with pytest.raises(CaptureInputError) as caught:
-                list(capture.records())
-            assert (caught.value.line, caught.value.problem) == (
-                2, "a record longer than 1024 bytes: not a capture this acp-bridge wrote")
+        capture = CaptureReader(str(path), read_lines(file, max_line=1024))
+        with pytest.raises(UnreadableCapture) as caught:
+            list(messages(capture))
+        assert (caught.value.line, caught.value.problem) == (2, "a line longer than 1024 bytes, so not a capture record")
 
 
 def test_a_torn_last_line_without_an_end_record_ends_the_records() -> None:
     message = b'{"type":"message","direction":"to-agent","kind":"request","method":"initialize","id":0}\n'
     capture = parse_capture(HEADER + message + b'{"type":"message","dire')
-    assert [r["method"] for r in capture.records()] == ["initialize"]
+    assert [r["method"] for r in messages(capture)] == ["initialize"]
     assert (capture.torn, capture.ended) == (3, False)
     whole = parse_capture(HEADER + message)
-    assert (len(list(whole.records())), whole.torn) == (1, None)
+    assert (len(list(messages(whole))), whole.torn) == (1, None)
 
 
 @given(st.integers(min_value=1, max_value=200))
@@ -163,7 +161,7 @@ def test_a_valid_line_cut_anywhere_is_a_torn_tail(cut: int) -> None:
     """Wherever a killed writer stopped inside the last record, the records before it are read."""
     last = b'{"type":"message","direction":"to-client","kind":"notification","method":"session/update"}'
     capture = parse_capture(HEADER + last[:min(cut, len(last) - 1)])
-    assert list(capture.records()) == [] and capture.torn == 2
+    assert list(messages(capture)) == [] and capture.torn == 2
 
 
 # -- the wire helpers ------------------------------------------------------------------------

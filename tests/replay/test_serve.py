@@ -227,25 +227,18 @@ async def test_recorded_timing_keeps_the_gaps_up_to_max_gap(tmp_path: Path) -> N
 
 
 BAD_INPUT = [
-    ("not-a-capture", b"hello\n", 1, "not a capture: the first record is not a header (written by acp-bridge run --capture)"),
-    ("empty", b"", 1, "not a capture: it is empty"),
-    ("version", b'{"type":"header","format":2}\n', 1,
-     "unknown capture format version 2 (this acp-bridge reads version 1)"),
+    ("not-a-capture", b"hello\n", 1, "not a capture (the first line is not a header record)"),
+    ("empty", b"", None, "empty, not a capture"),
+    ("version", b'{"type":"header","format":2}\n', 1, "capture format 2; this acp-bridge reads format 1"),
     ("malformed", b'{"type":"header","format":1}\n{"type":"message","direction":"to-agent"}\n[1,2]\n', 3,
-     "malformed line: not a capture record (a JSON object with a 'type')"),
+     "not a capture record"),
     ("direction", b'{"type":"header","format":1}\n{"type":"message","direction":"up"}\n', 2,
      "malformed message record: 'direction' is not to-agent or to-client"),
-    ("format-true", b'{"type":"header","format":true}\n', 1,
-     "unknown capture format version true (this acp-bridge reads version 1)"),
-    ("method", b'{"type":"header","format":1}\n{"type":"message","direction":"to-agent","method":{"a":1}}\n', 2,
-     "malformed message record: 'method' is not text or null"),
-    ("session", b'{"type":"header","format":1}\n{"type":"message","direction":"to-agent","session":[1]}\n', 2,
-     "malformed message record: 'session' is not text, a number or null"),
+    ("format-true", b'{"type":"header","format":true}\n', 1, "capture format True; this acp-bridge reads format 1"),
     ("torn-in-the-middle", b'{"type":"header","format":1}\n{"type":"message","dir\n{"type":"end"}\n', 2,
-     "malformed line: not a capture record (a JSON object with a 'type')"),
-    ("torn-after-the-end", b'{"type":"header","format":1}\n{"type":"end"}\n{"type":"mess', 3,
-     "torn last record: the line is cut short (no newline, not JSON)"),
-    ("torn-header", b'{"type":"hea', 1, "torn last record: the line is cut short (no newline, not JSON)"),
+     "not a capture record"),
+    ("torn-after-the-end", b'{"type":"header","format":1}\n{"type":"end"}\n{"type":"mess', 3, "not a capture record"),
+    ("torn-header", b'{"type":"hea', 1, "not a capture (the first line is not a header record)"),
 ]
 
 
@@ -262,10 +255,11 @@ def invoke(args: list[str]) -> tuple[int, str, str]:
 @pytest.mark.parametrize("mode", [[], ["--rules"]])
 @pytest.mark.parametrize(("name", "data", "number", "problem"), BAD_INPUT, ids=[b[0] for b in BAD_INPUT])
 def test_bad_input_is_one_line_naming_file_and_line_exit_2(tmp_path: Path, mode: list[str], name: str,
-                                                            data: bytes, number: int, problem: str) -> None:
+                                                            data: bytes, number: int | None, problem: str) -> None:
     path = tmp_path / f"{name}.jsonl"
     path.write_bytes(data)
-    assert invoke(["replay", str(path), *mode]) == (2, "", f"acp-bridge: {path}:{number}: {problem}\n")
+    where = str(path) if number is None else f"{path}:{number}"
+    assert invoke(["replay", str(path), *mode]) == (2, "", f"acp-bridge: {where}: {problem}\n")
 
 
 async def test_bad_input_from_a_real_process(tmp_path: Path) -> None:
@@ -274,7 +268,7 @@ async def test_bad_input_from_a_real_process(tmp_path: Path) -> None:
     path.write_bytes(b'{"type":"header","format":2}\n')
     done = await run_cli(["replay", str(path)])
     assert (done.returncode, done.stdout, done.stderr.decode()) == (
-        2, b"", f"acp-bridge: {path}:1: unknown capture format version 2 (this acp-bridge reads version 1)\n")
+        2, b"", f"acp-bridge: {path}:1: capture format 2; this acp-bridge reads format 1\n")
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])
@@ -287,7 +281,7 @@ async def test_a_capture_that_is_not_a_regular_file_is_refused(tmp_path: Path, k
         os.mkfifo(path)
     done = await run_cli(["replay", str(path)], timeout=20)
     assert (done.returncode, done.stdout, done.stderr.decode()) == (
-        2, b"", f"acp-bridge: {path}: cannot read it: not a regular file\n")
+        2, b"", f"acp-bridge: {path}: not a regular file, so not a capture\n")
 
 
 async def test_a_torn_last_line_of_a_killed_bridge_is_ignored_and_said(tmp_path: Path) -> None:
@@ -313,7 +307,7 @@ async def test_a_torn_last_line_of_a_killed_bridge_is_ignored_and_said(tmp_path:
 
 def test_a_missing_capture_is_one_line_exit_2(tmp_path: Path) -> None:
     assert invoke(["replay", str(tmp_path / "none.jsonl")]) == (
-        2, "", f"acp-bridge: {tmp_path / 'none.jsonl'}: cannot read it: No such file or directory\n")
+        2, "", f"acp-bridge: {tmp_path / 'none.jsonl'}: cannot read: No such file or directory\n")
 
 
 async def test_a_capture_without_its_end_record_replays_up_to_its_last_record(tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ ELSEWHERE = {
     "acp_bridge.core.scan": {"import ctypes"},  # glibc's memmem, with a pure fallback elsewhere
     "acp_bridge.replay.report": {"import select"},  # waits for room on a non-blocking stderr
     "acp_bridge.commands.export": {"import signal"},  # SIGTERM during `export --html`: portable
-    "acp_bridge.commands.replay": {"os.O_CLOEXEC", "os.O_NONBLOCK", "os.set_blocking"},  # opening a capture
+    # opening a capture without blocking on a FIFO (the one reader; below the shell)
+    "acp_bridge.capture.files": {"os.O_CLOEXEC", "os.O_NONBLOCK", "os.set_blocking"},
 }
 
 

@@ -1,0 +1,260 @@
+"""The one capture reader: its policy for what is no record (docs/capture-format.md,
+"Reading a capture"), table-driven, then hostile files through the real CLI of every command
+that reads a capture: each is refused or read in bounded memory, and none hangs."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from acp_bridge.capture.files import open_capture, read_lines
+from acp_bridge.capture.reader import CaptureReader, Line, UnreadableCapture, split_lines
+from acp_bridge.commands import main
+
+HEADER = b'{"type":"header","format":1,"mono":0}\n'
+MESSAGE = b'{"type":"message","seq":1,"direction":"to-agent","kind":"request","method":"initialize","id":0}\n'
+END = b'{"type":"end","records":1}\n'
+LIMIT = 200  # the longest line these cases read as a record
+PATH = "c.jsonl"
+
+
+@dataclass(frozen=True)
+class Read:
+    """What a reader gave: the types of the records, and what it says after."""
+
+    types: list[str]
+    notes: list[str]
+
+
+def refused(line: int | None, problem: str) -> UnreadableCapture:
+    return UnreadableCapture(PATH, line, problem)
+
+
+TORN_NOTE = "c.jsonl:3: the torn last line (the bridge was killed while writing it) was ignored"
+
+# (data, what a strict reader does, what a lenient one does)
+POLICY = [
+    pytest.param(HEADER + MESSAGE + END, Read(["header", "message", "end"], []),
+                 Read(["header", "message", "end"], []), id="valid"),
+    pytest.param(b"\n" + HEADER + b"\n" + MESSAGE + END, Read(["header", "message", "end"], []),
+                 Read(["header", "message", "end"], []), id="blank-lines"),
+    pytest.param(HEADER + MESSAGE + MESSAGE[:30], Read(["header", "message"], [TORN_NOTE]),
+                 Read(["header", "message"], [TORN_NOTE]), id="torn-last-line"),
+    pytest.param(HEADER + MESSAGE + MESSAGE[:-1], Read(["header", "message", "message"], []),
+                 Read(["header", "message", "message"], []), id="whole-last-record-without-newline"),
+    pytest.param(HEADER + b"oops\n" + MESSAGE + END, refused(2, "not a capture record"),
+                 Read(["header", "message", "end"],
+                      ["c.jsonl: 1 line(s) that are not capture records were skipped (the first at line 2)"]),
+                 id="malformed-middle-line"),
+    pytest.param(HEADER + END + MESSAGE[:30], refused(3, "not a capture record"),
+                 Read(["header", "end"],
+                      ["c.jsonl: 1 line(s) that are not capture records were skipped (the first at line 3)"]),
+                 id="torn-after-the-end-record"),
+    pytest.param(HEADER + b'{"type":"message","pad":"' + b"x" * LIMIT + b'"}\n' + END,
+                 refused(2, "a line longer than 200 bytes, so not a capture record"),
+                 Read(["header", "end"],
+                      ["c.jsonl: 1 line(s) that are not capture records were skipped (the first at line 2)"]),
+                 id="over-limit-line"),
+    pytest.param(b'{"type":"header","format":2}\n' + MESSAGE,
+                 refused(1, "capture format 2; this acp-bridge reads format 1"),
+                 refused(1, "capture format 2; this acp-bridge reads format 1"), id="unknown-version"),
+    pytest.param(b'{"type":"header","format":{"major":1}}\n',
+                 refused(1, "capture format dict; this acp-bridge reads format 1"),
+                 refused(1, "capture format dict; this acp-bridge reads format 1"), id="odd-version"),
+    pytest.param(MESSAGE + END, refused(1, "not a capture (the first line is not a header record)"),
+                 refused(1, "not a capture (the first line is not a header record)"), id="no-header"),
+    pytest.param(b"root:x:0:0:root:/root:/bin/bash\n",
+                 refused(1, "not a capture (the first line is not a header record)"),
+                 refused(1, "not a capture (the first line is not a header record)"), id="not-a-capture"),
+    pytest.param(HEADER[:12], refused(1, "not a capture (the first line is not a header record)"),
+                 refused(1, "not a capture (the first line is not a header record)"), id="torn-header"),
+    pytest.param(b"", refused(None, "empty, not a capture"), refused(None, "empty, not a capture"), id="empty"),
+    pytest.param(b"\n\n", refused(None, "empty, not a capture"), refused(None, "empty, not a capture"),
+                 id="only-blank-lines"),
+]
+
+
+def read(lines: Iterable[Line], *, strict: bool = True) -> Read | UnreadableCapture:
+    try:
+        reader = CaptureReader(PATH, lines, strict=strict)
+        types = [str(record["type"]) for record in reader]
+    except UnreadableCapture as exc:
+        return exc
+    return Read(types, reader.notes())
+
+
+def from_file(data: bytes) -> Iterator[Line]:
+    return read_lines(io.BytesIO(data), max_line=LIMIT)
+
+
+def outcome(result: Read | UnreadableCapture) -> object:
+    if isinstance(result, UnreadableCapture):
+        return (str(result), result.line, result.problem)
+    return result
+
+
+@pytest.mark.parametrize(("data", "strict", "lenient"), POLICY)
+def test_the_policy(data: bytes, strict: Read | UnreadableCapture, lenient: Read | UnreadableCapture) -> None:
+    """The strict reader (check, replay) and the lenient one (show, stats, export), each case
+    from a file's lines; in memory (`split_lines`) the same, but for the limit, which is
+    the file reader's."""
+    assert outcome(read(from_file(data), strict=True)) == outcome(strict)
+    assert outcome(read(from_file(data), strict=False)) == outcome(lenient)
+    if b"x" * LIMIT not in data:
+        assert outcome(read(split_lines(data))) == outcome(strict)
+
+
+def test_a_field_of_the_wrong_type_is_read_as_absent() -> None:
+    data = HEADER + b'{"type":"message","direction":"to-agent","method":{"a":1},"session":[1],"seq":2}\n'
+    records = list(CaptureReader(PATH, split_lines(data)))
+    assert records[1] == {"type": "message", "direction": "to-agent", "seq": 2}
+
+
+def test_a_reader_is_iterated_once() -> None:
+    reader = CaptureReader(PATH, split_lines(HEADER + END))
+    assert len(list(reader)) == 2
+    with pytest.raises(RuntimeError):
+        list(reader)
+
+
+def test_only_a_regular_file_is_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, problem in [(fifo, "not a regular file, so not a capture"),
+                          (Path("/dev/zero"), "not a regular file, so not a capture"),
+                          (tmp_path, "is a directory, not a capture"),
+                          (tmp_path / "none", "cannot read: No such file or directory")]:
+        with pytest.raises(UnreadableCapture) as caught, open_capture(str(path)):
+            pass
+        assert (caught.value.line, caught.value.problem) == (None, problem)
+
+
+# -- hostile files through the real CLI ------------------------------------------------------
+
+COMMANDS = {
+    "show": ["show"],
+    "stats": ["stats"],
+    "export-html": ["export", "--html", "{out}"],
+    "export-otlp": ["export", "--otlp"],
+    "check": ["check"],
+    "replay": ["replay"],
+}
+
+
+def argv(command: str, capture: Path, tmp_path: Path) -> list[str]:
+    args = [arg.format(out=tmp_path / "page.html") for arg in COMMANDS[command]]
+    return [*args[:1], str(capture), *args[1:]]
+
+
+@dataclass(frozen=True)
+class Ran:
+    status: int
+    stdout: str
+    stderr: str
+    peak_mib: float
+
+
+# Linux keeps the high-water mark of the memory a process had before `exec` in its
+# ru_maxrss, and subprocess starts a child with vfork: a child of this (large) test process
+# would report at least this process's size. So a small Python starts the command and
+# writes its peak, in KiB, to the file named first.
+PEAK_OF = ("import os, subprocess, sys\n"
+           "child = subprocess.Popen(sys.argv[2:])\n"
+           "_, status, usage = os.wait4(child.pid, 0)\n"
+           "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+           "sys.exit(os.waitstatus_to_exitcode(status) % 256)\n")
+
+
+def run(args: list[str], tmp_path: Path, timeout: float = 20) -> Ran:
+    """`python -m acp_bridge ARGS`, with the peak resident memory of that process alone."""
+    out, err, peak = tmp_path / "stdout", tmp_path / "stderr", tmp_path / "peak"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen([sys.executable, "-c", PEAK_OF, str(peak), sys.executable, "-m", "acp_bridge", *args],
+                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
+                                env={**os.environ, "OTEL_SDK_DISABLED": "true"})
+        try:
+            status = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # a hang fails the test instead of the suite
+            proc.wait()
+            raise AssertionError(f"{args} did not end within {timeout} s") from None
+    return Ran(status, out.read_text(), err.read_text(), int(peak.read_text()) / 1024)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path, command: str, kind: str) -> None:
+    """A FIFO without a writer would block the open, and /dev/zero has no line end (`stats`
+    grew past 3 GiB on it): one line, exit 2, nothing read."""
+    path = Path("/dev/zero")
+    if kind == "fifo":
+        path = tmp_path / "fifo.jsonl"
+        os.mkfifo(path)
+    ran = run(argv(command, path, tmp_path), tmp_path)
+    assert (ran.status, ran.stdout, ran.stderr) == (2, "", f"acp-bridge: {path}: not a regular file, so not a capture\n")
+    assert not (tmp_path / "page.html").exists()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_file_that_is_no_capture_is_refused(tmp_path: Path, command: str) -> None:
+    """`stats /etc/passwd` said nothing was wrong and exited 0."""
+    path = tmp_path / "passwd"
+    path.write_bytes(b"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n")
+    result = CliRunner().invoke(main, argv(command, path, tmp_path))
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2, "", f"acp-bridge: {path}:1: not a capture (the first line is not a header record)\n")
+
+
+BIG = 300 << 20  # a line with no record in it, past the reader's 256 MiB
+
+
+@pytest.fixture(scope="module")
+def huge_line(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A capture with a 300 MiB line of NULs in the middle; sparse, so made at once."""
+    path = tmp_path_factory.mktemp("huge") / "huge.jsonl"
+    with path.open("wb") as file:
+        file.write(HEADER)
+        file.seek(len(HEADER) + BIG)
+        file.write(b"\n" + MESSAGE + END)
+    return path
+
+
+@pytest.mark.parametrize(("command", "status", "said"), [
+    ("show", 1, "{path}: 1 line(s) that are not capture records were skipped (the first at line 2)"),
+    ("stats", 0, "{path}: 1 line(s) that are not capture records were skipped (the first at line 2)"),
+    ("export-html", 0, "{path}: 1 line(s) that are not capture records were skipped (the first at line 2)"),
+    ("check", 2, "{path}:2: a line longer than 256 MiB, so not a capture record"),
+    ("replay", 2, "{path}:2: a line longer than 256 MiB, so not a capture record"),
+])
+def test_a_huge_line_that_is_no_record_is_skipped_unread(huge_line: Path, tmp_path: Path, command: str,
+                                                         status: int, said: str) -> None:
+    """It is scanned for its end and never held: the process stays far below the line's size
+    (it took show, stats, check and export to about 900 MiB)."""
+    ran = run(argv(command, huge_line, tmp_path), tmp_path)
+    assert ran.status == status, ran.stderr
+    assert f"acp-bridge: {said.format(path=huge_line)}" in ran.stderr.splitlines()
+    assert ran.peak_mib < 100, ran.peak_mib
+
+
+RECORD = 16 << 20
+
+
+@pytest.mark.parametrize("command", ["show", "stats", "export-html", "check"])
+def test_memory_stays_a_small_multiple_of_the_longest_record(tmp_path: Path, command: str) -> None:
+    """A 16 MiB record (the default parse limit): read whole once, never re-joined (one
+    15 MB record took `export` to 124 MiB)."""
+    path = tmp_path / "long.jsonl"
+    raw = b'{"type":"message","seq":1,"direction":"to-agent","kind":"other","verdict":"other","raw":"'
+    path.write_bytes(HEADER + raw + b"x" * RECORD + b'"}\n' + END)
+    ran = run(argv(command, path, tmp_path), tmp_path)
+    assert ran.status == 0, ran.stderr
+    assert ran.peak_mib < 40 + 6 * (RECORD >> 20), ran.peak_mib
