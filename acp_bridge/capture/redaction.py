@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core.literals import exact_reading, inexact_numbers
 from acp_bridge.core.pointer import escape_token, parse_pointer
 
 REDACTED = "<redacted>"
@@ -55,9 +56,6 @@ _LOOSE = ("env", "headers")
 _BACKSLASH = ord("\\")  # an int: `in` tries an operand as an int before as bytes
 # ASCII spelled as a \u escape, and an escaped slash: how a key can hide from a byte search.
 _ASCII_ESCAPE = re.compile(rb"\\u00([2-7][0-9a-fA-F])")
-# Numbers orjson may write differently from how they came (`1.50`, `1e3`, 19 digits and
-# more, which it reads as a float): a line with one is re-read exactly before re-encoding.
-_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
 _SECRET_OPTIONS = ("--system-prompt",)
 _SECRET_WORDS = ("token", "secret", "password", "passwd", "auth", "key", "credential")
 
@@ -330,10 +328,9 @@ class Redactor:
                 if maybe and self.shows_secret(line) and has_duplicate_keys(line):
                     return WITHHELD, None
                 return line, hits
-            if _INEXACT_NUMBER.search(line) is not None:
+            if inexact_numbers(line):
                 # Mask an exact reading instead, so that every number stays as written.
-                exact = json.loads(line, parse_int=orjson.Fragment, parse_float=orjson.Fragment)
-                masked, hits = self.mask(exact, text=maybe)
+                masked, hits = self.mask(exact_reading(line), text=maybe)
             out = orjson.dumps(masked) + _terminator(line)
         except (TypeError, ValueError, RecursionError):  # orjson.JSONEncodeError is a TypeError
             return WITHHELD, None  # nested too deep to mask or to write back
