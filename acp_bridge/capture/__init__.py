@@ -26,14 +26,15 @@ if TYPE_CHECKING:
     from acp_bridge.capture.redaction import REDACTED as REDACTED
     from acp_bridge.capture.redaction import WHOLE as WHOLE
     from acp_bridge.capture.redaction import Redactor as Redactor
-    from acp_bridge.capture.redaction import mask_argv as mask_argv
     from acp_bridge.capture.stats import CaptureStats as CaptureStats
+    from acp_bridge.capture.text_redaction import mask_argv as mask_argv
 
 _WHERE = {
     "acp_bridge.capture.reader": ("RecordFilter", "load_record", "record_bytes", "summarize"),
     "acp_bridge.capture.records": ("FORMAT_VERSION", "CaptureEncoder", "dumps", "header_record"),
-    "acp_bridge.capture.redaction": ("PROMPT_REDACTED", "REDACTED", "WHOLE", "Redactor", "mask_argv"),
+    "acp_bridge.capture.redaction": ("PROMPT_REDACTED", "REDACTED", "WHOLE", "Redactor"),
     "acp_bridge.capture.stats": ("CaptureStats",),
+    "acp_bridge.capture.text_redaction": ("mask_argv",),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 

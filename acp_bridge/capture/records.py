@@ -23,8 +23,9 @@ from typing import Any
 import orjson
 
 from acp_bridge import __version__
-from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor, mask_argv
+from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor
 from acp_bridge.capture.runs import LeanRuns
+from acp_bridge.capture.text_redaction import mask_argv
 from acp_bridge.core import protocol as p
 from acp_bridge.core.literals import written_id
 from acp_bridge.core.messages import Direction, Frame, Kind, classify
