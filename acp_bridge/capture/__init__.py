@@ -26,18 +26,19 @@ if TYPE_CHECKING:
     from acp_bridge.capture.redaction import REDACTED as REDACTED
     from acp_bridge.capture.redaction import WHOLE as WHOLE
     from acp_bridge.capture.redaction import Redactor as Redactor
-    from acp_bridge.capture.redaction import mask_argv as mask_argv
     from acp_bridge.capture.stats import CaptureStats as CaptureStats
     from acp_bridge.capture.summary import RecordFilter as RecordFilter
     from acp_bridge.capture.summary import summarize as summarize
+    from acp_bridge.capture.text_redaction import mask_argv as mask_argv
 
 _WHERE = {
     "acp_bridge.capture.reader": ("FORMAT_VERSION", "CaptureReader", "UnreadableCapture", "load_record",
                                   "record_bytes"),
     "acp_bridge.capture.records": ("CaptureEncoder", "dumps", "header_record"),
-    "acp_bridge.capture.redaction": ("PROMPT_REDACTED", "REDACTED", "WHOLE", "Redactor", "mask_argv"),
+    "acp_bridge.capture.redaction": ("PROMPT_REDACTED", "REDACTED", "WHOLE", "Redactor"),
     "acp_bridge.capture.stats": ("CaptureStats",),
     "acp_bridge.capture.summary": ("RecordFilter", "summarize"),
+    "acp_bridge.capture.text_redaction": ("mask_argv",),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 

@@ -23,8 +23,6 @@ holds (a field of the wrong type is dropped, as if absent).
 from __future__ import annotations
 
 import base64
-import json
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +31,7 @@ import orjson
 
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core.lines import MIB
+from acp_bridge.core.literals import integer_id
 from acp_bridge.core.protocol import Json
 
 FORMAT_VERSION = 1
@@ -182,8 +181,6 @@ def split_lines(data: bytes) -> Iterator[bytes]:
         yield Unterminated(last)
 
 
-_BIG_INTEGER = re.compile(rb"[0-9]{19}")
-
 def load_record(line: bytes) -> Json | None:
     """One capture line back as a record, or None if it is not one. An id beyond 64 bits
     (written as its digits) is read exactly."""
@@ -193,11 +190,8 @@ def load_record(line: bytes) -> Json | None:
         return None
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         return None
-    if type(record.get("id")) is float and _BIG_INTEGER.search(line) is not None:
-        try:
-            record["id"] = json.loads(line)["id"]
-        except (ValueError, RecursionError, KeyError, TypeError):
-            pass
+    if type(record.get("id")) is float:
+        record["id"] = integer_id(line, record["id"])
     return _typed(record)
 
 

@@ -14,9 +14,7 @@ round-trips to its bytes.
 from __future__ import annotations
 
 import base64
-import json
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,9 +24,11 @@ import orjson
 
 from acp_bridge import __version__
 from acp_bridge.capture.reader import FORMAT_VERSION
-from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor, mask_argv
+from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor
 from acp_bridge.capture.runs import LeanRuns
+from acp_bridge.capture.text_redaction import mask_argv
 from acp_bridge.core import protocol as p
+from acp_bridge.core.literals import written_id
 from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Forward, Verdict
@@ -38,8 +38,6 @@ HEAD_BYTES = 4096  # of a line over the parse limit, kept in its record
 
 # Enum values by member: a dict lookup costs less than Enum's `.value` descriptor.
 _VALUES: dict[Any, str] = {member: member.value for enum in (Direction, Kind, Verdict) for member in enum}
-# Numbers orjson reads inexactly (see redaction): an id with one is read again, exactly.
-_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
 
 # -- writing ----------------------------------------------------------------------------------
 
@@ -77,19 +75,6 @@ def printable(text: str) -> str:
 
 def _surrogate_text(code: int) -> str:
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
-
-
-def _exact_id(raw: bytes, value: Any) -> Any:
-    """The id as it was written: orjson reads an integer beyond 64 bits as a float, so such
-    an id is read again exactly and written back as its own text."""
-    if type(value) is not float or _INEXACT_NUMBER.search(raw) is None:
-        return value
-    try:
-        exact = json.loads(raw, parse_int=orjson.Fragment, parse_float=orjson.Fragment)
-    except (ValueError, RecursionError):
-        return value
-    literal = exact.get("id") if isinstance(exact, dict) else None
-    return literal if isinstance(literal, orjson.Fragment) else value
 
 
 def _session_of(msg: Any, kind: Kind, request: Any) -> Any:
@@ -356,7 +341,7 @@ class CaptureEncoder:
         if kind in (Kind.REQUEST, Kind.RESPONSE) and isinstance(msg, dict):
             id_ = msg.get("id")
             if type(id_) is float:  # maybe an integer beyond 64 bits: as written
-                id_ = _exact_id(fwd.data if fwd.verdict is Verdict.EMIT else fwd.raw, id_)
+                id_ = written_id(fwd.data if fwd.verdict is Verdict.EMIT else fwd.raw, id_)
             record["id"] = id_
         record["session"] = _session_of(msg, kind, request)
 

@@ -2,30 +2,29 @@
 
 Owns: the default secrets of ACP messages (MCP server env and headers, `authenticate` and
 `auth/login` params, `terminal/create` env), configured RFC 6901 pointers, the configured
-system prompt text and the ways JSON spells it, secret-looking command-line values and
-`key=value` text, and the rule for lines that cannot be masked precisely (they are withheld
-whole when they could hold a secret). The capture, the export page, the header's argv and
-the agent's stderr tail the bridge puts in error answers (`process.StderrTail`) all mask
-with it. Must never: touch the bytes the relay forwards (it masks copies), do IO, or raise
-on anything read from the wire.
+system prompt text and the ways JSON spells it, and the rule for lines that cannot be masked
+precisely (they are withheld whole when they could hold a secret). The capture and the
+export page mask messages with it; free text and command lines are masked with the same
+words in `text_redaction`. Must never: touch the bytes the relay forwards (it masks copies),
+do IO, or raise on anything read from the wire.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core.literals import exact_reading, inexact_numbers
 from acp_bridge.core.pointer import escape_token, parse_pointer
 
 REDACTED = "<redacted>"
 PROMPT_REDACTED = "<redacted: system prompt>"
-PROMPT_IN_TEXT = "<system prompt>"  # in free text: the agent's stderr tail in an error answer
 WHOLE = "whole"  # a record's `redacted` when its raw (and out) were withheld whole
 WITHHELD = REDACTED.encode()  # what a record holds instead of a line withheld whole
 
@@ -55,11 +54,6 @@ _LOOSE = ("env", "headers")
 _BACKSLASH = ord("\\")  # an int: `in` tries an operand as an int before as bytes
 # ASCII spelled as a \u escape, and an escaped slash: how a key can hide from a byte search.
 _ASCII_ESCAPE = re.compile(rb"\\u00([2-7][0-9a-fA-F])")
-# Numbers orjson may write differently from how they came (`1.50`, `1e3`, 19 digits and
-# more, which it reads as a float): a line with one is re-read exactly before re-encoding.
-_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
-_SECRET_OPTIONS = ("--system-prompt",)
-_SECRET_WORDS = ("token", "secret", "password", "passwd", "auth", "key", "credential")
 
 
 def _array_index(token: str, size: int) -> int | None:
@@ -330,10 +324,9 @@ class Redactor:
                 if maybe and self.shows_secret(line) and has_duplicate_keys(line):
                     return WITHHELD, None
                 return line, hits
-            if _INEXACT_NUMBER.search(line) is not None:
+            if inexact_numbers(line):
                 # Mask an exact reading instead, so that every number stays as written.
-                exact = json.loads(line, parse_int=orjson.Fragment, parse_float=orjson.Fragment)
-                masked, hits = self.mask(exact, text=maybe)
+                masked, hits = self.mask(exact_reading(line), text=maybe)
             out = orjson.dumps(masked) + _terminator(line)
         except (TypeError, ValueError, RecursionError):  # orjson.JSONEncodeError is a TypeError
             return WITHHELD, None  # nested too deep to mask or to write back
@@ -363,79 +356,6 @@ def _terminator(line: bytes) -> bytes:
     if line.endswith(b"\r\n"):
         return b"\r\n"
     return b"\n" if line.endswith(b"\n") else b""
-
-
-# -- text and command lines -----------------------------------------------------------------
-
-_SECRET_KEY = (r"(?:[a-z0-9_.-]*(?:api[_-]?key|token|secret|password|passwd|credential)s?"
-               r"|(?:proxy-)?authorization)")
-_AUTH_SCHEME = r"(?:bearer|basic|token|digest|negotiate)"
-# `key=value`, `key: value`, `"key": "value"`, `Authorization: Bearer value`: group 2 is
-# the value (up to a quote, a space, `,`, `;` or `&`).
-_SECRET_VALUE = re.compile(
-    rf"(?i)\b({_SECRET_KEY}[\"']?\s*[:=]\s*[\"']?(?:{_AUTH_SCHEME}\s+)?)([^\s'\",;&]+)")
-# A secret's name and separator with the value still to come (the next argument).
-_DANGLING = re.compile(rf"(?i)\b{_SECRET_KEY}[\"']?\s*[:=]\s*[\"']?(?:{_AUTH_SCHEME})?\s*$")
-_COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\s*:\s*)([^\r\n]+)")
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
-# A query parameter whose name says secret, in a URL or a path quoted alone (`?sig=`,
-# `&api_key=`, `?X-Amz-Signature=`, `?access_token=`): names the KEY=value form above
-# misses (key, auth, sig) are common in collector and webhook URLs.
-_QUERY_SECRET = re.compile(
-    r"(?i)([?&][a-z0-9_.-]*(?:token|key|secret|passw(?:or)?d|pwd|auth|sig|signature|credential)[a-z0-9_.-]*=)"
-    r"([^&#\s'\",;]+)")
-
-
-def mask_text_secrets(text: str, private: str | None = None) -> str:
-    """`text` with secret-looking values masked: `KEY=value` and `"token": "value"` where
-    the name says secret, HTTP `Authorization` (any scheme) and `Cookie` values, the
-    user and password of a URL (`https://<redacted>@host`) and its query parameters whose
-    name says secret (`?sig=<redacted>`); and `private` (the configured
-    system prompt) in each of its JSON spellings, as `PROMPT_IN_TEXT`: an agent that logs
-    the requests it receives logs the prompt escaped."""
-    if private:
-        for spelling in text_spellings(private):
-            text = text.replace(spelling, PROMPT_IN_TEXT)
-    text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
-    text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _COOKIE.sub(lambda m: m.group(1) + REDACTED, text)
-    return _SECRET_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
-
-
-def _secret_name(name: str) -> bool:
-    if name in _SECRET_OPTIONS:
-        return True
-    looks_named = name.startswith("-") or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
-    return looks_named and any(word in name.lower() for word in _SECRET_WORDS)
-
-
-def mask_argv(argv: Sequence[str]) -> list[str]:
-    """The command line with secret-looking values masked: `--system-prompt X`,
-    `--api-key X`, `--token=X`, `API_KEY=X` (the bridge's options and the agent's alike),
-    header values (`-H 'Authorization: Bearer X'`, `--header=X-Api-Key: X`, a header name
-    whose value is the next argument), and what `mask_text_secrets` finds in any argument
-    (a URL's user and password, `--env=API_KEY=X`)."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        name, eq, _ = arg.partition("=")
-        if _secret_name(name):
-            if eq:
-                out.append(f"{name}={REDACTED}")
-                continue
-            hide_next = name.startswith("-")
-            out.append(arg)
-            continue
-        if _DANGLING.search(arg):  # `Authorization:Bearer` `X`: the value is the next one
-            hide_next = True
-            out.append(arg)
-            continue
-        out.append(mask_text_secrets(arg))
-    return out
 
 
 def valid_pointers(redact: Any) -> tuple[str, ...]:

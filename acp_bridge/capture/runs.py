@@ -19,6 +19,7 @@ import orjson
 
 from acp_bridge.capture.redaction import MASKED_METHODS, Redactor
 from acp_bridge.core.forward import Forward, Verdict
+from acp_bridge.core.literals import blank_escapes
 
 # The one spelling of the member name "method" in a line without `\u` escapes.
 _METHOD_KEY = b'"method"'
@@ -29,6 +30,9 @@ _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 _CONTROLS = bytes(code for code in range(0x20) if code != ord("\n"))
 # A JSON string body with no control character and no \u escape (a line with one is never
 # in a run): orjson reads it if it is UTF-8, and writes its text escaping only \ and ".
+# A check of its own beside the scans' `literals.blank_escapes`, which only finds a string's
+# end: a body that fits a template must also be valid (these escapes, no control character),
+# and this tells both in one C-speed match per line, with no copy.
 _STRING_BODY = re.compile(rb'[^"\\\x00-\x1f]*(?:\\["\\/bfnrt][^"\\\x00-\x1f]*)*')
 
 
@@ -70,13 +74,10 @@ def _plain_notification(line: bytes) -> tuple[str, Any, bytes] | None:
 
 
 def _last_string(line: bytes) -> tuple[int, int]:
-    """Where the body of the last string of `line`, a JSON text, starts and ends: a quote in
-    a string is escaped, and no backslash comes before the quote that opens one."""
-    end = line.rfind(b'"')
-    start = line.rfind(b'"', 0, end)
-    while start > 0 and line[start - 1] == _BACKSLASH:
-        start = line.rfind(b'"', 0, start)
-    return start + 1, end
+    """Where the body of the last string of `line`, a JSON text, starts and ends."""
+    view = blank_escapes(line)
+    end = view.rfind(b'"')
+    return view.rfind(b'"', 0, end) + 1, end
 
 
 def _escaped(body: bytes) -> bytes | None:

@@ -10,9 +10,7 @@ came; a number is shown as it was written, not as a float read it).
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,13 +20,11 @@ import orjson
 from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
+from acp_bridge.core.literals import exact_reading, inexact_numbers
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.printable import printable, printable_lines
 from acp_bridge.core.protocol import Json
 
-# Numbers orjson reads inexactly: a fraction or exponent (`1.50`, `1e3`), or 19 digits and
-# more (beyond 64 bits it reads a float).
-_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
 WITHHELD_NOTE = "(withheld whole: the line could hold a secret and could not be masked precisely)"
 
 
@@ -158,9 +154,9 @@ def _exact_message(data: bytes) -> Any:
         msg = orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
-    if _INEXACT_NUMBER.search(data) is not None:
+    if inexact_numbers(data):
         try:
-            msg = json.loads(data, parse_int=orjson.Fragment, parse_float=orjson.Fragment)
+            msg = exact_reading(data)
         except (ValueError, RecursionError):
             pass  # deeper than the stdlib reads: the display falls back to the text
     return msg

@@ -7,14 +7,14 @@ of its `id` and `method` values, and `Members`, what it found for one object. Us
 held whole), and a line orjson rejects for a detail its endpoints accept (`NaN`; a number
 orjson cannot hold). A lone surrogate escape such as `"\\ud83d"`, which JavaScript's
 `JSON.stringify` writes, no longer gets here in a line under the limit: `classify` reads it
-(`frames.loads`), and `json_value` reads such an id to the same key. Knowing the id of
+(`messages.loads`), and `literals.json_value` reads such an id to the same key. Knowing the id of
 every request that goes through is what lets the bridge answer each one when the agent dies.
 
 Must never: hold more than a few KiB of a line, raise on any input, or judge validity (it
 reads structure only as far as finding those members needs; garbage gives nothing).
 
-Cost: each piece is copied twice with its escape pairs (`\\\\`, `\\"`) blanked out, at C
-speed, so that a string's end is one `find`; the Python loop then runs once per string and
+Cost: each piece is copied twice with its escape pairs blanked out (`literals.blank_escapes`),
+at C speed, so that a string's end is one `find`; the Python loop then runs once per string and
 structural character outside long strings. A single object's scan stops as soon as its
 `id` and `method` (or `result`/`error`) are known, which for the usual
 `{"jsonrpc":..,"id":..,"method":..` layout is within the first hundred bytes.
@@ -22,18 +22,17 @@ structural character outside long strings. A single object's scan stops as soon 
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_STRUCTURE = re.compile(rb'[{}\[\]",]')
+import orjson
+
+from acp_bridge.core.literals import STRUCTURE, blank_escapes, decode_key, json_value
+
 _WS = b" \t\r\n"
 _CAPTURED = frozenset({"id", "method"})
 MAX_LITERAL = 64 * 1024  # an id longer than this is not tracked (and is no real client's)
 _MAX_KEY = 256
-_INTEGER = re.compile(rb"-?[0-9]+")
-_FLOAT_DIGITS = 308  # beyond this many digits an integer is no float (orjson rejects it)
 
 
 @dataclass(slots=True)
@@ -56,30 +55,11 @@ class Members:
         """The member's value as a JSON value, for use as an id key (see `json_value`)."""
         return json_value(self.literals[key])
 
-
-class LongInteger(str):
-    """An integer id too long for a float (or for Python's int parsing limit): keyed by its
-    text, which is what both sides of the bridge then see, since orjson rejects such lines."""
-
-    __slots__ = ()
-
-
-def json_value(literal: bytes) -> Any:
-    """Read one scalar the way the relay's parser would, for use as an id key.
-
-    orjson reads integers beyond 64 bits as floats; so does this, so that a request read
-    one way pairs with a response read the other. Invalid UTF-8 in a string is kept (as
-    surrogate escapes), so such an id still pairs with itself.
-
-    Raises:
-        ValueError: not a JSON value.
-    """
-    if _INTEGER.fullmatch(literal):
-        if len(literal) - literal.startswith(b"-") > _FLOAT_DIGITS:
-            return LongInteger(literal.decode())
-        value = int(literal)
-        return value if -(2**63) <= value < 2**64 else float(value)
-    return json.loads(literal.decode("utf-8", "surrogateescape"))
+    def written(self, key: str) -> Any:
+        """The member's value to write back as it was written (an `orjson.Fragment`), or
+        None when it is not a scalar the scan kept."""
+        literal = self.literals.get(key)
+        return None if literal is None else orjson.Fragment(literal)
 
 
 class MemberScanner:
@@ -157,7 +137,7 @@ class MemberScanner:
                 self._end_string()
                 i = q + 1
                 continue
-            m = _STRUCTURE.search(view, i)
+            m = STRUCTURE.search(view, i)
             stop = n if m is None else m.start()
             if self._value is not None and stop > i:
                 self._add_value(data[i:stop])
@@ -167,20 +147,12 @@ class MemberScanner:
             self._structure(view[stop])
 
     def _blank_escapes(self, data: bytes, start: int) -> bytes:
-        """`data` with every escape pair blanked, so that a quote in it ends a string.
-
-        Escapes only occur inside strings, and pairing left to right is how JSON reads
-        them: `\\\\"` is an escaped backslash and then the closing quote.
-        """
-        head = b""
-        if self._in_string and self._escaped_first:  # the pair began in the previous piece
+        """`data` with every escape pair blanked (`literals.blank_escapes`), so that a quote
+        in it ends a string; a pair that began in the previous piece ends at `start`."""
+        if self._in_string and self._escaped_first:
             self._escaped_first = False
-            head, start = data[:start] + b"_", start + 1
-        elif b"\\" not in data:
-            return data
-        elif start:
-            head = data[:start]
-        return head + data[start:].replace(b"\\\\", b"__").replace(b'\\"', b"__")
+            return data[:start] + b"_" + blank_escapes(data[start + 1:])
+        return blank_escapes(data)  # before `start`: only whitespace and the opening bracket
 
     def _structure(self, char: int) -> None:
         if char == 0x22:  # '"'
@@ -241,7 +213,7 @@ class MemberScanner:
             return
         if self._is_key:
             self._is_key = False
-            key = _decode_key(b"".join(capture)) if capture is not None else None
+            key = decode_key(b"".join(capture)) if capture is not None else None
             self._key = key
             if key is not None:
                 current.keys.add(key)
@@ -282,15 +254,3 @@ class MemberScanner:
         if "id" in found.literals and ("method" in found.literals or found.keys & {"result", "error"}):
             self._done = True
 
-
-def _decode_key(literal: bytes) -> str | None:
-    if b"\\" not in literal:
-        try:
-            return literal[1:-1].decode()
-        except UnicodeDecodeError:
-            return None
-    try:
-        key = json.loads(literal)
-    except ValueError:
-        return None
-    return key if isinstance(key, str) else None

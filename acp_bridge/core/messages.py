@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from acp_bridge.core.literals import number_literals
 from acp_bridge.core.protocol import Json
 
 
@@ -235,41 +236,6 @@ def _with_escapes(value: Any, depth: int) -> Any:
     if kind is list:
         return [_with_escapes(item, depth + 1) for item in value]
     return value
-
-
-# A number orjson may write differently from how it was read: a fraction or an exponent
-# (`1.50`, `1e3`), or 19 digits and more (beyond 64 bits it reads a float). Searched only in
-# lines the bridge re-encodes, which are few.
-_INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
-
-
-class _Literal:
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def number_literals(raw: bytes, parsed: Any) -> dict[int, bytes]:
-    """Map each float object in `parsed` (orjson's reading of `raw`) to its text in `raw`.
-
-    Floats are fresh objects per parse, so identity finds them again in a rewritten copy
-    that kept them (rewrites copy on write).
-    """
-    if _INEXACT_NUMBER.search(raw) is None:
-        return {}
-    exact = json.loads(raw, parse_float=_Literal, parse_int=_Literal)  # RecursionError: caller
-    found: dict[int, bytes] = {}
-    stack = [(parsed, exact)]
-    while stack:
-        ours, theirs = stack.pop()
-        if type(ours) is float and isinstance(theirs, _Literal):
-            found[id(ours)] = theirs.text.encode()
-        elif type(ours) is dict and type(theirs) is dict:
-            stack.extend((v, theirs[k]) for k, v in ours.items() if k in theirs)
-        elif type(ours) is list and type(theirs) is list:
-            stack.extend(zip(ours, theirs, strict=False))
-    return found
 
 
 def _with_literals(value: Any, literals: dict[int, bytes], depth: int) -> Any:

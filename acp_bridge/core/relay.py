@@ -23,6 +23,7 @@ from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.id_scanner import Members, MemberScanner
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
+from acp_bridge.core.literals import number_literals
 from acp_bridge.core.messages import (
     OTHER,
     REQUEST,
@@ -35,7 +36,6 @@ from acp_bridge.core.messages import (
     brief,
     classify,
     encode,
-    number_literals,
 )
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
@@ -430,7 +430,7 @@ class Relay:
                 self.session.pair(direction, id_)
                 continue
             if isinstance(method, str):
-                id_text = orjson.Fragment(members.literals["id"])
+                id_text = members.written("id")
                 self._note_request(Pending(direction, id_, method, None, b"", now, id_text), out)
 
     def _note_request(self, pending: Pending, out: list[Forward]) -> None:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import orjson
-
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction, Frame, id_key, loads, number_literals
+from acp_bridge.core.literals import written_id
+from acp_bridge.core.messages import Direction, Frame, id_key, loads
 from acp_bridge.core.protocol import Json
 
 if TYPE_CHECKING:
@@ -25,15 +24,6 @@ _UNREAD: Any = object()
 # `Direction.reverse` property, for it is asked for every response.
 _ORIGIN = {direction: direction.reverse for direction in Direction}
 T = TypeVar("T")
-
-
-def _id_text(frame: Frame) -> Any:
-    """The request's id as written, if writing the parsed one back would change it."""
-    try:
-        text = number_literals(frame.raw, frame.msg).get(id(frame.id))
-    except (ValueError, RecursionError):
-        return None
-    return None if text is None else orjson.Fragment(text)
 
 
 @dataclass(slots=True)
@@ -115,7 +105,8 @@ class Session:
             if not isinstance(method, str):
                 method = ""
             if type(id_) is float:  # maybe an integer orjson could not hold
-                id_text = _id_text(frame)
+                written = written_id(frame.raw, id_)
+                id_text = None if written is id_ else written
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         pending = self.track(Pending(frame.direction, id_, method, session_id, frame.raw, at, id_text))
         if method == p.INITIALIZE and frame.direction is Direction.TO_AGENT:

@@ -25,16 +25,15 @@ import trio
 from acp_bridge.core import protocol as p
 from acp_bridge.core.id_scanner import MemberScanner
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
+from acp_bridge.core.literals import splice_id, written_id
 from acp_bridge.core.messages import Direction, Frame, Kind, Unencodable, classify, encode, id_key
 from acp_bridge.replay.diff import compact_diff, showable, without_id
 from acp_bridge.replay.script import AwaitAnswer, Matcher, RecordedRequest, Script, Send, Step
 from acp_bridge.replay.wire import (
     error_line,
     invalid_answer,
-    live_id,
     show,
     show_json,
-    splice_id,
     too_long_answer,
     valid_id,
 )
@@ -190,7 +189,7 @@ class ReplayServer:
         if frame.kind is Kind.REQUEST and msg is not None and valid_id(frame.id):
             params = msg.get("params")
             session = params.get("sessionId") if isinstance(params, dict) else None
-            await self._queue_item(Live(msg["method"], session, frame.id, live_id(frame)))
+            await self._queue_item(Live(msg["method"], session, frame.id, written_id(frame.raw, frame.id)))
         elif frame.kind is Kind.RESPONSE or (msg is not None and "method" not in msg
                                              and id_key(msg.get("id")) in self.sent_requests):
             self._answered(id_key(frame.id), frame.raw, frame.id)

@@ -1,22 +1,21 @@
-"""What the replay writes about the live client's lines: ids as the client wrote them, the
-JSON-RPC errors for lines that are not requests the recording can answer, and short shows of
-values for messages.
+"""What the replay writes about the live client's lines: the JSON-RPC errors for lines that
+are not requests the recording can answer, and short shows of values for messages.
 
-Owns: `live_id` (the id to echo: a number as it was written), `splice_id` (a recorded answer
-given another id without parsing it), `invalid_answer` (the error line for a line that is
-not one well-formed request: a batch, a non-string method, a bad id, garbage, a line too
-long to read) and `show`. Must never: do IO, raise on any input, or hold more than one line.
+Owns: `invalid_answer` (the error line for a line that is not one well-formed request: a
+batch, a non-string method, a bad id, garbage, a line too long to read; with the id as the
+client wrote it, `core.literals`) and `show`. Must never: do IO, raise on any input, or
+hold more than one line.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core.id_scanner import Members, MemberScanner
+from acp_bridge.core.literals import written_id
 from acp_bridge.core.messages import Frame
 
 SHOW_CHARS = 200  # the longest value shown in a message or a report
@@ -46,17 +45,6 @@ def valid_id(id_: Any) -> bool:
     return id_ is None or (isinstance(id_, (str, int, float)) and not isinstance(id_, bool))
 
 
-def live_id(frame: Frame) -> Any:
-    """The id of a request, to write back: a fraction, an exponent or an integer past 64 bits
-    (which orjson reads as a float) as the client wrote it."""
-    id_ = frame.id
-    if type(id_) is not float:
-        return id_
-    found = MemberScanner.scan(frame.raw)
-    literal = found[0].literals.get("id") if found else None
-    return id_ if literal is None else orjson.Fragment(literal)
-
-
 def error_line(id_: Any, code: int, message: str, data: Any = None) -> bytes:
     """One JSON-RPC error as a line; `id_` must be a valid id or a Fragment of one."""
     try:
@@ -71,12 +59,6 @@ _TOO_LONG = "acp-bridge replay: the request is longer than the replay reads ({li
             "from the recording"
 
 
-def _request_id(members: Members) -> Any:
-    """The id of a request found by a scan, as written (null where it is not a scalar)."""
-    literal = members.literals.get("id")
-    return None if literal is None else orjson.Fragment(literal)
-
-
 def invalid_answer(frame: Frame) -> tuple[bytes | None, str]:
     """The answer to a line that is not one request, response or notification the replay
     can take (`frame.kind` is OTHER, or a request with an invalid id), and what it was
@@ -85,7 +67,7 @@ def invalid_answer(frame: Frame) -> tuple[bytes | None, str]:
     None: nothing to answer (a batch of notifications and answers)."""
     if frame.batch is not None:
         found = MemberScanner.scan(frame.raw)
-        errors = [error_line(_request_id(m), p.INVALID_REQUEST, _BATCH).rstrip(b"\n") for m in found
+        errors = [error_line(m.written("id"), p.INVALID_REQUEST, _BATCH).rstrip(b"\n") for m in found
                   if "method" in m.keys and "id" in m.keys]
         if errors:
             return b"[" + b",".join(errors) + b"]\n", "a batch"
@@ -100,10 +82,10 @@ def invalid_answer(frame: Frame) -> tuple[bytes | None, str]:
             what = "a request whose id is not a string, a number or null"
         else:
             what = "an object that is not a JSON-RPC request, response or notification"
-        id_ = live_id(frame) if valid_id(id_) else None
+        id_ = written_id(frame.raw, id_) if valid_id(id_) else None
         return error_line(id_, p.INVALID_REQUEST, f"acp-bridge replay: invalid request: {what}"), what
     found = MemberScanner.scan(frame.raw)
-    id_ = _request_id(found[0]) if len(found) == 1 and "method" in found[0].keys else None
+    id_ = found[0].written("id") if len(found) == 1 and "method" in found[0].keys else None
     return error_line(id_, p.PARSE_ERROR, "acp-bridge replay: the line is not a JSON-RPC message "
                                           "(it does not parse as JSON)"), "a line that is not JSON"
 
@@ -115,29 +97,4 @@ def too_long_answer(found: list[Members], limit: int) -> bytes | None:
     if not requests:
         return None
     message = _TOO_LONG.format(limit=limit)
-    return b"".join(error_line(_request_id(m), p.INVALID_REQUEST, message) for m in requests)
-
-
-# A top-level member name, or anything that opens or closes a container; strings are
-# matched whole so that brackets inside them are not counted.
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-_SCALAR = re.compile(rb'\s*:\s*("(?:[^"\\]|\\.)*"|[-+.0-9a-zA-Z]+)', re.DOTALL)
-
-
-def splice_id(line: bytes, id_text: bytes) -> bytes | None:
-    """`line` (one JSON object) with the value of its top-level `id` replaced by `id_text`,
-    found without parsing (for a line nested deeper than can be written again). None when
-    the line has no such scalar id."""
-    depth = 0
-    for token in _TOKEN.finditer(line):
-        text = token.group()
-        if text in (b"{", b"["):
-            depth += 1
-        elif text in (b"}", b"]"):
-            depth -= 1
-        elif depth == 1 and text == b'"id"':
-            value = _SCALAR.match(line, token.end())
-            if value is None:
-                continue  # a value "id", or an id that is not a scalar
-            return line[:value.start(1)] + id_text + line[value.end(1):]
-    return None
+    return b"".join(error_line(m.written("id"), p.INVALID_REQUEST, message) for m in requests)

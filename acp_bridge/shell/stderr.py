@@ -33,7 +33,7 @@ class StderrTail:
     def text(self, private: str | None = None) -> str:
         """The tail, whole lines where possible, with secrets masked: it goes to the client."""
         if not self._data:  # nothing to mask: most agents end without a word on stderr, and
-            return ""  # then a run does not load the masking (capture.redaction) at all
+            return ""  # then a run does not load the masking (capture.text_redaction) at all
         data = bytes(self._data[-self.limit :])
         if self._dropped or len(self._data) > self.limit:
             cut = data.find(b"\n")
@@ -43,8 +43,8 @@ class StderrTail:
 
 def mask_secrets(text: str, private: str | None = None) -> str:
     """Text that leaves the bridge (bridge-rules 5) masked as the capture masks it: secret-
-    looking values and the configured system prompt (`capture.redaction.mask_text_secrets`)."""
-    from acp_bridge.capture.redaction import mask_text_secrets  # as the agent ends, not at start-up
+    looking values and the configured system prompt (`capture.text_redaction.mask_text_secrets`)."""
+    from acp_bridge.capture.text_redaction import mask_text_secrets  # as the agent ends, not at start-up
 
     return mask_text_secrets(text, private)
 

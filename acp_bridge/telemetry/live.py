@@ -70,7 +70,8 @@ def telemetry_observer(config: Config) -> TelemetryObserver:
 
     builder = TraceBuilder()
     if config.telemetry.content:
-        from acp_bridge.capture.redaction import Redactor, mask_text_secrets
+        from acp_bridge.capture.redaction import Redactor
+        from acp_bridge.capture.text_redaction import mask_text_secrets
 
         secret = None if config.capture.include_system_prompt else config.system_prompt.text
         redactor = Redactor(config.capture.redact, secret)

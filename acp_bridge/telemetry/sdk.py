@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from acp_bridge import __version__
-from acp_bridge.capture.redaction import mask_text_secrets
+from acp_bridge.capture.text_redaction import mask_text_secrets
 from acp_bridge.errors import ConfigError
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.spans import Observation, SpanRecord

@@ -23,7 +23,6 @@ from acp_bridge.replay.script import (
     messages,
     parse_capture,
 )
-from acp_bridge.replay.wire import splice_id
 from tests.replay.drive import GOLDEN
 
 
@@ -162,19 +161,3 @@ def test_a_valid_line_cut_anywhere_is_a_torn_tail(cut: int) -> None:
     last = b'{"type":"message","direction":"to-client","kind":"notification","method":"session/update"}'
     capture = parse_capture(HEADER + last[:min(cut, len(last) - 1)])
     assert list(messages(capture)) == [] and capture.torn == 2
-
-
-# -- the wire helpers ------------------------------------------------------------------------
-
-
-@given(st.one_of(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.text(max_size=20), st.none(), st.floats(allow_nan=False, allow_infinity=False)),
-       st.dictionaries(st.text(max_size=5).filter(lambda k: k != "id"), st.integers(-100, 100), max_size=3))
-def test_splice_id_replaces_exactly_the_top_level_id(old: Any, others: dict[str, Any]) -> None:
-    msg = {**others, "id": old, "x": {"id": "inner"}, "s": "\"id\":[}"}
-    spliced = splice_id(orjson.dumps(msg), b'"live"')
-    assert spliced is not None and orjson.loads(spliced) == {**msg, "id": "live"}
-
-
-def test_splice_id_without_a_scalar_id_is_none() -> None:
-    assert splice_id(b'{"a":"id","id":{"x":1}}', b"1") is None
-    assert splice_id(b'{"result":{"id":1}}', b"1") is None

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from acp_bridge.capture.redaction import mask_text_secrets
+from acp_bridge.capture.text_redaction import mask_text_secrets
 from acp_bridge.core import Direction, Relay
 from acp_bridge.telemetry import live as o
 from acp_bridge.telemetry import tree

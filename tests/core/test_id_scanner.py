@@ -1,5 +1,5 @@
 """MemberScanner: the top-level id and method of a line (or of each object of a batch),
-fed in any pieces."""
+fed in any pieces. Reading what it finds (`json_value`): tests/core/test_literals.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_bridge.core.id_scanner import LongInteger, Members, MemberScanner, json_value
+from acp_bridge.core.id_scanner import Members, MemberScanner
 from tests.core.test_framing import split_at
 
 
@@ -66,17 +66,6 @@ def test_a_method_that_is_not_captured_is_no_request() -> None:
     """A method value too long, or not a string, or torn: known as a key, but no request."""
     (found,) = scan_in([b'{"jsonrpc":"2.0","id":1,"method":"' + b"m" * (65 * 1024) + b'"}'])
     assert "method" in found.keys and not found.is_request and not found.is_response
-
-
-@pytest.mark.parametrize(("literal", "value"), [
-    (b"1", 1), (b"-3", -3), (b"18446744073709551615", 18446744073709551615),
-    (b"18446744073709551616", 1.8446744073709552e19), (b"1e3", 1000.0), (b'"a"', "a"),
-    (b"9" * 400, LongInteger("9" * 400)), (b"-" + b"9" * 5000, LongInteger("-" + "9" * 5000)),
-    (b'"\\ud83d"', "\ud83d"), (b'"\xff"', "\udcff"), (b"null", None), (b"true", True),
-])
-def test_json_value_reads_ids_the_way_the_parser_does(literal: bytes, value: object) -> None:
-    got = json_value(literal)
-    assert got == value and type(got) is type(value)
 
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30),

@@ -1,0 +1,91 @@
+"""Redaction of free text and command lines: secret-looking values where there is no message
+to walk, only words.
+
+Owns: `mask_text_secrets` (`key=value` text, HTTP credentials, a URL's user and secret-named
+query parameters, and the configured system prompt in each of its JSON spellings) and
+`mask_argv` (the bridge's and the agent's command lines, for the capture's header). The
+agent's stderr tail the bridge puts in error answers (`shell/agent.py`) and telemetry's
+text mask with it. Messages are masked by `redaction.Redactor`. Must never: do IO, or raise
+on any text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from acp_bridge.capture.redaction import REDACTED, text_spellings
+
+PROMPT_IN_TEXT = "<system prompt>"  # in free text: the agent's stderr tail in an error answer
+_SECRET_OPTIONS = ("--system-prompt",)
+_SECRET_WORDS = ("token", "secret", "password", "passwd", "auth", "key", "credential")
+
+_SECRET_KEY = (r"(?:[a-z0-9_.-]*(?:api[_-]?key|token|secret|password|passwd|credential)s?"
+               r"|(?:proxy-)?authorization)")
+_AUTH_SCHEME = r"(?:bearer|basic|token|digest|negotiate)"
+# `key=value`, `key: value`, `"key": "value"`, `Authorization: Bearer value`: group 2 is
+# the value (up to a quote, a space, `,`, `;` or `&`).
+_SECRET_VALUE = re.compile(
+    rf"(?i)\b({_SECRET_KEY}[\"']?\s*[:=]\s*[\"']?(?:{_AUTH_SCHEME}\s+)?)([^\s'\",;&]+)")
+# A secret's name and separator with the value still to come (the next argument).
+_DANGLING = re.compile(rf"(?i)\b{_SECRET_KEY}[\"']?\s*[:=]\s*[\"']?(?:{_AUTH_SCHEME})?\s*$")
+_COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\s*:\s*)([^\r\n]+)")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
+# A query parameter whose name says secret, in a URL or a path quoted alone (`?sig=`,
+# `&api_key=`, `?X-Amz-Signature=`, `?access_token=`): names the KEY=value form above
+# misses (key, auth, sig) are common in collector and webhook URLs.
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&][a-z0-9_.-]*(?:token|key|secret|passw(?:or)?d|pwd|auth|sig|signature|credential)[a-z0-9_.-]*=)"
+    r"([^&#\s'\",;]+)")
+
+
+def mask_text_secrets(text: str, private: str | None = None) -> str:
+    """`text` with secret-looking values masked: `KEY=value` and `"token": "value"` where
+    the name says secret, HTTP `Authorization` (any scheme) and `Cookie` values, the
+    user and password of a URL (`https://<redacted>@host`) and its query parameters whose
+    name says secret (`?sig=<redacted>`); and `private` (the configured
+    system prompt) in each of its JSON spellings, as `PROMPT_IN_TEXT`: an agent that logs
+    the requests it receives logs the prompt escaped."""
+    if private:
+        for spelling in text_spellings(private):
+            text = text.replace(spelling, PROMPT_IN_TEXT)
+    text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _COOKIE.sub(lambda m: m.group(1) + REDACTED, text)
+    return _SECRET_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def _secret_name(name: str) -> bool:
+    if name in _SECRET_OPTIONS:
+        return True
+    looks_named = name.startswith("-") or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
+    return looks_named and any(word in name.lower() for word in _SECRET_WORDS)
+
+
+def mask_argv(argv: Sequence[str]) -> list[str]:
+    """The command line with secret-looking values masked: `--system-prompt X`,
+    `--api-key X`, `--token=X`, `API_KEY=X` (the bridge's options and the agent's alike),
+    header values (`-H 'Authorization: Bearer X'`, `--header=X-Api-Key: X`, a header name
+    whose value is the next argument), and what `mask_text_secrets` finds in any argument
+    (a URL's user and password, `--env=API_KEY=X`)."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        name, eq, _ = arg.partition("=")
+        if _secret_name(name):
+            if eq:
+                out.append(f"{name}={REDACTED}")
+                continue
+            hide_next = name.startswith("-")
+            out.append(arg)
+            continue
+        if _DANGLING.search(arg):  # `Authorization:Bearer` `X`: the value is the next one
+            hide_next = True
+            out.append(arg)
+            continue
+        out.append(mask_text_secrets(arg))
+    return out

@@ -1,0 +1,75 @@
+"""Secrets on command lines and in free text (capture/text_redaction.py). Table-driven."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from acp_bridge.capture.redaction import REDACTED
+from acp_bridge.capture.text_redaction import PROMPT_IN_TEXT, mask_argv, mask_text_secrets
+
+
+@pytest.mark.parametrize(("argv", "masked"), [
+    (["agent", "-H", "Authorization: Bearer X1"], ["agent", "-H", f"Authorization: Bearer {REDACTED}"]),
+    (["agent", "--header=Authorization: Bearer X1"], ["agent", f"--header=Authorization: Bearer {REDACTED}"]),
+    (["agent", "--header", "Authorization:Bearer X1"], ["agent", "--header", f"Authorization:Bearer {REDACTED}"]),
+    (["agent", "--header", "Authorization:Bearer", "X1"], ["agent", "--header", "Authorization:Bearer", REDACTED]),
+    (["agent", "-H", "Authorization:", "X1"], ["agent", "-H", "Authorization:", REDACTED]),
+    (["agent", "-H", "Authorization: Basic dXNlcjpwYXNz"], ["agent", "-H", f"Authorization: Basic {REDACTED}"]),
+    (["agent", "-H", "X-Api-Key: k1"], ["agent", "-H", f"X-Api-Key: {REDACTED}"]),
+    (["agent", "-H", "Cookie: a=1; b=2"], ["agent", "-H", f"Cookie: {REDACTED}"]),
+    (["agent", "https://user:pass@host/p"], ["agent", f"https://{REDACTED}@host/p"]),
+    (["agent", "--url=https://tok@host:8080/p?q=1"], ["agent", f"--url=https://{REDACTED}@host:8080/p?q=1"]),
+    (["agent", "postgres://u:p@ss@db/x"], ["agent", f"postgres://{REDACTED}@db/x"]),
+    (["agent", "https://host/a@b"], ["agent", "https://host/a@b"]),  # an @ in the path is no user
+    (["agent", "--env=OPENAI_API_KEY=sk-1"], ["agent", f"--env=OPENAI_API_KEY={REDACTED}"]),
+    (["agent", "--config", '{"apiKey": "k1", "model": "m"}'],
+     ["agent", "--config", f'{{"apiKey": "{REDACTED}", "model": "m"}}']),
+    (["agent", "https://h/cb?access_token=t1&x=1"], ["agent", f"https://h/cb?access_token={REDACTED}&x=1"]),
+    (["run", "--token", "t0k", "x"], ["run", "--token", REDACTED, "x"]),
+    (["run", "--capture", "c.jsonl", "--", "agent", "--model", "m", "-H", "Accept: text/plain"],
+     ["run", "--capture", "c.jsonl", "--", "agent", "--model", "m", "-H", "Accept: text/plain"]),
+])
+def test_mask_argv(argv: list[str], masked: list[str]) -> None:
+    assert mask_argv(argv) == masked
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ('"Authorization": "Bearer abc"', f'"Authorization": "Bearer {REDACTED}"'),
+    ("Authorization: Basic dXNlcjpwYXNz\n", f"Authorization: Basic {REDACTED}\n"),
+    ("fetching https://bot:hunter2@git.example/r.git failed", f"fetching https://{REDACTED}@git.example/r.git failed"),
+    ("Set-Cookie: sid=abc; Path=/\nnext", f"Set-Cookie: {REDACTED}\nnext"),
+    ("a tokenizer error, no secret", "a tokenizer error, no secret"),
+    ("POST http://u:PASSWORD@h:4318/v1/traces?sig=S1&x=1&key=K1#f",
+     f"POST http://{REDACTED}@h:4318/v1/traces?sig={REDACTED}&x=1&key={REDACTED}#f"),
+    ("with url: /v1/traces?auth=A1 (Caused by", f"with url: /v1/traces?auth={REDACTED} (Caused by"),
+    ("https://b.s3/o?X-Amz-Signature=ab12&X-Amz-Credential=c%2F1", f"https://b.s3/o?X-Amz-Signature={REDACTED}"
+     f"&X-Amz-Credential={REDACTED}"),
+    ("https://h/p?q=1&page=2", "https://h/p?q=1&page=2"),
+])
+def test_mask_text_secrets(text: str, masked: str) -> None:
+    assert mask_text_secrets(text) == masked
+
+
+@pytest.mark.parametrize("logged", [
+    'TOP "SECRET" café',  # as it is
+    json.dumps('TOP "SECRET" café', ensure_ascii=False)[1:-1],  # as orjson and JavaScript write it
+    json.dumps('TOP "SECRET" café')[1:-1],  # as Python's json writes it: \u00e9
+])
+def test_mask_text_secrets_masks_the_system_prompt_in_each_spelling(logged: str) -> None:
+    """The agent's stderr tail: the prompt as the capture finds it, named `<system prompt>`."""
+    assert mask_text_secrets(f"got {logged} token=abc", 'TOP "SECRET" café') == \
+        f"got {PROMPT_IN_TEXT} token={REDACTED}"
+    assert mask_text_secrets(f"got {logged}", None) == f"got {logged}"
+
+
+@pytest.mark.parametrize(("argv", "masked"), [
+    (["run", "--token", "t0k", "x"], ["run", "--token", REDACTED, "x"]),
+    (["run", "--system-prompt=hi"], ["run", f"--system-prompt={REDACTED}"]),
+    (["--", "env", "OPENAI_API_KEY=sk-1", "agent"], ["--", "env", f"OPENAI_API_KEY={REDACTED}", "agent"]),
+    (["run", "--capture", "c.jsonl", "--", "agent", "--model", "m"],
+     ["run", "--capture", "c.jsonl", "--", "agent", "--model", "m"]),
+])
+def test_mask_argv_the_bridges_options(argv: list[str], masked: list[str]) -> None:
+    assert mask_argv(argv) == masked
