@@ -160,9 +160,16 @@ async def test_a_client_that_stops_reading_does_not_stall_its_own_requests(tmp_p
         async with open_bridge(["run", "--", *agent(code)]) as bridge:
             await bridge.send(line(INIT_NEW_CLIENT))
             await bridge.read_until(b'"go on"')  # offered; from now on the client reads nothing
-            await bridge.send(line(prompt) + probe * 200)
-            while not (seen.exists() and seen.read_text() == "201"):
+            # Only once the bridge is stuck writing to us does the prompt go: sent earlier,
+            # its withdrawal would still fit in the pipe and the test would prove nothing.
+            await wait_until_full(bridge)
+            await bridge.send(line(prompt))
+            while not (seen.exists() and seen.read_text() == "1"):
                 await trio.sleep(0.05)  # polling a condition, with the deadline above
+            # The withdrawal is decided (the prompt went through): now lines read after it.
+            await bridge.send(probe * 200)
+            while not (seen.exists() and seen.read_text() == "201"):
+                await trio.sleep(0.05)
 
 
 # -- never crash on input -------------------------------------------------------------------
@@ -311,9 +318,18 @@ async def test_requests_stuck_behind_an_agent_that_stopped_reading_are_answered(
 
 async def wait_until_stalled(bridge: BridgeProcess) -> None:
     """Wait until the bytes queued in the bridge's stdin pipe are many and no longer move."""
-    assert bridge.proc.stdin is not None
     assert isinstance(bridge.proc.stdin, trio.lowlevel.FdStream)
-    fd = bridge.proc.stdin.fileno()
+    await wait_until_still(bridge.proc.stdin.fileno())
+
+
+async def wait_until_full(bridge: BridgeProcess) -> None:
+    """Wait until the bytes the bridge wrote to its stdout, unread, are many and no longer
+    move: the bridge is blocked writing to us."""
+    assert isinstance(bridge.proc.stdout, trio.lowlevel.FdStream)
+    await wait_until_still(bridge.proc.stdout.fileno())
+
+
+async def wait_until_still(fd: int) -> None:
     previous = -1
     while True:
         queued = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4), sys.byteorder)

@@ -28,8 +28,8 @@ from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, brief, id_k
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.health.findings import CODES, Finding
+from acp_bridge.health.sessions import CLOSED_KEPT, SessionRules
 from acp_bridge.health.sessions import V1_ONLY_UPDATES as V1_ONLY_UPDATES
-from acp_bridge.health.sessions import SessionRules
 
 INF = math.inf
 RECENT = 256  # answered requests remembered, to tell a second answer from an unknown id
@@ -56,10 +56,12 @@ class Engine(SessionRules):
         notify: how many occurrences of one code and session are passed to listeners (the
             rest are only counted): 1 live, more post hoc (for the seqs in the report).
         max_tracked, max_sessions, max_counted: memory caps (see the module docstring).
+        max_closed: closed sessions remembered (`sessions.CLOSED_KEPT` live).
     """
 
     def __init__(self, config: HealthConfig | None = None, session: Session | None = None, *, notify: int = 1,
-                 max_tracked: int = 100_000, max_sessions: int = 100_000, max_counted: int = 10_000) -> None:
+                 max_tracked: int = 100_000, max_sessions: int = 100_000, max_counted: int = 10_000,
+                 max_closed: int = CLOSED_KEPT) -> None:
         super().__init__()
         self.config = config or HealthConfig()
         self.session = session if session is not None else Session()  # requests in flight
@@ -67,6 +69,7 @@ class Engine(SessionRules):
         self.listeners: list[Listener] = []  # called with each finding reported (OpenTelemetry can add one)
         self.counts: dict[tuple[str, Any], int] = {}
         self.max_tracked, self.max_sessions, self.max_counted = max_tracked, max_sessions, max_counted
+        self.max_closed = max_closed
         self.last_out = -INF  # when the agent last wrote anything (the prompt's clock)
         self.soonest = INF  # the next timer is not due before this
         self.seqs: dict[int, int] = {}  # id(Pending) -> seq of its record, when known
@@ -292,9 +295,7 @@ class Engine(SessionRules):
             if not self._opening:
                 self._flush_maybe()
         elif method == p.SESSION_CLOSE and "result" in msg:
-            skey = _session_key(request.session_id)
-            if skey in self._sessions:
-                self._sessions[skey] = False
+            self._close(request.session_id)
 
     # -- what the rules did --------------------------------------------------------------------
 

@@ -124,7 +124,7 @@ def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = No
     """The findings and migration report of one capture's records, in file order."""
     report = Report(path)
     engine = Engine(config, notify=KEPT, max_tracked=10_000_000, max_sessions=10_000_000,
-                    max_counted=100_000)  # its own session pairs as the relay did
+                    max_counted=100_000, max_closed=10_000_000)  # its own session pairs as the relay did
     kept: dict[str, int] = {}
 
     def keep(finding: Finding) -> None:  # at most KEPT_PER_CODE of a code, whatever the sessions

@@ -5,7 +5,8 @@ opened or already closed, malformed updates, the suggestion forms the agent uses
 kinds on v2, cancels the agent ignores) and the sessions each connection opened and closed.
 A mixin of `engine.Engine`, which owns counting and telling; kept apart so that each module
 stays readable. Must never: do IO, read a clock, or grow without bound (sessions and turn
-states are capped like the engine's other tables).
+states are capped like the engine's other tables), nor with sessions that have ended: a
+closed session leaves only its place among the last `max_closed` closed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from acp_bridge.core.session import Pending, Session
 
 INF = float("inf")
 V1_ONLY_UPDATES = frozenset({"current_mode_update", "tool_call", "plan"})  # removed in v2 (acp-notes 4.2)
+CLOSED_KEPT = 1024  # closed sessions remembered live, for update-closed-session
 
 
 class SessionRules:
@@ -30,12 +32,18 @@ class SessionRules:
     session: Session
     soonest: float
     max_sessions: int
+    max_closed: int
     notify: int
     counts: dict[tuple[str, Any], int]
 
     def __init__(self) -> None:
-        self._sessions: dict[Any, bool] = {}  # True open, False closed
+        self._sessions: dict[Any, bool] = {}  # the open ones (True)
         self._sessions_full = False
+        # The last `max_closed` sessions closed, oldest first: an update for one of them is
+        # update-closed-session. Older ones are forgotten (nothing may grow with sessions
+        # that ended); an update for one of those is then reported as not open.
+        self._closed: OrderedDict[Any, None] = OrderedDict()
+        self._closed_forgotten = False
         self._opening = 0  # session/new and session/fork in flight
         # Updates for a session that a session/new or session/fork in flight may be creating:
         # session key -> the updates (time, seq), the first `notify` of them kept, all counted.
@@ -99,8 +107,13 @@ class SessionRules:
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
             return
         skey = _session_key(session)
-        state = self._sessions.get(skey)
-        if state is None and not self._sessions_full:
+        if skey in self._sessions:
+            pass
+        elif skey in self._closed:
+            self.flag("update-closed-session", session, at, seq,
+                       "session/update for {} after its session/close", session,
+                       direction=TO_CLIENT, method=p.SESSION_UPDATE)
+        elif not self._sessions_full:
             if self._opening:
                 held = self._maybe.get(skey)
                 if held is None and len(self._maybe) < 64:
@@ -110,13 +123,7 @@ class SessionRules:
                         held[1].append((at, seq))
                     held[2][0] += 1
             else:
-                self.flag("update-unknown-session", session, at, seq,
-                           "session/update for {}, which was never created, loaded or resumed", session,
-                           direction=TO_CLIENT, method=p.SESSION_UPDATE)
-        elif state is False:
-            self.flag("update-closed-session", session, at, seq,
-                       "session/update for {} after its session/close", session,
-                       direction=TO_CLIENT, method=p.SESSION_UPDATE)
+                self._unknown(session, at, seq)
         kind = update.get("sessionUpdate")
         if not isinstance(kind, str):  # a peer's value: a list or an object is no kind at all
             return
@@ -171,23 +178,40 @@ class SessionRules:
             if reason != "cancelled":
                 self._ignored(request.session_id, at, seq, reason if "result" in msg else "(an error)")
 
+    def _unknown(self, session: Any, at: float, seq: int | None) -> None:
+        text = ("session/update for {}, which is not open (never created, loaded or resumed, or closed long ago)"
+                if self._closed_forgotten else "session/update for {}, which was never created, loaded or resumed")
+        self.flag("update-unknown-session", session, at, seq, text, session,
+                   direction=TO_CLIENT, method=p.SESSION_UPDATE)
+
     def _open(self, session: Any) -> None:
         if session is None:
             return
+        skey = _session_key(session)
+        self._closed.pop(skey, None)  # loaded or resumed again
         if len(self._sessions) >= self.max_sessions:
             self._sessions_full = True  # past the cap, no session can be called unknown
             return
-        self._sessions[_session_key(session)] = True
+        self._sessions[skey] = True
+
+    def _close(self, session: Any) -> None:
+        """`session/close` succeeded: the session's own facts go; its id joins the last closed."""
+        skey = _session_key(session)
+        self._running.pop(skey, None)
+        if self._sessions.pop(skey, None) is None:
+            return  # never known open (or past the cap): nothing to tell later updates by
+        self._closed[skey] = None
+        if len(self._closed) > self.max_closed:
+            self._closed.popitem(last=False)
+            self._closed_forgotten = True
 
     def _flush_maybe(self) -> None:
         maybe, self._maybe = self._maybe, {}
         for skey, (session, kept, (count,)) in maybe.items():
-            if skey in self._sessions:
+            if skey in self._sessions or skey in self._closed:
                 continue
             for at, seq in kept:
-                self.flag("update-unknown-session", session, at, seq,
-                           "session/update for {}, which was never created, loaded or resumed", session,
-                           direction=TO_CLIENT, method=p.SESSION_UPDATE)
+                self._unknown(session, at, seq)
             if count > len(kept):
                 key = ("update-unknown-session", skey)
                 if key in self.counts:

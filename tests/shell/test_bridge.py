@@ -184,3 +184,66 @@ def test_each_stream_gets_its_forwards_in_the_relays_order(items: list[tuple[Dir
     got = trio.run(_delivered, items, own)
     for direction in (TO_AGENT, TO_CLIENT):
         assert got[direction] == b"".join(data for d, data in items if d is direction)
+
+
+async def test_a_withdrawal_for_a_client_that_stopped_reading_does_not_hold_up_its_requests() -> None:
+    """The client reads nothing while the agent floods it (a real pipe, full); its prompt
+    makes the bridge withdraw the suggestions toward it. The prompt and every later line
+    still reach the agent, and the withdrawal arrives after the flood once the client reads."""
+    import os
+
+    import orjson
+    from trio.lowlevel import FdStream
+
+    from acp_bridge.config import Config
+    from acp_bridge.core.rewrites import build_rewrites
+
+    def wire(msg: dict[str, object]) -> bytes:
+        return orjson.dumps(msg) + b"\n"
+
+    sid = "s"
+    init = wire({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": 1, "clientCapabilities": {"session": {"promptSuggestions": {}}}}})
+    offer = wire({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {
+        "sessionUpdate": "prompt_suggestions_update", "suggestions": [{"prompt": [{"type": "text", "text": "go on"}]}]}}})
+    flood = b'{"jsonrpc":"2.0","method":"session/update","params":{"x":"' + b"f" * 1000 + b'"}}\n'
+    prompt = wire({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+                   "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}})
+    probes = b"".join(b'{"jsonrpc":"2.0","method":"_probe","params":{"n":%d}}\n' % n for n in range(200))
+    withdrawal = wire({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {
+        "sessionUpdate": "prompt_suggestions_update", "suggestions": []}}})
+
+    to_bridge_r, to_bridge_w = os.pipe()
+    from_bridge_r, from_bridge_w = os.pipe()
+    client_ours_send, client_ours_receive = FdStream(to_bridge_w), FdStream(from_bridge_r)
+    client_bridge = trio.StapledStream(FdStream(from_bridge_w), FdStream(to_bridge_r))
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    relay = Relay(build_rewrites(Config()), strict=True)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge_streams, client_bridge, agent_bridge, relay)
+            await client_ours_send.send_all(init)
+            assert await agent_ours.receive_some() == init
+            await agent_ours.send_all(b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}\n' + offer)
+            seen = b""
+            while not seen.endswith(offer):
+                seen += await client_ours_receive.receive_some()
+            # From here the client reads nothing; the agent writes far more than the pipe holds.
+            await agent_ours.send_all(flood * 4096)
+            await trio.testing.wait_all_tasks_blocked()  # the bridge is stuck writing to us
+            await client_ours_send.send_all(prompt)
+            assert await agent_ours.receive_some() == prompt  # the withdrawal is decided
+            for probe in probes.splitlines(keepends=True):  # each read on its own
+                await client_ours_send.send_all(probe)
+                assert await agent_ours.receive_some() == probe
+            total = len(offer) + len(flood) * 4096 + len(withdrawal)
+            seen = seen.split(offer, 1)[1]
+            while len(seen) < total - len(offer):  # the client reads again
+                seen += await client_ours_receive.receive_some()
+            # The withdrawal comes where the relay decided it: after the part of the flood
+            # it had read when the prompt came, between two lines.
+            before, after = seen.split(withdrawal)
+            assert before + after == flood * 4096 and before.endswith(b"\n") and before
+            nursery.cancel_scope.cancel()
+    for stream in (client_ours_send, client_ours_receive, client_bridge):
+        await stream.aclose()
