@@ -73,7 +73,12 @@ class SessionRules:
         return bool(self._cancels) and self.v2
 
     def _due_cancels(self, now: float) -> float:
-        """Report the cancels that waited past `cancel_seconds`; when the next is due."""
+        """Report the cancels that waited past `cancel_seconds`; when the next is due.
+
+        Called by each timer scan, and before any message that may end a cancelled turn or
+        cancel another is judged: a cancel overdue by then was ignored, said of the cancel,
+        whether or not a scan has come since (live, the timer task may run after the read
+        that came past the deadline; post hoc, scans are spaced out)."""
         while self._cancels:
             key, (session, at, seq) = next(iter(self._cancels.items()))
             due = at + self.config.cancel_seconds
@@ -92,6 +97,8 @@ class SessionRules:
         """A notification went by. `later`: ids of the requests the session already holds
         that came after it (live, the relay has read the whole chunk before the watchdog)."""
         method = msg.get("method")
+        if self._cancels:
+            self._due_cancels(at)
         if method == p.SESSION_UPDATE and direction is TO_CLIENT:
             self._update(msg, at, seq)
         elif method == p.SESSION_CANCEL and direction is TO_AGENT:
@@ -171,6 +178,7 @@ class SessionRules:
 
     def _prompt_answered(self, request: Pending, msg: Json, at: float, seq: int | None) -> None:
         """v1: the answer to a cancelled prompt must say `cancelled`."""
+        self._due_cancels(at)
         skey = _session_key(request.session_id)
         if skey in self._cancels and not self.v2:
             del self._cancels[skey]

@@ -153,6 +153,25 @@ def test_cancel_v1_honoured_ignored_or_never_answered() -> None:
     assert cancelled(None, 4.0) == [("cancel-ignored", 6)]  # the cancel left unanswered
 
 
+def test_a_cancel_overdue_when_its_turn_ends_is_said_of_the_cancel_without_a_scan() -> None:
+    """Whether a timer scan came between the deadline and the answer (post hoc it does,
+    live the timer task may come after the read) does not change the finding."""
+    def answered(at: float) -> list[tuple[str, int | None]]:
+        told: list[Finding] = []
+        engine = Engine(FAST, notify=1)
+        engine.listeners.append(told.append)
+        engine.request(engine.session.track(Pending(Direction.TO_AGENT, 2, "session/prompt", "s1", at=1.0)), 5)
+        engine.notification(Direction.TO_AGENT, sc.msg(method="session/cancel", params={"sessionId": "s1"}), 2.0, 6)
+        answer = sc.msg(id=2, result={"stopReason": "end_turn"})
+        request = engine.session.pair(Direction.TO_CLIENT, 2)
+        assert request is not None
+        engine.answered(request, answer, at, 7)
+        return [(f.code, f.seq) for f in told]
+
+    assert answered(3.9) == [("cancel-ignored", 7)]  # in time: the answer ignored it
+    assert answered(4.0) == [("cancel-ignored", 6)]  # the cancel's 2s were up: it went unanswered
+
+
 def test_cancel_v2_waits_for_an_idle_state_of_a_running_turn() -> None:
     def cancelled(state: list[dict[str, Any]], end: float) -> list[str]:
         cap = Capture()

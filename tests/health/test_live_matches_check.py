@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from acp_bridge.capture.reader import load_record
@@ -63,6 +63,16 @@ messages = st.one_of(
 )
 
 
+_CANCEL_S1 = (A, sc.msg(method="session/cancel", params={"sessionId": "s1"}))
+_NEW_ID_1 = (A, sc.msg(id=1, method="session/new", params={"sessionId": "s1"}))
+
+
+# A prompt cancelled at 1s and answered (with an error) at 11s, when the cancel's 10s were
+# up: the watchdog's timer had not run, `check` had scanned; both must say the cancel was
+# ignored, of the cancel. (The session/new requests reuse id 1; the answer is the prompt's.)
+@example(traffic=[(A, sc.msg(id=1, method="session/prompt", params={"sessionId": "s1"})), _CANCEL_S1,
+                  _NEW_ID_1, _NEW_ID_1, _CANCEL_S1, _NEW_ID_1, _NEW_ID_1, _NEW_ID_1, _NEW_ID_1,
+                  (C, sc.LEGACY), _CANCEL_S1, (C, sc.msg(id=1, result={}, error={"code": 1, "message": "m"}))])
 @given(traffic=st.lists(messages, max_size=25))
 def test_live_and_afterwards_agree_on_each_first_finding(traffic: list[tuple[Direction, dict[str, Any]]]) -> None:
     relay = Relay()
