@@ -78,7 +78,10 @@ class SessionRules:
         Called by each timer scan, and before any message that may end a cancelled turn or
         cancel another is judged: a cancel overdue by then was ignored, said of the cancel,
         whether or not a scan has come since (live, the timer task may run after the read
-        that came past the deadline; post hoc, scans are spaced out)."""
+        that came past the deadline; post hoc, scans are spaced out). `cancel_seconds` 0
+        turns the timeout off (a cancelled turn's stop reason is still checked)."""
+        if self.config.cancel_seconds <= 0:
+            return INF
         while self._cancels:
             key, (session, at, seq) = next(iter(self._cancels.items()))
             due = at + self.config.cancel_seconds
@@ -169,7 +172,8 @@ class SessionRules:
             watch = any(id(r) not in later for r in self.session.in_flight(p.SESSION_PROMPT, session))
         if watch and skey not in self._cancels and len(self._cancels) < 10_000:
             self._cancels[skey] = (session, at, seq)
-            self.soonest = min(self.soonest, at + self.config.cancel_seconds)
+            if self.config.cancel_seconds > 0:
+                self.soonest = min(self.soonest, at + self.config.cancel_seconds)
 
     def _ignored(self, session: Any, at: float, seq: int | None, reason: Any) -> None:
         self.flag("cancel-ignored", session, at, seq,

@@ -4,6 +4,7 @@ bound its memory, and the listener a telemetry exporter can hang on it."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import orjson
@@ -151,6 +152,21 @@ def test_cancel_v1_honoured_ignored_or_never_answered() -> None:
     assert cancelled("end_turn", 10.0) == [("cancel-ignored", 7)]  # the answer that ignored it
     assert cancelled(None, 3.9) == []
     assert cancelled(None, 4.0) == [("cancel-ignored", 6)]  # the cancel left unanswered
+
+
+def test_cancel_seconds_zero_turns_the_timeout_off_but_not_the_stop_reason_check() -> None:
+    def cancelled(reason: str | None) -> list[tuple[str, int | None]]:
+        cap = Capture()
+        opened(cap)
+        cap.add(1.0, A, prompt(2))
+        cap.add(2.0, A, sc.msg(method="session/cancel", params={"sessionId": "s1"}))
+        if reason is not None:
+            cap.add(300.0, C, sc.msg(id=2, result={"stopReason": reason}), method="session/prompt")
+        return found(cap.check(end=600.0, config=dataclasses.replace(FAST, cancel_seconds=0, prompt_seconds=0)))
+
+    assert cancelled(None) == []
+    assert cancelled("cancelled") == []
+    assert cancelled("end_turn") == [("cancel-ignored", 7)]
 
 
 def test_a_cancel_overdue_when_its_turn_ends_is_said_of_the_cancel_without_a_scan() -> None:

@@ -120,8 +120,8 @@ def test_a_planted_call_outside_shell_posix_is_found(tmp_path: Path) -> None:
     package = tmp_path / "acp_bridge"
     (package / "shell").mkdir(parents=True)
     (package / "shell" / "posix.py").write_text("import os\nos.killpg(1, 15)\n")
-    (package / "shell" / "shell/bridge.py").write_text("import os\n\ndef stop(pid):\n    os.killpg(pid, 9)\n")
-    (package / "shell" / "shell/streams.py").write_text("from trio.lowlevel import FdStream\n")
-    (package / "shell" / "shell/tuning.py").write_text("import os\nos.write(1, b'portable')\n")
+    (package / "shell" / "bridge.py").write_text("import os\n\ndef stop(pid):\n    os.killpg(pid, 9)\n")
+    (package / "shell" / "streams.py").write_text("from trio.lowlevel import FdStream\n")
+    (package / "shell" / "tuning.py").write_text("import os\nos.write(1, b'portable')\n")
     assert calls_in(package) == {"acp_bridge.shell.posix": {"os.killpg"}, "acp_bridge.shell.bridge": {"os.killpg"},
                                  "acp_bridge.shell.streams": {"FdStream"}}
