@@ -13,17 +13,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from acp_bridge.core import protocol as p
+from acp_bridge.core.answers import Answers
 from acp_bridge.core.chain import Chain
 from acp_bridge.core.chain import Outcome as ChainOutcome
 from acp_bridge.core.forward import VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
-from acp_bridge.core.id_scanner import Members, MemberScanner
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
-from acp_bridge.core.literals import number_literals
 from acp_bridge.core.messages import (
     OTHER,
     REQUEST,
@@ -40,6 +36,7 @@ from acp_bridge.core.messages import (
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.unparsed import Unparsed, has_escape
 
 if TYPE_CHECKING:
     from acp_bridge.core.statistics import RelayStatistics
@@ -48,13 +45,13 @@ log = logging.getLogger("acp_bridge.relay")
 
 
 # Bytes that every request and response contains (the `"id"` member): a line without them
-# (and without an escape, which could spell any key: `_has_escape`) can only be a
+# (and without an escape, which could spell any key: `has_escape`) can only be a
 # notification or not JSON-RPC at all, so it is parsed only if a rule's trigger bytes
 # appear in it.
 _ALWAYS_PARSE = (b'"id"',)
 RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is the faster one
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
-_ESCAPE = b"\\u"
+_ESCAPE = b"\\u"  # as `has_escape` looks for it
 
 
 # orjson writes 254 levels of nesting at most, and a line nested that deep has at least
@@ -72,18 +69,6 @@ def _writable(frame: Frame) -> bool:
     except Unencodable:
         return False
     return True
-
-
-def _literals(raw: bytes, parsed: Any) -> dict[int, bytes]:
-    try:
-        return number_literals(raw, parsed)
-    except (ValueError, RecursionError):
-        return {}
-
-
-def _has_escape(data: bytes) -> bool:
-    # A one-byte search runs at memchr speed; most lines have no backslash at all.
-    return b"\\" in data and _ESCAPE in data
 
 
 class Relay:
@@ -110,13 +95,8 @@ class Relay:
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(self.chain.triggers))
         self._wanted = frozenset(kind for kind in Kind if self.chain.wants(kind))
-        # What the bridge writes itself must land between whole lines of its destination:
-        # held back while a long line is streaming there, and after a line the source left
-        # unterminated at its end, preceded by the newline it lacked.
-        self._held: dict[Direction, list[Forward]] = {d: [] for d in Direction}
-        self._torn = dict.fromkeys(Direction, False)
-        self._long: dict[Direction, MemberScanner | None] = dict.fromkeys(Direction)
-        self.agent_gone: tuple[str, Any] | None = None  # (message, data) once the agent is gone
+        self._answers = Answers(self.session)  # what the bridge writes itself, and where
+        self._unparsed = Unparsed(self.session, self._answers)
         self.unencodable = 0  # lines a rule changed that could not be written back
 
     def __repr__(self) -> str:
@@ -218,8 +198,8 @@ class Relay:
         if torn:
             written = [f.data for f in out if f.direction is direction and f.data]
             if written and not written[-1].endswith(b"\n"):  # the stream's last line, unterminated
-                self._torn[direction] = True
-            self._release_held(direction, out)
+                self._answers.torn[direction] = True
+            self._answers.release_held(direction, out)
         return out
 
     def needs_parse(self, line: bytes) -> bool:
@@ -227,7 +207,7 @@ class Relay:
         for trigger in self._triggers:  # a loop: any() with a generator costs more per line
             if trigger in line:
                 return True
-        return _has_escape(line)
+        return has_escape(line)
 
     def _pieces(self, direction: Direction, pieces: Iterable[bytes | Opaque], now: float,
                 out: list[Forward] | None = None) -> list[Forward]:
@@ -235,7 +215,7 @@ class Relay:
             out = []
         for piece in pieces:
             if isinstance(piece, Opaque):
-                self._opaque(direction, piece, now, out)
+                self._unparsed.opaque(direction, piece, now, out)
             elif self.needs_parse(piece) or not piece.startswith(b"{"):
                 # Anything that does not even start like an object is parsed too, so that
                 # banners and other stray output are seen as what they are (and warned about).
@@ -250,14 +230,14 @@ class Relay:
         kind = frame.kind
         request: Pending | None = None
         if kind is REQUEST:
-            if self.agent_gone is not None and frame.direction is TO_AGENT:
-                self._refuse(frame, frame.id, out)
+            if self._answers.agent_gone is not None and frame.direction is TO_AGENT:
+                self._answers.refuse(frame, frame.id, out)
                 return
             request = self.session.on_request(frame, now)
         elif kind is RESPONSE:
             request = self.session.on_response(frame)
         elif kind is OTHER:
-            self._other(frame, now, out)
+            self._unparsed.other(frame, now, out)
             return
 
         if (kind is RESPONSE and request is None) or kind not in self._wanted:
@@ -306,10 +286,10 @@ class Relay:
         if outcome.dropped and request is not None and frame.kind is Kind.REQUEST:
             self.session.forget(request)  # the bridge answered it, or nobody will
         if data and not data.endswith(b"\n"):
-            self._torn[frame.direction] = True  # an unterminated last line, passed on as it came
+            self._answers.torn[frame.direction] = True  # an unterminated last line, passed on as it came
         out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))
         for direction, message in written:
-            self._emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules)), out)
+            self._answers.emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules)), out)
 
     def _unencodable(self, frame: Frame, rules: list[str], request: Pending | None, why: str,
                      out: list[Forward]) -> None:
@@ -332,156 +312,22 @@ class Relay:
         """Strict, and a rule failed on `frame`: the relay raises, so neither it nor what the
         chunk made before it (`out`) is forwarded. A response among them answered nobody:
         its request is in flight again (the bridge answers it as it stops)."""
-        self._in_flight_again(out)
+        self._answers.in_flight_again(out)
         if frame.kind is RESPONSE and request is not None:
             self.session.track(request)
-
-    def _in_flight_again(self, unsent: Iterable[Forward]) -> None:
-        for fwd in unsent:
-            request = fwd.request
-            if (request is not None and request.origin is TO_AGENT and fwd.direction is not TO_AGENT
-                    and (fwd.frame is None or fwd.frame.kind is RESPONSE)):
-                self.session.track(request)
 
     def _fail_open(self, frame: Frame, rules: list[str], request: Pending | None, error: str,
                    out: list[Forward]) -> None:
         out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.ERROR, frame,
                            tuple(rules), request, error=error))
 
-    def _emit(self, fwd: Forward, out: list[Forward]) -> None:
-        """Place a message the bridge wrote: never inside a line of its destination."""
-        direction = fwd.direction
-        if self._long[direction] is not None:  # a long line is streaming there: after it
-            self._held[direction].append(fwd)
-            return
-        if self._torn[direction]:
-            self._torn[direction] = False
-            fwd.data = b"\n" + fwd.data
-        out.append(fwd)
-
-    def _release_held(self, direction: Direction, out: list[Forward]) -> None:
-        held, self._held[direction] = self._held[direction], []
-        for fwd in held:
-            self._emit(fwd, out)
-
-    # -- lines the parser could not take whole ----------------------------------------------
-
-    def _opaque(self, direction: Direction, piece: Opaque, now: float, out: list[Forward]) -> None:
-        """A piece of a line over the parse limit: forwarded at once, and scanned for its id
-        and method, so that a long request is answered too if the agent dies."""
-        scanner = self._long[direction]
-        if scanner is None:
-            scanner = self._long[direction] = MemberScanner()
-        scanner.feed(piece.data)
-        out.append(Forward(direction, piece.data, piece.data, Verdict.OPAQUE))
-        if not piece.end:
-            return
-        self._long[direction] = None
-        if piece.data.endswith(b"\n"):
-            self._bookkeep(direction, scanner.finish(), now, out)
-        else:  # torn by the end of the stream: no message, and what follows needs a newline
-            self._torn[direction] = True
-        self._release_held(direction, out)
-
-    def _other(self, frame: Frame, now: float, out: list[Forward]) -> None:
-        """Not one JSON-RPC message the rules may read: forwarded as it came. A batch's
-        requests and responses, and a message orjson rejects for a detail (a lone surrogate,
-        NaN), are still paired, so that every request is answered if the agent dies."""
-        out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
-        if not frame.raw.endswith(b"\n"):
-            return  # torn by the end of the stream: no one can read it as a message
-        if frame.batch is not None:
-            self._bookkeep_batch(frame, now, out)
-        elif frame.msg is None and (b'"id"' in frame.raw or _has_escape(frame.raw)):
-            self._bookkeep(frame.direction, MemberScanner.scan(frame.raw), now, out)
-
-    def _bookkeep_batch(self, frame: Frame, now: float, out: list[Forward]) -> None:
-        assert frame.batch is not None
-        literals: dict[int, bytes] | None = None
-        for element in frame.batch:
-            if not isinstance(element, dict) or "id" not in element:
-                continue
-            id_, id_text = element["id"], None
-            if not isinstance(id_, (str, int)) and id_ is not None:  # a float: as written
-                if literals is None:
-                    literals = _literals(frame.raw, frame.batch)
-                text = literals.get(id(id_))
-                id_text = None if text is None else orjson.Fragment(text)
-            method = element.get("method")
-            if isinstance(method, str):
-                params = element.get("params")
-                session_id = params.get("sessionId") if isinstance(params, dict) else None
-                self._note_request(Pending(frame.direction, id_, method, session_id, b"", now, id_text), out)
-            elif "result" in element or "error" in element:
-                self.session.pair(frame.direction, id_)
-
-    def _bookkeep(self, direction: Direction, found: list[Members], now: float, out: list[Forward]) -> None:
-        """Requests and responses known only by the member scan: tracked and paired."""
-        for members in found:
-            if not (members.is_request or members.is_response):
-                continue
-            try:
-                id_ = members.value("id")
-                method = members.value("method") if members.is_request else None
-                hash(id_)
-            except Exception:  # no value anyone could match an answer to: not tracked
-                continue
-            if members.is_response:
-                self.session.pair(direction, id_)
-                continue
-            if isinstance(method, str):
-                id_text = members.written("id")
-                self._note_request(Pending(direction, id_, method, None, b"", now, id_text), out)
-
-    def _note_request(self, pending: Pending, out: list[Forward]) -> None:
-        """A request the rules cannot read: in flight, or answered here if the agent is gone."""
-        if self.agent_gone is not None and pending.origin is Direction.TO_AGENT:
-            self._refuse(None, pending.reply_id, out)
-        else:
-            self.session.track(pending)
-
-    def _refuse(self, frame: Frame | None, id_: Any, out: list[Forward]) -> None:
-        """The agent is gone: answer a client request here instead of forwarding it."""
-        assert self.agent_gone is not None
-        message, data = self.agent_gone
-        if frame is not None and frame.kind is Kind.REQUEST:
-            out.append(Forward(frame.direction, b"", frame.raw, Verdict.DROP, frame, ("bridge",)))
-        self._emit(self._answer(id_, message, data, frame), out)
-
-    def _answer(self, id_: Any, message: str, data: Any, source: Frame | None = None) -> Forward:
-        msg = p.error_response(id_, p.INTERNAL_ERROR, message, data)
-        try:
-            encoded = encode(msg, source=source)
-        except Unencodable:  # an id nested past what can be written: JSON-RPC's null id
-            encoded = encode(p.error_response(None, p.INTERNAL_ERROR, message, data))
-        return Forward(Direction.TO_CLIENT, encoded, b"", Verdict.EMIT, None, ("bridge",))
-
     # -- faults ---------------------------------------------------------------------------------
 
     def fail_pending(self, message: str, data: Any = None, *, unsent: Sequence[Forward] = (),
                      cut: bool | None = None) -> list[Forward]:
-        """The agent is gone, or the bridge stops: answer every client request still in
-        flight with a JSON-RPC error, oldest first, and every later one as it comes
-        (nothing else can answer).
-
-        Args:
-            unsent: forwards the relay returned that will not be sent (the bridge stops):
-                a response among them answered nobody, so its request is in flight again.
-            cut: the stream toward the client ends here (the bridge stops), inside a line
-                when True: the answers neither wait for a long line to end nor glue on.
-        """
-        self._in_flight_again(unsent)
-        if cut is not None:
-            self._long[Direction.TO_CLIENT], self._held[Direction.TO_CLIENT] = None, []
-            self._torn[Direction.TO_CLIENT] = cut
-        self.agent_gone = (message, data)
-        out: list[Forward] = []
-        for request in self.session.pending(Direction.TO_AGENT):
-            self.session.forget(request)
-            answer = self._answer(request.reply_id, message, data)
-            answer.request = request
-            self._emit(answer, out)
-        return out
+        """The agent is gone, or the bridge stops: answer every client request in flight,
+        and every later one as it comes (`Answers.fail_pending`)."""
+        return self._answers.fail_pending(message, data, unsent=unsent, cut=cut)
 
     def statistics(self) -> RelayStatistics:
         from acp_bridge.core.statistics import RelayStatistics  # only when asked: start-up

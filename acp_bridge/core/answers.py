@@ -1,0 +1,112 @@
+"""What the bridge writes itself, and where it lands.
+
+Owns: the JSON-RPC errors the bridge writes for requests it answers instead of the agent (the
+agent is gone, the bridge stops; an id that cannot be written back gets JSON-RPC's null id),
+`fail_pending`, and placing every message the bridge writes (these answers and what the rules
+emit) between whole lines of its destination. Must never: put one of them inside a line, or
+answer a request twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from acp_bridge.core import protocol as p
+from acp_bridge.core.forward import Forward, Verdict
+from acp_bridge.core.id_scanner import MemberScanner
+from acp_bridge.core.messages import RESPONSE, TO_AGENT, Direction, Frame, Kind, Unencodable, encode
+from acp_bridge.core.session import Pending, Session
+
+
+class Answers:
+    """The relay's own messages: the answers it gives when nobody else can, and where
+    everything it writes goes in its destination stream."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.agent_gone: tuple[str, Any] | None = None  # (message, data) once the agent is gone
+        # What the bridge writes itself must land between whole lines of its destination:
+        # held back while a long line is streaming there, and after a line the source left
+        # unterminated at its end, preceded by the newline it lacked.
+        self.held: dict[Direction, list[Forward]] = {d: [] for d in Direction}
+        self.torn = dict.fromkeys(Direction, False)
+        # The line over the parse limit streaming in each direction, with the scanner that
+        # reads its members (`Unparsed.opaque` keeps it): None between such lines.
+        self.long: dict[Direction, MemberScanner | None] = dict.fromkeys(Direction)
+
+    def emit(self, fwd: Forward, out: list[Forward]) -> None:
+        """Place a message the bridge wrote: never inside a line of its destination."""
+        direction = fwd.direction
+        if self.long[direction] is not None:  # a long line is streaming there: after it
+            self.held[direction].append(fwd)
+            return
+        if self.torn[direction]:
+            self.torn[direction] = False
+            fwd.data = b"\n" + fwd.data
+        out.append(fwd)
+
+    def release_held(self, direction: Direction, out: list[Forward]) -> None:
+        held, self.held[direction] = self.held[direction], []
+        for fwd in held:
+            self.emit(fwd, out)
+
+    # -- requests the bridge answers ------------------------------------------------------------
+
+    def note_request(self, pending: Pending, out: list[Forward]) -> None:
+        """A request the rules cannot read: in flight, or answered here if the agent is gone."""
+        if self.agent_gone is not None and pending.origin is Direction.TO_AGENT:
+            self.refuse(None, pending.reply_id, out)
+        else:
+            self.session.track(pending)
+
+    def refuse(self, frame: Frame | None, id_: Any, out: list[Forward]) -> None:
+        """The agent is gone: answer a client request here instead of forwarding it."""
+        assert self.agent_gone is not None
+        message, data = self.agent_gone
+        if frame is not None and frame.kind is Kind.REQUEST:
+            out.append(Forward(frame.direction, b"", frame.raw, Verdict.DROP, frame, ("bridge",)))
+        self.emit(answer(id_, message, data, frame), out)
+
+    def in_flight_again(self, unsent: Iterable[Forward]) -> None:
+        """Forwards that will not be sent: a response among them answered nobody."""
+        for fwd in unsent:
+            request = fwd.request
+            if (request is not None and request.origin is TO_AGENT and fwd.direction is not TO_AGENT
+                    and (fwd.frame is None or fwd.frame.kind is RESPONSE)):
+                self.session.track(request)
+
+    def fail_pending(self, message: str, data: Any = None, *, unsent: Sequence[Forward] = (),
+                     cut: bool | None = None) -> list[Forward]:
+        """The agent is gone, or the bridge stops: answer every client request still in
+        flight with a JSON-RPC error, oldest first, and every later one as it comes
+        (nothing else can answer).
+
+        Args:
+            unsent: forwards the relay returned that will not be sent (the bridge stops):
+                a response among them answered nobody, so its request is in flight again.
+            cut: the stream toward the client ends here (the bridge stops), inside a line
+                when True: the answers neither wait for a long line to end nor glue on.
+        """
+        self.in_flight_again(unsent)
+        if cut is not None:
+            self.long[Direction.TO_CLIENT], self.held[Direction.TO_CLIENT] = None, []
+            self.torn[Direction.TO_CLIENT] = cut
+        self.agent_gone = (message, data)
+        out: list[Forward] = []
+        for request in self.session.pending(Direction.TO_AGENT):
+            self.session.forget(request)
+            fwd = answer(request.reply_id, message, data)
+            fwd.request = request
+            self.emit(fwd, out)
+        return out
+
+
+def answer(id_: Any, message: str, data: Any, source: Frame | None = None) -> Forward:
+    """The bridge's JSON-RPC error for the client request `id_`."""
+    msg = p.error_response(id_, p.INTERNAL_ERROR, message, data)
+    try:
+        encoded = encode(msg, source=source)
+    except Unencodable:  # an id nested past what can be written: JSON-RPC's null id
+        encoded = encode(p.error_response(None, p.INTERNAL_ERROR, message, data))
+    return Forward(Direction.TO_CLIENT, encoded, b"", Verdict.EMIT, None, ("bridge",))
