@@ -1,6 +1,6 @@
 """The agent as a process: its stop ladder, the signals passed on to it, and its fate.
 
-Owns: `AgentProcess` (the `Peer` the bridge runs beside: stderr passed through, signals
+Owns: `AgentProcess` (the `AgentLife` the bridge runs beside: stderr passed through, signals
 forwarded, the stop ladder once the client has closed, the exit status as the bridge's),
 the ladder itself (close stdin, wait for silence, SIGTERM, wait, SIGKILL) and the exit
 status as a shell reports it. The signals are sent through shell/posix.py. Must never:
@@ -18,7 +18,7 @@ import trio
 from acp_bridge.config import Config
 from acp_bridge.core import Direction
 from acp_bridge.shell import posix
-from acp_bridge.shell.bridge import Bridge, Peer
+from acp_bridge.shell.bridge import AgentLife, Bridge
 from acp_bridge.shell.stderr import StderrTail, pass_stderr
 
 log = logging.getLogger("acp_bridge.shell.agent")
@@ -39,7 +39,7 @@ def describe_exit(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
-class AgentProcess(Peer):
+class AgentProcess(AgentLife):
     """The agent as a process: stderr passed through, signals forwarded, the stop ladder
     once the client has closed, and its exit status as the bridge's."""
 
@@ -53,7 +53,7 @@ class AgentProcess(Peer):
         self.stopping = trio.Event()
         self.status: int | None = None
 
-    async def start_beside(self, bridge: Bridge, nursery: trio.Nursery) -> None:
+    async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
         assert self.proc.stderr is not None
         nursery.start_soon(stop_when_told, bridge, self.proc, self.stopping, self.grace)
         nursery.start_soon(pass_stderr, self.proc.stderr, self.tail, self.stderr_fd, self.stderr_done)
@@ -62,7 +62,7 @@ class AgentProcess(Peer):
     async def wait_gone(self) -> None:
         await self.proc.wait()
 
-    async def ended(self, bridge: Bridge) -> tuple[str, Any]:
+    async def after_output_ends(self, bridge: Bridge) -> tuple[str, Any]:
         proc = self.proc
         with trio.move_on_after(STDOUT_LINGER):  # an EOF usually means it is exiting
             await proc.wait()

@@ -88,13 +88,13 @@ class Bridge:
         return self.to_agent if direction is Direction.TO_AGENT else self.to_client
 
     async def deliver(self, forwards: Sequence[Forward], wall: float, mono: float,
-                      *, own: Direction | None = None, yielded: bool = False) -> None:
+                      *, pump: Direction | None = None, just_waited: bool = False) -> None:
         """Queue each forward's bytes on its destination, in order, then write them.
 
-        `own`: the direction of the pump that calls; what it has for its own destination is
+        `pump`: the direction of the pump that calls; what it has for its own destination is
         written before it returns (backpressure), what it has for the other side is left to
-        a background task (see `Outlet`). Without `own`, everything is written before
-        returning. `yielded`: see `Outlet.flush`.
+        a background task (see `Outlet`). Without `pump`, everything is written before
+        returning. `just_waited`: see `Outlet.flush`.
         """
         if self.stopped is not None:  # the client has had its answers: the bridge is going
             await trio.sleep_forever()  # until the task that stopped it has raised
@@ -120,14 +120,14 @@ class Bridge:
         if to_client:
             self.to_client.put_all(to_client)
             self.client_mid_line = not to_client[-1].endswith(b"\n")
-        others = bool(to_agent or to_client) if own is None else bool(to_client if own is TO_AGENT else to_agent)
-        if own is not None:
-            await self.outlet(own).flush(yielded=yielded)
+        others = bool(to_agent or to_client) if pump is None else bool(to_client if pump is TO_AGENT else to_agent)
+        if pump is not None:
+            await self.outlet(pump).flush(just_waited=just_waited)
         if others:
             for outlet in (self.to_agent, self.to_client):
-                if own is not None and outlet is self.outlet(own):
+                if pump is not None and outlet is self.outlet(pump):
                     continue
-                if own is not None and self.background is not None:
+                if pump is not None and self.background is not None:
                     outlet.flush_soon(self.background)
                 else:
                     await outlet.flush()
@@ -174,7 +174,7 @@ class Bridge:
                     await self.stop(f"a rule failed: {what} (strict is set)" if self.relay.strict
                                     else f"internal error: {what}")
                     raise
-                await self.deliver(forwards, wall, mono, own=direction, yielded=bool(chunk) and reader.waited)
+                await self.deliver(forwards, wall, mono, pump=direction, just_waited=bool(chunk) and reader.waited)
                 if not chunk:
                     break
         finally:
@@ -235,21 +235,22 @@ class Bridge:
         reader.on_block = None
 
 
-class Peer:
-    """What the wiring needs to know about the agent beyond its two streams. This base is a
-    bare stream (tests, replay): nothing runs beside it, it is gone when its output ends,
-    and requests still in flight then are answered as unanswerable. `process.AgentProcess`
-    is the real agent: a process that can exit while its stdout stays open, with signals,
+class AgentLife:
+    """What the wiring needs to know about the agent beyond its two streams: the tasks
+    that run beside it, when it is gone, and what the end of its output means. This base
+    is a bare stream (tests, replay): nothing runs beside it, it is gone when its output
+    ends, and requests still in flight then are answered as unanswerable. `AgentProcess`
+    (shell/agent.py) is the real agent: a process that can exit while its stdout stays open, with signals,
     a stop ladder and an exit status."""
 
-    async def start_beside(self, bridge: Bridge, nursery: trio.Nursery) -> None:
+    async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
         """Start what runs beside the two pumps (in `nursery`, cancelled at the end)."""
 
     async def wait_gone(self) -> None:
         """Return once the agent is gone even if its output is still open."""
         await trio.sleep_forever()
 
-    async def ended(self, bridge: Bridge) -> tuple[str, Any]:
+    async def after_output_ends(self, bridge: Bridge) -> tuple[str, Any]:
         """Its output has ended: settle its fate; return the error message and data with
         which the bridge answers the requests still in flight."""
         return "agent closed its output before answering", None
@@ -260,43 +261,43 @@ async def bridge_streams(
     agent: HalfCloseableStream,
     relay: Relay,
     observer: Observer | None = None,
-    peer: Peer | None = None,
+    life: AgentLife | None = None,
 ) -> Bridge:
     """Relay between the client and the agent until the agent side has ended; the one wiring
     of both pumps, for the real agent process and for any pair of streams.
 
     Client EOF half-closes the agent's input and keeps the agent's output flowing. When the
-    agent's output ends (or the agent is gone and its output stays open: `peer.wait_gone`),
-    every client request still in flight is answered with an error (`peer.ended` says
-    which), the client's side is closed, and the client is no longer read.
+    agent's output ends (or the agent is gone and its output stays open: `life.wait_gone`),
+    every client request still in flight is answered with an error (`life.after_output_ends`
+    says which), the client's side is closed, and the client is no longer read.
     """
-    peer = peer if peer is not None else Peer()
+    life = life if life is not None else AgentLife()
     bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), observer)
     async with trio.open_nursery() as nursery:
         bridge.background = nursery
         nursery.start_soon(bridge.pump, client, Direction.TO_AGENT)
-        await peer.start_beside(bridge, nursery)
-        if not await _read_agent(bridge, agent, peer):
+        await life.start_tasks(bridge, nursery)
+        if not await _read_agent(bridge, agent, life):
             # The agent is gone but its output stayed open: something it started holds the
             # pipe. Nothing more is waited for; a line it left torn goes on as it is.
             log.warning("agent exited but its stdout stayed open (a process it started "
                         "holds it); not waiting for it")
             await bridge.deliver(relay.feed_eof(Direction.TO_CLIENT, time.monotonic()),
                                  time.time(), time.monotonic())
-        message, data = await peer.ended(bridge)
+        message, data = await life.after_output_ends(bridge)
         await bridge.answer_in_flight(message, data)
         await bridge.to_client.send_eof()
         nursery.cancel_scope.cancel()
     return bridge
 
 
-async def _read_agent(bridge: Bridge, agent: ReceiveStream, peer: Peer) -> bool:
-    """Relay the agent's output until its EOF (True), or until the peer is gone and its
+async def _read_agent(bridge: Bridge, agent: ReceiveStream, life: AgentLife) -> bool:
+    """Relay the agent's output until its EOF (True), or until the agent is gone and its
     output has stayed open and silent for `OUTPUT_LINGER` (False: reading stops). Silent
     means no bytes to read: a pump still writing to a slow client is not silent."""
     async with trio.open_nursery() as nursery:
         async def gone() -> None:
-            await peer.wait_gone()
+            await life.wait_gone()
             while True:
                 await bridge.wait_input_drained(Direction.TO_CLIENT, math.inf)
                 reader = bridge.readers.get(Direction.TO_CLIENT)

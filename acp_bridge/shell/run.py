@@ -118,11 +118,11 @@ async def serve(
         for pipe in (proc.stdin, proc.stdout):
             if (fd := posix.fd_of(pipe)) is not None:
                 widen_pipe(fd)
-        peer = AgentProcess(proc, config, stderr_fd)
+        process = AgentProcess(proc, config, stderr_fd)
         agent = trio.StapledStream(proc.stdin, proc.stdout)
-        await bridge_streams(client, agent, relay, observer, peer)
-        assert peer.status is not None
-        return peer.status
+        await bridge_streams(client, agent, relay, observer, process)
+        assert process.status is not None
+        return process.status
 
 
 def start_hint(program: str, exc: OSError, path: str | None, cwd: str | None) -> str | None:

@@ -56,10 +56,10 @@ class Outlet:
         if not self.broken and not self._closed:
             self._queue.extend(pieces)
 
-    async def flush(self, *, yielded: bool = False) -> None:
+    async def flush(self, *, just_waited: bool = False) -> None:
         """Write everything queued, in order (including what is queued while writing).
 
-        `yielded`: the caller has just been through the scheduler (it waited for its
+        `just_waited`: the caller has just been through the scheduler (it waited for its
         input), so the write may go straight to the file descriptor when the pipe has room,
         without `send_all`'s own pass through the scheduler; this halves the passes per
         message, which shows in the round-trip latency. A pump that did not wait always goes
@@ -74,7 +74,7 @@ class Outlet:
         except trio.WouldBlock:
             await self._lock.acquire()
         try:
-            await self._write_queue(yielded)
+            await self._write_queue(just_waited)
         finally:
             self._lock.release()
 
@@ -90,15 +90,15 @@ class Outlet:
         finally:
             self._flushing_soon = False
 
-    async def _write_queue(self, yielded: bool) -> None:
+    async def _write_queue(self, just_waited: bool) -> None:
         while self._queue:
             data = self._queue[0] if len(self._queue) == 1 else b"".join(self._queue)
             self._queue.clear()
             if self.broken or self._closed:
                 return
             try:
-                if yielded and self._fd is not None:
-                    yielded = False
+                if just_waited and self._fd is not None:
+                    just_waited = False
                     data = self._write_nowait(data)
                     if not data:
                         continue

@@ -89,15 +89,15 @@ async def test_a_gone_peer_with_open_output_ends_the_session_and_requests_are_an
     """The one wiring, as the real agent process uses it: the peer says the agent is gone
     while its output stays open; the bridge stops reading it and answers what is in flight
     with the peer's message."""
-    from acp_bridge.shell.bridge import Peer
+    from acp_bridge.shell.bridge import AgentLife
 
     gone = trio.Event()
 
-    class Gone(Peer):
+    class Gone(AgentLife):
         async def wait_gone(self) -> None:
             await gone.wait()
 
-        async def ended(self, bridge: object) -> tuple[str, object]:
+        async def after_output_ends(self, bridge: object) -> tuple[str, object]:
             return "agent died", {"exitStatus": 9}
 
     client_ours, client_bridge = trio.testing.memory_stream_pair()
@@ -158,14 +158,14 @@ async def test_a_rule_that_fails_under_strict_stops_the_bridge_and_in_flight_req
 forwards = st.lists(st.tuples(st.sampled_from([TO_AGENT, TO_CLIENT]), st.binary(max_size=6)), max_size=12)
 
 
-async def _delivered(items: list[tuple[Direction, bytes]], own: Direction | None) -> dict[Direction, bytes]:
+async def _delivered(items: list[tuple[Direction, bytes]], pump: Direction | None) -> dict[Direction, bytes]:
     agent_ours, agent_bridge = trio.testing.memory_stream_pair()
     client_ours, client_bridge = trio.testing.memory_stream_pair()
     bridge = Bridge(Relay(), Outlet(agent_bridge, "agent"), Outlet(client_bridge, "client"))
     batch = [Forward(direction, data, data, Verdict.PASS) for direction, data in items]
     async with trio.open_nursery() as nursery:
         bridge.background = nursery
-        await bridge.deliver(batch, 0.0, 0.0, own=own)
+        await bridge.deliver(batch, 0.0, 0.0, pump=pump)
     await agent_bridge.send_eof()
     await client_bridge.send_eof()
     got = {}

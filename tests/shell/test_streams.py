@@ -133,7 +133,7 @@ async def test_on_a_pipe_a_write_after_waiting_goes_straight_to_the_descriptor(
                 got.extend(await reader.receive_some(1 << 20))
 
         nursery.start_soon(drain)
-        await outlet.flush(yielded=True)
+        await outlet.flush(just_waited=True)
     assert bytes(got) == data
 
 
