@@ -199,7 +199,7 @@ class RowBuilder:
         if record.get("redacted") == WHOLE:
             return record
         if record.get("truncated"):  # the head of a long line: never parsed, so never masked
-            if self.redactor.could_hold_secret(record_bytes(record, "raw") or b""):
+            if self.redactor.may_hold_any_secret(record_bytes(record, "raw") or b""):
                 return withhold(record)
             return record
         for key in ("raw", "out"):

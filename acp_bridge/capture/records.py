@@ -236,7 +236,7 @@ class CaptureEncoder:
         """Take one piece of a line over the parse limit; its record comes with the last.
 
         Every piece is searched for what could make the line hold a secret (the needles of
-        `Redactor.could_hold_secret`, also across the cut between two pieces): the head is
+        `Redactor.may_hold_any_secret`, also across the cut between two pieces): the head is
         parsed by nobody, so it is kept only when the whole line is clear of them."""
         long = self._long.get(fwd.direction)
         if long is None:
@@ -249,8 +249,8 @@ class CaptureEncoder:
         if data and not long.secret:
             redactor = self.redactor
             overlap = redactor.overlap
-            long.secret = (redactor.could_hold_secret(long.tail + data[:overlap])
-                           or redactor.could_hold_secret(data))
+            long.secret = (redactor.may_hold_any_secret(long.tail + data[:overlap])
+                           or redactor.may_hold_any_secret(data))
             long.tail = data[-overlap:] if len(data) >= overlap else (long.tail + data)[-overlap:]
         if _ends_line(data):
             del self._long[fwd.direction]

@@ -266,8 +266,9 @@ class Redactor:
             msg = _mask_path(msg, path, 0, here, hits, REDACTED)
         return msg
 
-    def may_hold_secret(self, line: bytes) -> bool:
-        """Cheap test: could this line contain the secret text? False is certain."""
+    def may_contain_secret_text(self, line: bytes) -> bool:
+        """Cheap test: could this line contain the configured secret text, in any spelling
+        (plain or escaped)? False is certain."""
         if not self._needles:
             return False
         plain, *escaped = self._needles
@@ -277,19 +278,19 @@ class Redactor:
         # where the two-byte ones cost ~0.9 ns a byte: most runs are spared them.
         return _BACKSLASH in line and any(needle in line for needle in escaped)
 
-    def shows_secret(self, data: bytes) -> bool:
+    def shows_secret_text(self, data: bytes) -> bool:
         """Does `data` hold the secret text in a spelling a reader would recognise?"""
         if not self._spellings:
             return False
         return _any_in(self._spellings, data) or (
             _BACKSLASH in data and _any_in(self._spellings, ascii_view(data)))
 
-    def could_hold_secret(self, data: bytes) -> bool:
+    def may_hold_any_secret(self, data: bytes) -> bool:
         """Could `data`, not parsed (or not parsable), hold a secret? It could if it
         mentions what leads to one (a masked method, `mcpServers`, `env`, `headers`, a
         configured pointer's last name, also spelled with escapes) or the secret text.
         Errs towards yes: false is certain, true is often wrong."""
-        if _any_in(self._loose, data) or self.shows_secret(data):
+        if _any_in(self._loose, data) or self.shows_secret_text(data):
             return True
         return _BACKSLASH in data and _any_in(self._loose, ascii_view(data))
 
@@ -303,7 +304,7 @@ class Redactor:
         """
         if msg is None:
             return self._mask_unparsed(line)
-        maybe = bool(self._needles) and self.may_hold_secret(line)
+        maybe = bool(self._needles) and self.may_contain_secret_text(line)
         try:
             if type(msg) is dict and not maybe:  # the usual case, without the calls around it
                 hits: list[str] = []
@@ -321,7 +322,7 @@ class Redactor:
                     keys = _BACKSLASH in line and _any_in(self._keys, ascii_view(line))
                 if keys and has_duplicate_keys(line):
                     return WITHHELD, None
-                if maybe and self.shows_secret(line) and has_duplicate_keys(line):
+                if maybe and self.shows_secret_text(line) and has_duplicate_keys(line):
                     return WITHHELD, None
                 return line, hits
             if inexact_numbers(line):
@@ -335,12 +336,12 @@ class Redactor:
     def _mask_unparsed(self, line: bytes) -> tuple[bytes, list[str] | None]:
         if _any_in(self._loose, line) or (_BACKSLASH in line and _any_in(self._loose, ascii_view(line))):
             return WITHHELD, None
-        if not self.may_hold_secret(line):
+        if not self.may_contain_secret_text(line):
             return line, []
         out = line
         for spelling in self._spellings:
             out = out.replace(spelling, PROMPT_REDACTED.encode())
-        if self.shows_secret(out):
+        if self.shows_secret_text(out):
             return WITHHELD, None
         return (line, []) if out == line else (out, [""])
 

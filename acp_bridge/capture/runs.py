@@ -156,7 +156,7 @@ class LeanRuns:
         writes those of the lines on the full path."""
         redactor = self.redactor
         body = fwd.raw
-        if redactor.secret and redactor.may_hold_secret(body):
+        if redactor.secret and redactor.may_contain_secret_text(body):
             for piece in fwd.lines():  # the text to mask may be anywhere: the full path finds it
                 out += encoder.full_record(piece, wall, mono)
             return

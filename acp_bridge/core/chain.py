@@ -20,7 +20,7 @@ _HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICA
 
 
 @dataclass(slots=True)
-class Outcome:
+class ChainResult:
     """What the rules made of one message: `frame` as it now reads (the input itself when
     no rule changed it), whether it is dropped, what the bridge must also send, and who."""
 
@@ -50,11 +50,11 @@ class Chain:
         """Does any rule look at this kind of message?"""
         return bool(self._hooks.get(kind))
 
-    def run(self, frame: Frame, request: Pending | None, session: Session) -> Outcome | None:
+    def run(self, frame: Frame, request: Pending | None, session: Session) -> ChainResult | None:
         """Run the hooks for `frame`'s kind in order; a drop stops the chain. None: every
         rule passed (the usual case, so it allocates nothing). Raises what a rule raises (a
         bug in that rule)."""
-        outcome: Outcome | None = None
+        outcome: ChainResult | None = None
         current = frame
         kind = frame.kind
         for name, hook in self._hooks[kind]:
@@ -66,7 +66,7 @@ class Chain:
                 continue
             assert isinstance(result, Replace)
             if outcome is None:
-                outcome = Outcome(frame)
+                outcome = ChainResult(frame)
             outcome.rules.append(name)
             outcome.emits.extend(result.then)
             if result.msg is None:

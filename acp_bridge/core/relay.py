@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core.answers import Answers
-from acp_bridge.core.chain import Chain
-from acp_bridge.core.chain import Outcome as ChainOutcome
+from acp_bridge.core.chain import Chain, ChainResult
 from acp_bridge.core.forward import VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
@@ -263,7 +262,7 @@ class Relay:
             return
         self._verdict(frame, outcome, request, out)
 
-    def _verdict(self, frame: Frame, outcome: ChainOutcome, request: Pending | None,
+    def _verdict(self, frame: Frame, outcome: ChainResult, request: Pending | None,
                  out: list[Forward]) -> None:
         """Turn what the rules decided into bytes: the very line, its re-encoding, nothing;
         then the messages the rules asked the bridge to send."""

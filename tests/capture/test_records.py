@@ -309,7 +309,7 @@ def test_secret_never_survives_masking(value: Any, secret: str) -> None:
 
 @given(st.text(max_size=12), st.text(min_size=1, max_size=4), st.text(max_size=12),
        st.sampled_from(["orjson", "ascii", "slash"]))
-def test_may_hold_secret_finds_every_spelling(before: str, secret: str, after: str, spelling: str) -> None:
+def test_may_contain_secret_text_finds_every_spelling(before: str, secret: str, after: str, spelling: str) -> None:
     """A line holding the secret in a JSON string, however the string is escaped, is never
     waved through by the cheap test (False must be certain)."""
     text = before + secret + after
@@ -319,7 +319,7 @@ def test_may_hold_secret_finds_every_spelling(before: str, secret: str, after: s
         line = json.dumps({"t": text}, ensure_ascii=spelling == "ascii").encode()
         if spelling == "slash":
             line = line.replace(b"/", b"\\/")
-    assert Redactor((), secret).may_hold_secret(line)
+    assert Redactor((), secret).may_contain_secret_text(line)
 
 
 @pytest.mark.parametrize(("line", "expected"), [
@@ -328,9 +328,9 @@ def test_may_hold_secret_finds_every_spelling(before: str, secret: str, after: s
     (b'{"t":"say tense now"}', False),
     (b'{"t":"a \\n b"}', False),
 ])
-def test_may_hold_secret_is_cheap_only_where_it_may(line: bytes, expected: bool) -> None:
-    assert Redactor((), "terse").may_hold_secret(line) is expected
-    assert Redactor((), None).may_hold_secret(line) is False
+def test_may_contain_secret_text_is_cheap_only_where_it_may(line: bytes, expected: bool) -> None:
+    assert Redactor((), "terse").may_contain_secret_text(line) is expected
+    assert Redactor((), None).may_contain_secret_text(line) is False
 
 
 LINES = st.sampled_from([PING, REQ, RESP, NOTE, b'{"jsonrpc":"2.0","method":"x","params":{"p":"' + b"y" * 90 + b'"}}\n',

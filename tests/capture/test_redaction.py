@@ -135,10 +135,10 @@ def test_a_batch_is_masked_message_by_message() -> None:
     ]
 
 
-def test_could_hold_secret_sees_spellings_and_configuration() -> None:
+def test_may_hold_any_secret_sees_spellings_and_configuration() -> None:
     redactor = Redactor(("/params/apiKey", "/params/list/0"), PROMPT)
-    assert [redactor.could_hold_secret(data) for data in (
+    assert [redactor.may_hold_any_secret(data) for data in (
         b"plain text", b'"apiKey":1', b'"\\u0061piKey":1', b'"list":[1]', PROMPT.encode(),
         json.dumps(PROMPT).encode(), b"header", b"headers", b"mcp\\u0053ervers")] == [
         False, True, True, True, True, True, False, True, True]
-    assert Redactor(("/0",)).could_hold_secret(b"anything")  # no name to look for: anything could
+    assert Redactor(("/0",)).may_hold_any_secret(b"anything")  # no name to look for: anything could
