@@ -21,7 +21,7 @@ from acp_bridge.core import (
 )
 from acp_bridge.core.rewrites.suggestions import SuggestionsState
 from acp_bridge.core.session import Pending
-from tests.core.test_framing import split_at
+from tests.core.test_lines import split_at
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
