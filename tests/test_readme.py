@@ -33,7 +33,7 @@ def test_contributing_says_how_to_get_the_tests_a_fresh_machine_skips() -> None:
                    "npm install", "--prefix .sdk-ts @agentclientprotocol/sdk zod"):
         assert needed in CI and needed in CONTRIBUTING, needed
     assert ".schemas/package/schema/" in CONTRIBUTING
-    assert '".schemas" / "package" / "schema"' in (ROOT / "tests" / "test_schema.py").read_text(encoding="utf-8")
+    assert '".schemas" / "package" / "schema"' in (ROOT / "tests" / "core" / "test_schema.py").read_text(encoding="utf-8")
     for command in (".venv/bin/ruff check .", ".venv/bin/python -m mypy", ".venv/bin/python -m bench"):
         assert command in CONTRIBUTING, command
     assert ".venv/bin/ruff check ." in CI and ".venv/bin/python -m mypy" in CI

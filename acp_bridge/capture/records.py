@@ -184,7 +184,7 @@ class CaptureEncoder:
         redactor: what the records mask (the defaults when None).
         lean: record runs of untouched lines on the lean path (`lean.LeanRuns`); False
             records each of their lines on the general path, which writes the same bytes
-            (the property in tests/capture/test_lean.py compares the two), slower.
+            (the property in tests/capture/test_runs.py compares the two), slower.
     """
 
     def __init__(self, redactor: Redactor | None = None, *, lean: bool = True) -> None:

@@ -6,7 +6,7 @@ of the general path: a plain notification's record is a bytes format, and the li
 alike but for the body of one string (agent message chunks) fit a template with no parse.
 Must never: write a record the general path would not write byte for byte. The general
 encoder (`records.CaptureEncoder`) turns this path off with `lean=False`, and a property
-(tests/capture/test_lean.py) compares the two on runs built to find where they could differ.
+(tests/capture/test_runs.py) compares the two on runs built to find where they could differ.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ docs/capture-format.md). The health watchdog makes findings; every observer take
 they are (the capture file writes them, telemetry hangs them on spans). Health and
 telemetry are of one rank and import nothing of each other, so the type sits below both.
 It sits in the core rather than in `capture` because the watchdog runs by default and a
-plain run loads no capture module (tests/test_startup_imports.py); like the session's
+plain run loads no capture module (tests/commands/test_run_imports.py); like the session's
 facts, a finding is about the traffic, and it needs nothing but the protocol's `Json`.
 The codes, with their meaning and advice, are health's (`health.findings`).
 Must never: decide when a finding happens (the health engine does) or do IO.

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.capture.files import open_capture, read_lines
-from acp_bridge.capture.reader import CaptureReader, Line, UnreadableCapture, split_lines
+from acp_bridge.capture.reader import CaptureReader, Line, UnreadableCapture, load_record, split_lines
 from acp_bridge.commands import main
 
 HEADER = b'{"type":"header","format":1,"mono":0}\n'
@@ -117,6 +117,11 @@ def test_a_field_of_the_wrong_type_is_read_as_absent() -> None:
     data = HEADER + b'{"type":"message","direction":"to-agent","method":{"a":1},"session":[1],"seq":2}\n'
     records = list(CaptureReader(PATH, split_lines(data)))
     assert records[1] == {"type": "message", "direction": "to-agent", "seq": 2}
+
+
+def test_load_record_rejects_non_records() -> None:
+    assert load_record(b"[1]") is None and load_record(b"{oops") is None and load_record(b'{"a":1}') is None
+    assert load_record(b'{"type":"end"}') == {"type": "end"}
 
 
 def test_a_reader_is_iterated_once() -> None:

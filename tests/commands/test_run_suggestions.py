@@ -4,7 +4,10 @@ Each test writes a script for tests/agents/scripted_agent.py, runs the bridge as
 process, and asserts the exact lines the client received and what the agent was sent
 (bridge-rules.md 2). Lines the bridge forwards untouched must come out as the agent wrote
 them (the scripted agent writes `json.dumps` output, with spaces, which orjson would not
-reproduce); lines the bridge writes itself are orjson-encoded.
+reproduce); lines the bridge writes itself are orjson-encoded. The rule's cases are the tables
+of tests/core/rewrites/test_suggestions.py; here, once each, what only a real run shows: the
+rule on by default, `--unlock-legacy-agent` and its default, `--no-suggestions`, and the
+withdrawal's place among the lines on real pipes.
 """
 
 from __future__ import annotations
@@ -113,35 +116,6 @@ async def test_new_client_without_unlock_leaves_initialize_alone(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines(keepends=True) == STANDARD_REPLIES
     assert log.read_bytes() == sent
-
-
-async def test_air_client_gets_new_agent_suggestion_in_legacy_form(tmp_path: Path) -> None:
-    """An AIR client keeps the legacy form, also from an agent that only speaks the new update;
-    the agent is asked for the new update through `session.promptSuggestions` (2.2, 2.5)."""
-    path, log = script(tmp_path, [{"send": NEW}])
-    init = client_init("v1-initialize-request-client-legacy-air")
-    sent = stdin_of(init, SESSION_NEW, prompt(2))
-    done = await run_cli(bridge_args(path), sent, timeout=10)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines(keepends=True) == [*STANDARD_REPLIES, orjson.dumps(LEGACY) + b"\n"]
-    received = log.read_bytes().splitlines(keepends=True)
-    asked = json.loads(json.dumps(init))
-    asked["params"]["clientCapabilities"]["session"] = {"promptSuggestions": {}}
-    assert orjson.loads(received[0]) == asked
-    assert received[1:] == sent.splitlines(keepends=True)[1:]
-
-
-async def test_client_that_advertised_neither_gets_no_suggestions(tmp_path: Path) -> None:
-    """Neither form reaches a plain client; the rest of a session_info_update still does (2.1)."""
-    titled = update({"sessionUpdate": "session_info_update", "title": "Parser",
-                     "_meta": {"promptSuggestions": {"suggestions": [{"text": "x"}]}}})
-    path, log = script(tmp_path, [{"send": LEGACY}, {"send": NEW}, {"send": titled}])
-    sent = stdin_of(client_init("v1-initialize-request-client-plain"), SESSION_NEW, prompt(2))
-    done = await run_cli(bridge_args(path, "--unlock-legacy-agent"), sent, timeout=10)
-    assert done.returncode == 0, done.stderr
-    title_only = update({"sessionUpdate": "session_info_update", "title": "Parser"})
-    assert done.stdout.splitlines(keepends=True) == [*STANDARD_REPLIES, orjson.dumps(title_only) + b"\n"]
-    assert log.read_bytes() == sent  # nothing added for a plain client, even with unlock
 
 
 async def test_no_suggestions_leaves_everything_untouched(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 The scripted agent logs every line it receives, so each test asserts exactly what the agent
 was sent. The client side is driven one message at a time (send, then wait for the answer):
 the bridge decides the dialect from the agent's `initialize` response, so a client that
-wrote everything at once would race it.
+wrote everything at once would race it. The rule's cases are the tables of
+tests/core/rewrites/test_system_prompt.py; here, once each, the ways a run gets the setting
+(option, file, environment, config file and their layers, --strict, -v) and each dialect.
 """
 
 from __future__ import annotations
@@ -222,16 +224,6 @@ async def test_strict_option_refuses_the_override_downgrade(tmp_path: Path) -> N
     assert "system_prompt.strict forbids falling back to append" in answer["error"]["message"]
     assert received(tmp_path) == [V1_INIT]
     assert client.returncode == 0
-
-
-async def test_without_strict_the_override_is_downgraded_with_a_warning(tmp_path: Path) -> None:
-    """The control for the test above: the same run without --strict."""
-    async with bridge(["--system-prompt", TEXT, "--system-prompt-mode", "override"],
-                      scripted(tmp_path, AGENT_APPEND_ONLY), tmp_path) as client:
-        await client.call(V1_INIT)
-        await client.call(V1_NEW)
-    assert received(tmp_path)[1] == new_with(systemPrompt=SP_APPEND)
-    assert b"sent in append mode" in client.stderr
 
 
 async def test_a_client_system_prompt_given_as_a_string_is_merged(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test
 
 
 async def converse(capture: Path) -> None:
-    from tests.test_interop_sdk import RecordingClient
+    from tests.shell.test_interop_sdk import RecordingClient
 
     client = RecordingClient()
     bridge = [sys.executable, "-m", "acp_bridge", "run", "--capture", str(capture), "--",

@@ -20,7 +20,7 @@ from tests.conftest import TESTS
 from tests.replay.drive import PY, recorded_updates, replayed, stop_reasons, suggestions
 
 acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test dependency")
-from tests.test_interop_sdk import RecordingClient  # noqa: E402  (needs the SDK)
+from tests.shell.test_interop_sdk import RecordingClient  # noqa: E402  (needs the SDK)
 
 
 async def converse(command: list[str], prompts: list[str], updates: int) -> tuple[Any, list[Any], RecordingClient]:

@@ -1,4 +1,4 @@
-"""Fixtures of the capture tests."""
+"""Fixtures of the shell tests."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture
 def capture_log() -> Iterator[list[str]]:
-    """Errors of the capture logger (attached directly: the CLI may turn propagation off)."""
+    """Errors of the capture file's logger (attached directly: the CLI may turn propagation off)."""
     messages: list[str] = []
 
     class Keep(logging.Handler):
