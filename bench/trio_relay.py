@@ -43,7 +43,10 @@ async def main(command: list[str]) -> int:
     os.set_blocking(1, False)
 
     async def client_to_agent() -> None:
-        await copy(0, to_agent)
+        try:
+            await copy(0, to_agent)
+        except BrokenPipeError:
+            pass  # the agent exited without reading it all: the rest has no one to go to
         await stdin.aclose()
 
     async with trio.open_nursery() as nursery:

@@ -20,8 +20,31 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 import trio
 from hypothesis import HealthCheck, settings
+
+# Workers for the README's plain `pytest`: twice the cores of the 2-core machines CI and we
+# run on, because most tests spend their time waiting on a subprocess, not computing.
+WORKERS = 4
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Run on `WORKERS` pytest-xdist workers unless told otherwise: `-n N` picks the number,
+    and `-n 0` or `-p no:xdist` runs in one process (for `--pdb`, `-s`, a debugger). Set here
+    rather than in addopts, which would make `-p no:xdist` an error about an unknown `-n`.
+
+    `--dist loadgroup`: a test runs on whichever worker is free, but the tests of one
+    `xdist_group` run on one worker, so a module-scoped fixture there runs once, not once a
+    worker. (A worker runs this hook too, with `workerinput` set: it must not start workers.)"""
+    if (not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput")
+            or config.option.numprocesses is not None or config.option.usepdb):
+        return
+    config.option.numprocesses = WORKERS
+    if config.option.dist == "no":
+        config.option.dist = "loadgroup"
+
 
 settings.register_profile("fast", max_examples=60, deadline=None)
 settings.register_profile("deep", max_examples=2000, deadline=None,

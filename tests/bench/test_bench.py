@@ -26,6 +26,15 @@ def test_trio_relay_passes_the_agent_exit_status_on() -> None:
     assert done.returncode == 3
 
 
+def test_trio_relay_ends_normally_when_the_agent_exits_without_reading() -> None:
+    """More input than a pipe holds, to an agent that reads none of it: the relay's write
+    fails with EPIPE once the agent is gone, every time (the benchmark's `cat FILE` agents
+    met it only when the machine was busy), and the relay ends with the agent's status."""
+    done = subprocess.run(TRIO_RELAY + [sys.executable, "-c", "print('bye')"], input=b"x" * (1 << 22),
+                          capture_output=True, cwd=ROOT, timeout=60, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"bye\n", b"")
+
+
 def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     """A small pass over the throughput and latency rows: every row, as a ratio of a
     baseline measured in the same run."""

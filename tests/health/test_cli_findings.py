@@ -18,6 +18,8 @@ import trio
 from tests.conftest import SCRIPTED_AGENT, open_bridge, run_cli
 from tests.health import scenarios as sc
 
+pytestmark = pytest.mark.xdist_group("health-cli-findings")  # `broken_v1` runs once
+
 THRESHOLDS = ("[health]\nrequest_seconds = 0.3\nprompt_seconds = 0.3\nclient_request_seconds = 0.3\n"
               "cancel_seconds = 5\n[system_prompt]\ntext = \"Be brief.\"\n")
 
@@ -29,7 +31,10 @@ def script(tmp_path: Path, name: str, body: dict[str, Any]) -> list[str]:
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    """The whole records of a capture, which may be still being written: a last line without
+    its newline is not whole yet."""
+    data = path.read_bytes()
+    return [orjson.loads(line) for line in data[:data.rfind(b"\n") + 1].splitlines() if line.strip()]
 
 
 def live_codes(path: Path) -> set[str]:
