@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -64,18 +64,21 @@ class Client:
 
 
 @asynccontextmanager
-async def bridge(args: list[str], script: dict[str, Any], tmp_path: Path,
-                 env: dict[str, str] | None = None) -> AsyncIterator[Client]:
-    """Run `python -m acp_bridge run ARGS -- scripted_agent SCRIPT`; close stdin on exit."""
+async def bridge(args: list[str], script: dict[str, Any], tmp_path: Path, env: dict[str, str] | None = None,
+                 preexec_fn: Callable[[], None] | None = None, timeout: float = 20) -> AsyncIterator[Client]:
+    """Run `python -m acp_bridge run ARGS -- scripted_agent SCRIPT` (`preexec_fn` in the
+    bridge's process); on leaving, stdin is closed, stdout read to its end and the exit
+    status kept."""
     script_file = tmp_path / "script.json"
     script_file.write_text(json.dumps(script), encoding="utf-8")
     cmd = [sys.executable, "-m", "acp_bridge", "run", *args, "--",
            sys.executable, "-u", str(SCRIPTED_AGENT), str(script_file)]
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_BRIDGE_")}
     full_env.update(env or {})
-    with trio.fail_after(20):
+    with trio.fail_after(timeout):
         proc = await trio.lowlevel.open_process(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env)
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
+            preexec_fn=preexec_fn)
         client = Client(proc)
         async with trio.open_nursery() as nursery:
             async def drain_stderr() -> None:

@@ -6,21 +6,16 @@ agent dies (bridge-rules 5); and where the capture went when its path was taken.
 from __future__ import annotations
 
 import json
-import os
 import resource
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-import trio
 
-from tests.commands.test_run_system_prompt import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client
-from tests.conftest import SCRIPTED_AGENT, agent_cmd, line, run_cli
+from tests.commands.test_run_system_prompt import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client, bridge
+from tests.conftest import agent_cmd, line, run_cli
 
 PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
           "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}}
@@ -41,36 +36,10 @@ def limit_file_size() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
 
 
-@asynccontextmanager
-async def running(args: list[str], script: dict[str, Any], tmp_path: Path,
-                  file_limit: bool = False) -> AsyncIterator[Client]:
-    """`python -m acp_bridge run ARGS -- scripted_agent SCRIPT`, driven by the test as the
-    client; on leaving, stdout is read to its end and the exit status kept."""
-    script_file = tmp_path / "script.json"
-    script_file.write_text(json.dumps(script), encoding="utf-8")
-    cmd = [sys.executable, "-m", "acp_bridge", "run", *args, "--",
-           sys.executable, "-u", str(SCRIPTED_AGENT), str(script_file)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_BRIDGE_")}
-    with trio.fail_after(30):
-        proc = await trio.lowlevel.open_process(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-            preexec_fn=limit_file_size if file_limit else None)
-        client = Client(proc)
-        async with trio.open_nursery() as nursery:
-            async def drain_stderr() -> None:
-                assert proc.stderr is not None
-                while chunk := await proc.stderr.receive_some(65536):
-                    client.stderr += chunk
-
-            nursery.start_soon(drain_stderr)
-            try:
-                yield client
-            finally:
-                assert proc.stdin is not None and proc.stdout is not None
-                await proc.stdin.aclose()
-                while chunk := await proc.stdout.receive_some(65536):
-                    client.rest += chunk
-                client.returncode = await proc.wait()
+def running(args: list[str], script: dict[str, Any], tmp_path: Path,
+            file_limit: bool = False) -> AbstractAsyncContextManager[Client]:
+    """The bridge driven by the test as the client (`bridge`), its file size limited when asked."""
+    return bridge(args, script, tmp_path, preexec_fn=limit_file_size if file_limit else None, timeout=30)
 
 
 def required_capture(tmp_path: Path) -> list[str]:
