@@ -1,4 +1,4 @@
-"""What the commands that read a capture (`show`, `stats`, `export`) share: the capture
+"""What the commands that read a capture (`show`, `stats`, `export`, `check`, `replay`) share: the capture
 argument, reading it through the one reader (a file that is no capture is one line and exit
 2; lines skipped and a torn last line are said once the records are read), and its findings.
 
@@ -36,11 +36,12 @@ def capture_findings(capture: str) -> Iterator[tuple[int, str, str, str]]:
 
 
 @contextmanager
-def reading(capture: str, *, follow: bool = False) -> Iterator[CaptureReader]:
-    """The capture's records, read leniently (lines that are not records are skipped and
-    counted); a file that is no capture, or cannot be read, is one line and exit 2."""
+def reading(capture: str, *, strict: bool = False, follow: bool = False) -> Iterator[CaptureReader]:
+    """The capture's records, by the one reader's policy (`strict`: a line that is not a
+    record stops the reading; else it is skipped and counted); a file that is no capture, or
+    cannot be read, is one line and exit 2. `say` the reader's notes once the records are read."""
     try:
-        with open_capture(capture, strict=False, follow=follow) as reader:
+        with open_capture(capture, strict=strict, follow=follow) as reader:
             yield reader
     except UnreadableCapture as exc:
         fail(str(exc))
@@ -53,5 +54,7 @@ def say(reader: CaptureReader) -> None:
 
 
 def fail(message: str, status: int = 2) -> NoReturn:
-    click.echo(f"acp-bridge: {message}", err=True)
+    """One line on stderr, then exit with `status`. The message may quote a capture or a path
+    from it: its control characters are escaped."""
+    click.echo(f"acp-bridge: {printable(message, quote_backslash=False)}", err=True)
     raise SystemExit(status)

@@ -18,6 +18,7 @@ import click
 
 from acp_bridge.capture.files import open_capture
 from acp_bridge.capture.reader import UnreadableCapture
+from acp_bridge.commands.captures import fail, say
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.core.printable import printable, printable_lines
 from acp_bridge.core.protocol import Json
@@ -55,8 +56,7 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
         try:
             refuse_special(junit)  # before any capture is read
         except NotAFile as exc:
-            click.echo(f"acp-bridge: --junit: {exc}", err=True)
-            raise SystemExit(EXIT_UNREADABLE) from None
+            fail(f"--junit: {exc}")
     health = None
     if config_file is not None:
         from acp_bridge.config.layers import load_config
@@ -65,8 +65,7 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
         try:
             health = load_config(config_file).health
         except ConfigError as exc:
-            click.echo(f"acp-bridge: {exc}", err=True)
-            raise SystemExit(EXIT_UNREADABLE) from None
+            fail(str(exc))
     validator = None
     if schema_dir is not None:
         from acp_bridge.health.schema import SchemaError, Validator
@@ -74,8 +73,7 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
         try:
             validator = Validator(schema_dir)
         except SchemaError as exc:
-            click.echo(f"acp-bridge: {exc}", err=True)
-            raise SystemExit(EXIT_UNREADABLE) from None
+            fail(str(exc))
     reports: list[Report] = []
     unreadable = False
     for path in captures:
@@ -88,12 +86,10 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
                     with open_capture(path) as reader:  # a first pass, streamed as the second
                         extra = schema_findings(validator, reader)
                 except SchemaError as exc:
-                    click.echo(f"acp-bridge: {exc}", err=True)
-                    raise SystemExit(EXIT_UNREADABLE) from None
+                    fail(str(exc))
             with open_capture(path) as reader:
                 reports.append(analyse(path, reader, health, extra=extra))
-            for note in reader.notes():
-                click.echo(f"acp-bridge: {printable(note, quote_backslash=False)}", err=True)
+            say(reader)
         except UnreadableCapture as exc:
             click.echo(f"acp-bridge: {printable(str(exc), quote_backslash=False)}", err=True)
             unreadable = True
@@ -114,11 +110,9 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
             with written_whole(junit) as file:
                 file.write(junit_xml(reports, threshold, with_schema=validator is not None).encode("utf-8"))
         except NotAFile as exc:
-            click.echo(f"acp-bridge: --junit: {exc}", err=True)
-            raise SystemExit(EXIT_UNREADABLE) from None
+            fail(f"--junit: {exc}")
         except OSError as exc:
-            click.echo(f"acp-bridge: --junit: cannot write {junit}: {exc.strerror or exc}", err=True)
-            raise SystemExit(EXIT_UNREADABLE) from None
+            fail(f"--junit: cannot write {junit}: {exc.strerror or exc}")
     if unreadable:
         raise SystemExit(EXIT_UNREADABLE)
     raise SystemExit(EXIT_FINDINGS if failed else 0)

@@ -13,21 +13,17 @@ import copy
 import math
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
 
-from acp_bridge.capture.files import open_capture
-from acp_bridge.capture.reader import CaptureReader, UnreadableCapture
-from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE
+from acp_bridge.commands import EXIT_BRIDGE
+from acp_bridge.commands.captures import fail, reading, say
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.commands.run import resolve_config
 from acp_bridge.commands.run import run as run_command
 from acp_bridge.core.lines import MIB
-from acp_bridge.core.printable import printable
 from acp_bridge.errors import ConfigError
 from acp_bridge.replay.script import Script, build_script
 from acp_bridge.shell.logs import setup_logging
@@ -122,13 +118,14 @@ def replay(ctx: click.Context, /, capture_file: str, before_rules: bool, timing:
             try:
                 refuse_special(write)  # before the capture is read
             except NotAFile as exc:
-                _fail(f"--write: {exc}")
+                fail(f"--write: {exc}")
         options["strict"] = strict
         ctx.exit(_rerun(ctx, capture_file, config_file, options, as_json, write))
     from acp_bridge.replay.server import ReplayOptions
 
-    with _reading(capture_file) as capture:
+    with reading(capture_file, strict=True) as capture:
         script = build_script(capture, before_rules=before_rules)
+    say(capture)
     ctx.exit(_serve(script, ReplayOptions(timing, max_gap, bool(strict))))
 
 
@@ -145,24 +142,6 @@ def _given(ctx: click.Context, name: str) -> bool:
 
 def _spelling(ctx: click.Context, param: click.Parameter) -> str:
     return max(param.opts, key=len) if isinstance(param, click.Option) else str(param.name)
-
-
-def _fail(text: str) -> NoReturn:
-    click.echo(f"acp-bridge: {printable(text, quote_backslash=False)}", err=True)  # may quote the capture
-    raise SystemExit(EXIT_USAGE)
-
-
-@contextmanager
-def _reading(path: str) -> Iterator[CaptureReader]:
-    """The capture at `path`, read strictly as it is used (the one reader: only a regular
-    file, nothing of it read before that is known); bad input is one line on stderr, exit 2."""
-    try:
-        with open_capture(path) as capture:
-            yield capture
-        for note in capture.notes():
-            click.echo(f"acp-bridge: {printable(note, quote_backslash=False)}", err=True)
-    except UnreadableCapture as exc:
-        _fail(str(exc))
 
 
 def _serve(script: Script, options: ReplayOptions) -> int:
@@ -209,14 +188,15 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
         config = resolve_config(ctx, config_file, _NO_AGENT, options)
         setup_logging(config)
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except (OSError, ValueError) as exc:
-        _fail(f"cannot open the log file: {exc}")
+        fail(f"cannot open the log file: {exc}")
     try:
-        with _reading(capture) as recorded:
+        with reading(capture, strict=True) as recorded:
             result = rerun(recorded, config, strict=config.strict, max_line=config.relay.parse_limit_mib * MIB,
                            redact=config.capture.redact, write=write is not None, argv=sys.argv,
                            pid=os.getpid(), config_digest=config.digest())
+        say(recorded)
     except RuleFailed as exc:
         click.echo(f"acp-bridge: {capture}: {exc}", err=True)
         return EXIT_BRIDGE
@@ -232,9 +212,9 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
             with written_whole(write, 0o600) as file:
                 file.write(result.capture)
         except NotAFile as exc:
-            _fail(f"--write: {exc}")
+            fail(f"--write: {exc}")
         except OSError as exc:
-            _fail(f"{write}: cannot write it: {exc.strerror or exc}")
+            fail(f"{write}: cannot write it: {exc.strerror or exc}")
     return 1 if result.differences else 0
 
 
