@@ -45,8 +45,20 @@ def open_capture(path: str, *, strict: bool = True, follow: bool = False,
         UnreadableCapture: not a regular file, cannot be opened, or not a capture (and while
             the records are read, as the reader says).
     """
+    with open_regular(path) as file:
+        yield CaptureReader(path, read_lines(file, follow=follow, max_line=max_line), strict=strict)
+
+
+def open_regular(path: str, *, follow_link: bool = True) -> IO[bytes]:
+    """`path` opened for reading if it is a regular file (without `follow_link`, not through
+    a symbolic link at its last step), checked on the file opened, not on the name.
+
+    Raises:
+        UnreadableCapture: anything else, or a file that cannot be opened.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_link else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except IsADirectoryError:
         raise UnreadableCapture(path, None, "is a directory, not a capture") from None
     except OSError as exc:
@@ -56,9 +68,8 @@ def open_capture(path: str, *, strict: bool = True, follow: bool = False,
         os.close(fd)
         problem = "is a directory, not a capture" if stat.S_ISDIR(mode) else "not a regular file, so not a capture"
         raise UnreadableCapture(path, None, problem)
-    with open(fd, "rb") as file:
-        os.set_blocking(fd, True)
-        yield CaptureReader(path, read_lines(file, follow=follow, max_line=max_line), strict=strict)
+    os.set_blocking(fd, True)
+    return open(fd, "rb")
 
 
 def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECONDS,

@@ -156,6 +156,23 @@ def set_malloc_options(trim_threshold: int, top_pad: int, mmap_threshold: int) -
         pass
 
 
+# -- processes ----------------------------------------------------------------------------
+
+def process_exists(pid: int) -> bool:
+    """Does a process with this id run (one of another user's counts)?"""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OSError, OverflowError):
+        return False
+    return True
+
+
 # -- private files -----------------------------------------------------------------------
 
 def make_private(fd: int) -> None:

@@ -1,0 +1,277 @@
+"""The captures in the folders a user names: which they are, what each holds, and its records
+as it grows. `acp-bridge ui` and `acp-bridge mcp` both stand on it.
+
+Owns: listing the capture files of the given folders (and files), naming them, resolving a
+name back to its file without ever leaving those folders, and an index of each capture kept
+up to date incrementally: a refresh reads only what was appended since the last one, so a
+growing capture costs what it grew by, and a 200,000-message capture is not read again for
+every request. A capture that shrinks or is replaced is read again from its start (what it
+held before is no longer served); one that disappears leaves the listing.
+
+What counts as a capture: a regular file named `*.jsonl` directly in a given folder (not in
+its subfolders), or a file given by path, whose first record is a header of a known format.
+A symbolic link is followed only when its target stays inside the folder it is in. Names are
+the file names; when two folders hold the same name, the folder's name is put in front.
+
+Must never: write anything, follow a path a caller builds from a name (names are looked up,
+never joined), or hold a line longer than the reader's limit. Not thread-safe: one thread
+at a time (the servers run it in a worker thread, one call at a time).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from acp_bridge.capture.files import open_regular, read_lines
+from acp_bridge.capture.reader import (
+    MAX_RECORD,
+    LongLine,
+    UnreadableCapture,
+    Unterminated,
+    known_format,
+    load_record,
+    record_message,
+)
+from acp_bridge.core.protocol import Json
+
+SUFFIX = ".jsonl"
+INDEX_EVERY = 256  # one (seq, offset) pair kept per this many messages
+
+
+class UnknownCapture(LookupError):
+    """A name that is not one of the listed captures."""
+
+
+def _peer(info: Any) -> str | None:
+    """`clientInfo` / `agentInfo` as "name version", or None."""
+    if not isinstance(info, dict):
+        return None
+    name, version = info.get("name"), info.get("version")
+    if not isinstance(name, str):
+        return None
+    return f"{name} {version}" if isinstance(version, str) and version else name
+
+
+@dataclass
+class Capture:
+    """One capture and what is known of it so far (`Catalog.refresh` keeps it current)."""
+
+    name: str
+    path: str
+    header: Json | None = None
+    problem: str | None = None  # why it is not read as a capture (then it is not listed)
+    messages: int = 0
+    findings: int = 0
+    last_seq: int = 0
+    ended: bool = False
+    client: str | None = None
+    agent: str | None = None
+    # where reading goes on: the file's identity and the offset after the last whole line
+    _identity: tuple[int, int] | None = None
+    _offset: int = 0
+    _index: list[tuple[int, int]] = field(default_factory=list)  # (seq, offset of its line)
+
+    @property
+    def started(self) -> float | None:
+        value = self.header.get("time") if self.header else None
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    @property
+    def pid(self) -> int | None:
+        value = self.header.get("pid") if self.header else None
+        return value if type(value) is int else None
+
+    def _reset(self, identity: tuple[int, int] | None) -> None:
+        self.header, self.problem, self.ended = None, None, False
+        self.messages = self.findings = self.last_seq = 0
+        self.client = self.agent = None
+        self._identity, self._offset, self._index = identity, 0, []
+
+    def _take(self, record: Json, offset: int) -> None:
+        kind = record["type"]
+        if kind == "message":
+            seq = record.get("seq")
+            if type(seq) is int:
+                if self.messages % INDEX_EVERY == 0:
+                    self._index.append((seq, offset))
+                self.last_seq = max(self.last_seq, seq)
+            self.messages += 1
+            if record.get("method") == "initialize":
+                self._note_peers(record)
+        elif kind == "finding":
+            self.findings += 1 if not record.get("total") else 0
+        elif kind == "end":
+            self.ended = True
+
+    def _note_peers(self, record: Json) -> None:
+        message = record_message(record, "raw")
+        if not isinstance(message, dict):
+            return
+        if record.get("kind") == "request" and isinstance(params := message.get("params"), dict):
+            self.client = _peer(params.get("clientInfo")) or self.client
+        elif record.get("kind") == "response" and isinstance(result := message.get("result"), dict):
+            self.agent = _peer(result.get("agentInfo")) or self.agent
+
+    def start_of(self, after: int) -> int:
+        """An offset from which every message with `seq > after` is read."""
+        at = bisect.bisect_right(self._index, (after + 1, -1)) - 1
+        return self._index[at][1] if at >= 0 else 0
+
+
+class Catalog:
+    """The captures of `roots` (folders and files), found again at each `refresh`.
+
+    `alive(pid)` says whether a bridge's process still runs: a capture with no end record
+    whose bridge runs is live. The commands give the system's answer (shell.posix); tests
+    give their own.
+    """
+
+    def __init__(self, roots: Sequence[str], *, alive: Callable[[int], bool] = lambda pid: False,
+                 max_line: int = MAX_RECORD) -> None:
+        self.roots = [os.path.realpath(root) for root in roots]
+        self.alive = alive
+        self.max_line = max_line
+        self._captures: dict[str, Capture] = {}
+
+    def __repr__(self) -> str:
+        return f"<Catalog roots={self.roots!r} captures={len(self._captures)}>"
+
+    def _files(self) -> Iterator[tuple[str, str]]:
+        """(file name, real path) of every candidate, roots in order."""
+        for root in self.roots:
+            if os.path.isfile(root):
+                yield os.path.basename(root), root
+                continue
+            try:
+                names = sorted(os.listdir(root))
+            except OSError:
+                continue
+            for name in names:
+                if not name.endswith(SUFFIX):
+                    continue
+                real = os.path.realpath(os.path.join(root, name))
+                if os.path.dirname(real) == root or os.path.commonpath([root, real]) == root:
+                    yield name, real
+
+    def _names(self) -> dict[str, str]:
+        """name -> real path, the folder's name in front of a file name seen twice."""
+        found = list(self._files())
+        seen: dict[str, int] = {}
+        for name, _ in found:
+            seen[name] = seen.get(name, 0) + 1
+        named: dict[str, str] = {}
+        for name, real in found:
+            if seen[name] > 1:
+                name = f"{os.path.basename(os.path.dirname(real))}/{name}"
+            named.setdefault(name, real)
+        return named
+
+    def refresh(self) -> list[Capture]:
+        """Find the captures again and read what each has grown by; newest first."""
+        current: dict[str, Capture] = {}
+        for name, real in self._names().items():
+            capture = self._captures.get(name)
+            if capture is None or capture.path != real:
+                capture = Capture(name, real)
+            if self._update(capture):
+                current[name] = capture
+        self._captures = current
+        return self.listed()
+
+    def listed(self) -> list[Capture]:
+        """The captures found by the last refresh, newest first."""
+        shown = [c for c in self._captures.values() if c.problem is None and c.header is not None]
+        return sorted(shown, key=lambda c: (-(c.started or 0.0), c.name))
+
+    def get(self, name: str) -> Capture:
+        capture = self._captures.get(name)
+        if capture is None or capture.problem is not None or capture.header is None:
+            raise UnknownCapture(name)
+        return capture
+
+    def live(self, capture: Capture) -> bool:
+        return not capture.ended and capture.pid is not None and self.alive(capture.pid)
+
+    @staticmethod
+    def _open(capture: Capture) -> IO[bytes] | None:
+        """The capture's file, opened without following a link at its last step (its target
+        was checked to lie inside its folder); None when it is gone or not a regular file."""
+        try:
+            return open_regular(capture.path, follow_link=False)
+        except UnreadableCapture:
+            return None
+
+    def _update(self, capture: Capture) -> bool:
+        """Read what `capture` has grown by. False: it is gone."""
+        file = self._open(capture)
+        if file is None:
+            return False
+        with file:
+            info = os.fstat(file.fileno())
+            identity = (info.st_dev, info.st_ino)
+            if identity != capture._identity or info.st_size < capture._offset:
+                capture._reset(identity)  # replaced or cut short: read again from the start
+            if capture.problem is not None or info.st_size == capture._offset:
+                return True
+            file.seek(capture._offset)
+            for line, offset in self._lines(file, capture):
+                if capture.header is not None:
+                    if (record := load_record(line)) is not None:
+                        capture._take(record, offset)
+                elif line.strip():
+                    record = load_record(line)
+                    if record is None or record.get("type") != "header" or not known_format(record.get("format")):
+                        capture.problem = "not a capture of a format this version reads"
+                        break
+                    capture.header = record
+        return True
+
+    def _lines(self, file: IO[bytes], capture: Capture) -> Iterator[tuple[bytes, int]]:
+        """The whole lines from the capture's offset, each with its own; the offset moves
+        past each line as it is given. A last line without its newline is left for the next
+        refresh (the bridge may be writing it); a line over the limit is passed over unread."""
+        for line in read_lines(file, max_line=self.max_line):
+            if isinstance(line, Unterminated):
+                return
+            at = capture._offset
+            if isinstance(line, LongLine):
+                if file.tell() == at + line.size:  # no newline yet: still being written
+                    return
+                capture._offset = at + line.size + 1
+                continue
+            capture._offset += len(line) + 1
+            yield line, at
+
+    def records(self, capture: Capture, after: int = 0, limit: int = 1000) -> list[Json]:
+        """Up to `limit` message records of `capture` with `seq > after`, in order, as read
+        at the last refresh (never past it: a client asking twice sees no record twice)."""
+        file = self._open(capture)
+        if file is None:
+            return []
+        found: list[Json] = []
+        with file:
+            info = os.fstat(file.fileno())
+            if (info.st_dev, info.st_ino) != capture._identity or info.st_size < capture._offset:
+                return []  # replaced or cut short since the refresh: the next one reads it again
+            start = capture.start_of(after)
+            file.seek(start)
+            offset = start
+            for line in read_lines(file, max_line=self.max_line):
+                if isinstance(line, Unterminated) or offset >= capture._offset:
+                    break
+                offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
+                if isinstance(line, LongLine):
+                    continue
+                record = load_record(line)
+                if record is None or record["type"] != "message":
+                    continue
+                seq = record.get("seq")
+                if type(seq) is int and seq > after:
+                    found.append(record)
+                    if len(found) >= limit:
+                        break
+        return found

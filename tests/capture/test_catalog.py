@@ -1,0 +1,168 @@
+"""The catalog of captures behind `ui` and `mcp`: what it lists, what it refuses, and its
+incremental index of a capture that grows, shrinks or goes away."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from acp_bridge.capture import catalog as catalog_module
+from acp_bridge.capture.catalog import Catalog, UnknownCapture
+from acp_bridge.capture.reader import load_record
+from acp_bridge.core.protocol import Json
+
+
+def header(time: float = 100.0, pid: int = 4242) -> bytes:
+    return orjson.dumps({"type": "header", "format": 1, "time": time, "mono": 0, "pid": pid}) + b"\n"
+
+
+def message(seq: int, method: str = "session/prompt", **extra: object) -> bytes:
+    record = {"type": "message", "seq": seq, "direction": "to-agent", "kind": "request", "method": method,
+              "id": seq, "session": None, "rules": [], "raw": "{}\n", **extra}
+    return orjson.dumps(record) + b"\n"
+
+
+INITIALIZE = (
+    message(1, "initialize", raw=orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": 1, "clientInfo": {"name": "zed", "version": "0.200.1"}}}).decode() + "\n")
+    + orjson.dumps({"type": "message", "seq": 2, "direction": "to-client", "kind": "response",
+                    "method": "initialize", "id": 1, "raw": orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+                        "protocolVersion": 1, "agentInfo": {"name": "claude-agent-acp", "version": "0.9.0"}}})
+                    .decode() + "\n"}) + b"\n")
+FINDING = b'{"type":"finding","code":"unanswered","level":"warning","about":1,"count":1}\n'
+END = b'{"type":"end","records":2}\n'
+
+
+def test_lists_captures_newest_first_with_their_peers_counts_and_liveness(tmp_path: Path) -> None:
+    (tmp_path / "old.jsonl").write_bytes(header(100.0, pid=1) + INITIALIZE + FINDING + END)
+    (tmp_path / "new.jsonl").write_bytes(header(200.0, pid=2) + message(1))
+    catalog = Catalog([str(tmp_path)], alive=lambda pid: pid in (1, 2))
+
+    listed = catalog.refresh()
+
+    assert [(c.name, c.started, c.messages, c.findings, c.client, c.agent, catalog.live(c)) for c in listed] == [
+        ("new.jsonl", 200.0, 1, 0, None, None, True),
+        ("old.jsonl", 100.0, 2, 1, "zed 0.200.1", "claude-agent-acp 0.9.0", False),  # it has its end record
+    ]
+
+
+def test_a_capture_whose_bridge_is_gone_is_not_live(tmp_path: Path) -> None:
+    (tmp_path / "c.jsonl").write_bytes(header(pid=7) + message(1))
+    catalog = Catalog([str(tmp_path)], alive=lambda pid: False)
+    [capture] = catalog.refresh()
+    assert not catalog.live(capture)
+
+
+@pytest.mark.parametrize("content", [
+    b"", b"root:x:0:0:root:/root:/bin/bash\n", b'{"type":"header","format":2}\n', b'{"type":"message"}\n',
+], ids=["empty", "not-json", "unknown-format", "no-header"])
+def test_what_is_no_capture_is_not_listed(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "x.jsonl").write_bytes(content)
+    catalog = Catalog([str(tmp_path)])
+    assert catalog.refresh() == []
+    with pytest.raises(UnknownCapture):
+        catalog.get("x.jsonl")
+
+
+def test_only_jsonl_files_directly_inside_and_links_that_stay_inside(tmp_path: Path) -> None:
+    root, outside = tmp_path / "captures", tmp_path / "elsewhere"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (root / "a.jsonl").write_bytes(header())
+    (root / "notes.txt").write_bytes(header())
+    (root / "sub" / "deep.jsonl").write_bytes(header())
+    (outside / "secret.jsonl").write_bytes(header())
+    (root / "out.jsonl").symlink_to(outside / "secret.jsonl")
+    (root / "dotdot.jsonl").symlink_to(root / ".." / "elsewhere" / "secret.jsonl")
+    (root / "in.jsonl").symlink_to(root / "a.jsonl")
+    os.mkfifo(root / "fifo.jsonl")
+    catalog = Catalog([str(root)])
+
+    assert sorted(c.name for c in catalog.refresh()) == ["a.jsonl", "in.jsonl"]
+    for name in ("out.jsonl", "dotdot.jsonl", "fifo.jsonl", "../elsewhere/secret.jsonl", "sub/deep.jsonl"):
+        with pytest.raises(UnknownCapture):
+            catalog.get(name)
+
+
+def test_a_name_seen_in_two_folders_gets_its_folder_in_front(tmp_path: Path) -> None:
+    for folder in ("monday", "tuesday"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "c.jsonl").write_bytes(header())
+    (tmp_path / "single.jsonl").write_bytes(header())
+    catalog = Catalog([str(tmp_path / "monday"), str(tmp_path / "tuesday"), str(tmp_path / "single.jsonl")])
+    assert sorted(c.name for c in catalog.refresh()) == ["monday/c.jsonl", "single.jsonl", "tuesday/c.jsonl"]
+
+
+def test_a_growing_capture_is_read_only_where_it_grew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(header() + message(1) + message(2)[:20])  # the bridge is writing record 2
+    catalog = Catalog([str(tmp_path)])
+    [capture] = catalog.refresh()
+    assert (capture.messages, [r["seq"] for r in catalog.records(capture)]) == (1, [1])
+
+    loads: list[bytes] = []
+    real = load_record
+
+    def counted(line: bytes) -> Json | None:
+        loads.append(line)
+        return real(line)
+
+    monkeypatch.setattr("acp_bridge.capture.catalog.load_record", counted)
+    with path.open("ab") as file:
+        file.write(message(2)[20:] + message(3))
+    [capture] = catalog.refresh()
+
+    assert loads == [message(2)[:-1], message(3)[:-1]]  # nothing read twice
+    assert (capture.messages, capture.last_seq) == (3, 3)
+    assert [r["seq"] for r in catalog.records(capture, after=1)] == [2, 3]
+
+
+def test_a_capture_cut_short_or_replaced_is_read_again_and_its_old_records_are_not_served(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(header() + message(1) + message(2) + message(3))
+    catalog = Catalog([str(tmp_path)])
+    [capture] = catalog.refresh()
+    assert capture.messages == 3
+
+    path.write_bytes(header() + message(1))  # truncated, then written again
+    assert [r["seq"] for r in catalog.records(capture)] == []  # stale until the next refresh
+    [capture] = catalog.refresh()
+    assert (capture.messages, [r["seq"] for r in catalog.records(capture)]) == (1, [1])
+
+    replacement = tmp_path / "new"
+    replacement.write_bytes(header() + message(9) + message(10) + message(11) + message(12))
+    replacement.rename(path)  # another file under the same name, longer than the first
+    [capture] = catalog.refresh()
+    assert [r["seq"] for r in catalog.records(capture)] == [9, 10, 11, 12]
+
+    path.unlink()
+    assert catalog.refresh() == []
+    assert catalog.records(capture) == []
+
+
+def test_records_after_any_seq_come_from_the_sparse_index(tmp_path: Path) -> None:
+    count = catalog_module.INDEX_EVERY * 3 + 5
+    (tmp_path / "c.jsonl").write_bytes(header() + b"".join(message(seq) for seq in range(1, count + 1)) + END)
+    catalog = Catalog([str(tmp_path)])
+    [capture] = catalog.refresh()
+    assert len(capture._index) == 4
+    for after in (0, 1, 255, 256, 257, 700, count - 1, count):
+        got = [r["seq"] for r in catalog.records(capture, after=after, limit=3)]
+        assert got == list(range(after + 1, min(after + 3, count) + 1))
+
+
+def test_a_line_over_the_limit_is_passed_over_and_one_still_being_written_waits(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    huge = message(2, raw="x" * 5000)
+    path.write_bytes(header() + message(1) + huge[:3000])
+    catalog = Catalog([str(tmp_path)], max_line=1000)
+    [capture] = catalog.refresh()
+    assert (capture.messages, capture._offset) == (1, len(header() + message(1)))
+
+    with path.open("ab") as file:
+        file.write(huge[3000:] + message(3))
+    [capture] = catalog.refresh()
+    assert [r["seq"] for r in catalog.records(capture)] == [1, 3]
