@@ -188,32 +188,29 @@ def _golden_records() -> list[Any]:
     return [orjson.loads(line) for line in GOLDEN_CAPTURE.read_bytes().splitlines()]
 
 
-def _odd(record: Any) -> bool:
-    return bool(record.get("seq") == 3 or record["type"] == "end")
+# Times before 1970 or past what OTLP's nanoseconds hold (the export of 1e300 was a traceback).
+ABSURD: list[float] = [1e300, -1e300, -1.0, 10**19, 2**63 // 10**9 + 1, -(2**63)]
 
 
-@pytest.fixture(scope="module")
-def export_without_the_odd_records(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[tuple[Any, ...]]]:
-    """The export of the golden capture without message #3 and the end record: what each
-    absurd time's export must equal (one export for all of them)."""
-    reference = tmp_path_factory.mktemp("reference") / "without.jsonl"
-    reference.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in _golden_records() if not _odd(r)))
-    done, _, spans = exported(reference)
-    return done.stderr.split(" sent ")[1].split()[0], spans
+def test_a_record_time_no_span_can_carry_is_left_out_with_a_notice(tmp_path: Path) -> None:
+    """A capture edited by hand: messages #3 to #8 and the end record, each at one of the
+    absurd times. Each such record is left out, said once; the spans are those of the
+    capture without them."""
+    records = _golden_records()
+    odd = {3 + n: absurd for n, absurd in enumerate(ABSURD)}
+    assert [r.get("seq") for r in records[3:9]] == list(odd) and records[-1]["type"] == "end"
+    capture, reference = tmp_path / "odd.jsonl", tmp_path / "without.jsonl"
+    capture.write_bytes(b"".join(
+        orjson.dumps(r | {"time": odd[r["seq"]]} if r.get("seq") in odd else r | {"time": ABSURD[0]}
+                     if r["type"] == "end" else r) + b"\n" for r in records))
+    reference.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records
+                                   if r.get("seq") not in odd and r["type"] != "end"))
 
-
-@pytest.mark.parametrize("absurd", [1e300, -1e300, -1.0, 10**19, 2**63 // 10**9 + 1, -(2**63)])
-def test_a_record_time_no_span_can_carry_is_left_out_with_a_notice(
-        tmp_path: Path, absurd: float, export_without_the_odd_records: tuple[str, list[tuple[Any, ...]]]) -> None:
-    """A capture edited by hand: a message (#3) and the end record at a time before 1970 or
-    past what OTLP's nanoseconds hold. Each such record is left out, said once; the spans are
-    those of the capture without them (the export of 1e300 was a traceback)."""
-    capture = tmp_path / "odd.jsonl"
-    capture.write_bytes(b"".join(orjson.dumps(r | {"time": absurd} if _odd(r) else r) + b"\n"
-                                 for r in _golden_records()))
+    expected_done, _, expected = exported(reference)
+    count = expected_done.stderr.split(" sent ")[1].split()[0]
     done, endpoint, spans = exported(capture)
-    count, expected = export_without_the_odd_records
+
     assert (done.returncode, done.stderr) == (0, (
-        f"acp-bridge: {capture}: 2 record(s) with a time no span can carry (before 1970 or after 2262) were left "
+        f"acp-bridge: {capture}: 7 record(s) with a time no span can carry (before 1970 or after 2262) were left "
         f"out (the first: #3)\nacp-bridge: {capture}: sent {count} spans to {endpoint}\n"))
     assert spans == expected and int(count) > 0
