@@ -18,13 +18,11 @@ import trio
 from acp_bridge.config import Config
 from acp_bridge.core import Direction
 from acp_bridge.shell import posix
-from acp_bridge.shell.bridge import AgentLife, Bridge
+from acp_bridge.shell.bridge import LINGER, AgentLife, Bridge
 from acp_bridge.shell.stderr import StderrTail, pass_stderr
 
 log = logging.getLogger("acp_bridge.shell.agent")
 
-STDERR_LINGER = 1.0  # seconds to wait for the agent's last stderr bytes after it exits
-STDOUT_LINGER = 1.0  # ... and for it to exit after its stdout's EOF
 HANGUP_POLL = 0.5  # how often to look whether the client hung up while its pump is stuck
 
 
@@ -48,6 +46,9 @@ class AgentProcess(AgentLife):
         self.config = config
         self.stderr_fd = stderr_fd
         self.grace = config.relay.grace_seconds
+        # Waiting for a gone agent's last output (and its stderr, and its exit after its
+        # stdout's EOF) never outlasts the patience the user gave it.
+        self.linger = min(LINGER, self.grace)
         self.tail = StderrTail()
         self.stderr_done = trio.Event()
         self.stopping = trio.Event()
@@ -64,7 +65,7 @@ class AgentProcess(AgentLife):
 
     async def after_output_ends(self, bridge: Bridge) -> tuple[str, Any]:
         proc = self.proc
-        with trio.move_on_after(STDOUT_LINGER):  # an EOF usually means it is exiting
+        with trio.move_on_after(self.linger):  # an EOF usually means it is exiting
             await proc.wait()
         if proc.returncode is None:
             # It closed its stdout and runs on: no answer can come from it any more.
@@ -79,7 +80,7 @@ class AgentProcess(AgentLife):
         assert proc.returncode is not None
         returncode = proc.returncode
         posix.kill_group(proc, leftovers=True)  # leftovers holding our pipes
-        with trio.move_on_after(STDERR_LINGER):
+        with trio.move_on_after(self.linger):
             await self.stderr_done.wait()
         self.status = exit_status(returncode)
         data: dict[str, Any] = {"exitStatus": self.status}

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_bridge.shell.bridge")
 
 READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
-OUTPUT_LINGER = 1.0  # seconds to wait for the agent's output to end once it is gone
-DRAIN_TIMEOUT = 1.0  # ... and for the client pump to read what the client had already written
+# Seconds to wait for the agent's output to end once it is gone, and for the client pump to
+# read what the client had already written; at most the grace period (`AgentLife.linger`).
+LINGER = 1.0
 STOP_TIMEOUT = 5.0  # ... and for the client to take the answers when the bridge stops itself
 
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
@@ -81,6 +82,7 @@ class Bridge:
     readers: dict[Direction, Reader] = field(default_factory=dict)
     stopped: str | None = None  # why the bridge stops itself (`stop`); nothing is sent after
     client_mid_line: bool = False  # the last bytes queued toward the client end inside a line
+    linger: float = LINGER  # the agent's (`AgentLife.linger`)
 
     warned_stray_output: bool = False
 
@@ -188,7 +190,7 @@ class Bridge:
         what the client wrote and the bridge has not read yet (its pump may have been
         blocked writing to the agent), and every later one."""
         await self.to_agent.abandon()
-        await self.wait_input_drained(Direction.TO_AGENT, DRAIN_TIMEOUT)
+        await self.wait_input_drained(Direction.TO_AGENT, self.linger)
         forwards = self.relay.fail_pending(message, data)
         if forwards:
             log.warning("%s: answered %d request(s) left in flight", message, len(forwards))
@@ -243,6 +245,8 @@ class AgentLife:
     (shell/agent.py) is the real agent: a process that can exit while its stdout stays open, with signals,
     a stop ladder and an exit status."""
 
+    linger = LINGER  # how long to wait for what a gone agent may still have in its pipes
+
     async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
         """Start what runs beside the two pumps (in `nursery`, cancelled at the end)."""
 
@@ -272,7 +276,7 @@ async def bridge_streams(
     says which), the client's side is closed, and the client is no longer read.
     """
     life = life if life is not None else AgentLife()
-    bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), observer)
+    bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), observer, linger=life.linger)
     async with trio.open_nursery() as nursery:
         bridge.background = nursery
         nursery.start_soon(bridge.pump, client, Direction.TO_AGENT)
@@ -293,7 +297,7 @@ async def bridge_streams(
 
 async def _read_agent(bridge: Bridge, agent: ReceiveStream, life: AgentLife) -> bool:
     """Relay the agent's output until its EOF (True), or until the agent is gone and its
-    output has stayed open and silent for `OUTPUT_LINGER` (False: reading stops). Silent
+    output has stayed open and silent for `life.linger` (False: reading stops). Silent
     means no bytes to read: a pump still writing to a slow client is not silent."""
     async with trio.open_nursery() as nursery:
         async def gone() -> None:
@@ -302,7 +306,7 @@ async def _read_agent(bridge: Bridge, agent: ReceiveStream, life: AgentLife) -> 
                 await bridge.wait_input_drained(Direction.TO_CLIENT, math.inf)
                 reader = bridge.readers.get(Direction.TO_CLIENT)
                 reads = reader.reads if reader is not None else 0
-                await trio.sleep(OUTPUT_LINGER)  # a timeout, not an ordering: its last output
+                await trio.sleep(life.linger)  # a timeout, not an ordering: its last output
                 if reader is None or reader.fd is None or (reader.blocked and reader.reads == reads):
                     nursery.cancel_scope.cancel()
                     return

@@ -8,6 +8,7 @@ replaced for it), so every grace is exact and no test waits real seconds for one
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -255,3 +256,13 @@ async def test_signals_to_the_bridge_reach_the_agent(tmp_path: Path, signum: int
     assert status == 128 + signum
     assert gone(int(pidfile.read_text()))
     assert f"INFO: received {signal.Signals(signum).name}".encode() in err  # ordinary: said at -v
+
+
+@pytest.mark.parametrize(("grace", "linger"), [(5.0, 1.0), (1.0, 1.0), (0.3, 0.3), (0.0, 0.0)])
+def test_a_gone_agents_last_output_is_waited_for_a_second_or_the_grace_if_shorter(grace: float, linger: float) -> None:
+    from acp_bridge.config import Config
+    from acp_bridge.shell.agent import AgentProcess
+
+    config = Config()
+    config = dataclasses.replace(config, relay=dataclasses.replace(config.relay, grace_seconds=grace))
+    assert AgentProcess(cast(trio.Process, None), config, stderr_fd=2).linger == linger

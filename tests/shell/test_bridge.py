@@ -85,10 +85,11 @@ async def test_backpressure_reaches_the_agent_when_the_client_does_not_read() ->
             nursery.cancel_scope.cancel()
 
 
-async def test_a_gone_peer_with_open_output_ends_the_session_and_requests_are_answered() -> None:
+async def test_a_gone_peer_with_open_output_ends_the_session_and_requests_are_answered(
+        autojump_clock: trio.testing.MockClock) -> None:
     """The one wiring, as the real agent process uses it: the peer says the agent is gone
-    while its output stays open; the bridge stops reading it and answers what is in flight
-    with the peer's message."""
+    while its output stays open; the bridge stops reading it (after its linger, skipped by
+    the mock clock) and answers what is in flight with the peer's message."""
     from acp_bridge.shell.bridge import AgentLife
 
     gone = trio.Event()

@@ -57,9 +57,10 @@ async def after_initialize(options: list[str], then: bytes) -> bytes:
 
 
 def quick_grace(tmp_path: Path) -> Path:
-    """A config whose grace period is 1 s, for agents the ladder has to stop."""
+    """A config whose grace period is 0.3 s, for agents the ladder has to stop (and whose
+    last output is waited for as long, not 1 s)."""
     config = tmp_path / "quick-grace.toml"
-    config.write_text("[relay]\ngrace_seconds = 1\n")
+    config.write_text("[relay]\ngrace_seconds = 0.3\n")
     return config
 
 
@@ -216,12 +217,12 @@ async def test_integers_beyond_64_bits_survive_rewrites_and_answers() -> None:
 # -- an answer for every request ----------------------------------------------------------------
 
 
-async def test_agent_exit_answers_in_flight_even_when_a_child_holds_stdout_open() -> None:
+async def test_agent_exit_answers_in_flight_even_when_a_child_holds_stdout_open(tmp_path: Path) -> None:
     """The agent starts a child that inherits its stdout, then dies with a prompt in flight:
     the prompt is answered and the bridge exits, without waiting for the child."""
     code = "subprocess.Popen(['sleep', '20'], start_new_session=True); next(lines); sys.exit(3)"
     start = time.monotonic()
-    result = await run_cli(["run", "--", *agent(code)], line(INIT), timeout=20)
+    result = await run_cli(["run", "-c", str(quick_grace(tmp_path)), "--", *agent(code)], line(INIT), timeout=20)
     assert result.returncode == 3
     assert result.stdout == answer(b"0", *exited(3))
     assert time.monotonic() - start < 10
@@ -271,7 +272,7 @@ async def test_two_requests_with_the_same_id_each_get_an_answer() -> None:
     assert result.stdout == answer(b"7", *exited(4)) * 2
 
 
-async def test_sigterm_ends_a_bridge_whose_agent_left_an_orphan_on_stdout() -> None:
+async def test_sigterm_ends_a_bridge_whose_agent_left_an_orphan_on_stdout(tmp_path: Path) -> None:
     """SIGTERM is passed to the agent, which dies of it; a process it started in a session of
     its own still holds stdout: the prompt in flight is answered and the bridge exits."""
     code = ("subprocess.Popen(['sleep', '20'], start_new_session=True)\n"
@@ -279,7 +280,7 @@ async def test_sigterm_ends_a_bridge_whose_agent_left_an_orphan_on_stdout() -> N
             "time.sleep(60)")
     prompt = b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
     with trio.fail_after(30):
-        async with open_bridge(["run", "--", *agent(code)]) as bridge:
+        async with open_bridge(["run", "-c", str(quick_grace(tmp_path)), "--", *agent(code)]) as bridge:
             await bridge.send(line(INIT))
             await bridge.read_until(b'"result":{}}\n')  # running, signal handlers in place
             await bridge.send(prompt)
@@ -350,13 +351,13 @@ async def test_a_slow_client_gets_all_the_output_of_an_agent_that_exited(tmp_pat
             f"sys.stdout.buffer.flush()\nopen({str(done)!r}, 'w').close()")
     prompt = b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
     with trio.fail_after(30):
-        async with open_bridge(["run", "--", *agent(code)]) as bridge:
+        async with open_bridge(["run", "-c", str(quick_grace(tmp_path)), "--", *agent(code)]) as bridge:
             await bridge.send(prompt)
             while not done.exists():  # the agent has written everything and is exiting
                 await trio.sleep(0.05)
             # Not an ordering: the client stays away longer than the bridge's wait for the
-            # output of an agent that has exited (1 s), which is what used to cut it off.
-            await trio.sleep(1.5)
+            # output of an agent that has exited (0.3 s here), which is what used to cut it off.
+            await trio.sleep(0.9)
             await bridge.close_stdin()
             out = await bridge.read_all()
     assert out == chunk * 1500 + reply
@@ -366,8 +367,7 @@ async def test_the_client_closing_ends_a_bridge_whose_agent_reads_nothing(tmp_pa
     """The agent never reads its stdin; the client fills the pipes and closes. The bridge
     cannot read the client's EOF behind the unread bytes, yet it sees the hangup and stops
     the agent within the grace period."""
-    config = tmp_path / "c.toml"
-    config.write_text("[relay]\ngrace_seconds = 1\n")
+    config = quick_grace(tmp_path)
     code = "out(b'{\"jsonrpc\":\"2.0\",\"method\":\"ready\"}\\n'); time.sleep(60)"
     note = b'{"jsonrpc":"2.0","method":"_n","params":{"x":"' + b"n" * 1000 + b'"}}\n'
     with trio.fail_after(30):
