@@ -21,14 +21,17 @@ at a time (the servers run it in a worker thread, one call at a time).
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from acp_bridge.capture.files import open_regular, read_lines
 from acp_bridge.capture.reader import (
     MAX_RECORD,
+    CaptureReader,
     LongLine,
     UnreadableCapture,
     Unterminated,
@@ -81,6 +84,12 @@ class Capture:
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     @property
+    def version(self) -> tuple[tuple[int, int] | None, int]:
+        """Changes whenever what the last refresh read of the capture changes: what is
+        computed from the capture as it was (findings, stats) can be kept until then."""
+        return self._identity, self._offset
+
+    @property
     def pid(self) -> int | None:
         value = self.header.get("pid") if self.header else None
         return value if type(value) is int else None
@@ -111,10 +120,11 @@ class Capture:
         message = record_message(record, "raw")
         if not isinstance(message, dict):
             return
+        # v1 says clientInfo / agentInfo, v2 info (as health.offline reads them)
         if record.get("kind") == "request" and isinstance(params := message.get("params"), dict):
-            self.client = _peer(params.get("clientInfo")) or self.client
+            self.client = _peer(params.get("clientInfo")) or _peer(params.get("info")) or self.client
         elif record.get("kind") == "response" and isinstance(result := message.get("result"), dict):
-            self.agent = _peer(result.get("agentInfo")) or self.agent
+            self.agent = _peer(result.get("agentInfo")) or _peer(result.get("info")) or self.agent
 
     def start_of(self, after: int) -> int:
         """An offset from which every message with `seq > after` is read."""
@@ -249,14 +259,20 @@ class Catalog:
     def records(self, capture: Capture, after: int = 0, limit: int = 1000) -> list[Json]:
         """Up to `limit` message records of `capture` with `seq > after`, in order, as read
         at the last refresh (never past it: a client asking twice sees no record twice)."""
+        with closing(self.messages(capture, after)) as found:
+            return [record for _, record in itertools.islice(found, limit)]
+
+    def messages(self, capture: Capture, after: int = 0) -> Generator[tuple[bytes, Json], None, None]:
+        """Each message of `capture` with `seq > after`, in order, as its stored line (without
+        the newline) and its record, as far as the last refresh read. The file stays open
+        while the generator is: close it (`contextlib.closing`) when stopping early."""
         file = self._open(capture)
         if file is None:
-            return []
-        found: list[Json] = []
+            return
         with file:
             info = os.fstat(file.fileno())
             if (info.st_dev, info.st_ino) != capture._identity or info.st_size < capture._offset:
-                return []  # replaced or cut short since the refresh: the next one reads it again
+                return  # replaced or cut short since the refresh: the next one reads it again
             start = capture.start_of(after)
             file.seek(start)
             offset = start
@@ -271,7 +287,16 @@ class Catalog:
                     continue
                 seq = record.get("seq")
                 if type(seq) is int and seq > after:
-                    found.append(record)
-                    if len(found) >= limit:
-                        break
-        return found
+                    yield line, record
+
+    @contextmanager
+    def reading(self, capture: Capture) -> Iterator[CaptureReader]:
+        """The whole capture (header, findings and end record too) through the one reader,
+        leniently: a line that is no record is skipped and counted (`skipped`). It is read as
+        it is now, the file opened without following a link at its last step.
+
+        Raises:
+            UnreadableCapture: it is gone, or no longer a capture.
+        """
+        with open_regular(capture.path, follow_link=False) as file:
+            yield CaptureReader(capture.name, read_lines(file, max_line=self.max_line), strict=False)
