@@ -33,11 +33,12 @@ def cut(text: str, budget: int) -> str:
 
 
 def page(items: Iterable[T], render: Callable[[T], str], *, offset: int, limit: int,
-         call: str, max_text: int = MAX_TEXT, empty: str = "(nothing)") -> str:
+         call: str, max_text: int = MAX_TEXT, empty: str = "(nothing)", whole: str = "") -> str:
     """The items from `offset` on, each rendered as one entry (joined by newlines), until
     `limit` of them or `max_text` bytes; then, if any is left, a note naming the `offset` to
     `call` again with. Items before `offset` are skipped unrendered. `empty` is the whole
-    answer when there is no item at all."""
+    answer when there is no item at all; `whole` says where to read an entry in full when
+    one alone is more than an answer holds (it is then cut)."""
     shown: list[str] = []
     used = 0
     position = -1
@@ -65,7 +66,8 @@ def page(items: Iterable[T], render: Callable[[T], str], *, offset: int, limit: 
         return f"(nothing from offset {offset} on: there are {position + 1})"
     notes = []
     if cut_short:
-        notes.append(f"(the entry at offset {offset} is cut at {max_text} bytes of text, more than one answer holds)")
+        notes.append(f"(the entry at offset {offset} is cut at {max_text} bytes of text, more than one answer "
+                     f"holds{'; ' + whole if whole else ''})")
     if more:
         next_offset = offset + len(shown)
         why = "the answer's size limit" if len(shown) < limit else f"limit={limit}"

@@ -203,7 +203,8 @@ class Tools:
             return "\n".join([f"seq {record.get('seq')} {summary}", *detail_lines(record, detail)])
 
         return page(chosen(), entry, offset=offset, limit=limit, call="show_messages", max_text=self.max_text,
-                    empty=f"(no message of {quoted(where.name)} matched; it holds {where.messages})")
+                    empty=f"(no message of {quoted(where.name)} matched; it holds {where.messages})",
+                    whole="get_message gives a message's whole record, piece by piece")
 
     def _session(self, capture: Capture, given: str) -> str:
         sessions = {str(record["session"]) for _, record in _closed(self.catalog.messages(capture))
