@@ -21,6 +21,7 @@ at a time (the servers run it in a worker thread, one call at a time).
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from acp_bridge.core.protocol import Json
 
 SUFFIX = ".jsonl"
 INDEX_EVERY = 256  # one (seq, offset) pair kept per this many messages
+_generations = itertools.count(1)
 
 
 class UnknownCapture(LookupError):
@@ -70,6 +72,9 @@ class Capture:
     ended: bool = False
     client: str | None = None
     agent: str | None = None
+    # a new number each time the capture is read again from its start (replaced, cut short):
+    # what a reader holds of an older generation is no longer the capture's
+    generation: int = 0
     # where reading goes on: the file's identity and the offset after the last whole line
     _identity: tuple[int, int] | None = None
     _offset: int = 0
@@ -89,6 +94,7 @@ class Capture:
         self.header, self.problem, self.ended = None, None, False
         self.messages = self.findings = self.last_seq = 0
         self.client = self.agent = None
+        self.generation = next(_generations)
         self._identity, self._offset, self._index = identity, 0, []
 
     def _take(self, record: Json, offset: int) -> None:
@@ -193,6 +199,15 @@ class Catalog:
             raise UnknownCapture(name)
         return capture
 
+    def reread(self, name: str) -> Capture:
+        """The capture `name` with what it has grown by since the last refresh read (the
+        listing itself is left as it is). Raises UnknownCapture when it is not listed or gone."""
+        capture = self.get(name)
+        if not self._update(capture):
+            del self._captures[name]
+            raise UnknownCapture(name)
+        return self.get(name)
+
     def live(self, capture: Capture) -> bool:
         return not capture.ended and capture.pid is not None and self.alive(capture.pid)
 
@@ -275,3 +290,21 @@ class Catalog:
                     if len(found) >= limit:
                         break
         return found
+
+    def everything(self, capture: Capture) -> Iterator[Json]:
+        """Every record of `capture` (header, messages, findings, end) in file order, as read
+        at the last refresh; nothing when it was replaced or cut short since (as `records`)."""
+        file = self._open(capture)
+        if file is None:
+            return
+        with file:
+            info = os.fstat(file.fileno())
+            if (info.st_dev, info.st_ino) != capture._identity or info.st_size < capture._offset:
+                return
+            offset = 0
+            for line in read_lines(file, max_line=self.max_line):
+                if isinstance(line, Unterminated) or offset >= capture._offset:
+                    break
+                offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
+                if not isinstance(line, LongLine) and (record := load_record(line)) is not None:
+                    yield record
