@@ -24,14 +24,13 @@ import bisect
 import itertools
 import os
 from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from acp_bridge.capture.files import open_regular, read_lines
 from acp_bridge.capture.reader import (
     MAX_RECORD,
-    CaptureReader,
     LongLine,
     UnreadableCapture,
     Unterminated,
@@ -43,6 +42,7 @@ from acp_bridge.core.protocol import Json
 
 SUFFIX = ".jsonl"
 INDEX_EVERY = 256  # one (seq, offset) pair kept per this many messages
+_generations = itertools.count(1)
 
 
 class UnknownCapture(LookupError):
@@ -73,6 +73,9 @@ class Capture:
     ended: bool = False
     client: str | None = None
     agent: str | None = None
+    # a new number each time the capture is read again from its start (replaced, cut short):
+    # what a reader holds of an older generation is no longer the capture's
+    generation: int = 0
     # where reading goes on: the file's identity and the offset after the last whole line
     _identity: tuple[int, int] | None = None
     _offset: int = 0
@@ -84,10 +87,10 @@ class Capture:
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     @property
-    def version(self) -> tuple[tuple[int, int] | None, int]:
+    def version(self) -> tuple[int, int]:
         """Changes whenever what the last refresh read of the capture changes: what is
         computed from the capture as it was (findings, stats) can be kept until then."""
-        return self._identity, self._offset
+        return self.generation, self._offset
 
     @property
     def pid(self) -> int | None:
@@ -98,6 +101,7 @@ class Capture:
         self.header, self.problem, self.ended = None, None, False
         self.messages = self.findings = self.last_seq = 0
         self.client = self.agent = None
+        self.generation = next(_generations)
         self._identity, self._offset, self._index = identity, 0, []
 
     def _take(self, record: Json, offset: int) -> None:
@@ -203,6 +207,15 @@ class Catalog:
             raise UnknownCapture(name)
         return capture
 
+    def reread(self, name: str) -> Capture:
+        """The capture `name` with what it has grown by since the last refresh read (the
+        listing itself is left as it is). Raises UnknownCapture when it is not listed or gone."""
+        capture = self.get(name)
+        if not self._update(capture):
+            del self._captures[name]
+            raise UnknownCapture(name)
+        return self.get(name)
+
     def live(self, capture: Capture) -> bool:
         return not capture.ended and capture.pid is not None and self.alive(capture.pid)
 
@@ -289,14 +302,20 @@ class Catalog:
                 if type(seq) is int and seq > after:
                     yield line, record
 
-    @contextmanager
-    def reading(self, capture: Capture) -> Iterator[CaptureReader]:
-        """The whole capture (header, findings and end record too) through the one reader,
-        leniently: a line that is no record is skipped and counted (`skipped`). It is read as
-        it is now, the file opened without following a link at its last step.
-
-        Raises:
-            UnreadableCapture: it is gone, or no longer a capture.
-        """
-        with open_regular(capture.path, follow_link=False) as file:
-            yield CaptureReader(capture.name, read_lines(file, max_line=self.max_line), strict=False)
+    def everything(self, capture: Capture) -> Iterator[Json]:
+        """Every record of `capture` (header, messages, findings, end) in file order, as read
+        at the last refresh; nothing when it was replaced or cut short since (as `records`)."""
+        file = self._open(capture)
+        if file is None:
+            return
+        with file:
+            info = os.fstat(file.fileno())
+            if (info.st_dev, info.st_ino) != capture._identity or info.st_size < capture._offset:
+                return
+            offset = 0
+            for line in read_lines(file, max_line=self.max_line):
+                if isinstance(line, Unterminated) or offset >= capture._offset:
+                    break
+                offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
+                if not isinstance(line, LongLine) and (record := load_record(line)) is not None:
+                    yield record

@@ -26,6 +26,8 @@ from acp_bridge.capture.redaction import Redactor, valid_pointers
 from acp_bridge.core.protocol import Json
 
 BATCH = 2000  # rows per JSON block of the page
+# The exported page holds everything it shows: nothing may be loaded, inline code only.
+EXPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,8 @@ def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture
     header record comes first in a capture; its redaction pointers apply to what follows).
     `findings`: (seq, level, code, text) of the protocol findings to mark on their messages."""
     head, tail = asset("page.html").split("{rows}")
-    out.write(head.format(title=html.escape(title), css=asset("page.css")).encode())
+    out.write(head.format(title=html.escape(title), csp=EXPORT_CSP,
+                          style=f"<style>\n{asset('page.css')}</style>").encode())
     header: Json = {}
     builder: RowBuilder | None = None
     batch: list[Json] = []
@@ -104,8 +107,18 @@ def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture
     summary["findings"] = len(marks)
     out.write(_block(marks, "findings"))
     out.write(_block([summary], "summary"))
-    out.write(tail.format(js=asset("page.js")).encode())
+    out.write(tail.format(script=f"<script>\n{asset('page.js')}</script>").encode())
     return Written(seen, builder.messages, builder.count, builder.turns)
+
+
+def live_page(csp: str) -> str:
+    """The same page for the inspector (`acp-bridge ui`): no rows in it, its CSS and scripts
+    served beside it (/assets/...), live.js fetching the rows from the inspector's API."""
+    head, tail = asset("page.html").split("{rows}")
+    return (head.format(title="live", csp=html.escape(csp),
+                        style='<link rel="stylesheet" href="/assets/page.css">')
+            + '<script type="application/json" class="live">{}</script>\n'
+            + tail.format(script='<script src="/assets/page.js"></script>\n<script src="/assets/live.js"></script>'))
 
 
 def render(records: Iterable[Json], *, title: str = "capture",

@@ -1,4 +1,4 @@
-"""The command line: `acp-bridge run | check-config | show | stats | export | check | replay | demo | mcp`.
+"""The command line: `acp-bridge run | check-config | show | stats | export | check | replay | demo | ui | mcp`.
 
 Owns: the command group, the short form `acp-bridge [RUN OPTIONS] -- AGENT`, usage errors
 as one line, and loading each command's module only when that command is asked for: `run`
@@ -32,6 +32,7 @@ COMMANDS = {
     "check": "check",
     "replay": "replay",
     "demo": "demo",
+    "ui": "ui",
     "mcp": "mcp",
 }
 

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import closing
-from typing import Any
 
 import orjson
 
 from acp_bridge.capture.catalog import Capture, Catalog, UnknownCapture
-from acp_bridge.capture.reader import UnreadableCapture, record_bytes
+from acp_bridge.capture.reader import record_bytes
 from acp_bridge.capture.summary import (
     AmbiguousSession,
     RecordFilter,
@@ -87,7 +86,7 @@ class Tools:
     def __init__(self, catalog: Catalog, *, max_text: int = MAX_TEXT) -> None:
         self.catalog = catalog
         self.max_text = max_text
-        self._reports: dict[str, tuple[Any, Report]] = {}  # name -> (the capture's version, its report)
+        self._reports: dict[str, tuple[tuple[int, int], Report]] = {}  # name -> (the capture's version, its report)
 
     def __repr__(self) -> str:
         return f"<Tools {self.catalog!r} reports={len(self._reports)}>"
@@ -112,11 +111,7 @@ class Tools:
         if kept is not None and kept[0] == capture.version:
             return kept[1]
         version = capture.version
-        try:
-            with self.catalog.reading(capture) as reader:
-                report = analyse(capture.name, reader)
-        except UnreadableCapture as exc:
-            raise BadArgument(f"capture {quoted(capture.name)} cannot be read now: {exc.problem}") from None
+        report = analyse(capture.name, self.catalog.everything(capture))
         self._reports[capture.name] = (version, report)
         return report
 
@@ -144,17 +139,7 @@ class Tools:
 
     def find_problems(self, capture: str | None = None, limit: int = 100, offset: int = 0) -> str:
         _check_page(limit, offset)
-        found: list[tuple[Capture, Finding]] = []
-        unreadable: list[str] = []
-        for each in self._captures(capture):
-            try:
-                report = self.report(each)
-            except BadArgument as exc:
-                if capture is not None:
-                    raise
-                unreadable.append(str(exc))
-                continue
-            found += [(each, finding) for finding in report.findings]
+        found = [(each, finding) for each in self._captures(capture) for finding in self.report(each).findings]
         found.sort(key=lambda pair: -pair[1].level)  # worst first; stable: newest capture first, then by code
 
         def entry(pair: tuple[Capture, Finding]) -> str:
@@ -172,7 +157,7 @@ class Tools:
         codes = sorted({finding.code for _, finding in found})
         legend = [line({"code": code, "meaning": CODES[code].meaning, "advice": CODES[code].advice})
                   for code in codes if code in CODES]
-        return "\n".join([answer, *(["what the codes mean:", *legend] if legend else []), *unreadable])
+        return "\n".join([answer, *(["what the codes mean:", *legend] if legend else [])])
 
     def show_messages(self, capture: str, *, methods: Sequence[str] = (), direction: str | None = None,
                       session: str | None = None, updates: Sequence[str] = (), text: str | None = None,

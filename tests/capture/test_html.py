@@ -147,7 +147,7 @@ def test_the_page_files_are_package_data() -> None:
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assets = ROOT / "acp_bridge" / "capture" / "assets"
     names = sorted(path.name for path in assets.iterdir())
-    assert names == ["page.css", "page.html", "page.js"]
+    assert names == ["live.js", "page.css", "page.html", "page.js"]
     for name in names:
         assert any(fnmatch.fnmatch(f"assets/{name}", glob) for glob in globs["acp_bridge.capture"]), name
         assert asset(name) == (assets / name).read_text(encoding="utf-8")
