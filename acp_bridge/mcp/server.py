@@ -86,12 +86,14 @@ def build_server(tools: Tools) -> MCPServer:
         return await call(tools.list_captures, limit, offset)
 
     @tool
-    async def capture_summary(capture: CaptureName) -> str:
+    async def capture_summary(capture: CaptureName, offset: Annotated[int, Field(
+            ge=0, description="Start at this character of the answer (for one too long for one answer).")] = 0,
+            ) -> str:
         """What `acp-bridge stats` and `acp-bridge check` say of one capture: messages and bytes
         per method, request latency percentiles, rules applied, loose ends, the protocol
         findings, and the migration verdict (does this client and agent pair still need the
-        bridge, and why)."""
-        return await call(tools.capture_summary, capture)
+        bridge, and why). JSON."""
+        return await call(tools.capture_summary, capture, offset)
 
     @tool
     async def find_problems(capture: CaptureName | None = None, limit: Limit = 100,

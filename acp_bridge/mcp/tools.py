@@ -23,6 +23,7 @@ import orjson
 
 from acp_bridge.capture.catalog import Capture, Catalog, UnknownCapture
 from acp_bridge.capture.reader import record_bytes
+from acp_bridge.capture.stats import stats_json
 from acp_bridge.capture.summary import (
     AmbiguousSession,
     RecordFilter,
@@ -40,6 +41,7 @@ from acp_bridge.mcp.pages import MAX_TEXT, page, piece
 EXCERPT = 160  # characters of a message shown beside a finding or a search match
 SHOWN_ARGUMENT = 80  # characters of a bad argument quoted back
 DIRECTIONS = ("to-agent", "to-client")
+SUMMARY_LIST = 100  # entries of each list in capture_summary (per method, per code...); the rest counted
 
 
 class BadArgument(ValueError):
@@ -209,8 +211,25 @@ class Tools:
             raise BadArgument(f"capture {quoted(where.name)} has no message with seq {seq} ({held})")
         return piece(stored[0].decode("utf-8", "replace"), offset, call="get_message", max_text=self.max_text)
 
-    def capture_summary(self, capture: str) -> str:
-        raise BadArgument("capture_summary: not wired yet")
+    def capture_summary(self, capture: str, offset: int = 0) -> str:
+        if offset < 0:
+            raise BadArgument(f"offset must be 0 or more, not {offset}")
+        where = self.capture(capture)
+        check = self.report(where).as_json()
+        check["path"] = where.name
+        verdict = check.pop("verdict")
+        for code in check["findings"]:
+            shown = code["occurrences"][:SUMMARY_LIST]
+            if len(shown) < len(code["occurrences"]):
+                code["occurrences"] = [*shown, f"… find_problems with capture={where.name!r} lists them all"]
+        stats = stats_json(self.catalog.everything(where))
+        for key in ("by_method", "latency", "rules", "unanswered"):
+            if len(stats[key]) > SUMMARY_LIST:
+                more = len(stats[key]) - SUMMARY_LIST
+                stats[key] = [*stats[key][:SUMMARY_LIST], f"… and {more} more"]
+        summary = {"capture": where.name, "live": self.catalog.live(where), "verdict": verdict, "stats": stats,
+                   "check": check}
+        return piece(line(summary), offset, call="capture_summary", max_text=self.max_text)
 
     def diff_captures(self, a: str, b: str, ignore: Sequence[str] = (), strict_ids: bool = False) -> str:
         raise BadArgument("diff_captures: not wired yet")
