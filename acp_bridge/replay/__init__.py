@@ -4,6 +4,7 @@
 - `server`: the script served on stdio to a live client (trio).
 - `rerun`: the recorded incoming lines fed through today's rules, offline, and compared.
 - `diff`: a compact JSON diff of two messages.
+- `turns`, `compare`: two captures aligned by session, turn and message, and compared (`acp-bridge diff`).
 - `wire`: ids as the live client wrote them, and the errors for lines the recording cannot answer.
 - `report`: the replay's stderr, bounded.
 
