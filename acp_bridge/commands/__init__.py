@@ -1,4 +1,4 @@
-"""The command line: `acp-bridge run | check-config | show | stats | export | check | replay | diff | demo`.
+"""The command line: `acp-bridge run | check-config | show | stats | export | check | replay | diff | drive | demo`.
 
 Owns: the command group, the short form `acp-bridge [RUN OPTIONS] -- AGENT`, usage errors
 as one line, and loading each command's module only when that command is asked for: `run`
@@ -32,6 +32,7 @@ COMMANDS = {
     "check": "check",
     "replay": "replay",
     "diff": "diff",
+    "drive": "drive",
     "demo": "demo",
 }
 
