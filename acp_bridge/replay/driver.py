@@ -146,7 +146,7 @@ class Driver:
             self._version = version if isinstance(version, int) else 1
         if answer and line.creates is not None:
             self.rewriter.learn(line.creates, p.get_path(answer[0], "result", "sessionId"))
-        if answer and isinstance(error := answer[0].get("error"), dict) and not line.is_prompt:
+        if answer and isinstance(error := answer[0].get("error"), dict):
             report.problems.append(f"{line.method} #{line.seq} was answered with error {error.get('code')}: "
                                    f"{str(error.get('message'))[:200]}")
         return True
