@@ -143,13 +143,18 @@ class Rewriter:
         """The line to send: its recorded bytes when nothing in it is to be replaced."""
         if not isinstance(line.msg, dict) or not (self.sessions or self.cwd is not None):
             return line.data
-        msg = _replace(line.msg, self.sessions)
+        frame = classify(Direction.TO_AGENT, line.data)
+        if not isinstance(frame.msg, dict):
+            return line.data
+        # Replaced in the frame's own reading: `encode` finds its numbers again by identity,
+        # and writes each as it was written (1.50, integers beyond 64 bits).
+        msg = _replace(frame.msg, self.sessions)
         if self.cwd is not None and isinstance(p.get_path(msg, "params", "cwd"), str):
             msg = {**msg, "params": {**msg["params"], "cwd": self.cwd}}
-        if msg == line.msg:  # only strings are replaced: equal means unchanged
+        if msg == frame.msg:  # only strings are replaced: equal means unchanged
             return line.data
         try:
-            return encode(msg, source=classify(Direction.TO_AGENT, line.data))  # numbers as written
+            return encode(msg, source=frame)
         except Unencodable:
             return line.data
 
