@@ -143,11 +143,12 @@ def build_server(tools: Tools) -> MCPServer:
     @tool
     async def diff_captures(a: CaptureName, b: CaptureName, ignore: Annotated[list[str] | None, Field(
             description="More JSON pointers into each message to leave out of the comparison.")] = None,
-            strict_ids: bool = False) -> str:
-        """What `acp-bridge diff` says of two captures: aligned by session and turn, then
-        message by message; messages missing or extra, and for aligned messages the JSON
-        pointers whose values differ (ids, times and session ids ignored unless strict_ids)."""
-        return await call(tools.diff_captures, a, b, ignore or (), strict_ids)
+            strict_ids: bool = False, limit: Limit = 200, offset: Offset = 0) -> str:
+        """What `acp-bridge diff` says of two captures: a summary, then one line per difference.
+        Sessions (in the order they were created) and turns are aligned, then their messages:
+        each message missing from b or extra in b, and for aligned messages the JSON pointers
+        whose values differ (ids, times and session ids ignored unless strict_ids)."""
+        return await call(tools.diff_captures, a, b, ignore or (), strict_ids, limit, offset)
 
     return server
 

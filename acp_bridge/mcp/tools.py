@@ -32,11 +32,13 @@ from acp_bridge.capture.summary import (
     summarize,
     utc_clock,
 )
+from acp_bridge.core.pointer import parse_pointer
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 from acp_bridge.health.findings import CODES, Finding
 from acp_bridge.health.offline import Report, analyse
 from acp_bridge.mcp.pages import MAX_TEXT, page, piece
+from acp_bridge.replay.compare import DiffOptions, compare_captures
 
 EXCERPT = 160  # characters of a message shown beside a finding or a search match
 SHOWN_ARGUMENT = 80  # characters of a bad argument quoted back
@@ -231,8 +233,23 @@ class Tools:
                    "check": check}
         return piece(line(summary), offset, call="capture_summary", max_text=self.max_text)
 
-    def diff_captures(self, a: str, b: str, ignore: Sequence[str] = (), strict_ids: bool = False) -> str:
-        raise BadArgument("diff_captures: not wired yet")
+    def diff_captures(self, a: str, b: str, ignore: Sequence[str] = (), strict_ids: bool = False,
+                      limit: int = 200, offset: int = 0) -> str:
+        _check_page(limit, offset)
+        for pointer in ignore:
+            try:
+                parse_pointer(pointer)
+            except ValueError as exc:
+                raise BadArgument(f"ignore: {exc}") from None
+        first, second = self.capture(a), self.capture(b)
+        result = compare_captures(self.catalog.everything(first), self.catalog.everything(second),
+                                  DiffOptions(ignore=tuple(ignore), strict_ids=strict_ids))
+        names = (first.name, second.name)
+        differences = page(result.differences, lambda difference: difference.line(names), offset=offset,
+                           limit=limit, call="diff_captures", max_text=self.max_text, empty="")
+        notes = [printable(note, quote_backslash=False) for note in result.notes]
+        head = printable(result.summary(names), quote_backslash=False)
+        return "\n".join(part for part in (head, differences, *notes) if part)
 
     def search(self, text: str, capture: str | None = None, limit: int = 50, offset: int = 0) -> str:
         _check_page(limit, offset)

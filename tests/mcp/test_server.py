@@ -20,6 +20,9 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
+from acp_bridge.capture.files import open_capture
+from acp_bridge.capture.stats import stats_json
+from acp_bridge.health.offline import findings_json
 from tests.mcp.conftest import BIG_TEXT, OUTSIDE_MARK, TOOLS
 
 pytestmark = pytest.mark.xdist_group("mcp-server")
@@ -34,6 +37,11 @@ DEMO_PROMPT = "Never touch files outside src/"  # the demo's system prompt, mask
 CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("list", "list_captures", {}),
     ("list-page", "list_captures", {"limit": 2, "offset": 1}),
+    ("summary-air", "capture_summary", {"capture": AIR}),
+    ("summary-demo", "capture_summary", {"capture": DEMO}),
+    ("diff-same", "diff_captures", {"a": AIR, "b": AIR}),
+    ("diff-two", "diff_captures", {"a": AIR, "b": UNLOCK, "limit": 2}),
+    ("diff-two-ignoring", "diff_captures", {"a": AIR, "b": UNLOCK, "ignore": ["/params", "/result"]}),
     ("problems-air", "find_problems", {"capture": AIR}),
     ("problems-all", "find_problems", {}),
     ("problems-page", "find_problems", {"limit": 1, "offset": 1}),
@@ -69,6 +77,8 @@ CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("bad-type", "get_message", {"capture": AIR, "seq": "three"}),
     ("bad-missing", "get_message", {"capture": AIR}),
     ("bad-empty-text", "search", {"text": ""}),
+    ("bad-ignore", "diff_captures", {"a": AIR, "b": UNLOCK, "ignore": ["params"]}),
+    ("bad-diff-capture", "diff_captures", {"a": AIR, "b": "nope.jsonl"}),
     ("bad-tool", "rm_rf", {}),
     ("after-all", "list_captures", {"limit": 1}),
 ]
@@ -140,6 +150,40 @@ def test_list_captures_names_each_capture_newest_first_and_nothing_else(conversa
     assert answer(conversation, "list-page").splitlines() == [
         *answer(conversation, "list").splitlines()[1:3],
         "(stopped at limit=2 after 2 entries; the rest: list_captures with offset=3)"]
+
+
+def test_capture_summary_says_what_stats_and_check_say_with_the_verdict(conversation: Conversation,
+                                                                       captures: Path) -> None:
+    """The same numbers as `stats --json` and `check --json` (the same functions, over the
+    same records), the verdict in front, the capture named as list_captures names it."""
+    summary = orjson.loads(answer(conversation, "summary-air"))
+    with open_capture(str(captures / AIR)) as reader:
+        check = findings_json(AIR, reader)
+    with open_capture(str(captures / AIR)) as reader:
+        stats = stats_json(reader)
+    assert summary == {"capture": AIR, "live": False, "verdict": check.pop("verdict"), "stats": stats,
+                       "check": check}
+    assert summary["verdict"] == (
+        "this pair still needs the bridge because the bridge withdrew suggestions on the next prompt (1x), which "
+        "the agent did not do; the agent lacks the systemPrompt capability (the prompt went through meta)")
+    assert (summary["stats"]["messages"], summary["stats"]["redacted"]) == (19, 1)
+    assert [f["code"] for f in summary["check"]["findings"]] == [
+        "air-only-client", "legacy-suggestions", "system-prompt-fallback"]
+    demo = orjson.loads(answer(conversation, "summary-demo"))
+    assert demo["verdict"].startswith("this pair still needs the bridge because the agent sends suggestions in the "
+                                      "legacy form (3x)")
+
+
+def test_diff_captures_says_what_diff_says(conversation: Conversation) -> None:
+    assert answer(conversation, "diff-same") == "same: 19 messages aligned, no difference"
+    lines = answer(conversation, "diff-two").splitlines()
+    assert lines[0] == (f"{AIR} and {UNLOCK} differ: 7 missing, 8 extra, 9 changed "
+                        "(12 of 19 and 20 messages aligned)")
+    assert lines[1].startswith(f"connection: {AIR}#1 {UNLOCK}#1 -> initialize: /params/clientCapabilities/_meta ")
+    assert lines[2].startswith(f"connection: {AIR}#2 {UNLOCK}#2 <- response initialize: /result/agentInfo/name ")
+    assert lines[3:] == ["(stopped at limit=2 after 2 entries; the rest: diff_captures with offset=2)"]
+    ignoring = answer(conversation, "diff-two-ignoring").splitlines()
+    assert ignoring[0] == f"{AIR} and {UNLOCK} differ: 7 missing, 8 extra, 0 changed (12 of 19 and 20 messages aligned)"
 
 
 def test_find_problems_of_one_capture_or_all_worst_first_with_seq_and_excerpt(conversation: Conversation) -> None:
@@ -249,6 +293,10 @@ def test_every_answer_is_bounded_and_says_how_to_get_the_rest(conversation: Conv
     ("bad-type", "seq\n  Input should be a valid integer"),
     ("bad-missing", "seq\n  Field required"),
     ("bad-empty-text", "text\n  String should have at least 1 character"),
+    ("bad-ignore", "Error executing tool diff_captures: ignore: 'params' is not a JSON pointer (RFC 6901: "
+                   "starts with /)"),
+    ("bad-diff-capture", 'Error executing tool diff_captures: no capture named "nope.jsonl": '
+                         "list_captures gives their names"),
     ("bad-tool", "Unknown tool: rm_rf"),
 ])
 def test_a_bad_argument_is_a_tool_error_that_says_so(conversation: Conversation, key: str, said: str) -> None:

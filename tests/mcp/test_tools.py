@@ -177,3 +177,19 @@ def test_a_capture_gone_since_the_listing_is_unknown(tools: Tools, tmp_path: Pat
     (tmp_path / "two.jsonl").unlink()
     with pytest.raises(BadArgument, match="no capture named"):
         tools.get_message("two.jsonl", 2)
+
+
+def test_capture_summary_keeps_its_lists_and_its_size_bounded(tmp_path: Path) -> None:
+    methods = [base(seq, "to-agent", "notification", "pass", seq / 100, method=f"x/{seq:03}", size=3, raw="{}\n")
+               for seq in range(1, 151)]
+    write(tmp_path / "many.jsonl", *methods)
+    tools = Tools(Catalog([str(tmp_path)]))
+    summary = orjson.loads(tools.capture_summary("many.jsonl"))
+    by_method = summary["stats"]["by_method"]
+    assert (len(by_method), by_method[99]["method"], by_method[100]) == (101, "x/100", "… and 50 more")
+
+    small = Tools(Catalog([str(tmp_path)]), max_text=1000)
+    first = small.capture_summary("many.jsonl")
+    whole = tools.capture_summary("many.jsonl")
+    assert first == whole[:1000] + f"\n(characters 0 to 1000 of {len(whole)}; the rest: capture_summary with offset=1000)"
+    assert small.capture_summary("many.jsonl", offset=len(whole) - 5) == whole[-5:]
