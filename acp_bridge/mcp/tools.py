@@ -16,6 +16,7 @@ in one worker thread.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import closing
 
@@ -58,8 +59,15 @@ def quoted(value: str) -> str:
 
 
 def line(obj: Json) -> str:
-    """One entry of a list: a JSON object on one line."""
-    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+    """One entry of a list: a JSON object on one line. What orjson cannot write (an id beyond
+    64 bits, as a capture keeps it; nesting past 254 levels) goes through the stdlib."""
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        try:
+            return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+        except (RecursionError, ValueError):
+            return json.dumps({"unwritable": "nested too deep to write as JSON"})
 
 
 def message_text(record: Json, key: str) -> str | None:

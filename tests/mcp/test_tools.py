@@ -4,6 +4,7 @@ prefixes, masked and withheld lines, and findings kept until a capture changes."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import orjson
@@ -16,7 +17,7 @@ from acp_bridge.capture.summary import WITHHELD_NOTE
 from acp_bridge.health import offline
 from acp_bridge.mcp import tools as tools_module
 from acp_bridge.mcp.pages import cut, page, piece, utf8_size
-from acp_bridge.mcp.tools import BadArgument, Tools
+from acp_bridge.mcp.tools import BadArgument, Tools, line
 from tests.capture.samples import FIXED, HEADER, base
 
 
@@ -193,3 +194,24 @@ def test_capture_summary_keeps_its_lists_and_its_size_bounded(tmp_path: Path) ->
     whole = tools.capture_summary("many.jsonl")
     assert first == whole[:1000] + f"\n(characters 0 to 1000 of {len(whole)}; the rest: capture_summary with offset=1000)"
     assert small.capture_summary("many.jsonl", offset=len(whole) - 5) == whole[-5:]
+
+
+def test_ids_beyond_64_bits_and_absurd_seqs_are_answered(tmp_path: Path) -> None:
+    """What orjson cannot write (an int past 64 bits, nesting past 254 levels) is still
+    written; a capture with such an id is summed up; a seq no capture can have is a bad
+    argument like any other."""
+    big = 2**70
+    deep: object = "x"
+    for _ in range(300):
+        deep = [deep]
+    assert line({"id": big}) == '{"id":1180591620717411303424}'
+    assert line({"session": deep}) == '{"session":' + "[" * 300 + '"x"' + "]" * 300 + "}"
+    raw = f'{{"jsonrpc":"2.0","id":{big},"result":{{}}}}\n'
+    record = json.dumps(base(1, "to-client", "response", "pass", 0.1, id=big, size=len(raw), raw=raw))
+    (tmp_path / "c.jsonl").write_bytes(orjson.dumps(HEADER) + b"\n" + record.encode() + b"\n")
+    tools = Tools(Catalog([str(tmp_path)]))
+    [finding] = orjson.loads(tools.capture_summary("c.jsonl"))["check"]["findings"]
+    assert finding["code"] == "response-unknown-id"
+    assert str(big) in tools.get_message("c.jsonl", 1)
+    with pytest.raises(BadArgument, match="has no message with seq 1000000000000000000000000000000 "):
+        tools.get_message("c.jsonl", 10**30)
