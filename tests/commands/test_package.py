@@ -133,12 +133,17 @@ def test_each_command_is_defined_in_the_module_the_group_names() -> None:
         "check": "acp_bridge.commands.check",
         "replay": "acp_bridge.commands.replay",
         "demo": "acp_bridge.commands.demo",
+        "diff": "acp_bridge.commands.diff",
+        "drive": "acp_bridge.commands.drive",
+        "ui": "acp_bridge.commands.ui",
+        "mcp": "acp_bridge.commands.mcp",
     }
 
 
 @pytest.mark.parametrize(("command", "imported"), [
     ("stats", ["captures", "stats"]),
     ("check-config", ["check_config"]),
+    ("mcp", ["captures", "mcp"]),  # captures: its one way to fail
     ("replay", ["captures", "output_file", "replay", "run"]),  # `replay --rules` takes `run`'s options; captures: reading one
 ])
 def test_a_command_imports_no_other_commands_module(command: str, imported: list[str]) -> None:
