@@ -58,18 +58,15 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
                             open_world_hint=False)
 
 
-def build_server(tools: Tools) -> MCPServer:
-    """The server with the seven tools over `tools`. Their calls run one at a time, each in a
-    worker thread."""
+def build_server(tools: Tools, limiter: anyio.CapacityLimiter) -> MCPServer:
+    """The server with the seven tools over `tools`, each call in a worker thread, as many
+    at a time as `limiter` lets (one: the catalog is not thread-safe)."""
     server: MCPServer = MCPServer("acp-bridge", version=__version__, instructions=INSTRUCTIONS,
                                   log_level="WARNING")
-    limiter: list[anyio.CapacityLimiter] = []  # made in the event loop, at the first call
 
     async def call(function: Callable[..., T], *args: object, **kwargs: object) -> T:
-        if not limiter:
-            limiter.append(anyio.CapacityLimiter(1))
         try:
-            return await anyio.to_thread.run_sync(partial(function, *args, **kwargs), limiter=limiter[0])
+            return await anyio.to_thread.run_sync(partial(function, *args, **kwargs), limiter=limiter)
         except BadArgument as exc:
             raise ToolError(str(exc)) from None
 
@@ -154,6 +151,10 @@ def build_server(tools: Tools) -> MCPServer:
 
 
 def serve(roots: Sequence[str], alive: Callable[[int], bool]) -> None:
-    """Serve the captures of `roots` on stdio until stdin ends."""
-    server = build_server(Tools(Catalog(roots, alive=alive)))
-    anyio.run(server.run_stdio_async, backend="trio")
+    """Serve the captures of `roots` on stdio until stdin ends, on trio."""
+    tools = Tools(Catalog(roots, alive=alive))
+
+    async def main() -> None:
+        await build_server(tools, anyio.CapacityLimiter(1)).run_stdio_async()  # the limiter: in the loop
+
+    anyio.run(main, backend="trio")

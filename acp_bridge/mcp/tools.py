@@ -2,11 +2,11 @@
 text an agent reads, with no MCP in sight (the SDK's side is `server`).
 
 Owns: naming captures back to the catalog (never as paths), checking arguments (a bad one is
-a `BadArgument`, which the server turns into a tool error), the answers of
-`list_captures`, `capture_summary`, `find_problems`, `show_messages`, `get_message` and
-`search`, and keeping each capture's findings until it changes. What they say is what the
-commands say: `show`'s filters and summaries (`capture.summary`), `check`'s findings
-(`health.offline`), `stats`' counts (`capture.stats`).
+a `BadArgument`, which the server turns into a tool error), the answer of each of the
+seven tools, and keeping each capture's findings until it changes. What they say is what
+the commands say: `show`'s filters and summaries (`capture.summary`), `check`'s findings
+and verdict (`health.offline`), `stats`' counts (`capture.stats`), `diff`'s differences
+(`replay.compare`).
 
 Must never: write anything, open a file the catalog did not list, un-redact (a capture's
 values are served as the capture holds them: masked ones stay masked), or answer beyond
@@ -187,7 +187,7 @@ class Tools:
         keep = RecordFilter(tuple(methods), session, direction, tuple(updates))
         needle = None if text is None else text.casefold()
 
-        def chosen() -> Iterator[Json]:
+        def chosen() -> Generator[Json, None, None]:
             with closing(self.catalog.messages(where)) as messages:
                 for _, record in messages:
                     if detail == 0 and record.get("verdict") != "error":
@@ -199,9 +199,10 @@ class Tools:
             summary = summarize(record, utc_clock).plain()
             return "\n".join([f"seq {record.get('seq')} {summary}", *detail_lines(record, detail)])
 
-        return page(chosen(), entry, offset=offset, limit=limit, call="show_messages", max_text=self.max_text,
-                    empty=f"(no message of {quoted(where.name)} matched; it holds {where.messages})",
-                    whole="get_message gives a message's whole record, piece by piece")
+        with closing(chosen()) as messages:  # its file closed however far the page reads
+            return page(messages, entry, offset=offset, limit=limit, call="show_messages", max_text=self.max_text,
+                        empty=f"(no message of {quoted(where.name)} matched; it holds {where.messages})",
+                        whole="get_message gives a message's whole record, piece by piece")
 
     def _session(self, capture: Capture, given: str) -> str:
         sessions = {str(record["session"]) for _, record in _closed(self.catalog.messages(capture))
@@ -231,7 +232,7 @@ class Tools:
         for code in check["findings"]:
             shown = code["occurrences"][:SUMMARY_LIST]
             if len(shown) < len(code["occurrences"]):
-                code["occurrences"] = [*shown, f"… find_problems with capture={where.name!r} lists them all"]
+                code["occurrences"] = [*shown, f"… find_problems with capture={quoted(where.name)} lists them all"]
         stats = stats_json(self.catalog.everything(where))
         for key in ("by_method", "latency", "rules", "unanswered"):
             if len(stats[key]) > SUMMARY_LIST:
@@ -266,7 +267,7 @@ class Tools:
         needle = text.casefold()
         captures = self._captures(capture)
 
-        def found() -> Iterator[tuple[Capture, Json, str, int]]:
+        def found() -> Generator[tuple[Capture, Json, str, int], None, None]:
             for each in captures:
                 with closing(self.catalog.messages(each)) as messages:
                     for _, record in messages:
@@ -280,8 +281,9 @@ class Tools:
                          "summary": summarize(record, utc_clock).plain(), "excerpt": excerpt(matched, at)})
 
         scope = quoted(capture) if capture is not None else f"{len(captures)} captures"
-        return page(found(), entry, offset=offset, limit=limit, call="search", max_text=self.max_text,
-                    empty=f"(no message in {scope} holds {quoted(text)})")
+        with closing(found()) as hits:
+            return page(hits, entry, offset=offset, limit=limit, call="search", max_text=self.max_text,
+                        empty=f"(no message in {scope} holds {quoted(text)})")
 
 
 def _closed(messages: Generator[tuple[bytes, Json], None, None]) -> Iterator[tuple[bytes, Json]]:
