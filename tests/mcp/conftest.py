@@ -45,13 +45,18 @@ def big_capture() -> bytes:
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The served folder: demo's capture.jsonl (and its agent.jsonl, a log, no capture), the
-    goldens, big.jsonl; a link to a capture outside, a FIFO and sub/deep.jsonl not served."""
+    goldens, big.jsonl, live.jsonl (its bridge is this process); a link to a capture outside,
+    a FIFO and sub/deep.jsonl not served."""
     root = tmp_path_factory.mktemp("captures")
     subprocess.run([sys.executable, "-m", "acp_bridge", "demo", "--dir", str(root), "--no-color"],
                    check=True, capture_output=True, timeout=60)
     for name in GOLDEN:
         shutil.copy(TESTS / "golden" / name, root / name)
     (root / "big.jsonl").write_bytes(big_capture())
+    # a capture whose bridge (this process) still runs: no end record yet
+    (root / "live.jsonl").write_bytes(capture_lines(
+        {"type": "header", "format": 1, "started": "1970-01-01T00:00:01Z", "time": 1.0, "mono": 0.0,
+         "pid": os.getpid()}))
     outside = tmp_path_factory.mktemp("outside") / "secret.jsonl"
     outside.write_bytes(big_capture().replace(b"big ", OUTSIDE_MARK.encode() + b" ", 1))
     (root / "outside.jsonl").symlink_to(outside)

@@ -141,7 +141,8 @@ def test_list_captures_names_each_capture_newest_first_and_nothing_else(conversa
     """Not listed: the demo's agent.jsonl (a log, no capture), the link leading out of the
     folder, the FIFO, the capture in a subfolder."""
     entries = [orjson.loads(line) for line in answer(conversation, "list").splitlines()]
-    assert [e["name"] for e in entries] == [DEMO, V2, UNLOCK, AIR, "big.jsonl"]
+    assert [e["name"] for e in entries] == [DEMO, V2, UNLOCK, AIR, "big.jsonl", "live.jsonl"]
+    assert [e["live"] for e in entries] == [False] * 5 + [True]  # its bridge (the test) still runs
     assert entries[3] == {"name": AIR, "started": "2026-12-01T03:19:43Z", "client": "golden-client 1.0.0",
                           "agent": "@zed-industries/claude-agent-acp 0.23.1", "messages": 19, "findings": 0,
                           "live": False}
@@ -249,11 +250,11 @@ def test_search_is_case_insensitive_across_captures_and_never_finds_what_was_mas
     assert hit == {"capture": AIR, "seq": 3,
                    "summary": "03:19:43.379 -> session/new #1 204B->251B [rewrite: system-prompt] [redacted]",
                    "excerpt": '…and":"db-mcp","args":[],"env":[{"name":"DB_TOKEN","value":"<redacted>"}]}]}}'}
-    assert answer(conversation, "search-secret") == '(no message in 5 captures holds "s3cret")'
-    assert answer(conversation, "search-prompt") == f'(no message in 5 captures holds "{DEMO_PROMPT}")'
+    assert answer(conversation, "search-secret") == '(no message in 6 captures holds "s3cret")'
+    assert answer(conversation, "search-prompt") == f'(no message in 6 captures holds "{DEMO_PROMPT}")'
     masked = [orjson.loads(line) for line in answer(conversation, "search-masked").splitlines()]
     assert [(m["capture"], m["seq"]) for m in masked] == [(DEMO, 5), (DEMO, 6)]
-    assert answer(conversation, "search-outside") == f'(no message in 5 captures holds "{OUTSIDE_MARK}")'
+    assert answer(conversation, "search-outside") == f'(no message in 6 captures holds "{OUTSIDE_MARK}")'
 
 
 def test_every_answer_is_bounded_and_says_how_to_get_the_rest(conversation: Conversation, captures: Path) -> None:
