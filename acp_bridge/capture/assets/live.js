@@ -66,11 +66,12 @@ function reports(name,mine){
 // The rows of `name`, from the first on, then as they come (a long poll holds until the
 // capture grows); a capture read again from its start (new generation) starts the page over.
 function follow(name,mine){
-  var generation=null, base='/api/captures/'+path(name), checked=0, seen=-1;
+  var generation=null, base='/api/captures/'+path(name), checked=0, seen=-1, folding=0;
   function step(){
     if(mine!==run)return;
     var caught=generation!==null&&body.getAttribute('data-caught')==='1';
-    get(base+'/rows?after='+page.rows()+'&wait='+(caught?10:0)).then(function(data){
+    get(base+'/rows?after='+page.rows()+'&seen='+folding+'&wait='+(caught?10:0)+
+        (generation===null?'':'&generation='+generation)).then(function(data){
       if(mine!==run)return;
       if(data.generation!==generation){
         generation=data.generation;
@@ -79,6 +80,7 @@ function follow(name,mine){
       }
       page.summary({messages:data.messages,turns:data.turns,bridge:data.bridge,started:data.started});
       if(!page.feed(data.start,data.rows,data.pending)){generation=null;return step();}
+      folding=data.pending?(data.pending.s2||data.pending.s):0;
       var done=data.start+data.rows.length>=data.total;
       body.setAttribute('data-caught',done?'1':'0');
       var now=Date.now();
