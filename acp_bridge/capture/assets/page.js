@@ -77,6 +77,23 @@ function marked(lines,keep,cls){
   return lines.map(function(l,k){return keep[k]?esc(l):'<span class="'+cls+'">'+esc(l)+'</span>';}).join('\n');
 }
 
+// The message as a tree: objects and arrays fold (the first two levels open). Built from
+// JSON.parse, which rounds a number past 2^53: the text below it keeps every digit.
+function tree(t){
+  if(t.length>200000||(t.charAt(0)!=='{'&&t.charAt(0)!=='['))return '';
+  var v; try{v=JSON.parse(t);}catch(e){return '';}
+  var budget=2000;
+  function node(key,x,depth){
+    if(--budget<0)return '';
+    var k=key===null?'':'<span class="tk">'+esc(key)+'</span>: ';
+    if(x===null||typeof x!=='object')return '<div class="tl">'+k+'<span class="tv '+(x===null?'null':typeof x)+'">'+esc(JSON.stringify(x))+'</span></div>';
+    var arr=Array.isArray(x), keys=arr?x.map(function(_,i){return i;}):Object.keys(x);
+    if(!keys.length)return '<div class="tl">'+k+(arr?'[]':'{}')+'</div>';
+    return '<details'+(depth<2?' open':'')+'><summary>'+k+(arr?'['+keys.length+']':'{'+keys.length+'}')+'</summary>'+
+      keys.map(function(j){return node(arr?String(j):j,x[j],depth+1);}).join('')+'</details>';
+  }
+  return node(null,v,0);
+}
 var X={c:12,b:50,a:88};
 function lane(r){
   var from=r.d==='a'?'c':'a', dst=r.d==='a'?'a':'c', segs;
@@ -118,8 +135,11 @@ function body(i){
       h='<div class="ba"><div><h4>before (from the '+frm+')</h4><pre>'+marked(a,k[0],'del')+'</pre></div><div><h4>after (to the '+to+
         ')</h4><pre class="after">'+marked(b,k[1],'ins')+'</pre></div></div>';
     }
+  } else if(r.n){
+    h='<div class="one"><pre>'+esc(r.b)+'</pre></div>';
   } else {
-    h='<div class="one"><pre>'+esc(r.n?r.b:indent(r.b))+'</pre></div>';
+    var t=tree(r.b);
+    h='<div class="one">'+(t?'<div class="tree">'+t+'</div><h4>as it came</h4>':'')+'<pre class="raw">'+esc(indent(r.b))+'</pre></div>';
   }
   if(r.e)h+='<p class="err">'+esc(r.e)+'</p>';
   (found[i]||[]).forEach(function(f){h+='<p class="fd '+esc(f[1])+'">'+esc(f[1])+' '+esc(f[2])+': '+esc(f[3])+'</p>';});
@@ -189,12 +209,17 @@ function draw(){
       '<div class="row msg '+esc(r.v)+(open[j]?' open':'')+'" id="m'+r.s+'" data-i="'+j+'" style="top:'+tops[k]+'px">'+summaryLine(j)+(open[j]?body(j):'')+'</div>');
   }
   list.innerHTML=html.join('');
-  drawn=k-first;
-  var moved=false;
-  [].forEach.call(list.children,function(el){var j=+el.getAttribute('data-i'),h=el.offsetHeight;if(h&&Math.abs(h-(hgt[j]||estimate(j)))>0.5){hgt[j]=h;moved=true;}});
-  if(moved){layout();var kk=first;[].forEach.call(list.children,function(el){el.style.top=tops[kk++]+'px';});}
+  drawn=k-first; shownFrom=first;
+  settle();
   document.body.setAttribute('data-drawn',String(drawn));
 }
+var shownFrom=0;
+function settle(){  // the drawn rows measured; those below a row that changed height move
+  var moved=false;
+  [].forEach.call(list.children,function(el){var j=+el.getAttribute('data-i'),h=el.offsetHeight;if(h&&Math.abs(h-(hgt[j]||estimate(j)))>0.5){hgt[j]=h;moved=true;}});
+  if(moved){layout();var kk=shownFrom;[].forEach.call(list.children,function(el){el.style.top=tops[kk++]+'px';});}
+}
+list.addEventListener('toggle',settle,true);  // a branch of a tree opened or closed
 var queued=false;
 function redraw(){if(!queued){queued=true;requestAnimationFrame(function(){queued=false;draw();});}}
 
@@ -265,6 +290,7 @@ function go(j){
 list.addEventListener('click',function(ev){
   var a=ev.target.closest('a.jump'); if(a){ev.preventDefault();go(+a.getAttribute('data-go'));return;}
   var b=ev.target.closest('button.tm'); if(b){var t=+b.getAttribute('data-t');timing[t]^=1;hgt[t]=0;layout();draw();return;}
+  if(ev.target.closest('.tree'))return;
   var s=ev.target.closest('.sum'); if(s&&!window.getSelection().toString()){var i=+s.getAttribute('data-i');open[i]^=1;hgt[i]=0;layout();draw();}
 });
 
