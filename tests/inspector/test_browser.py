@@ -51,6 +51,8 @@ class Inspector:
         self.base = url.split("?", maxsplit=1)[0]
 
     def open(self, capture: str = "", extra: str = "") -> None:
+        """The page loaded afresh (a new address that differs only after `#` would not be)."""
+        self.driver.get("about:blank")
         self.driver.get(self.base + "#" + (f"c={capture}" if capture else "") + extra)
         self.wait(lambda: self.body("data-ready") == "1")
 
@@ -191,6 +193,21 @@ def test_chunks_fold_into_one_row_that_grows_and_a_filter(inspector: Inspector) 
     box.clear()
     box.send_keys("update:agent_message_chunk world")
     inspector.wait(lambda: inspector.body("data-visible") == "3")
+
+
+def test_a_rewritten_session_and_its_reports(inspector: Inspector, tmp_path: Path) -> None:
+    """A capture with rewrites and findings: the latency table of `stats`, the findings and
+    verdict of `check`, the rewrite open before/after (the screenshot of docs/inspector.md)."""
+    from tests.capture.test_html import sample_capture
+
+    sample_capture(inspector.folder / "session.jsonl")
+    inspector.open("session.jsonl")
+    inspector.wait(lambda: "legacy-suggestions" in (inspector.js("return document.getElementById('side').textContent")))
+    side = inspector.js("return document.getElementById('side').textContent")
+    assert "session/prompt21.10 s1.30 s1.30 s1.30 s" in side and "verdict: this pair still needs the bridge" in side
+    assert '<span class="ins">' in inspector.rows()  # the rewrite, open, with what it added
+    if os.environ.get("ACP_BRIDGE_UPDATE_SCREENSHOT"):
+        inspector.driver.save_screenshot(str(ROOT / "docs" / "inspector-screenshot.png"))
 
 
 def test_a_capture_of_200000_messages(inspector: Inspector) -> None:
