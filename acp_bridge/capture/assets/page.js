@@ -305,6 +305,22 @@ function meta(){
     marks.length+' findings · bridge '+info.bridge+' · started '+info.started;
 }
 function atBottom(){return window.innerHeight+window.scrollY>=document.body.scrollHeight-4;}
+// The latency table of `stats` and the findings and verdict of `check` (either may be absent).
+function side(stats,report){
+  var el=document.getElementById('side'); if(!el||(!stats&&!report))return;
+  var h=['<div><h3>latency</h3><table><tr><th>method</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>'];
+  var lat=(stats&&stats.latency)||[];
+  lat.forEach(function(l){
+    h.push('<tr><td>'+esc(l.method)+'</td><td>'+l.count+'</td><td>'+secs(l.p50)+'</td><td>'+secs(l.p90)+'</td><td>'+secs(l.p99)+'</td><td>'+secs(l.max)+'</td></tr>');
+  });
+  if(!lat.length)h.push('<tr><td colspan="6">(no answered requests)</td></tr>');
+  h.push('</table></div><div><h3>findings</h3><ul>');
+  var fs=(report&&report.findings)||[];
+  fs.forEach(function(f){h.push('<li class="fd-item"><b>'+esc(f.level)+'</b> '+esc(f.code)+' ('+f.count+'x): '+esc(f.meaning)+'</li>');});
+  if(!fs.length)h.push('<li>'+(report?'no findings':'(not computed)')+'</li>');
+  if(report)h.push('</ul><p class="verdict">verdict: '+esc(report.verdict)+'</p></div>'); else h.push('</ul></div>');
+  el.innerHTML=h.join(''); el.hidden=false;
+}
 var api={
   // Rows from index `start` on, and the row still folding (or null): the live page's feed.
   feed:function(start,more,pending){
@@ -324,7 +340,8 @@ var api={
   marks:function(m){marks=m;mark();apply();meta();},
   summary:function(s){info=s;meta();},
   rows:function(){return N-(pend>=0?1:0);},
-  go:function(seq){var j=seqRow(seq);if(j>=0)go(j);}
+  go:function(seq){var j=seqRow(seq);if(j>=0)go(j);},
+  side:side
 };
 window.acpPage=api;
 if(document.querySelector('script.live'))return;  // live.js feeds the page
@@ -335,6 +352,7 @@ if(document.querySelector('script.live'))return;  // live.js feeds the page
 });
 info=JSON.parse(document.querySelector('script.summary').textContent)[0];
 marks=JSON.parse(document.querySelector('script.findings').textContent);
+var reps=document.querySelector('script.reports'); if(reps){reps=JSON.parse(reps.textContent);side(reps[0],reps[1]);}
 mark(); meta();
 var hash=location.hash, mq=/[#&]q=([^&]*)/.exec(hash);
 if(mq){box.value=decodeURIComponent(mq[1].replace(/\+/g,' '));}
