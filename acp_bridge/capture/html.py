@@ -23,6 +23,7 @@ import orjson
 from acp_bridge.capture.files import local_clock
 from acp_bridge.capture.html_rows import RowBuilder
 from acp_bridge.capture.redaction import Redactor, valid_pointers
+from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.core.protocol import Json
 
 BATCH = 2000  # rows per JSON block of the page
@@ -69,10 +70,12 @@ MAX_FINDINGS = 100_000  # marked on the page; `acp-bridge check` lists them all
 def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture",
                clock: Callable[[float], str] = local_clock,
                progress: Callable[[int], None] | None = None,
-               findings: Iterable[tuple[int, str, str, str]] = ()) -> Written:
+               findings: Iterable[tuple[int, str, str, str]] = (), report: Json | None = None) -> Written:
     """Write the page for a capture's records to `out`, one batch of rows at a time (the
     header record comes first in a capture; its redaction pointers apply to what follows).
-    `findings`: (seq, level, code, text) of the protocol findings to mark on their messages."""
+    `findings`: (seq, level, code, text) of the protocol findings to mark on their messages;
+    `report`: the capture's `check --json` entry, shown with the `stats` the page counts."""
+    stats = CaptureStats()
     head, tail = asset("page.html").split("{rows}")
     out.write(head.format(title=html.escape(title), csp=EXPORT_CSP,
                           style=f"<style>\n{asset('page.css')}</style>").encode())
@@ -82,6 +85,7 @@ def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture
     seen = 0
     for record in records:
         seen += 1
+        stats.add(record)
         kind = record.get("type")
         if kind == "header" and builder is None:
             header = record
@@ -107,6 +111,7 @@ def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture
     summary["findings"] = len(marks)
     out.write(_block(marks, "findings"))
     out.write(_block([summary], "summary"))
+    out.write(_block([stats.as_json(), report], "reports"))
     out.write(tail.format(script=f"<script>\n{asset('page.js')}</script>").encode())
     return Written(seen, builder.messages, builder.count, builder.turns)
 

@@ -16,23 +16,36 @@ import click
 from acp_bridge.capture.files import open_capture
 from acp_bridge.capture.reader import CaptureReader, UnreadableCapture
 from acp_bridge.core.printable import printable
+from acp_bridge.core.protocol import Json
 
 CAPTURE = click.Path(exists=True, dir_okay=False, readable=True)
 
 
-def capture_findings(capture: str) -> Iterator[tuple[int, str, str, str]]:
-    """(seq, level, code, text) of the capture's protocol findings, computed afterwards as
-    `acp-bridge check` does (a capture written without the watchdog gets them too), from a
-    second read of the capture, started when the first item is asked for."""
-    from acp_bridge.health.offline import analyse
+def capture_report(capture: str, name: str | None = None) -> Json | None:
+    """The capture's findings and migration report, as `check --json` has it for one capture
+    (computed afterwards, as `check` does: a capture written without the watchdog gets them
+    too), from a read of its own; None, said on stderr, when it cannot be read."""
+    from acp_bridge.health.offline import findings_json
 
     try:
         with open_capture(capture, strict=False) as reader:
-            report = analyse(capture, reader)
+            return findings_json(name or capture, reader)
     except UnreadableCapture as exc:  # the page or listing goes on without them
         click.echo(f"acp-bridge: findings not marked: {exc}", err=True)
-        return
-    yield from sorted((f.seq, f.level.label, f.code, f.text) for f in report.findings if isinstance(f.seq, int))
+        return None
+
+
+def finding_marks(report: Json | None) -> list[tuple[int, str, str, str]]:
+    """(seq, level, code, text) of each finding of a report that names its message."""
+    marks = [(o["seq"], f["level"], f["code"], o["message"]) for f in (report or {}).get("findings", ())
+             for o in f["occurrences"] if isinstance(o["seq"], int)]
+    return sorted(marks)
+
+
+def capture_findings(capture: str) -> Iterator[tuple[int, str, str, str]]:
+    """(seq, level, code, text) of the capture's protocol findings, from a second read of the
+    capture, started when the first item is asked for."""
+    yield from finding_marks(capture_report(capture))
 
 
 @contextmanager

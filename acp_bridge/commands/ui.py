@@ -66,3 +66,5 @@ def ui(paths: tuple[str, ...], port: int, host: str, open_browser: bool) -> None
         trio.run(partial(serve, sock, list(paths) or ["."], token, alive=process_exists, clock=local_clock))
     except KeyboardInterrupt:
         pass
+    finally:
+        sock.close()  # the server took it over (detached) unless it never ran

@@ -4,7 +4,7 @@
     GET /assets/{page.js,page.css,live.js}  its files
     GET /api/captures                       the captures, newest first
     GET /api/captures/{name}/messages?after=SEQ[&wait=S][&limit=N]   records with seq > SEQ
-    GET /api/captures/{name}/rows?after=ROW[&wait=S][&generation=G]  the page's rows from ROW
+    GET /api/captures/{name}/rows?after=ROW[&wait=S][&seen=SEQ][&generation=G]  the page's rows from ROW
     GET /api/captures/{name}/stats          what `stats --json` prints
     GET /api/captures/{name}/findings       what `check --json` prints for it
 
@@ -171,17 +171,20 @@ def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopbac
             await inspector.wait_growth(deadline - trio.current_time())
 
     async def rows(request: Request) -> Response:
+        """A page of rows from index `after`. A long poll ends when there are rows, when the
+        row still folding has grown past `seen` (the last seq the page holds of it), or when
+        the capture is of another generation than `generation`."""
         name = request.path_params["name"]
         after = int(_number(request, "after", 0, low=0, high=2**62))
         wait = _number(request, "wait", 0, low=0, high=MAX_WAIT)
+        seen = int(_number(request, "seen", 0, low=0, high=2**62))
         known = request.query_params.get("generation")
         deadline = trio.current_time() + wait
-        first = None
         while True:
             found = await inspector.call(inspector.timelines.rows, name, after, ROWS_LIMIT)
-            if first is None:
-                first = found["pending"]
-            news = (found["rows"] or found["pending"] != first or found["total"] < after
+            pending = found["pending"]
+            news = (found["rows"] or found["total"] < after
+                    or (pending is not None and pending.get("s2", pending.get("s")) != seen)
                     or (known is not None and known != str(found["generation"])))
             if news or trio.current_time() >= deadline:
                 return _json(found)

@@ -42,35 +42,23 @@ function marksOf(report){
     if(typeof o.seq==='number')m.push([o.seq,f.level,f.code,o.message]);});});
   return m.sort(function(a,b){return a[0]-b[0];});
 }
-function secs(x){return x<1?(x*1000).toFixed(1)+' ms':x.toFixed(2)+' s';}
-function drawSide(stats,report){
-  var h=['<div><h3>latency</h3><table><tr><th>method</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>'];
-  (stats.latency||[]).forEach(function(l){
-    h.push('<tr><td>'+esc(l.method)+'</td><td>'+l.count+'</td><td>'+secs(l.p50)+'</td><td>'+secs(l.p90)+'</td><td>'+secs(l.p99)+'</td><td>'+secs(l.max)+'</td></tr>');
-  });
-  if(!(stats.latency||[]).length)h.push('<tr><td colspan="6">(no answered requests)</td></tr>');
-  h.push('</table></div><div><h3>findings</h3><ul>');
-  (report.findings||[]).forEach(function(f){h.push('<li class="fd-item"><b>'+esc(f.level)+'</b> '+esc(f.code)+' ('+f.count+'x): '+esc(f.meaning)+'</li>');});
-  if(!(report.findings||[]).length)h.push('<li>no findings</li>');
-  h.push('</ul><p class="verdict">verdict: '+esc(report.verdict)+'</p></div>');
-  side.innerHTML=h.join(''); side.hidden=false;
-}
 function reports(name,mine){
   var base='/api/captures/'+path(name);
   return Promise.all([get(base+'/stats'),get(base+'/findings')]).then(function(both){
     if(mine!==run)return;
-    drawSide(both[0],both[1]); page.marks(marksOf(both[1]));
+    page.side(both[0],both[1]); page.marks(marksOf(both[1]));
   });
 }
 
 // The rows of `name`, from the first on, then as they come (a long poll holds until the
 // capture grows); a capture read again from its start (new generation) starts the page over.
 function follow(name,mine){
-  var generation=null, base='/api/captures/'+path(name), checked=0, seen=-1;
+  var generation=null, base='/api/captures/'+path(name), checked=0, seen=-1, folding=0;
   function step(){
     if(mine!==run)return;
     var caught=generation!==null&&body.getAttribute('data-caught')==='1';
-    get(base+'/rows?after='+page.rows()+'&wait='+(caught?10:0)).then(function(data){
+    get(base+'/rows?after='+page.rows()+'&seen='+folding+'&wait='+(caught?10:0)+
+        (generation===null?'':'&generation='+generation)).then(function(data){
       if(mine!==run)return;
       if(data.generation!==generation){
         generation=data.generation;
@@ -79,6 +67,7 @@ function follow(name,mine){
       }
       page.summary({messages:data.messages,turns:data.turns,bridge:data.bridge,started:data.started});
       if(!page.feed(data.start,data.rows,data.pending)){generation=null;return step();}
+      folding=data.pending?(data.pending.s2||data.pending.s):0;
       var done=data.start+data.rows.length>=data.total;
       body.setAttribute('data-caught',done?'1':'0');
       var now=Date.now();
@@ -106,7 +95,7 @@ function choose(){
   title.textContent=name||'live';
   drawList();
   page.reset({messages:0,turns:0,bridge:'?',started:'?'});
-  side.hidden=true;
+  side.hidden=true; side.innerHTML='';
   if(name!==null)follow(name,run);
 }
 var mq=/[#&]q=([^&]*)/.exec(location.hash);

@@ -77,6 +77,23 @@ function marked(lines,keep,cls){
   return lines.map(function(l,k){return keep[k]?esc(l):'<span class="'+cls+'">'+esc(l)+'</span>';}).join('\n');
 }
 
+// The message as a tree: objects and arrays fold (the first two levels open). Built from
+// JSON.parse, which rounds a number past 2^53: the text below it keeps every digit.
+function tree(t){
+  if(t.length>200000||(t.charAt(0)!=='{'&&t.charAt(0)!=='['))return '';
+  var v; try{v=JSON.parse(t);}catch(e){return '';}
+  var budget=2000;
+  function node(key,x,depth){
+    if(--budget<0)return '';
+    var k=key===null?'':'<span class="tk">'+esc(key)+'</span>: ';
+    if(x===null||typeof x!=='object')return '<div class="tl">'+k+'<span class="tv '+(x===null?'null':typeof x)+'">'+esc(JSON.stringify(x))+'</span></div>';
+    var arr=Array.isArray(x), keys=arr?x.map(function(_,i){return i;}):Object.keys(x);
+    if(!keys.length)return '<div class="tl">'+k+(arr?'[]':'{}')+'</div>';
+    return '<details'+(depth<2?' open':'')+'><summary>'+k+(arr?'['+keys.length+']':'{'+keys.length+'}')+'</summary>'+
+      keys.map(function(j){return node(arr?String(j):j,x[j],depth+1);}).join('')+'</details>';
+  }
+  return node(null,v,0);
+}
 var X={c:12,b:50,a:88};
 function lane(r){
   var from=r.d==='a'?'c':'a', dst=r.d==='a'?'a':'c', segs;
@@ -118,8 +135,11 @@ function body(i){
       h='<div class="ba"><div><h4>before (from the '+frm+')</h4><pre>'+marked(a,k[0],'del')+'</pre></div><div><h4>after (to the '+to+
         ')</h4><pre class="after">'+marked(b,k[1],'ins')+'</pre></div></div>';
     }
+  } else if(r.n){
+    h='<div class="one"><pre>'+esc(r.b)+'</pre></div>';
   } else {
-    h='<div class="one"><pre>'+esc(r.n?r.b:indent(r.b))+'</pre></div>';
+    var t=tree(r.b);
+    h='<div class="one">'+(t?'<div class="tree">'+t+'</div><h4>as it came</h4>':'')+'<pre class="raw">'+esc(indent(r.b))+'</pre></div>';
   }
   if(r.e)h+='<p class="err">'+esc(r.e)+'</p>';
   (found[i]||[]).forEach(function(f){h+='<p class="fd '+esc(f[1])+'">'+esc(f[1])+' '+esc(f[2])+': '+esc(f[3])+'</p>';});
@@ -189,12 +209,17 @@ function draw(){
       '<div class="row msg '+esc(r.v)+(open[j]?' open':'')+'" id="m'+r.s+'" data-i="'+j+'" style="top:'+tops[k]+'px">'+summaryLine(j)+(open[j]?body(j):'')+'</div>');
   }
   list.innerHTML=html.join('');
-  drawn=k-first;
-  var moved=false;
-  [].forEach.call(list.children,function(el){var j=+el.getAttribute('data-i'),h=el.offsetHeight;if(h&&Math.abs(h-(hgt[j]||estimate(j)))>0.5){hgt[j]=h;moved=true;}});
-  if(moved){layout();var kk=first;[].forEach.call(list.children,function(el){el.style.top=tops[kk++]+'px';});}
+  drawn=k-first; shownFrom=first;
+  settle();
   document.body.setAttribute('data-drawn',String(drawn));
 }
+var shownFrom=0;
+function settle(){  // the drawn rows measured; those below a row that changed height move
+  var moved=false;
+  [].forEach.call(list.children,function(el){var j=+el.getAttribute('data-i'),h=el.offsetHeight;if(h&&Math.abs(h-(hgt[j]||estimate(j)))>0.5){hgt[j]=h;moved=true;}});
+  if(moved){layout();var kk=shownFrom;[].forEach.call(list.children,function(el){el.style.top=tops[kk++]+'px';});}
+}
+list.addEventListener('toggle',settle,true);  // a branch of a tree opened or closed
 var queued=false;
 function redraw(){if(!queued){queued=true;requestAnimationFrame(function(){queued=false;draw();});}}
 
@@ -265,6 +290,7 @@ function go(j){
 list.addEventListener('click',function(ev){
   var a=ev.target.closest('a.jump'); if(a){ev.preventDefault();go(+a.getAttribute('data-go'));return;}
   var b=ev.target.closest('button.tm'); if(b){var t=+b.getAttribute('data-t');timing[t]^=1;hgt[t]=0;layout();draw();return;}
+  if(ev.target.closest('.tree'))return;
   var s=ev.target.closest('.sum'); if(s&&!window.getSelection().toString()){var i=+s.getAttribute('data-i');open[i]^=1;hgt[i]=0;layout();draw();}
 });
 
@@ -279,6 +305,22 @@ function meta(){
     marks.length+' findings · bridge '+info.bridge+' · started '+info.started;
 }
 function atBottom(){return window.innerHeight+window.scrollY>=document.body.scrollHeight-4;}
+// The latency table of `stats` and the findings and verdict of `check` (either may be absent).
+function side(stats,report){
+  var el=document.getElementById('side'); if(!el||(!stats&&!report))return;
+  var h=['<div><h3>latency</h3><table><tr><th>method</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>'];
+  var lat=(stats&&stats.latency)||[];
+  lat.forEach(function(l){
+    h.push('<tr><td>'+esc(l.method)+'</td><td>'+l.count+'</td><td>'+secs(l.p50)+'</td><td>'+secs(l.p90)+'</td><td>'+secs(l.p99)+'</td><td>'+secs(l.max)+'</td></tr>');
+  });
+  if(!lat.length)h.push('<tr><td colspan="6">(no answered requests)</td></tr>');
+  h.push('</table></div><div><h3>findings</h3><ul>');
+  var fs=(report&&report.findings)||[];
+  fs.forEach(function(f){h.push('<li class="fd-item"><b>'+esc(f.level)+'</b> '+esc(f.code)+' ('+f.count+'x): '+esc(f.meaning)+'</li>');});
+  if(!fs.length)h.push('<li>'+(report?'no findings':'(not computed)')+'</li>');
+  if(report)h.push('</ul><p class="verdict">verdict: '+esc(report.verdict)+'</p></div>'); else h.push('</ul></div>');
+  el.innerHTML=h.join(''); el.hidden=false;
+}
 var api={
   // Rows from index `start` on, and the row still folding (or null): the live page's feed.
   feed:function(start,more,pending){
@@ -298,7 +340,8 @@ var api={
   marks:function(m){marks=m;mark();apply();meta();},
   summary:function(s){info=s;meta();},
   rows:function(){return N-(pend>=0?1:0);},
-  go:function(seq){var j=seqRow(seq);if(j>=0)go(j);}
+  go:function(seq){var j=seqRow(seq);if(j>=0)go(j);},
+  side:side
 };
 window.acpPage=api;
 if(document.querySelector('script.live'))return;  // live.js feeds the page
@@ -309,6 +352,7 @@ if(document.querySelector('script.live'))return;  // live.js feeds the page
 });
 info=JSON.parse(document.querySelector('script.summary').textContent)[0];
 marks=JSON.parse(document.querySelector('script.findings').textContent);
+var reps=document.querySelector('script.reports'); if(reps){reps=JSON.parse(reps.textContent);side(reps[0],reps[1]);}
 mark(); meta();
 var hash=location.hash, mq=/[#&]q=([^&]*)/.exec(hash);
 if(mq){box.value=decodeURIComponent(mq[1].replace(/\+/g,' '));}
