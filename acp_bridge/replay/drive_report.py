@@ -123,6 +123,8 @@ def drive_result(side: ClientSide, live: list[Track], report: DriveReport, compa
         diff = compare_tracks(side.tracks, live, DiffOptions(), project=PROJECTIONS[compare])
         for difference in diff.differences:
             key = (difference.session, difference.turn)
+            if key in report.not_run:  # what it would have done is all missing: said once, as not run
+                continue
             if key not in turns:
                 turns[key] = TurnResult(difference.where, *key, None)
             turns[key].differences.append(difference)

@@ -44,6 +44,7 @@ class DriveReport:
     turns: dict[tuple[int, int], TurnReport] = field(default_factory=dict)
     stopped: str | None = None  # why the driver asked for the agent to be stopped
     unanswered: int = 0  # agent requests the recording could not answer
+    not_run: set[tuple[int, int]] = field(default_factory=set)  # turns never started: nothing to compare
 
     def turn(self, line: Outgoing) -> TurnReport:
         key = (line.track, line.turn)
@@ -176,6 +177,7 @@ class Driver:
         for line in rest:
             if line.is_prompt:
                 self.report.turn(line).problems.append("not run: the run ended before it")
+                self.report.not_run.add((line.track, line.turn))
 
     async def _send_line(self, line: Outgoing) -> None:
         for pointer in line.redacted:
@@ -204,11 +206,13 @@ class Driver:
                     chunk = b""
                 if not chunk:
                     return
-                buffer += chunk
-                if len(buffer) > MAX_LINE and b"\n" not in buffer:
-                    self.say(f"the agent wrote a line longer than {MAX_LINE >> 20} MiB: stopping")
-                    return
-                *lines, rest = bytes(buffer).split(b"\n")
+                if b"\n" not in chunk:  # the middle of a long line: no copy of what came before
+                    buffer += chunk
+                    if len(buffer) > MAX_LINE:
+                        self.say(f"the agent wrote a line longer than {MAX_LINE >> 20} MiB: stopping")
+                        return
+                    continue
+                *lines, rest = (bytes(buffer) + chunk).split(b"\n")
                 buffer = bytearray(rest)
                 for raw in lines:
                     await self._received(raw)

@@ -255,3 +255,25 @@ def test_a_v2_turn_ends_at_the_idle_state_update(recorded: tuple[Path, Path], tm
     first_idle = order.index(("to-client", "session/update", "idle"))
     second_prompt = [n for n, entry in enumerate(order) if entry[:2] == ("to-agent", "session/prompt")][1]
     assert first_idle < second_prompt
+
+
+@pytest.mark.parametrize(("args", "problem"), [
+    (["--timeout", "nan"], "Invalid value for '--timeout': nan is not a number of seconds (see 'acp-bridge drive --help')"),
+    (["--timeout", "0"], "Invalid value for '--timeout': 0.0 is not in the range x>0. (see 'acp-bridge drive --help')"),
+    (["--compare", "bytes"], "Invalid value for '--compare': 'bytes' is not one of 'structure', 'text', 'none'. "
+                             "(see 'acp-bridge drive --help')"),
+])
+def test_bad_options_are_exit_2(recorded: tuple[Path, Path], args: list[str], problem: str) -> None:
+    result = CliRunner().invoke(main, ["drive", str(recorded[0]), *args, "--", "true"], prog_name="acp-bridge")
+    assert (result.exit_code, result.stderr) == (2, f"acp-bridge: {problem}\n")
+
+
+def test_a_capture_path_that_is_a_symlink_is_refused_before_the_agent_starts(
+        recorded: tuple[Path, Path], tmp_path: Path) -> None:
+    link = tmp_path / "out.jsonl"
+    link.symlink_to(tmp_path / "elsewhere.jsonl")
+    marker = tmp_path / "started"
+    result = CliRunner().invoke(main, ["drive", str(recorded[0]), "--capture", str(link), "--", "touch", str(marker)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert not marker.exists() and not (tmp_path / "elsewhere.jsonl").exists()
+    assert result.stderr == f"acp-bridge: capture: refusing {link}: it is a symbolic link (capture.required is set)\n"
