@@ -70,8 +70,8 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
 
     from acp_bridge.commands.output_file import NotAFile, refuse_special
     from acp_bridge.replay.client_side import ClientSide
-    from acp_bridge.replay.drive_report import drive_result
-    from acp_bridge.replay.driver import Driver, DriveReport
+    from acp_bridge.replay.drive_report import DriveReport, drive_result
+    from acp_bridge.replay.driver import Driver
     from acp_bridge.replay.turns import tracks
     from acp_bridge.shell.inprocess import with_agent
     from acp_bridge.shell.logs import setup_logging
