@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from acp_bridge.commands.captures import CAPTURE, fail, reading, say
+from acp_bridge.commands.captures import CAPTURE, dumps_json, fail, reading, say
 from acp_bridge.config import Config, command_problem
 from acp_bridge.config.model import AgentConfig, CaptureConfig, HealthConfig
 from acp_bridge.core.printable import printable
@@ -113,8 +113,6 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
             live = tracks(live_reader)
     result = drive_result(side, live, report, compare)
     if as_json:
-        from acp_bridge.commands.diff import dumps_json
-
         click.echo(dumps_json({"capture": capture, "agent": list(agent), "recorded_to": out and run.capture,
                                **result.to_json()}))
     else:

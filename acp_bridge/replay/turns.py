@@ -57,6 +57,8 @@ class Message:
     def describe(self) -> str:
         """`<- session/update tool_call`, `-> session/prompt`, `<- response session/prompt`."""
         what = self.method or "(no method)"
+        if len(what) > 200:  # a method name is the peer's to choose
+            what = what[:199] + "…"
         if self.kind == "response":
             what = f"response {what}"
         elif self.kind == "other":
