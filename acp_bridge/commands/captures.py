@@ -1,6 +1,7 @@
-"""What the commands that read a capture (`show`, `stats`, `export`, `check`, `replay`) share: the capture
-argument, reading it through the one reader (a file that is no capture is one line and exit
-2; lines skipped and a torn last line are said once the records are read), and its findings.
+"""What the commands that read a capture (`show`, `stats`, `export`, `check`, `replay`, `diff`,
+`drive`) share: the capture argument, reading it through the one reader (a file that is no
+capture is one line and exit 2; lines skipped and a torn last line are said once the records
+are read), its findings, and `--json`'s writing.
 
 Must never: write to a capture.
 """
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
+import orjson
 
 from acp_bridge.capture.files import open_capture
 from acp_bridge.capture.reader import CaptureReader, UnreadableCapture
@@ -64,6 +66,17 @@ def say(reader: CaptureReader) -> None:
     """The reader's notes (lines skipped, a torn last line), once the records are read."""
     for note in reader.notes():
         click.echo(f"acp-bridge: {printable(note, quote_backslash=False)}", err=True)
+
+
+def dumps_json(data: Any) -> str:
+    """`data` as indented JSON text for `--json` (an integer beyond 64 bits kept, with all its
+    digits; anything orjson cannot write, as the stdlib writes it)."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        import json
+
+        return json.dumps(data, indent=2)
 
 
 def fail(message: str, status: int = 2) -> NoReturn:

@@ -7,24 +7,12 @@ same, 1 different, 2 bad input. Must never: write to a capture.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import click
-import orjson
 
-from acp_bridge.commands.captures import CAPTURE, fail, reading, say
+from acp_bridge.commands.captures import CAPTURE, dumps_json, fail, reading, say
 from acp_bridge.core.pointer import parse_pointer
 
 EXIT_DIFFERENT = 1
-
-
-def dumps_json(data: Any) -> str:
-    """`data` as indented JSON text (an integer beyond 64 bits kept, with all its digits)."""
-    try:
-        return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:
-        return json.dumps(data, indent=2)
 
 
 @click.command()

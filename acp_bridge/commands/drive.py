@@ -11,13 +11,14 @@ cannot start. Must never: write to the recording.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from pathlib import Path
 
 import click
 
-from acp_bridge.commands.captures import CAPTURE, fail, reading, say
+from acp_bridge.commands.captures import CAPTURE, dumps_json, fail, reading, say
 from acp_bridge.config import Config, command_problem
 from acp_bridge.config.model import AgentConfig, CaptureConfig, HealthConfig
 from acp_bridge.core.printable import printable
@@ -30,6 +31,12 @@ def _say(text: str) -> None:
     click.echo(f"acp-bridge: drive: {printable(text, quote_backslash=False)}", err=True)
 
 
+def _a_number(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and math.isnan(value):  # FloatRange lets NaN through: every comparison with it is false
+        raise click.BadParameter("nan is not a number of seconds")
+    return value
+
+
 @click.command()
 @click.argument("capture", type=CAPTURE)
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARG...]")
@@ -38,7 +45,7 @@ def _say(text: str) -> None:
                    "agent is started there.")
 @click.option("--capture", "out", metavar="OUT",
               help="Record the new session to OUT, as `run --capture` does ({time} and {pid} are filled in).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="S",
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="S", callback=_a_number,
               help="The longest a turn (or any request) may take; past it the turn is reported as failed and "
                    "the agent is stopped.")
 @click.option("--compare", type=click.Choice(["structure", "text", "none"]), default="structure", show_default=True,
@@ -63,8 +70,8 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
 
     from acp_bridge.commands.output_file import NotAFile, refuse_special
     from acp_bridge.replay.client_side import ClientSide
-    from acp_bridge.replay.drive_report import drive_result
-    from acp_bridge.replay.driver import Driver, DriveReport
+    from acp_bridge.replay.drive_report import DriveReport, drive_result
+    from acp_bridge.replay.driver import Driver
     from acp_bridge.replay.turns import tracks
     from acp_bridge.shell.inprocess import with_agent
     from acp_bridge.shell.logs import setup_logging
@@ -102,14 +109,10 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
             raise SystemExit(2)  # said on stderr by the bridge's log, with a hint
         if run.capture is None:
             fail("the live session could not be recorded", EXIT_DIFFERS)
-        if out is not None and run.capture != out:
-            _say(f"the new session is recorded in {run.capture}")
         with reading(run.capture) as live_reader:
             live = tracks(live_reader)
     result = drive_result(side, live, report, compare)
     if as_json:
-        from acp_bridge.commands.diff import dumps_json
-
         click.echo(dumps_json({"capture": capture, "agent": list(agent), "recorded_to": out and run.capture,
                                **result.to_json()}))
     else:

@@ -199,6 +199,8 @@ def _compare_turn(result: CaptureDiff, where: str, session: int, turn: int, a: l
             result.differences.append(Difference(EXTRA, where, session, turn, None, b[j], anchor))
         else:
             result.aligned += 1
+            if a[i].line and a[i].line == b[j].line and a[i].msg == b[j].msg:
+                continue  # the same line
             changes = {pointer: change for pointer, change in compact_diff(a[i].msg, b[j].msg).items()
                        if not _ignored(pointer, ignored) and not (sessions and sessions.same(change))}
             if changes:

@@ -1,25 +1,56 @@
 """`drive`'s report: per turn, what differs from the recording and what went wrong.
 
-Owns: `drive_result`, which compares the recording with the live run's capture through
-replay/compare.py (over `facts.structure` or `facts.text`, so `drive` and `diff` align and
-word differences alike) and joins the driver's problems (replay/driver.py) to them, turn by
-turn; and the result as text lines, JSON and JUnit XML (a test case per prompt turn).
+Owns: `DriveReport` (what the driver saw go wrong, turn by turn) and `drive_result`, which
+compares the recording with the live run's capture through replay/compare.py (over
+`facts.structure` or `facts.text`, so `drive` and `diff` align and word differences alike)
+and joins the driver's problems (replay/driver.py) to them, turn by turn; and the result as
+text lines, JSON and JUnit XML (a test case per prompt turn).
 Must never: do IO (the command writes what this returns).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge.core.printable import printable, printable_lines
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay import facts
-from acp_bridge.replay.client_side import ClientSide
+from acp_bridge.replay.client_side import ClientSide, Outgoing
 from acp_bridge.replay.compare import CaptureDiff, Difference, DiffOptions, compare_tracks
-from acp_bridge.replay.driver import DriveReport
 from acp_bridge.replay.turns import Track
+
+
+@dataclass
+class TurnReport:
+    """What went wrong in one turn, as the driver saw it (nothing: it ran to its end)."""
+
+    where: str
+    track: int
+    turn: int
+    seq: int  # the recorded seq of its prompt (of its first line, for a setup)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DriveReport:
+    """What the driver saw go wrong (replay/driver.py fills it in)."""
+
+    turns: dict[tuple[int, int], TurnReport] = field(default_factory=dict)
+    stopped: str | None = None  # why the driver asked for the agent to be stopped
+    unanswered: int = 0  # agent requests the recording could not answer
+    not_run: set[tuple[int, int]] = field(default_factory=set)  # turns never started: nothing to compare
+
+    def turn(self, line: Outgoing) -> TurnReport:
+        key = (line.track, line.turn)
+        if key not in self.turns:
+            self.turns[key] = TurnReport(line.where, line.track, line.turn, line.seq)
+        return self.turns[key]
+
+    @property
+    def failed(self) -> bool:
+        return any(t.problems for t in self.turns.values())
+
 
 NAMES = ("recorded", "live")
 PROJECTIONS = {"structure": facts.structure, "text": facts.text}
@@ -102,7 +133,7 @@ class DriveResult:
         for element in (root, suite):
             element.set("tests", str(len(cases)))
             element.set("failures", str(sum(not t.ok for t in cases)))
-        return ET.tostring(root, encoding="unicode", xml_declaration=True) + os.linesep
+        return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def drive_result(side: ClientSide, live: list[Track], report: DriveReport, compare: str) -> DriveResult:
@@ -123,6 +154,8 @@ def drive_result(side: ClientSide, live: list[Track], report: DriveReport, compa
         diff = compare_tracks(side.tracks, live, DiffOptions(), project=PROJECTIONS[compare])
         for difference in diff.differences:
             key = (difference.session, difference.turn)
+            if key in report.not_run:  # what it would have done is all missing: said once, as not run
+                continue
             if key not in turns:
                 turns[key] = TurnResult(difference.where, *key, None)
             turns[key].differences.append(difference)

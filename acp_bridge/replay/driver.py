@@ -13,7 +13,6 @@ it), or compare what the agent did with the recording (replay/compare.py does).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -23,37 +22,10 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core.messages import id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay.client_side import ClientSide, Outgoing, Rewriter
+from acp_bridge.replay.drive_report import DriveReport, TurnReport
 
 READ_SIZE = 1 << 20
 MAX_LINE = 256 << 20  # a longer line from the agent ends the run (nothing sane is that long)
-
-
-@dataclass
-class TurnReport:
-    """What went wrong in one turn (nothing: it ran to its end)."""
-
-    where: str
-    track: int
-    turn: int
-    seq: int  # the recorded seq of its prompt (of its first line, for a setup)
-    problems: list[str] = field(default_factory=list)
-
-
-@dataclass
-class DriveReport:
-    turns: dict[tuple[int, int], TurnReport] = field(default_factory=dict)
-    stopped: str | None = None  # why the driver asked for the agent to be stopped
-    unanswered: int = 0  # agent requests the recording could not answer
-
-    def turn(self, line: Outgoing) -> TurnReport:
-        key = (line.track, line.turn)
-        if key not in self.turns:
-            self.turns[key] = TurnReport(line.where, line.track, line.turn, line.seq)
-        return self.turns[key]
-
-    @property
-    def failed(self) -> bool:
-        return any(t.problems for t in self.turns.values())
 
 
 class AgentGone(Exception):
@@ -176,6 +148,7 @@ class Driver:
         for line in rest:
             if line.is_prompt:
                 self.report.turn(line).problems.append("not run: the run ended before it")
+                self.report.not_run.add((line.track, line.turn))
 
     async def _send_line(self, line: Outgoing) -> None:
         for pointer in line.redacted:
@@ -204,11 +177,13 @@ class Driver:
                     chunk = b""
                 if not chunk:
                     return
-                buffer += chunk
-                if len(buffer) > MAX_LINE and b"\n" not in buffer:
-                    self.say(f"the agent wrote a line longer than {MAX_LINE >> 20} MiB: stopping")
-                    return
-                *lines, rest = bytes(buffer).split(b"\n")
+                if b"\n" not in chunk:  # the middle of a long line: no copy of what came before
+                    buffer += chunk
+                    if len(buffer) > MAX_LINE:
+                        self.say(f"the agent wrote a line longer than {MAX_LINE >> 20} MiB: stopping")
+                        return
+                    continue
+                *lines, rest = (bytes(buffer) + chunk).split(b"\n")
                 buffer = bytearray(rest)
                 for raw in lines:
                     await self._received(raw)

@@ -39,6 +39,7 @@ class Message:
     session: Any
     id: Any
     msg: Any
+    line: int = 0  # hash of the line's text (0: none): two equal lines need no walk to compare
 
     @property
     def update(self) -> str | None:
@@ -56,6 +57,8 @@ class Message:
     def describe(self) -> str:
         """`<- session/update tool_call`, `-> session/prompt`, `<- response session/prompt`."""
         what = self.method or "(no method)"
+        if len(what) > 200:  # a method name is the peer's to choose
+            what = what[:199] + "…"
         if self.kind == "response":
             what = f"response {what}"
         elif self.kind == "other":
@@ -68,21 +71,30 @@ class Message:
 def message_of(record: Json) -> Message:
     """A message record as a `Message`: its line as the peer sent it (`raw`), or as the
     bridge wrote it (`out` of an `emit`)."""
-    data = record_bytes(record, "raw")
-    if data is None:
-        data = record_bytes(record, "out")
+    text = record.get("raw")
+    if not isinstance(text, str):
+        text = record.get("out")
     msg: Any = None
-    if data is not None:
+    if isinstance(text, str):
         try:
-            msg = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            msg = data.decode("utf-8", "backslashreplace")
+            msg = orjson.loads(text)  # the text itself: no copy as bytes
+        except orjson.JSONDecodeError:  # not JSON, or a lone surrogate (which orjson refuses in a str)
+            msg = _loads(text.encode("utf-8", "surrogatepass"))
+    elif (data := record_bytes(record, "raw") or record_bytes(record, "out")) is not None:
+        msg = _loads(data)
     seq = record.get("seq")
     direction = record.get("direction")
     return Message(seq if isinstance(seq, int) else None,
                    direction if isinstance(direction, str) else "?",
                    str(record.get("kind", "other")), record.get("method"), record.get("session"),
-                   record.get("id"), msg)
+                   record.get("id"), msg, hash(text) if isinstance(text, str) else 0)
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data.decode("utf-8", "backslashreplace")
 
 
 @dataclass

@@ -124,7 +124,10 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     cwd = tmp / "work"
     cwd.mkdir()
     out = tmp / "recorded.jsonl"
-    drive(seed(tmp / "seed.jsonl"), "--cwd", cwd, "--capture", out, *agent(script(tmp, cwd)))
+    first = CliRunner().invoke(main, ["drive", str(seed(tmp / "seed.jsonl")), "--cwd", str(cwd), "--capture", str(out),
+                                      *agent(script(tmp, cwd))])
+    assert first.stderr == ("acp-bridge: drive: session/new: /params/mcpServers/0/env/0/value was redacted in the "
+                            "capture; sent as the placeholder\n")
     log = (tmp / "agent.log").read_bytes().splitlines()
     # Sent as the client sent them, the live session id and --cwd put in; the placeholder
     # sent for the redacted value; permission answered by kind with the live option id.
@@ -255,3 +258,38 @@ def test_a_v2_turn_ends_at_the_idle_state_update(recorded: tuple[Path, Path], tm
     first_idle = order.index(("to-client", "session/update", "idle"))
     second_prompt = [n for n, entry in enumerate(order) if entry[:2] == ("to-agent", "session/prompt")][1]
     assert first_idle < second_prompt
+
+
+@pytest.mark.parametrize(("args", "problem"), [
+    (["--timeout", "nan"], "Invalid value for '--timeout': nan is not a number of seconds (see 'acp-bridge drive --help')"),
+    (["--timeout", "0"], "Invalid value for '--timeout': 0.0 is not in the range x>0. (see 'acp-bridge drive --help')"),
+    (["--compare", "bytes"], "Invalid value for '--compare': 'bytes' is not one of 'structure', 'text', 'none'. "
+                             "(see 'acp-bridge drive --help')"),
+])
+def test_bad_options_are_exit_2(recorded: tuple[Path, Path], args: list[str], problem: str) -> None:
+    result = CliRunner().invoke(main, ["drive", str(recorded[0]), *args, "--", "true"], prog_name="acp-bridge")
+    assert (result.exit_code, result.stderr) == (2, f"acp-bridge: {problem}\n")
+
+
+def test_a_capture_path_that_is_a_symlink_is_refused_before_the_agent_starts(
+        recorded: tuple[Path, Path], tmp_path: Path) -> None:
+    link = tmp_path / "out.jsonl"
+    link.symlink_to(tmp_path / "elsewhere.jsonl")
+    marker = tmp_path / "started"
+    result = CliRunner().invoke(main, ["drive", str(recorded[0]), "--capture", str(link), "--", "touch", str(marker)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert not marker.exists() and not (tmp_path / "elsewhere.jsonl").exists()
+    assert result.stderr == f"acp-bridge: capture: refusing {link}: it is a symbolic link (capture.required is set)\n"
+
+
+def test_other_words_match_the_structure_but_not_the_text(recorded: tuple[Path, Path], tmp_path: Path) -> None:
+    out, cwd = recorded
+    reworded = script(tmp_path, cwd)
+    reworded.write_text(reworded.read_text().replace('"Hel"', '"Bye"'))
+    assert drive(out, "--cwd", cwd, *agent(reworded))[0] == 0
+    status, lines = drive(out, "--cwd", cwd, "--compare", "text", *agent(reworded))
+    chunks = seqs(out, "session/update", "agent_message_chunk")
+    assert status == 1
+    assert [re.sub(r"live#\d+", "live#N", line) for line in lines[:-1]] == [
+        f'session 1 turn 1: recorded#{chunks[0]} live#N <- update agent_message_chunk: /text "Hello" -> "Byelo"',
+        f'session 1 turn 2: recorded#{chunks[2]} live#N <- update agent_message_chunk: /text "Hello" -> "Byelo"']

@@ -132,9 +132,9 @@ def test_each_command_is_defined_in_the_module_the_group_names() -> None:
         "export": "acp_bridge.commands.export",
         "check": "acp_bridge.commands.check",
         "replay": "acp_bridge.commands.replay",
-        "demo": "acp_bridge.commands.demo",
         "diff": "acp_bridge.commands.diff",
         "drive": "acp_bridge.commands.drive",
+        "demo": "acp_bridge.commands.demo",
         "ui": "acp_bridge.commands.ui",
         "mcp": "acp_bridge.commands.mcp",
     }
@@ -143,6 +143,8 @@ def test_each_command_is_defined_in_the_module_the_group_names() -> None:
 @pytest.mark.parametrize(("command", "imported"), [
     ("stats", ["captures", "stats"]),
     ("check-config", ["check_config"]),
+    ("diff", ["captures", "diff"]),
+    ("drive", ["captures", "drive"]),
     ("mcp", ["captures", "mcp"]),  # captures: its one way to fail
     ("replay", ["captures", "output_file", "replay", "run"]),  # `replay --rules` takes `run`'s options; captures: reading one
 ])
