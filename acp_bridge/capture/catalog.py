@@ -21,8 +21,10 @@ at a time (the servers run it in a worker thread, one call at a time).
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -40,6 +42,7 @@ from acp_bridge.core.protocol import Json
 
 SUFFIX = ".jsonl"
 INDEX_EVERY = 256  # one (seq, offset) pair kept per this many messages
+_generations = itertools.count(1)
 
 
 class UnknownCapture(LookupError):
@@ -70,6 +73,9 @@ class Capture:
     ended: bool = False
     client: str | None = None
     agent: str | None = None
+    # a new number each time the capture is read again from its start (replaced, cut short):
+    # what a reader holds of an older generation is no longer the capture's
+    generation: int = 0
     # where reading goes on: the file's identity and the offset after the last whole line
     _identity: tuple[int, int] | None = None
     _offset: int = 0
@@ -81,6 +87,12 @@ class Capture:
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     @property
+    def version(self) -> tuple[int, int]:
+        """Changes whenever what the last refresh read of the capture changes: what is
+        computed from the capture as it was (findings, stats) can be kept until then."""
+        return self.generation, self._offset
+
+    @property
     def pid(self) -> int | None:
         value = self.header.get("pid") if self.header else None
         return value if type(value) is int else None
@@ -89,6 +101,7 @@ class Capture:
         self.header, self.problem, self.ended = None, None, False
         self.messages = self.findings = self.last_seq = 0
         self.client = self.agent = None
+        self.generation = next(_generations)
         self._identity, self._offset, self._index = identity, 0, []
 
     def _take(self, record: Json, offset: int) -> None:
@@ -111,10 +124,11 @@ class Capture:
         message = record_message(record, "raw")
         if not isinstance(message, dict):
             return
+        # v1 says clientInfo / agentInfo, v2 info (as health.offline reads them)
         if record.get("kind") == "request" and isinstance(params := message.get("params"), dict):
-            self.client = _peer(params.get("clientInfo")) or self.client
+            self.client = _peer(params.get("clientInfo")) or _peer(params.get("info")) or self.client
         elif record.get("kind") == "response" and isinstance(result := message.get("result"), dict):
-            self.agent = _peer(result.get("agentInfo")) or self.agent
+            self.agent = _peer(result.get("agentInfo")) or _peer(result.get("info")) or self.agent
 
     def start_of(self, after: int) -> int:
         """An offset from which every message with `seq > after` is read."""
@@ -193,6 +207,15 @@ class Catalog:
             raise UnknownCapture(name)
         return capture
 
+    def reread(self, name: str) -> Capture:
+        """The capture `name` with what it has grown by since the last refresh read (the
+        listing itself is left as it is). Raises UnknownCapture when it is not listed or gone."""
+        capture = self.get(name)
+        if not self._update(capture):
+            del self._captures[name]
+            raise UnknownCapture(name)
+        return self.get(name)
+
     def live(self, capture: Capture) -> bool:
         return not capture.ended and capture.pid is not None and self.alive(capture.pid)
 
@@ -249,14 +272,20 @@ class Catalog:
     def records(self, capture: Capture, after: int = 0, limit: int = 1000) -> list[Json]:
         """Up to `limit` message records of `capture` with `seq > after`, in order, as read
         at the last refresh (never past it: a client asking twice sees no record twice)."""
+        with closing(self.messages(capture, after)) as found:
+            return [record for _, record in itertools.islice(found, limit)]
+
+    def messages(self, capture: Capture, after: int = 0) -> Generator[tuple[bytes, Json], None, None]:
+        """Each message of `capture` with `seq > after`, in order, as its stored line (without
+        the newline) and its record, as far as the last refresh read. The file stays open
+        while the generator is: close it (`contextlib.closing`) when stopping early."""
         file = self._open(capture)
         if file is None:
-            return []
-        found: list[Json] = []
+            return
         with file:
             info = os.fstat(file.fileno())
             if (info.st_dev, info.st_ino) != capture._identity or info.st_size < capture._offset:
-                return []  # replaced or cut short since the refresh: the next one reads it again
+                return  # replaced or cut short since the refresh: the next one reads it again
             start = capture.start_of(after)
             file.seek(start)
             offset = start
@@ -271,7 +300,22 @@ class Catalog:
                     continue
                 seq = record.get("seq")
                 if type(seq) is int and seq > after:
-                    found.append(record)
-                    if len(found) >= limit:
-                        break
-        return found
+                    yield line, record
+
+    def everything(self, capture: Capture) -> Iterator[Json]:
+        """Every record of `capture` (header, messages, findings, end) in file order, as read
+        at the last refresh; nothing when it was replaced or cut short since (as `records`)."""
+        file = self._open(capture)
+        if file is None:
+            return
+        with file:
+            info = os.fstat(file.fileno())
+            if (info.st_dev, info.st_ino) != capture._identity or info.st_size < capture._offset:
+                return
+            offset = 0
+            for line in read_lines(file, max_line=self.max_line):
+                if isinstance(line, Unterminated) or offset >= capture._offset:
+                    break
+                offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
+                if not isinstance(line, LongLine) and (record := load_record(line)) is not None:
+                    yield record

@@ -23,9 +23,12 @@ import orjson
 from acp_bridge.capture.files import local_clock
 from acp_bridge.capture.html_rows import RowBuilder
 from acp_bridge.capture.redaction import Redactor, valid_pointers
+from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.core.protocol import Json
 
 BATCH = 2000  # rows per JSON block of the page
+# The exported page holds everything it shows: nothing may be loaded, inline code only.
+EXPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
 
 @dataclass(frozen=True)
@@ -67,18 +70,22 @@ MAX_FINDINGS = 100_000  # marked on the page; `acp-bridge check` lists them all
 def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture",
                clock: Callable[[float], str] = local_clock,
                progress: Callable[[int], None] | None = None,
-               findings: Iterable[tuple[int, str, str, str]] = ()) -> Written:
+               findings: Iterable[tuple[int, str, str, str]] = (), report: Json | None = None) -> Written:
     """Write the page for a capture's records to `out`, one batch of rows at a time (the
     header record comes first in a capture; its redaction pointers apply to what follows).
-    `findings`: (seq, level, code, text) of the protocol findings to mark on their messages."""
+    `findings`: (seq, level, code, text) of the protocol findings to mark on their messages;
+    `report`: the capture's `check --json` entry, shown with the `stats` the page counts."""
+    stats = CaptureStats()
     head, tail = asset("page.html").split("{rows}")
-    out.write(head.format(title=html.escape(title), css=asset("page.css")).encode())
+    out.write(head.format(title=html.escape(title), csp=EXPORT_CSP,
+                          style=f"<style>\n{asset('page.css')}</style>").encode())
     header: Json = {}
     builder: RowBuilder | None = None
     batch: list[Json] = []
     seen = 0
     for record in records:
         seen += 1
+        stats.add(record)
         kind = record.get("type")
         if kind == "header" and builder is None:
             header = record
@@ -104,8 +111,19 @@ def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture
     summary["findings"] = len(marks)
     out.write(_block(marks, "findings"))
     out.write(_block([summary], "summary"))
-    out.write(tail.format(js=asset("page.js")).encode())
+    out.write(_block([stats.as_json(), report], "reports"))
+    out.write(tail.format(script=f"<script>\n{asset('page.js')}</script>").encode())
     return Written(seen, builder.messages, builder.count, builder.turns)
+
+
+def live_page(csp: str) -> str:
+    """The same page for the inspector (`acp-bridge ui`): no rows in it, its CSS and scripts
+    served beside it (/assets/...), live.js fetching the rows from the inspector's API."""
+    head, tail = asset("page.html").split("{rows}")
+    return (head.format(title="live", csp=html.escape(csp),
+                        style='<link rel="stylesheet" href="/assets/page.css">')
+            + '<script type="application/json" class="live">{}</script>\n'
+            + tail.format(script='<script src="/assets/page.js"></script>\n<script src="/assets/live.js"></script>'))
 
 
 def render(records: Iterable[Json], *, title: str = "capture",

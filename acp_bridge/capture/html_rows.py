@@ -361,11 +361,20 @@ class RowBuilder:
         else:
             row["sz"] = int(record.get("size", 0))
 
+    def pending(self) -> Json | None:
+        """The row of the run of chunks being folded, as it would be handed out now (the next
+        row's index), without ending the run: a live page shows it growing."""
+        return self._folded(self._fold) if self._fold is not None else None
+
     def _flush_fold(self) -> Iterator[Json]:
         fold, self._fold = self._fold, None
         if fold is None:
             return
-        row = fold.row
+        yield self._numbered(self._folded(fold))
+
+    @staticmethod
+    def _folded(fold: _Pending) -> Json:
+        row = dict(fold.row)
         size = row.pop("sz", 0)
         if "n" in row:
             joined = "".join(fold.texts)
@@ -374,4 +383,4 @@ class RowBuilder:
             row["p"] = one_line(joined)
             row["b"] = _cut(joined) + ("" if fold.length <= len(joined) else
                                        f"\n… ({fold.length - len(joined)} more characters not shown)")
-        yield self._numbered(row)
+        return row

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from acp_bridge.capture.summary import fmt_id, fmt_seconds, utc_clock
@@ -95,6 +95,37 @@ class CaptureStats:
     def unanswered(self) -> list[Json]:
         return sorted(self._open.values(), key=lambda r: r.get("seq", 0))
 
+    def as_json(self) -> Json:
+        """What `report` prints, as JSON (`stats --json`, the inspector, the MCP server): the
+        same numbers, latencies in seconds, values from the capture as they were recorded."""
+        header = None
+        if self.header is not None:
+            header = {key: self.header.get(key) for key in ("format", "bridge", "started", "config")}
+        latency = []
+        for method, values in sorted(self.latency.items()):
+            values = sorted(values)
+            latency.append({"method": method, "count": len(values), "p50": percentile(values, 50),
+                            "p90": percentile(values, 90), "p99": percentile(values, 99), "max": values[-1]})
+        return {
+            "header": header,
+            "messages": self.records,
+            "bytes": sum(self.bytes.values()),
+            "malformed": sum(self.malformed.values()),
+            "opaque": self.opaque,
+            "redacted": self.redacted,
+            "ended": self.ended,
+            "unreadable": self.unreadable,
+            "by_method": [{"method": label, "direction": direction, "count": count,
+                           "bytes": self.bytes[(label, direction)]}
+                          for (label, direction), count in sorted(self.messages.items())],
+            "latency": latency,
+            "rules": [{"rule": rule, "verdict": verdict, "count": count}
+                      for (rule, verdict), count in sorted(self.rules.items())],
+            "unanswered": [{"seq": r.get("seq"), "time": r.get("time"), "direction": r.get("direction"),
+                            "method": r.get("method"), "id": r.get("id"), "session": r.get("session")}
+                           for r in self.unanswered],
+        }
+
     def report(self, clock: Callable[[float], str] = utc_clock) -> list[str]:
         """The text `acp-bridge stats` prints: what the capture holds is made `printable` (a
         method or session id is whatever the agent or client sent)."""
@@ -140,3 +171,13 @@ class CaptureStats:
             out.append(f"  {clock(float(record.get('time', 0.0)))} {arrow} "
                        f"{printable(str(record.get('method')))} #{fmt_id(record.get('id'))}{where}")
         return out
+
+
+def stats_json(records: Iterable[Json], unreadable: int = 0) -> Json:
+    """The JSON of `acp-bridge stats --json` for a capture's records, in file order
+    (`unreadable`: lines the reader skipped, which it counts)."""
+    aggregate = CaptureStats()
+    for record in records:
+        aggregate.add(record)
+    aggregate.unreadable = unreadable
+    return aggregate.as_json()

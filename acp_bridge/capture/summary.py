@@ -11,7 +11,7 @@ came; a number is shown as it was written, not as a float read it).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +81,32 @@ SESSION_LONG = 12
 def short_session(session: str) -> str:
     """A long session id cut to a prefix that `show --session` takes back."""
     return session if len(session) <= SESSION_LONG else session[:SESSION_SHOWN] + "…"
+
+
+class AmbiguousSession(ValueError):
+    """A session id prefix that starts several of a capture's session ids."""
+
+    def __init__(self, given: str, candidates: list[str]) -> None:
+        super().__init__(f"{given!r} is the start of {len(candidates)} sessions: "
+                         f"{', '.join(map(printable, candidates))}")
+        self.given, self.candidates = given, candidates
+
+
+def resolve_session(given: str, sessions: Iterable[str]) -> str:
+    """The session `given` names among a capture's `sessions`: itself when one has that id,
+    else the one whose id starts with it (`short_session` cuts ids so), else `given` (which
+    then matches nothing).
+
+    Raises:
+        AmbiguousSession: it starts several ids and is none of them.
+    """
+    known = set(sessions)
+    if given in known:
+        return given
+    candidates = sorted(s for s in known if s.startswith(given))
+    if len(candidates) > 1:
+        raise AmbiguousSession(given, candidates)
+    return candidates[0] if candidates else given
 
 
 def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short: bool = False) -> Summary:

@@ -1,4 +1,5 @@
-"""The command line: `acp-bridge run | check-config | show | stats | export | check | replay | demo`.
+"""The command line: `acp-bridge run | check-config | show | stats | export | check | replay | diff |
+drive | demo | ui | mcp`.
 
 Owns: the command group, the short form `acp-bridge [RUN OPTIONS] -- AGENT`, usage errors
 as one line, and loading each command's module only when that command is asked for: `run`
@@ -31,7 +32,11 @@ COMMANDS = {
     "export": "export",
     "check": "check",
     "replay": "replay",
+    "diff": "diff",
+    "drive": "drive",
     "demo": "demo",
+    "ui": "ui",
+    "mcp": "mcp",
 }
 
 

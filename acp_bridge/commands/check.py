@@ -21,7 +21,6 @@ from acp_bridge.capture.reader import UnreadableCapture
 from acp_bridge.commands.captures import fail, say
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.core.printable import printable, printable_lines
-from acp_bridge.core.protocol import Json
 from acp_bridge.health.findings import CODES, Finding, Level
 from acp_bridge.health.offline import Report, analyse
 
@@ -99,7 +98,7 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
     threshold = Level.WARNING if fail_on == "warning" else Level.ERROR
     failed = any((report.worst() or 0) >= threshold for report in reports)
     if as_json:
-        click.echo(json.dumps({"captures": [report_json(r) for r in reports], "fail_on": fail_on,
+        click.echo(json.dumps({"captures": [r.as_json() for r in reports], "fail_on": fail_on,
                                "failed": failed}, indent=2, default=str))
     else:
         for report in reports:
@@ -116,14 +115,6 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
     if unreadable:
         raise SystemExit(EXIT_UNREADABLE)
     raise SystemExit(EXIT_FINDINGS if failed else 0)
-
-
-def _grouped(report: Report) -> list[tuple[str, list[Finding]]]:
-    """Codes found, worst level first, with their kept occurrences."""
-    by_code: dict[str, list[Finding]] = {code: [] for code in report.counts}
-    for finding in report.findings:
-        by_code.setdefault(finding.code, []).append(finding)
-    return sorted(by_code.items(), key=lambda item: (-CODES[item[0]].level, item[0]))
 
 
 def _seqs(findings: list[Finding]) -> list[int]:
@@ -143,7 +134,7 @@ def report_text(report: Report) -> list[str]:
     if not report.ended:
         parts.append("no end record (the bridge did not close it)")
     lines = [f"{report.path}: {', '.join(parts)}"]
-    groups = _grouped(report)
+    groups = report.grouped()
     if not groups:
         lines.append("  no findings")
     for code, findings in groups:
@@ -182,22 +173,6 @@ def _quoted(path: str) -> str:
     return shlex.quote(path)
 
 
-def report_json(report: Report) -> Json:
-    return {
-        "path": report.path, "messages": report.messages, "protocol_version": report.version,
-        "client": report.client, "agent": report.agent, "ended": report.ended,
-        "findings": [
-            {"code": code, "level": CODES[code].level.label, "count": report.counts[code],
-             "meaning": CODES[code].meaning, "advice": CODES[code].advice,
-             "occurrences": [{"seq": f.seq, "session": f.session, "message": f.text, "direction": f.direction,
-                              "method": f.method, "id": f.id} for f in findings]}
-            for code, findings in _grouped(report)
-        ],
-        "migration": report.migration.as_dict(),
-        "verdict": report.migration.verdict(),
-    }
-
-
 def _attr(text: str) -> str:
     return printable(text, quote_backslash=False)
 
@@ -215,7 +190,7 @@ def junit_xml(reports: list[Report], threshold: Level, *, with_schema: bool) -> 
         suite = ET.SubElement(root, "testsuite", name=_attr(report.path))
         name = _attr(Path(report.path).stem)
         cases = fails = 0
-        grouped = dict(_grouped(report))
+        grouped = dict(report.grouped())
         for code, info in CODES.items():
             if code == "schema-invalid" and not with_schema:
                 continue

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from acp_bridge.commands.captures import CAPTURE, capture_findings, fail, reading, say
+from acp_bridge.commands.captures import CAPTURE, capture_report, fail, finding_marks, reading, say
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 
 
@@ -72,8 +72,9 @@ def _export_html(capture: str, out: str) -> None:
         # A file that is no capture is refused before the page is begun; the page is
         # readable by the user only, as the capture it comes from (umask may narrow it).
         with reading(capture) as reader, written_whole(out, 0o600) as file:
+            report = capture_report(capture, Path(capture).name)  # a second read, of its own
             written = write_page(reader, file, title=Path(capture).name, progress=progress,
-                                 findings=capture_findings(capture))
+                                 findings=finding_marks(report), report=report)
     except NotAFile as exc:
         fail(f"--html: {exc}")
     except OSError as exc:  # the capture's read errors are the reader's

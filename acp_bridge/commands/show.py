@@ -11,9 +11,17 @@ import os
 import click
 
 from acp_bridge.capture.files import local_clock, open_capture, wait_for_file
-from acp_bridge.capture.summary import RecordFilter, Summary, detail_lines, finding_line, mark_line, summarize
+from acp_bridge.capture.summary import (
+    AmbiguousSession,
+    RecordFilter,
+    Summary,
+    detail_lines,
+    finding_line,
+    mark_line,
+    resolve_session,
+    summarize,
+)
 from acp_bridge.commands.captures import CAPTURE, capture_findings, reading, say
-from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 
 _ARROW_COLOUR = {"->": "cyan", "<-": "magenta"}
@@ -111,20 +119,17 @@ def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session:
 
 
 def _resolve_session(capture: str, given: str) -> str:
-    """The session `given` names: itself when a session has that id, else the one session whose
-    id starts with it (with --follow, among those already in the capture). Several: an error."""
+    """The session `given` names (`resolve_session`), among those of the capture (with
+    --follow, those already in it). A prefix of several: an error naming them."""
     sessions: set[str] = set()
     with open_capture(capture, strict=False) as reader:
         for record in reader:
             if record.get("type") == "message" and record.get("session") is not None:
                 sessions.add(str(record["session"]))
-    if given in sessions:
-        return given
-    candidates = sorted(s for s in sessions if s.startswith(given))
-    if len(candidates) > 1:
-        raise click.BadParameter(f"{given!r} is the start of {len(candidates)} sessions: "
-                                 f"{', '.join(map(printable, candidates))}", param_hint="'--session'")
-    return candidates[0] if candidates else given
+    try:
+        return resolve_session(given, sessions)
+    except AmbiguousSession as exc:
+        raise click.BadParameter(str(exc), param_hint="'--session'") from None
 
 
 class _Tally:

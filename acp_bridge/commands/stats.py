@@ -6,6 +6,7 @@ Must never: write to a capture.
 from __future__ import annotations
 
 import click
+import orjson
 
 from acp_bridge.capture.files import local_clock
 from acp_bridge.capture.stats import CaptureStats
@@ -14,7 +15,8 @@ from acp_bridge.commands.captures import CAPTURE, reading, say
 
 @click.command()
 @click.argument("capture", type=CAPTURE)
-def stats(capture: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the same figures as JSON (latencies in seconds).")
+def stats(capture: str, as_json: bool) -> None:
     """Summarise a capture: messages and bytes per method and direction, request latency
     (p50/p90/p99/max) per method, rules applied, malformed lines, unanswered requests."""
     aggregate = CaptureStats()
@@ -22,6 +24,9 @@ def stats(capture: str) -> None:
         for record in reader:
             aggregate.add(record)
     aggregate.unreadable = reader.skipped
-    for text in aggregate.report(local_clock):
-        click.echo(text)
+    if as_json:
+        click.echo(orjson.dumps(aggregate.as_json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        for text in aggregate.report(local_clock):
+            click.echo(text)
     say(reader)

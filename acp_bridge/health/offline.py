@@ -118,6 +118,29 @@ class Report:
     def worst(self) -> Level | None:
         return max((CODES[code].level for code in self.counts), default=None)
 
+    def grouped(self) -> list[tuple[str, list[Finding]]]:
+        """Codes found, worst level first, with their kept occurrences."""
+        by_code: dict[str, list[Finding]] = {code: [] for code in self.counts}
+        for finding in self.findings:
+            by_code.setdefault(finding.code, []).append(finding)
+        return sorted(by_code.items(), key=lambda item: (-CODES[item[0]].level, item[0]))
+
+    def as_json(self) -> Json:
+        """One capture's entry in `check --json` (the inspector and the MCP server serve it)."""
+        return {
+            "path": self.path, "messages": self.messages, "protocol_version": self.version,
+            "client": self.client, "agent": self.agent, "ended": self.ended,
+            "findings": [
+                {"code": code, "level": CODES[code].level.label, "count": self.counts[code],
+                 "meaning": CODES[code].meaning, "advice": CODES[code].advice,
+                 "occurrences": [{"seq": f.seq, "session": f.session, "message": f.text,
+                                  "direction": f.direction, "method": f.method, "id": f.id} for f in findings]}
+                for code, findings in self.grouped()
+            ],
+            "migration": self.migration.as_dict(),
+            "verdict": self.migration.verdict(),
+        }
+
 
 def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = None,
             extra: Iterable[Finding] = ()) -> Report:
@@ -162,6 +185,12 @@ def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = No
     report.migration.client_form = _client_form(session.client_init)
     report.findings.sort(key=lambda f: (-f.level, f.code, f.seq if f.seq is not None else -1))
     return report
+
+
+def findings_json(path: str, records: Iterable[Json], config: HealthConfig | None = None) -> Json:
+    """The JSON `check --json` prints for one capture (its entry of "captures"), from its
+    records in file order; `path` is only named in it."""
+    return analyse(path, records, config).as_json()
 
 
 def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> None:

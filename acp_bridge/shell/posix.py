@@ -18,8 +18,9 @@ import fcntl
 import os
 import select
 import signal
-from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import trio
@@ -178,3 +179,21 @@ def process_exists(pid: int) -> bool:
 def make_private(fd: int) -> None:
     """Mode 0600 exactly: a umask may have taken bits away."""
     os.fchmod(fd, 0o600)
+
+
+# -- standard output ---------------------------------------------------------------------
+
+@contextmanager
+def stdout_hidden() -> Iterator[None]:
+    """File descriptor 1 pointed at /dev/null for the duration: what a process started
+    meanwhile (a browser) writes there goes nowhere, not into our own stdout."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)

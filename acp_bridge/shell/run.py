@@ -13,7 +13,7 @@ import errno
 import logging
 import os
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -90,8 +90,12 @@ async def serve(
     observer: Observer | None = None,
     *,
     stderr_fd: int = 2,
+    unavailable: Callable[[str], None] | None = None,
 ) -> int:
-    """Start the agent and relay between it and `client` until both are done."""
+    """Start the agent and relay between it and `client` until both are done.
+
+    `unavailable`: told why when the agent cannot start, in place of answering the client's
+    requests with it (`drive`, whose client is in this process)."""
     command = list(config.agent.command)
     env = {**os.environ, **config.agent.env} if config.agent.env else None
     grace = config.relay.grace_seconds
@@ -111,7 +115,10 @@ async def serve(
                 log.error("%s. %s.", reason, hint)
             else:
                 log.error("%s", reason)
-            await _serve_unavailable(client, relay, observer, reason, why)
+            if unavailable is not None:
+                unavailable(reason)
+            else:
+                await _serve_unavailable(client, relay, observer, reason, why)
             return EXIT_NOT_FOUND
         log.info("agent started: pid %d: %s", proc.pid, " ".join(command))
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None

@@ -166,3 +166,30 @@ def test_a_line_over_the_limit_is_passed_over_and_one_still_being_written_waits(
         file.write(huge[3000:] + message(3))
     [capture] = catalog.refresh()
     assert [r["seq"] for r in catalog.records(capture)] == [1, 3]
+
+
+def test_v2_peers_are_named_by_their_info(tmp_path: Path) -> None:
+    """ACP v2 names the peers `info` where v1 says `clientInfo` / `agentInfo`."""
+    request = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+               "params": {"protocolVersion": 2, "info": {"name": "golden-client", "version": "1.0.0"}}}
+    response = {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2, "info": {"name": "v2-agent"}}}
+    (tmp_path / "c.jsonl").write_bytes(
+        header() + message(1, "initialize", raw=orjson.dumps(request).decode() + "\n")
+        + message(2, "initialize", kind="response", raw=orjson.dumps(response).decode() + "\n"))
+    [capture] = Catalog([str(tmp_path)]).refresh()
+    assert (capture.client, capture.agent) == ("golden-client 1.0.0", "v2-agent")
+
+
+def test_messages_come_as_stored_lines_with_their_records(tmp_path: Path) -> None:
+    """`messages` hands out each stored line with its record (mcp's get_message serves the
+    line as it is); `version` changes as the capture grows."""
+    stored = message(2, raw='{"a":  1}\n')
+    (tmp_path / "c.jsonl").write_bytes(header() + message(1) + b"not a record\n" + stored + FINDING + END)
+    catalog = Catalog([str(tmp_path)])
+    [capture] = catalog.refresh()
+    assert [(line, record["seq"]) for line, record in catalog.messages(capture, after=1)] == [(stored[:-1], 2)]
+    version = capture.version
+    with (tmp_path / "c.jsonl").open("ab") as file:
+        file.write(message(3))
+    [capture] = catalog.refresh()
+    assert capture.version != version

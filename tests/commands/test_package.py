@@ -132,13 +132,20 @@ def test_each_command_is_defined_in_the_module_the_group_names() -> None:
         "export": "acp_bridge.commands.export",
         "check": "acp_bridge.commands.check",
         "replay": "acp_bridge.commands.replay",
+        "diff": "acp_bridge.commands.diff",
+        "drive": "acp_bridge.commands.drive",
         "demo": "acp_bridge.commands.demo",
+        "ui": "acp_bridge.commands.ui",
+        "mcp": "acp_bridge.commands.mcp",
     }
 
 
 @pytest.mark.parametrize(("command", "imported"), [
     ("stats", ["captures", "stats"]),
     ("check-config", ["check_config"]),
+    ("diff", ["captures", "diff"]),
+    ("drive", ["captures", "drive"]),
+    ("mcp", ["captures", "mcp"]),  # captures: its one way to fail
     ("replay", ["captures", "output_file", "replay", "run"]),  # `replay --rules` takes `run`'s options; captures: reading one
 ])
 def test_a_command_imports_no_other_commands_module(command: str, imported: list[str]) -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.commands.sample_capture import invoke
+import orjson
+from click.testing import CliRunner
+
+from acp_bridge.commands import main
+from tests.commands.sample_capture import WALL, invoke
 
 
 def test_stats(capture: Path, utc: None) -> None:
@@ -28,3 +32,25 @@ def test_stats(capture: Path, utc: None) -> None:
         "unanswered requests: 1",
         "  22:13:22.000 -> session/cancel #2 (s2)",
     ]
+
+
+def test_stats_json_holds_the_same_figures(capture: Path) -> None:
+    """`stats --json`: what the text prints, as JSON (the inspector and the MCP server serve
+    this object), latencies in seconds, values as recorded."""
+    result = CliRunner().invoke(main, ["stats", str(capture), "--json"])
+    assert result.exit_code == 0, result.output
+    assert orjson.loads(result.stdout) == {
+        "header": {"format": 1, "bridge": "0.1.0", "started": "2023-11-14T22:13:20Z", "config": "abc"},
+        "messages": 5, "bytes": 286, "malformed": 1, "opaque": 0, "redacted": 0, "ended": True, "unreadable": 0,
+        "by_method": [
+            {"method": "(not JSON-RPC)", "direction": "to-client", "count": 1, "bytes": 4},
+            {"method": "session/cancel", "direction": "to-agent", "count": 1, "bytes": 10},
+            {"method": "session/prompt", "direction": "to-agent", "count": 1, "bytes": 91},
+            {"method": "session/prompt", "direction": "to-client", "count": 1, "bytes": 60},
+            {"method": "session/update", "direction": "to-client", "count": 1, "bytes": 121},
+        ],
+        "latency": [{"method": "session/prompt", "count": 1, "p50": 1.25, "p90": 1.25, "p99": 1.25, "max": 1.25}],
+        "rules": [{"rule": "system-prompt", "verdict": "rewrite", "count": 1}],
+        "unanswered": [{"seq": 5, "time": WALL + 2.0, "direction": "to-agent", "method": "session/cancel",
+                        "id": 2, "session": "s2"}],
+    }

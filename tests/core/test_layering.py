@@ -15,7 +15,8 @@ from pathlib import Path
 import acp_bridge.capture
 import acp_bridge.core
 
-# The capture's shell: the file, the page, the path template and local time, the folders' catalog.
+# The capture's shell: the file, the commands, the page, the path template and local time;
+# the catalog of the folders `ui` and `mcp` serve (it lists them and opens captures).
 CAPTURE_SHELL = frozenset({"acp_bridge.capture.files", "acp_bridge.capture.html", "acp_bridge.capture.catalog"})
 # Modules of the package that import nothing of it, which a pure module may import too.
 LEAVES = frozenset({"acp_bridge", "acp_bridge.errors"})

@@ -1,6 +1,7 @@
 """The pure parts of replay stay pure, as the core does (tests/core/test_layering.py): reading
-a capture into a script, the diff and the rules' re-run import neither trio nor click and do
-no IO; only the server and the command do."""
+a capture into a script, the diffs, the rules' re-run, the client side `drive` plays and its
+report import neither trio nor click and do no IO; only the server, the driver and the
+commands do."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import sys
 
 from tests.core.test_layering import LEAVES, problems_in, pure_modules
 
-PURE = ("acp_bridge.replay", "acp_bridge.replay.script", "acp_bridge.replay.diff", "acp_bridge.replay.rerun")
+PURE = ("acp_bridge.replay", "acp_bridge.replay.script", "acp_bridge.replay.diff", "acp_bridge.replay.rerun",
+        "acp_bridge.replay.turns", "acp_bridge.replay.compare", "acp_bridge.replay.facts",
+        "acp_bridge.replay.client_side", "acp_bridge.replay.drive_report")
 
 
 def test_replay_pure_modules_import_neither_trio_nor_click() -> None:

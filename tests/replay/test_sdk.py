@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from acp_bridge.commands import main
 from tests.conftest import TESTS
 from tests.replay.drive import PY, recorded_updates, replayed, stop_reasons, suggestions
 
@@ -57,9 +59,11 @@ def test_the_demo_session_replays_to_the_sdk_client(demo: Path, tmp_path: Path) 
 
 def test_a_session_of_the_sdk_example_agent_replays_to_the_sdk_client(tmp_path: Path) -> None:
     """Recorded live (SDK client, bridge, SDK agent), then replayed: the same updates and
-    stop reason reach the SDK client."""
+    stop reason reach the SDK client; and the recording drives the SDK agent again
+    (`acp-bridge drive`) with no difference."""
     capture, wire = tmp_path / "live.jsonl", tmp_path / "wire.jsonl"
-    live = [*PY, "run", "--capture", str(capture), "--", sys.executable, "-u", str(TESTS / "agents" / "sdk_agent.py")]
+    agent = [sys.executable, "-u", str(TESTS / "agents" / "sdk_agent.py")]
+    live = [*PY, "run", "--capture", str(capture), "--", *agent]
     _, live_replies, live_client = asyncio.run(converse(live, ["hello bridge"], 2))
     assert [u.content.text for _, u in live_client.updates] == ["echo: ", "hello bridge"]
     session, replies, client = asyncio.run(converse(replayed(capture, wire), ["hello again"], 2))
@@ -67,3 +71,6 @@ def test_a_session_of_the_sdk_example_agent_replays_to_the_sdk_client(tmp_path: 
     assert [r.stop_reason for r in replies] == [r.stop_reason for r in live_replies] == ["end_turn"]
     assert client.updates == live_client.updates
     assert recorded_updates(wire) == recorded_updates(capture)
+    driven = CliRunner().invoke(main, ["drive", str(capture), "--compare", "text", "--", *agent])
+    assert (driven.exit_code, driven.stdout) == (
+        0, "drive: 1 prompt turn(s) compared: 1 as recorded, 0 differ, 0 failed\n")

@@ -1,28 +1,41 @@
 (function(){
 'use strict';
-// The rows come as JSON blocks (see html_rows.py for the keys). Only the rows on screen are
-// in the DOM: each row has a height (measured once drawn, estimated before), `tops` holds
-// where each visible row starts, and a scroll draws the slice that is in view.
-var rows=[];
-[].forEach.call(document.querySelectorAll('script.rows'),function(s){
-  var part=JSON.parse(s.textContent);
-  for(var i=0;i<part.length;i+=10000){Array.prototype.push.apply(rows,part.slice(i,i+10000));}
-});
-var info=JSON.parse(document.querySelector('script.summary').textContent)[0];
-var marks=JSON.parse(document.querySelector('script.findings').textContent);  // [seq, level, code, text]
-var N=rows.length, H=22, OVER=600;
+// The rows come as JSON blocks in an exported page, or from the inspector's API in the live
+// page (live.js feeds them through window.acpPage); see html_rows.py for the keys. Only the
+// rows on screen are in the DOM: each row has a height (measured once drawn, estimated
+// before), `tops` holds where each visible row starts, and a scroll draws the slice in view.
+var rows=[], info={}, marks=[];  // marks: [seq, level, code, text]
+var N=0, H=22, OVER=600, cap=0;
 var list=document.getElementById('list'), box=document.getElementById('q'), count=document.getElementById('count');
-var resp=new Int32Array(N).fill(-1), became={}, members={}, msgRows=[], total=0;
-for(var i=0;i<N;i++){
-  var r=rows[i];
-  if(r.h){members[i]=[];continue;}
+var dirBox=document.getElementById('dir');
+var resp, became={}, members={}, msgRows=[], total=0, pend=-1;
+var open, timing, hgt, shown;
+function grow(n){  // the per-row arrays, room for n rows (doubling, so appends stay cheap)
+  if(n<=cap)return;
+  var c=Math.max(1024,cap*2,n), r2=new Int32Array(c).fill(-1), o2=new Uint8Array(c), t2=new Uint8Array(c),
+      h2=new Float32Array(c), s2=new Uint8Array(c).fill(1);
+  if(cap){r2.set(resp);o2.set(open);t2.set(timing);h2.set(hgt);s2.set(shown);}
+  resp=r2;open=o2;timing=t2;hgt=h2;shown=s2;cap=c;
+}
+grow(0);
+function add(r){  // a row at the end: the links and counts it brings
+  var i=N++; grow(N); rows[i]=r;
+  if(r.h){members[i]=[];return;}
   msgRows.push(i); total+=r.n||1;
   if(members[r.g])members[r.g].push(i);
   if(r.q!==undefined)resp[r.q]=i;
   if(r.f!==undefined)(became[r.f]=became[r.f]||[]).push(i);
+  var v=r.v; if(v==='emit'||v==='error'||((v==='rewrite'||v==='drop')&&'o' in r))open[i]=1;
 }
-var open=new Uint8Array(N), timing=new Uint8Array(N), hgt=new Float32Array(N), shown=new Uint8Array(N).fill(1);
-for(i=0;i<N;i++){var v=rows[i].v; if(v==='emit'||v==='error'||((v==='rewrite'||v==='drop')&&'o' in rows[i]))open[i]=1;}
+function drop(){  // the last row taken back (a run of chunks still being folded, sent again grown)
+  var i=--N, r=rows[i]; rows.length=N;
+  open[i]=timing[i]=hgt[i]=0; shown[i]=1; if(low)low[i]=undefined;
+  if(r.h){delete members[i];return;}
+  msgRows.pop(); total-=r.n||1;
+  if(members[r.g])members[r.g].pop();
+  if(r.q!==undefined)resp[r.q]=-1;
+  if(r.f!==undefined&&became[r.f])became[r.f].pop();
+}
 var vis=new Int32Array(0), tops=new Float64Array(1), low=null, shownCount={};
 
 function esc(s){return String(s).replace(/[&<>"]/g,function(c){return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
@@ -64,6 +77,23 @@ function marked(lines,keep,cls){
   return lines.map(function(l,k){return keep[k]?esc(l):'<span class="'+cls+'">'+esc(l)+'</span>';}).join('\n');
 }
 
+// The message as a tree: objects and arrays fold (the first two levels open). Built from
+// JSON.parse, which rounds a number past 2^53: the text below it keeps every digit.
+function tree(t){
+  if(t.length>200000||(t.charAt(0)!=='{'&&t.charAt(0)!=='['))return '';
+  var v; try{v=JSON.parse(t);}catch(e){return '';}
+  var budget=2000;
+  function node(key,x,depth){
+    if(--budget<0)return '';
+    var k=key===null?'':'<span class="tk">'+esc(key)+'</span>: ';
+    if(x===null||typeof x!=='object')return '<div class="tl">'+k+'<span class="tv '+(x===null?'null':typeof x)+'">'+esc(JSON.stringify(x))+'</span></div>';
+    var arr=Array.isArray(x), keys=arr?x.map(function(_,i){return i;}):Object.keys(x);
+    if(!keys.length)return '<div class="tl">'+k+(arr?'[]':'{}')+'</div>';
+    return '<details'+(depth<2?' open':'')+'><summary>'+k+(arr?'['+keys.length+']':'{'+keys.length+'}')+'</summary>'+
+      keys.map(function(j){return node(arr?String(j):j,x[j],depth+1);}).join('')+'</details>';
+  }
+  return node(null,v,0);
+}
 var X={c:12,b:50,a:88};
 function lane(r){
   var from=r.d==='a'?'c':'a', dst=r.d==='a'?'a':'c', segs;
@@ -105,8 +135,11 @@ function body(i){
       h='<div class="ba"><div><h4>before (from the '+frm+')</h4><pre>'+marked(a,k[0],'del')+'</pre></div><div><h4>after (to the '+to+
         ')</h4><pre class="after">'+marked(b,k[1],'ins')+'</pre></div></div>';
     }
+  } else if(r.n){
+    h='<div class="one"><pre>'+esc(r.b)+'</pre></div>';
   } else {
-    h='<div class="one"><pre>'+esc(r.n?r.b:indent(r.b))+'</pre></div>';
+    var t=tree(r.b);
+    h='<div class="one">'+(t?'<div class="tree">'+t+'</div><h4>as it came</h4>':'')+'<pre class="raw">'+esc(indent(r.b))+'</pre></div>';
   }
   if(r.e)h+='<p class="err">'+esc(r.e)+'</p>';
   (found[i]||[]).forEach(function(f){h+='<p class="fd '+esc(f[1])+'">'+esc(f[1])+' '+esc(f[2])+': '+esc(f[3])+'</p>';});
@@ -176,24 +209,55 @@ function draw(){
       '<div class="row msg '+esc(r.v)+(open[j]?' open':'')+'" id="m'+r.s+'" data-i="'+j+'" style="top:'+tops[k]+'px">'+summaryLine(j)+(open[j]?body(j):'')+'</div>');
   }
   list.innerHTML=html.join('');
-  drawn=k-first;
-  var moved=false;
-  [].forEach.call(list.children,function(el){var j=+el.getAttribute('data-i'),h=el.offsetHeight;if(h&&Math.abs(h-(hgt[j]||estimate(j)))>0.5){hgt[j]=h;moved=true;}});
-  if(moved){layout();var kk=first;[].forEach.call(list.children,function(el){el.style.top=tops[kk++]+'px';});}
+  drawn=k-first; shownFrom=first;
+  settle();
   document.body.setAttribute('data-drawn',String(drawn));
 }
+var shownFrom=0;
+function settle(){  // the drawn rows measured; those below a row that changed height move
+  var moved=false;
+  [].forEach.call(list.children,function(el){var j=+el.getAttribute('data-i'),h=el.offsetHeight;if(h&&Math.abs(h-(hgt[j]||estimate(j)))>0.5){hgt[j]=h;moved=true;}});
+  if(moved){layout();var kk=shownFrom;[].forEach.call(list.children,function(el){el.style.top=tops[kk++]+'px';});}
+}
+list.addEventListener('toggle',settle,true);  // a branch of a tree opened or closed
 var queued=false;
 function redraw(){if(!queued){queued=true;requestAnimationFrame(function(){queued=false;draw();});}}
 
 function text(j){var r=rows[j];return ((found[j]||[]).map(function(f){return f[1]+' '+f[2]+' '+f[3];}).join(' ')+' '+r.l+' '+(r.ss||'')+' '+(r.s||'')+' '+(r.p||'')+' '+(r.b||'')+' '+(r.o||'')+' '+(r.e||'')+' '+(r.mk||[]).join(' ')).toLowerCase();}
+// The filter box: words anywhere in a message, and as `show` has them, method:M (the method,
+// or its start), session:S, update:KIND, kind:K; the direction from its menu (or dir:-> / dir:<-).
+function terms(){
+  var f={words:[],method:[],session:[],update:[],kind:[],dir:dirBox?dirBox.value:''};
+  box.value.split(/\s+/).filter(Boolean).forEach(function(w){
+    var m=/^(method|session|update|kind|dir):(.*)$/i.exec(w);
+    if(!m||!m[2]){f.words.push(w.toLowerCase());return;}
+    var k=m[1].toLowerCase(), v=m[2];
+    if(k==='dir')f.dir=(v==='->'||v==='a'||v==='to-agent')?'a':((v==='<-'||v==='c'||v==='to-client')?'c':f.dir);
+    else f[k].push(v);
+  });
+  return f;
+}
+function methodOf(r){var l=r.l.split(' ');return r.k==='response'?(l[1]||''):l[0];}
+function keep(j,f){
+  var r=rows[j];
+  if(f.dir&&r.d!==f.dir)return false;
+  if(f.method.length&&!f.method.some(function(m){var me=methodOf(r);return me===m||(m.slice(-1)==='/'&&me.indexOf(m)===0);}))return false;
+  if(f.session.length&&!f.session.some(function(x){return r.ss!==undefined&&(r.ss===x||String(r.ss).indexOf(x)>=0);}))return false;
+  if(f.update.length&&f.update.indexOf(r.u)<0)return false;
+  if(f.kind.length&&f.kind.indexOf(r.k)<0)return false;
+  if(f.words.length){
+    if(!low)low=[];
+    var t=low[j]||(low[j]=text(j));
+    for(var x=0;x<f.words.length;x++)if(t.indexOf(f.words[x])<0)return false;
+  }
+  return true;
+}
 function apply(){
-  var terms=box.value.toLowerCase().split(/\s+/).filter(Boolean), n=0, k, j;
-  if(terms.length&&!low){low=new Array(N);}
+  var f=terms(), n=0, k, j;
   shownCount={};
   for(k=0;k<msgRows.length;k++){
     j=msgRows[k];
-    var ok=true;
-    if(terms.length){var t=low[j]||(low[j]=text(j));for(var x=0;x<terms.length;x++)if(t.indexOf(terms[x])<0){ok=false;break;}}
+    var ok=keep(j,f);
     shown[j]=ok?1:0;
     if(ok){var c=rows[j].n||1;n+=c;shownCount[rows[j].g]=(shownCount[rows[j].g]||0)+c;}
   }
@@ -203,10 +267,12 @@ function apply(){
   layout();
   count.textContent=n+' of '+total+' messages';
   document.body.setAttribute('data-visible',String(n));
+  document.body.setAttribute('data-rows',String(N));
   draw();
 }
 var timer=0;
 box.addEventListener('input',function(){clearTimeout(timer);timer=setTimeout(apply,120);});
+if(dirBox)dirBox.addEventListener('change',apply);
 window.addEventListener('scroll',redraw,{passive:true});
 window.addEventListener('resize',redraw);
 
@@ -224,14 +290,70 @@ function go(j){
 list.addEventListener('click',function(ev){
   var a=ev.target.closest('a.jump'); if(a){ev.preventDefault();go(+a.getAttribute('data-go'));return;}
   var b=ev.target.closest('button.tm'); if(b){var t=+b.getAttribute('data-t');timing[t]^=1;hgt[t]=0;layout();draw();return;}
+  if(ev.target.closest('.tree'))return;
   var s=ev.target.closest('.sum'); if(s&&!window.getSelection().toString()){var i=+s.getAttribute('data-i');open[i]^=1;hgt[i]=0;layout();draw();}
 });
 
 var found={};  // row -> its findings
 function seqRow(seq){var lo=0,hi=msgRows.length;while(lo<hi){var mid=(lo+hi)>>1;var r=rows[msgRows[mid]];if((r.s2||r.s)<seq)lo=mid+1;else hi=mid;}return lo<msgRows.length?msgRows[lo]:-1;}
-marks.forEach(function(f){var j=seqRow(f[0]);if(j>=0&&rows[j].s<=f[0])(found[j]=found[j]||[]).push(f);});
-document.getElementById('meta').textContent=info.messages+' messages · '+info.turns+' turns · '+N+' rows · '+
-  marks.length+' findings · bridge '+info.bridge+' · started '+info.started;
+function mark(){
+  found={}; low=null;
+  marks.forEach(function(f){var j=seqRow(f[0]);if(j>=0&&rows[j].s<=f[0])(found[j]=found[j]||[]).push(f);});
+}
+function meta(){
+  document.getElementById('meta').textContent=info.messages+' messages · '+info.turns+' turns · '+N+' rows · '+
+    marks.length+' findings · bridge '+info.bridge+' · started '+info.started;
+}
+function atBottom(){return window.innerHeight+window.scrollY>=document.body.scrollHeight-4;}
+// The latency table of `stats` and the findings and verdict of `check` (either may be absent).
+function side(stats,report){
+  var el=document.getElementById('side'); if(!el||(!stats&&!report))return;
+  var h=['<div><h3>latency</h3><table><tr><th>method</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>'];
+  var lat=(stats&&stats.latency)||[];
+  lat.forEach(function(l){
+    h.push('<tr><td>'+esc(l.method)+'</td><td>'+l.count+'</td><td>'+secs(l.p50)+'</td><td>'+secs(l.p90)+'</td><td>'+secs(l.p99)+'</td><td>'+secs(l.max)+'</td></tr>');
+  });
+  if(!lat.length)h.push('<tr><td colspan="6">(no answered requests)</td></tr>');
+  h.push('</table></div><div><h3>findings</h3><ul>');
+  var fs=(report&&report.findings)||[];
+  fs.forEach(function(f){h.push('<li class="fd-item"><b>'+esc(f.level)+'</b> '+esc(f.code)+' ('+f.count+'x): '+esc(f.meaning)+'</li>');});
+  if(!fs.length)h.push('<li>'+(report?'no findings':'(not computed)')+'</li>');
+  if(report)h.push('</ul><p class="verdict">verdict: '+esc(report.verdict)+'</p></div>'); else h.push('</ul></div>');
+  el.innerHTML=h.join(''); el.hidden=false;
+}
+var api={
+  // Rows from index `start` on, and the row still folding (or null): the live page's feed.
+  feed:function(start,more,pending){
+    var follow=N>0&&atBottom();
+    if(pend>=0){drop();pend=-1;}
+    if(start!==N)return false;  // not where this page is: the caller starts again
+    more.forEach(add);
+    if(pending){add(pending);pend=N-1;}
+    mark(); apply(); meta();
+    if(follow)window.scrollTo(0,document.body.scrollHeight);
+    return true;
+  },
+  reset:function(summary){
+    rows=[];N=0;cap=0;grow(0);became={};members={};msgRows=[];total=0;pend=-1;found={};low=null;
+    info=summary;marks=[];window.scrollTo(0,0);apply();meta();
+  },
+  marks:function(m){marks=m;mark();apply();meta();},
+  summary:function(s){info=s;meta();},
+  rows:function(){return N-(pend>=0?1:0);},
+  go:function(seq){var j=seqRow(seq);if(j>=0)go(j);},
+  side:side
+};
+window.acpPage=api;
+if(document.querySelector('script.live'))return;  // live.js feeds the page
+
+[].forEach.call(document.querySelectorAll('script.rows'),function(s){
+  var part=JSON.parse(s.textContent);
+  for(var i=0;i<part.length;i++)add(part[i]);
+});
+info=JSON.parse(document.querySelector('script.summary').textContent)[0];
+marks=JSON.parse(document.querySelector('script.findings').textContent);
+var reps=document.querySelector('script.reports'); if(reps){reps=JSON.parse(reps.textContent);side(reps[0],reps[1]);}
+mark(); meta();
 var hash=location.hash, mq=/[#&]q=([^&]*)/.exec(hash);
 if(mq){box.value=decodeURIComponent(mq[1].replace(/\+/g,' '));}
 apply();

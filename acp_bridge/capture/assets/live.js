@@ -1,0 +1,107 @@
+(function(){
+'use strict';
+// The inspector's side of the page (`acp-bridge ui`): the list of captures, and the rows of
+// the one chosen, fetched from the API as the capture grows and handed to the page's one
+// renderer (page.js, window.acpPage). Only GETs to the page's own origin.
+var page=window.acpPage, nav=document.getElementById('captures'), side=document.getElementById('side');
+var title=document.getElementById('title'), body=document.body;
+var chosen=null, run=0, listed=[];
+nav.hidden=false;
+function esc(s){return String(s===null||s===undefined?'':s).replace(/[&<>"]/g,function(c){return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
+function path(name){return name.split('/').map(encodeURIComponent).join('/');}
+function get(url){
+  return fetch(url,{credentials:'same-origin',cache:'no-store'}).then(function(r){
+    if(!r.ok)throw new Error(r.status+' '+url); return r.json();});
+}
+function pause(ms){return new Promise(function(ok){setTimeout(ok,ms);});}
+function when(t){if(typeof t!=='number')return '';var d=new Date(t*1000);return d.toLocaleDateString()+' '+d.toLocaleTimeString();}
+
+function drawList(){
+  var h=['<table><tr><th>capture</th><th>client</th><th>agent</th><th>started</th><th class="num">messages</th><th class="num">findings</th><th></th></tr>'];
+  listed.forEach(function(c){
+    h.push('<tr class="cap'+(c.name===chosen?' sel':'')+'" data-name="'+esc(c.name)+'"><td>'+esc(c.name)+'</td><td>'+esc(c.client)+
+      '</td><td>'+esc(c.agent)+'</td><td>'+esc(when(c.started))+'</td><td class="num">'+c.messages+'</td><td class="num">'+c.findings+
+      '</td><td>'+(c.live?'<span class="live-badge">LIVE</span>':'')+'</td></tr>');
+  });
+  if(!listed.length)h.push('<tr><td colspan="7">no captures yet: a bridge run with --capture into a folder given to `acp-bridge ui` appears here</td></tr>');
+  nav.innerHTML=h.join('')+'</table>';
+  body.setAttribute('data-captures',String(listed.length));
+}
+nav.addEventListener('click',function(ev){
+  var tr=ev.target.closest('tr.cap'); if(tr)location.hash='c='+encodeURIComponent(tr.getAttribute('data-name'));
+});
+function poll(){
+  get('/api/captures').then(function(all){listed=all;drawList();
+    if(chosen===null&&all.length&&!/[#&]c=/.test(location.hash))location.hash='c='+encodeURIComponent(all[0].name);
+  }).catch(function(){}).then(function(){return pause(1000);}).then(poll);
+}
+
+function marksOf(report){
+  var m=[];
+  (report.findings||[]).forEach(function(f){(f.occurrences||[]).forEach(function(o){
+    if(typeof o.seq==='number')m.push([o.seq,f.level,f.code,o.message]);});});
+  return m.sort(function(a,b){return a[0]-b[0];});
+}
+function reports(name,mine){
+  var base='/api/captures/'+path(name);
+  return Promise.all([get(base+'/stats'),get(base+'/findings')]).then(function(both){
+    if(mine!==run)return;
+    page.side(both[0],both[1]); page.marks(marksOf(both[1]));
+  });
+}
+
+// The rows of `name`, from the first on, then as they come (a long poll holds until the
+// capture grows); a capture read again from its start (new generation) starts the page over.
+function follow(name,mine){
+  var generation=null, base='/api/captures/'+path(name), checked=0, seen=-1, folding=0;
+  function step(){
+    if(mine!==run)return;
+    var caught=generation!==null&&body.getAttribute('data-caught')==='1';
+    get(base+'/rows?after='+page.rows()+'&seen='+folding+'&wait='+(caught?10:0)+
+        (generation===null?'':'&generation='+generation)).then(function(data){
+      if(mine!==run)return;
+      if(data.generation!==generation){
+        generation=data.generation;
+        page.reset({messages:data.messages,turns:data.turns,bridge:data.bridge,started:data.started});
+        if(data.start!==0)return step();
+      }
+      page.summary({messages:data.messages,turns:data.turns,bridge:data.bridge,started:data.started});
+      if(!page.feed(data.start,data.rows,data.pending)){generation=null;return step();}
+      folding=data.pending?(data.pending.s2||data.pending.s):0;
+      var done=data.start+data.rows.length>=data.total;
+      body.setAttribute('data-caught',done?'1':'0');
+      var now=Date.now();
+      if(done&&data.messages!==seen&&now-checked>3000){checked=now;seen=data.messages;reports(name,mine).catch(function(){});}
+      if(done&&body.getAttribute('data-live-ready')!=='1'){
+        body.setAttribute('data-live-ready','1');
+        var mm=/[#&]m=(\d+)/.exec(location.hash); if(mm)page.go(+mm[1]);
+      }
+      step();
+    }).catch(function(){
+      if(mine!==run)return;
+      body.setAttribute('data-gone',name);
+      pause(1000).then(step);
+    });
+  }
+  step();
+}
+
+function choose(){
+  var m=/[#&]c=([^&]*)/.exec(location.hash), name=m?decodeURIComponent(m[1]):null;
+  if(name===chosen)return;
+  chosen=name; run++;
+  body.removeAttribute('data-live-ready'); body.setAttribute('data-caught','0');
+  body.setAttribute('data-capture',name||'');
+  title.textContent=name||'live';
+  drawList();
+  page.reset({messages:0,turns:0,bridge:'?',started:'?'});
+  side.hidden=true; side.innerHTML='';
+  if(name!==null)follow(name,run);
+}
+var mq=/[#&]q=([^&]*)/.exec(location.hash);
+if(mq)document.getElementById('q').value=decodeURIComponent(mq[1].replace(/\+/g,' '));
+window.addEventListener('hashchange',choose);
+choose();
+poll();
+body.setAttribute('data-ready','1');
+})();

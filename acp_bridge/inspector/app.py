@@ -1,0 +1,216 @@
+"""The inspector's pages and JSON API over a catalog of captures (`acp-bridge ui`).
+
+    GET /                                   the page (capture/assets: the export's page, live)
+    GET /assets/{page.js,page.css,live.js}  its files
+    GET /api/captures                       the captures, newest first
+    GET /api/captures/{name}/messages?after=SEQ[&wait=S][&limit=N]   records with seq > SEQ
+    GET /api/captures/{name}/rows?after=ROW[&wait=S][&seen=SEQ][&generation=G]  the page's rows from ROW
+    GET /api/captures/{name}/stats          what `stats --json` prints
+    GET /api/captures/{name}/findings       what `check --json` prints for it
+
+A name is looked up in the catalog, never made into a path; it may hold a slash (folder/file).
+`wait` makes a long poll: the answer is held (at most MAX_WAIT s) until there is something new.
+
+Owns: the routes, their bounds (page sizes, waits), and `Inspector`, the state behind them:
+the catalog and the timelines, touched only in a worker thread, one call at a time, and a
+watcher that reads what the captures grew by a few times a second and wakes the long polls.
+Must never: block the event loop on a file, write a capture, or serve anything the catalog
+does not list. The door (token, Host, Origin, methods) is `guard.py`, around all of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import orjson
+import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from acp_bridge.capture.catalog import Capture, Catalog, UnknownCapture
+from acp_bridge.capture.html import asset, live_page
+from acp_bridge.capture.stats import stats_json
+from acp_bridge.core.protocol import Json
+from acp_bridge.health.offline import findings_json
+from acp_bridge.inspector.guard import CSP, Guard
+from acp_bridge.inspector.timeline import Timelines
+
+MAX_WAIT = 30.0  # seconds a long poll is held at most
+MESSAGES_LIMIT = 1000  # records per answer at most
+ROWS_LIMIT = 4000  # rows per answer at most
+WATCH_EVERY = 0.25  # seconds between two reads of what the captures grew by
+ASSETS = {"page.js": "text/javascript", "page.css": "text/css", "live.js": "text/javascript"}
+T = TypeVar("T")
+
+
+class BadQuery(ValueError):
+    """A query parameter that is no number of the kind asked."""
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    try:
+        body = orjson.dumps(data)
+    except TypeError:  # a record holding what orjson will not write (an int past 64 bits)
+        body = orjson.dumps(data, default=str)
+    return Response(body, status, media_type="application/json")
+
+
+def _number(request: Request, key: str, default: float, *, low: float, high: float) -> float:
+    text = request.query_params.get(key)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadQuery(f"{key} must be a number") from None
+    if not math.isfinite(value):
+        raise BadQuery(f"{key} must be a number")
+    return min(max(value, low), high)
+
+
+class Inspector:
+    """The catalog, the timelines and the watcher of one inspector."""
+
+    def __init__(self, roots: list[str], *, alive: Callable[[int], bool], clock: Callable[[float], str]) -> None:
+        self.catalog = Catalog(roots, alive=alive)
+        self.timelines = Timelines(self.catalog, clock)
+        self._lock = trio.Lock()
+        self._grown = trio.Event()
+        self._seen: object = None
+        self._reports: dict[tuple[str, str], tuple[tuple[int, int, int], Json]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Inspector {self.catalog!r}>"
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` in a worker thread, one call at a time (the catalog is not thread-safe)."""
+        async with self._lock:
+            return await trio.to_thread.run_sync(fn, *args)
+
+    async def watch(self, every: float = WATCH_EVERY) -> None:
+        """Read what the captures grew by, and wake the long polls when any did."""
+        while True:
+            seen = await self.call(self._refresh)
+            if seen != self._seen:
+                self._seen = seen
+                self._grown.set()
+                self._grown = trio.Event()
+            await trio.sleep(every)
+
+    def _refresh(self) -> object:
+        return [(c.name, c.generation, c.last_seq, c.messages, c.findings, c.ended)
+                for c in self.catalog.refresh()]
+
+    async def wait_growth(self, seconds: float) -> None:
+        with trio.move_on_after(seconds):
+            await self._grown.wait()
+
+    # -- in the worker thread ------------------------------------------------------------
+
+    def listing(self) -> list[Json]:
+        return [{"name": c.name, "live": self.catalog.live(c), "messages": c.messages, "findings": c.findings,
+                 "client": c.client, "agent": c.agent, "started": c.started, "ended": c.ended,
+                 "last_seq": c.last_seq} for c in self.catalog.refresh()]
+
+    def messages(self, name: str, after: int, limit: int) -> list[Json]:
+        capture = self.catalog.reread(name)
+        return self.catalog.records(capture, after=after, limit=limit)
+
+    def report(self, name: str, kind: str) -> Json:
+        """`stats` or `findings` of a capture, computed again only when it has grown."""
+        capture = self.catalog.reread(name)
+        key = (capture.generation, capture.last_seq, capture.messages)
+        cached = self._reports.get((kind, name))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        data = self._compute(capture, kind)
+        self._reports[(kind, name)] = (key, data)
+        return data
+
+    def _compute(self, capture: Capture, kind: str) -> Json:
+        records = self.catalog.everything(capture)
+        if kind == "stats":
+            return stats_json(records)
+        return findings_json(capture.name, records)
+
+
+def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopback: bool) -> Guard:
+    """The ASGI app: the routes behind the guard."""
+
+    async def page(request: Request) -> Response:
+        # the header carries the policy whole; a <meta> one may not hold frame-ancestors
+        meta = "; ".join(part for part in CSP.split("; ") if not part.startswith("frame-ancestors"))
+        return Response(live_page(meta), media_type="text/html; charset=utf-8")
+
+    async def icon(request: Request) -> Response:
+        return Response(status_code=204)
+
+    async def files(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in ASSETS:
+            return _json({"error": "no such file"}, 404)
+        return Response(asset(name), media_type=f"{ASSETS[name]}; charset=utf-8")
+
+    async def captures(request: Request) -> Response:
+        return _json(await inspector.call(inspector.listing))
+
+    async def messages(request: Request) -> Response:
+        name = request.path_params["name"]
+        after = int(_number(request, "after", 0, low=-1, high=2**62))
+        wait = _number(request, "wait", 0, low=0, high=MAX_WAIT)
+        limit = int(_number(request, "limit", MESSAGES_LIMIT, low=1, high=MESSAGES_LIMIT))
+        deadline = trio.current_time() + wait
+        while True:
+            found = await inspector.call(inspector.messages, name, after, limit)
+            if found or trio.current_time() >= deadline:
+                return _json(found)
+            await inspector.wait_growth(deadline - trio.current_time())
+
+    async def rows(request: Request) -> Response:
+        """A page of rows from index `after`. A long poll ends when there are rows, when the
+        row still folding has grown past `seen` (the last seq the page holds of it), or when
+        the capture is of another generation than `generation`."""
+        name = request.path_params["name"]
+        after = int(_number(request, "after", 0, low=0, high=2**62))
+        wait = _number(request, "wait", 0, low=0, high=MAX_WAIT)
+        seen = int(_number(request, "seen", 0, low=0, high=2**62))
+        known = request.query_params.get("generation")
+        deadline = trio.current_time() + wait
+        while True:
+            found = await inspector.call(inspector.timelines.rows, name, after, ROWS_LIMIT)
+            pending = found["pending"]
+            news = (found["rows"] or found["total"] < after
+                    or (pending is not None and pending.get("s2", pending.get("s")) != seen)
+                    or (known is not None and known != str(found["generation"])))
+            if news or trio.current_time() >= deadline:
+                return _json(found)
+            await inspector.wait_growth(deadline - trio.current_time())
+
+    async def stats(request: Request) -> Response:
+        return _json(await inspector.call(inspector.report, request.path_params["name"], "stats"))
+
+    async def findings(request: Request) -> Response:
+        return _json(await inspector.call(inspector.report, request.path_params["name"], "findings"))
+
+    async def unknown(request: Request, exc: Exception) -> Response:
+        return _json({"error": "no such capture"}, 404)
+
+    async def bad(request: Request, exc: Exception) -> Response:
+        return _json({"error": str(exc)}, 400)
+
+    routes = [
+        Route("/", page, methods=["GET"]),
+        Route("/assets/{name}", files, methods=["GET"]),
+        Route("/favicon.ico", icon, methods=["GET"]),
+        Route("/api/captures", captures, methods=["GET"]),
+        Route("/api/captures/{name:path}/messages", messages, methods=["GET"]),
+        Route("/api/captures/{name:path}/rows", rows, methods=["GET"]),
+        Route("/api/captures/{name:path}/stats", stats, methods=["GET"]),
+        Route("/api/captures/{name:path}/findings", findings, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={UnknownCapture: unknown, BadQuery: bad})
+    return Guard(app, token=token, host=host, port=port, loopback=loopback)

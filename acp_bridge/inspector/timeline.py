@@ -1,0 +1,126 @@
+"""A capture's page rows as it grows: the export's rows (`capture/html_rows.RowBuilder`),
+built once per capture and handed out by index to every page that shows it.
+
+Owns: advancing the row builder over the records the catalog has read, only as far as a page
+asks; keeping the rows handed out, packed (zlib'd JSON in blocks) so that a 200,000-message
+capture costs the server a few MiB; the row of a run of chunks still being folded (sent
+apart, as `pending`, since it grows); starting again when the capture is read again from its
+start (a new generation). Must never: hold the records themselves, or run in the event loop
+(it reads files: the server calls it in a worker thread, one call at a time).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+
+import orjson
+
+from acp_bridge.capture.catalog import Capture, Catalog
+from acp_bridge.capture.html_rows import RowBuilder
+from acp_bridge.capture.redaction import Redactor, valid_pointers
+from acp_bridge.core.protocol import Json
+
+BLOCK = 2000  # rows per packed block
+READ = 5000  # records read from the capture per step
+
+
+def _dumps(rows: list[Json]) -> bytes:
+    try:
+        return orjson.dumps(rows)
+    except TypeError:  # an integer past 64 bits or a lone surrogate a record was edited to hold
+        return orjson.dumps(rows, default=str, option=orjson.OPT_NON_STR_KEYS)
+
+
+class Rows:
+    """Rows by index: full blocks packed, the last block as it is."""
+
+    def __init__(self) -> None:
+        self._packed: list[bytes] = []
+        self._tail: list[Json] = []
+
+    def __len__(self) -> int:
+        return len(self._packed) * BLOCK + len(self._tail)
+
+    def append(self, row: Json) -> None:
+        self._tail.append(row)
+        if len(self._tail) == BLOCK:
+            self._packed.append(zlib.compress(_dumps(self._tail), 1))
+            self._tail = []
+
+    def slice(self, start: int, limit: int) -> list[Json]:
+        out: list[Json] = []
+        index = max(0, start)
+        while len(out) < limit and index < len(self):
+            block, at = divmod(index, BLOCK)
+            rows = orjson.loads(zlib.decompress(self._packed[block])) if block < len(self._packed) else self._tail
+            taken = rows[at:at + limit - len(out)]
+            out.extend(taken)
+            index += len(taken)
+        return out
+
+
+class Timeline:
+    """The rows of one capture, of one generation."""
+
+    def __init__(self, capture: Capture, clock: Callable[[float], str]) -> None:
+        self.generation = capture.generation
+        header = capture.header or {}
+        self.builder = RowBuilder(Redactor(valid_pointers(header.get("redact"))), clock)
+        self.rows = Rows()
+        self.read_to = 0  # the last seq fed to the builder
+
+    def __repr__(self) -> str:
+        return f"<Timeline generation={self.generation} rows={len(self.rows)} read_to={self.read_to}>"
+
+    def advance(self, catalog: Catalog, capture: Capture, want: int) -> None:
+        """Feed the builder what the catalog has read of `capture`, until there are `want`
+        rows or nothing is left."""
+        while len(self.rows) < want and self.read_to < capture.last_seq:
+            records = catalog.records(capture, after=self.read_to, limit=READ)
+            if not records:
+                return
+            for record in records:
+                for row in self.builder.add(record):
+                    self.rows.append(row)
+                self.read_to = max(self.read_to, int(record["seq"]))
+
+    def page(self, after: int, limit: int) -> Json:
+        """Rows from index `after` on (at most `limit`), the folding row, and the figures
+        the page's head line shows."""
+        rows = self.rows.slice(after, limit)
+        caught_up = after + len(rows) >= len(self.rows)
+        return {
+            "generation": self.generation, "start": after, "rows": rows,
+            "pending": self.builder.pending() if caught_up else None,
+            "total": len(self.rows), "messages": self.builder.messages, "turns": self.builder.turns,
+        }
+
+
+class Timelines:
+    """One timeline per capture name, made when a page first asks for it."""
+
+    def __init__(self, catalog: Catalog, clock: Callable[[float], str]) -> None:
+        self.catalog = catalog
+        self.clock = clock
+        self._by_name: dict[str, Timeline] = {}
+
+    def rows(self, name: str, after: int, limit: int) -> Json:
+        """A page of rows of capture `name` (read again for what it grew by).
+
+        Raises:
+            UnknownCapture: `name` is no capture of the catalog (any more).
+        """
+        try:
+            capture = self.catalog.reread(name)
+        except LookupError:
+            self._by_name.pop(name, None)
+            raise
+        timeline = self._by_name.get(name)
+        if timeline is None or timeline.generation != capture.generation:
+            timeline = self._by_name[name] = Timeline(capture, self.clock)
+        timeline.advance(self.catalog, capture, after + limit + 1)
+        page = timeline.page(after, limit)
+        header = capture.header or {}
+        page["bridge"], page["started"] = str(header.get("bridge", "?")), str(header.get("started", "?"))
+        return page

@@ -1,0 +1,27 @@
+"""`acp-bridge mcp`: the captures in given folders, read by an agent through MCP tools
+(docs/mcp.md).
+
+Owns, in its modules: the tools themselves over a `capture.Catalog`, with no SDK in sight
+(`tools`, bounded by `pages`), and their MCP server on stdio (`server`), the only module that
+imports the optional `mcp` extra (the official MCP Python SDK). Must never: import the SDK
+outside `server`, write anything, or read a file outside the folders it was given.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+INSTALL_HINT = "pip install 'acp-bridge-proxy[mcp]'"
+SDK_MODULES = ("mcp.server", "anyio")  # what `server` imports of the extra
+
+
+def missing_sdk() -> str | None:
+    """None when the MCP SDK can be imported; else one line saying how to get it."""
+    for name in SDK_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a parent package missing, or a broken install
+            found = False
+        if not found:
+            return f"mcp needs the MCP Python SDK, which is not installed ({name} not found): {INSTALL_HINT}"
+    return None

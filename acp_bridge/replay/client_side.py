@@ -1,0 +1,270 @@
+"""The client side of a capture, for `acp-bridge drive`: what to send, and the recorded answers.
+
+Owns: `ClientSide.from_records(records)`: the lines the recorded client sent, as it sent
+them (`raw`, before the bridge's rules), in order, each with its session and turn
+(replay/turns.py), and where in its turn a notification such as `session/cancel` came;
+`Answers`: the client's recorded answers to the agent's requests, found again for a live
+request (a permission request by the option kind chosen, since option ids may differ; a
+file by its path; a terminal by its command, then by its id; anything else by its params);
+and `Rewriter`: a recorded line with the live session ids in place of the recorded ones,
+and `--cwd` in place of the recorded `cwd`.
+Must never: do IO, import trio or click, or change a line it has no reason to change (a
+line with nothing to replace is sent as its recorded bytes).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from acp_bridge.capture.reader import record_bytes
+from acp_bridge.capture.redaction import WHOLE
+from acp_bridge.core import protocol as p
+from acp_bridge.core.messages import Direction, Unencodable, classify, encode, id_key
+from acp_bridge.core.protocol import Json
+from acp_bridge.replay.turns import TO_CLIENT, Track, tracks
+
+PERMISSION = "session/request_permission"
+CREATES_SESSION = frozenset({p.SESSION_NEW, p.SESSION_FORK})
+
+
+@dataclass
+class Outgoing:
+    """A line the recorded client sent."""
+
+    seq: int
+    data: bytes
+    msg: Any  # parsed (None: not JSON)
+    kind: str
+    method: str | None
+    track: int  # its session's index (0: the connection)
+    turn: int
+    where: str  # "session 1 turn 2"
+    creates: Any = None  # session/new: the session id its recorded answer gave
+    after: int = 0  # how many of the agent's messages of its turn came before it
+    redacted: list[str] = field(default_factory=list)
+
+    @property
+    def is_prompt(self) -> bool:
+        return self.kind == "request" and self.method == p.SESSION_PROMPT
+
+
+@dataclass
+class ClientSide:
+    lines: list[Outgoing]
+    tracks: list[Track]
+    answers: Answers
+    withheld: list[str]  # what the capture withheld whole and cannot be sent, for a person
+    cwds: list[str]  # the recorded `cwd`s, in order
+
+    @classmethod
+    def from_records(cls, records: Iterable[Json]) -> ClientSide:
+        records = [r for r in records if r.get("type") == "message"]
+        cut = tracks(records)
+        place: dict[int, tuple[int, int, int]] = {}  # seq -> track, turn, agent messages before it
+        for cut_track in cut:
+            for number, messages in enumerate(cut_track.turns):
+                seen = 0
+                for message in messages:
+                    if message.seq is not None:
+                        place[message.seq] = (cut_track.index, number, seen)
+                    seen += message.direction == TO_CLIENT
+        created = {id_key(r.get("id")): r.get("session") for r in records if r.get("direction") == TO_CLIENT
+                   and r.get("kind") == "response" and r.get("method") in CREATES_SESSION}
+        lines: list[Outgoing] = []
+        withheld: list[str] = []
+        cwds: list[str] = []
+        answers = Answers()
+        asked: dict[Any, Json] = {}  # id key -> the agent's request, until the client answers
+        for record in records:
+            seq = record.get("seq")
+            if not isinstance(seq, int) or record.get("verdict") == "emit":
+                continue  # the bridge wrote it: the client never sent it
+            if record.get("direction") == TO_CLIENT:
+                if record.get("kind") == "request":
+                    asked[id_key(record.get("id"))] = record
+                continue
+            data = record_bytes(record, "raw")
+            if data is None:
+                continue
+            kind, method = str(record.get("kind")), record.get("method")
+            track, turn, after = place.get(seq, (0, 0, 0))
+            where = cut[track].label(turn) if track < len(cut) else "connection"
+            if record.get("redacted") == WHOLE:
+                withheld.append(f"#{seq} {method or 'a line'} ({where})")
+                continue
+            msg = _loads(data)
+            if kind == "response":
+                request = asked.pop(id_key(record.get("id")), None)
+                if request is not None:
+                    answers.add(request, msg, _pointers(record), seq)
+                continue
+            if kind == "request" and isinstance(cwd := p.get_path(msg, "params", "cwd"), str) and cwd not in cwds:
+                cwds.append(cwd)
+            line = Outgoing(seq, data, msg, kind, method, track, turn, where, after=after, redacted=_pointers(record))
+            if kind == "request" and method in CREATES_SESSION:
+                line.creates = created.get(id_key(record.get("id")))
+            lines.append(line)
+        return cls(lines, cut, answers, withheld, cwds)
+
+    def prompts(self) -> list[Outgoing]:
+        return [line for line in self.lines if line.is_prompt]
+
+
+def _pointers(record: Json) -> list[str]:
+    redacted = record.get("redacted")
+    return list(redacted) if isinstance(redacted, list) else []
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+class Rewriter:
+    """Recorded lines as they go to the live agent: session ids and `cwd` replaced."""
+
+    def __init__(self, cwd: str | None, recorded_cwds: list[str]) -> None:
+        self.sessions: dict[str, Any] = {}  # recorded session id -> the live one
+        self.cwd = cwd
+        self.recorded_cwds = recorded_cwds
+
+    def learn(self, recorded: Any, live: Any) -> None:
+        if isinstance(recorded, str):
+            self.sessions[recorded] = live
+
+    def line(self, line: Outgoing) -> bytes:
+        """The line to send: its recorded bytes when nothing in it is to be replaced."""
+        if not isinstance(line.msg, dict) or not (self.sessions or self.cwd is not None):
+            return line.data
+        frame = classify(Direction.TO_AGENT, line.data)
+        if not isinstance(frame.msg, dict):
+            return line.data
+        # Replaced in the frame's own reading: `encode` finds its numbers again by identity,
+        # and writes each as it was written (1.50, integers beyond 64 bits).
+        msg = _replace(frame.msg, self.sessions)
+        if self.cwd is not None and isinstance(p.get_path(msg, "params", "cwd"), str):
+            msg = {**msg, "params": {**msg["params"], "cwd": self.cwd}}
+        if msg == frame.msg:  # only strings are replaced: equal means unchanged
+            return line.data
+        try:
+            return encode(msg, source=frame)
+        except Unencodable:
+            return line.data
+
+    def recorded_path(self, path: Any) -> Any:
+        """A live path under `--cwd` as it was under the recorded `cwd` (to find its answer)."""
+        if self.cwd is None or not isinstance(path, str):
+            return path
+        for cwd in self.recorded_cwds:
+            if path == self.cwd or path.startswith(self.cwd.rstrip("/") + "/"):
+                return cwd.rstrip("/") + path[len(self.cwd.rstrip("/")):]
+        return path
+
+
+def _replace(value: Any, sessions: dict[str, Any], depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return sessions.get(value, value)
+    if depth > 200:
+        return value
+    if isinstance(value, dict):
+        return {k: _replace(v, sessions, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace(v, sessions, depth + 1) for v in value]
+    return value
+
+
+@dataclass
+class Recorded:
+    """One recorded answer of the client to an agent request."""
+
+    request: Any  # the agent's request (parsed)
+    answer: Any  # the client's response (parsed)
+    redacted: list[str]
+    seq: int
+
+
+class Answers:
+    """The client's recorded answers, found again for the live agent's requests. Each key's
+    answers are given in their recorded order; once they are used up, the last is given again
+    (an agent may read a file twice)."""
+
+    def __init__(self) -> None:
+        self._queues: dict[Any, deque[Recorded]] = {}
+        self._last: dict[Any, Recorded] = {}
+
+    def add(self, request: Json, answer: Any, redacted: list[str], seq: int) -> None:
+        message = record_bytes(request, "raw")
+        parsed = _loads(message) if message is not None else None
+        if not isinstance(parsed, dict) or not isinstance(answer, dict):
+            return
+        key = match_key(parsed.get("method"), parsed.get("params"))
+        self._queues.setdefault(key, deque()).append(Recorded(parsed, answer, redacted, seq))
+
+    def answer(self, request: Json, rewriter: Rewriter | None = None) -> tuple[Json | None, Recorded | None, str]:
+        """The live answer to `request` (None: the recording has none), the recorded one it
+        came from, and why it has none."""
+        method, params = request.get("method"), request.get("params")
+        if rewriter is not None and isinstance(params, dict) and "path" in params:
+            params = {**params, "path": rewriter.recorded_path(params["path"])}
+        key = match_key(method, params)
+        queue = self._queues.get(key)
+        recorded = queue.popleft() if queue else self._last.get(key)
+        if recorded is None:
+            return None, None, f"the recording has no answer to {method} with these params"
+        self._last[key] = recorded
+        answer = {k: v for k, v in recorded.answer.items() if k != "id"}
+        if method == PERMISSION and "result" in answer:
+            result, why = _permission(recorded, request)
+            if result is None:
+                return None, recorded, why
+            answer["result"] = result
+        return {"jsonrpc": p.JSONRPC, "id": request.get("id"), **{k: v for k, v in answer.items() if k != "jsonrpc"}}, \
+            recorded, ""
+
+
+def match_key(method: Any, params: Any) -> Any:
+    """What a live request must share with a recorded one for its answer to fit."""
+    params = params if isinstance(params, dict) else {}
+    if method == PERMISSION:
+        return (method,)
+    if method in ("fs/read_text_file", "fs/write_text_file"):
+        return (method, _text(params.get("path")))
+    if method == p.TERMINAL_CREATE:
+        return (method, _text(params.get("command")), _text(params.get("args")))
+    if isinstance(method, str) and method.startswith("terminal/"):
+        return (method, _text(params.get("terminalId")))
+    return (method, _text({k: v for k, v in params.items() if k != "sessionId"}))
+
+
+def _text(value: Any) -> str:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return repr(value)
+
+
+def _permission(recorded: Recorded, live: Json) -> tuple[Any, str]:
+    """The recorded outcome with the live option id of the kind the user chose."""
+    result = recorded.answer.get("result")
+    outcome = p.get_path(result, "outcome")
+    chosen = p.get_path(outcome, "optionId")
+    if chosen is None:  # cancelled: no option to map
+        return result, ""
+    kinds = {o.get("optionId"): o.get("kind") for o in _options(recorded.request)}
+    kind = kinds.get(chosen)
+    for option in _options(live):
+        if option.get("kind") == kind:
+            return {**result, "outcome": {**outcome, "optionId": option.get("optionId")}}, ""
+    return None, f"the recorded choice was an option of kind {kind!r}, which this permission request does not offer"
+
+
+def _options(request: Any) -> list[Json]:
+    options = p.get_path(request, "params", "options")
+    return [o for o in options if isinstance(o, dict)] if isinstance(options, list) else []

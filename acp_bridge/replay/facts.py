@@ -1,0 +1,109 @@
+"""What an agent did in a turn, as facts to compare: `drive --compare structure` and `text`.
+
+Owns: `structure(messages)` and `text(messages)`, the projections `compare_tracks` applies
+to each turn of the recording and of the live run, so that `drive`'s report is `diff`'s
+engine over these facts. A turn's facts, in order, from what the agent sent:
+- each `session/update` as its kind, a run of chunks of one kind counted as one (`text`:
+  with their text joined); a `state_update` with its state;
+- a tool call (where its id first appears) with its kind, title and final status;
+- each request the agent made of the client, a permission request with its option kinds;
+- the stop reason (v1: the prompt's response; v2: the idle `state_update`);
+- each error the agent answered with, by method and code (`text`: and message).
+Ids, session ids and times are not facts. Must never: do IO, or raise on any message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp_bridge.core import protocol as p
+from acp_bridge.replay.turns import TO_CLIENT, Message
+
+FACT = "fact"
+
+
+def structure(messages: list[Message]) -> list[Message]:
+    return _facts(messages, with_text=False)
+
+
+def text(messages: list[Message]) -> list[Message]:
+    return _facts(messages, with_text=True)
+
+
+def _fact(source: Message, label: str, value: dict[str, Any]) -> Message:
+    return Message(source.seq, TO_CLIENT, FACT, label, None, None, value)
+
+
+def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
+    out: list[Message] = []
+    tools: dict[Any, dict[str, Any]] = {}  # toolCallId -> its fact's value, updated to the final state
+    run: tuple[str, Message] | None = None  # the run of chunks going on: its kind, its fact
+    for message in messages:
+        if message.direction != TO_CLIENT or not isinstance(message.msg, dict):
+            continue
+        msg = message.msg
+        if message.kind == "notification" and message.method == p.SESSION_UPDATE:
+            update = p.get_path(msg, "params", "update")
+            kind = message.update
+            if not isinstance(update, dict) or kind is None:
+                continue
+            if kind.endswith("_chunk"):
+                if run is not None and run[0] == kind:
+                    if with_text:
+                        run[1].msg["text"] += _text_of(update)
+                    continue
+                fact = _fact(message, f"update {kind}", {"update": kind})
+                if with_text:
+                    fact.msg["text"] = _text_of(update)
+                out.append(fact)
+                run = (kind, fact)
+                continue
+            run = None
+            value: dict[str, Any] = {"update": kind}
+            if kind in ("tool_call", "tool_call_update"):
+                tool_id = _hashable(update.get("toolCallId"))
+                known = tools.get(tool_id)
+                if known is None:
+                    known = tools[tool_id] = {}
+                    value["toolCall"] = known
+                for field in ("kind", "title", "status"):
+                    if field in update:
+                        known[field] = update[field]
+            elif kind == "state_update":
+                value["state"] = update.get("state")
+            elif with_text and (said := _text_of(update)):
+                value["text"] = said
+            out.append(_fact(message, f"update {kind}", value))
+            if kind == "state_update" and update.get("state") == "idle" and "stopReason" in update:
+                out.append(_fact(message, "stop reason", {"stopReason": update.get("stopReason")}))
+            continue
+        run = None
+        if message.kind == "request":
+            request: dict[str, Any] = {"request": message.method}
+            if message.method == "session/request_permission":
+                options = p.get_path(msg, "params", "options")
+                request["options"] = [o.get("kind") for o in options if isinstance(o, dict)] \
+                    if isinstance(options, list) else None
+            out.append(_fact(message, f"request {message.method}", request))
+        elif message.kind == "response":
+            error = msg.get("error")
+            if isinstance(error, dict):
+                value = {"method": message.method, "code": error.get("code")}
+                if with_text:
+                    value["message"] = error.get("message")
+                out.append(_fact(message, "error", {"error": value}))
+            elif message.method == p.SESSION_PROMPT and isinstance(result := msg.get("result"), dict) \
+                    and "stopReason" in result:
+                out.append(_fact(message, "stop reason", {"stopReason": result["stopReason"]}))
+    return out
+
+
+def _text_of(update: dict[str, Any]) -> str:
+    """The text of an update's content: a block, or (v2 whole messages) a list of blocks."""
+    content = update.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    return "".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
+
+
+def _hashable(value: Any) -> Any:
+    return (type(value), value) if isinstance(value, (str, int, float, bool, type(None))) else repr(value)

@@ -1,0 +1,283 @@
+"""`acp-bridge ui` through real HTTP: a server on a free port (Hypercorn's trio worker, as
+the command runs it), asked by httpx. Every API name, and every refusal of the door."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import trio
+from click.testing import CliRunner
+
+from acp_bridge.capture.summary import utc_clock
+from acp_bridge.commands import main
+from acp_bridge.inspector.server import address, bind, serve
+
+TOKEN = "test-token-0123456789abcdefghijklmnop"
+
+
+def header(time: float = 100.0, pid: int = 4242) -> bytes:
+    return orjson.dumps({"type": "header", "format": 1, "time": time, "mono": 0, "pid": pid,
+                         "bridge": "0.1.0", "started": "t0", "config": "c"}) + b"\n"
+
+
+def message(seq: int, raw: str = '{"jsonrpc":"2.0","id":1,"method":"session/prompt"}\n', **extra: Any) -> bytes:
+    record = {"type": "message", "seq": seq, "time": 100.0 + seq, "mono": float(seq), "direction": "to-agent",
+              "kind": "request", "verdict": "pass", "method": "session/prompt", "id": seq, "session": None,
+              "rules": [], "size": len(raw), "raw": raw, **extra}
+    return orjson.dumps(record) + b"\n"
+
+
+def chunk(seq: int, text: str) -> bytes:
+    raw = orjson.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {
+        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}}).decode() + "\n"
+    return message(seq, raw, direction="to-client", kind="notification", method="session/update", id=None,
+                   session="s1")
+
+
+@dataclass
+class Server:
+    client: httpx.AsyncClient
+    port: int
+
+    async def get(self, path: str, *, token: bool = True, **kw: Any) -> httpx.Response:
+        params = dict(kw.pop("params", {}))
+        if token:
+            params["token"] = TOKEN
+        return await self.client.get(path, params=params, **kw)
+
+    async def json(self, path: str, **params: Any) -> Any:
+        response = await self.get(path, params=params)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+@asynccontextmanager
+async def running(*roots: Path) -> AsyncIterator[Server]:
+    sock = bind("127.0.0.1", 0)
+    _, port = address(sock)
+    stopped = trio.Event()
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(partial(serve, sock, [str(r) for r in roots], TOKEN, alive=lambda pid: pid == 4242,
+                                        clock=utc_clock, stop=stopped.wait))
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                yield Server(client, port)
+            stopped.set()
+
+
+def records_of(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if b'"message"' in line]
+
+
+async def test_every_api_name_answers_as_the_cli_does(tmp_path: Path) -> None:
+    """/api/captures lists (newest first, live by pid); /messages serves records after a seq,
+    bounded; /stats and /findings are `stats --json` and `check --json` for that capture."""
+    (tmp_path / "old.jsonl").write_bytes(header(50.0, pid=1) + message(1) + b'{"type":"end","records":1}\n')
+    (tmp_path / "new.jsonl").write_bytes(header(200.0) + b"".join(message(s) for s in range(1, 1201)))
+    async with running(tmp_path) as server:
+        listed = await server.json("/api/captures")
+        assert [(c["name"], c["live"], c["messages"], c["client"], c["agent"], c["started"]) for c in listed] == [
+            ("new.jsonl", True, 1200, None, None, 200.0), ("old.jsonl", False, 1, None, None, 50.0)]
+
+        page = await server.json("/api/captures/new.jsonl/messages", after=5, limit=3)
+        assert page == records_of(tmp_path / "new.jsonl")[5:8]
+        page = await server.json("/api/captures/new.jsonl/messages", after=0, limit=10**9)
+        assert [r["seq"] for r in page] == list(range(1, 1001))  # one answer holds 1000 at most
+        assert await server.json("/api/captures/new.jsonl/messages", after=1200) == []
+
+        for name in ("old.jsonl", "new.jsonl"):
+            cli = CliRunner().invoke(main, ["stats", str(tmp_path / name), "--json"])
+            assert await server.json(f"/api/captures/{name}/stats") == orjson.loads(cli.stdout)
+            cli = CliRunner().invoke(main, ["check", str(tmp_path / name), "--json"])
+            expected = orjson.loads(cli.stdout)["captures"][0]
+            assert await server.json(f"/api/captures/{name}/findings") == {**expected, "path": name}
+
+        assert (await server.get("/api/captures/new.jsonl/messages", params={"after": "x"})).status_code == 400
+        assert (await server.get("/api/captures/none.jsonl/messages")).status_code == 404
+
+
+async def test_names_with_a_folder_are_looked_up_not_joined(tmp_path: Path) -> None:
+    """Two folders holding the same file name: the folder's name goes in front, slash and all."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "c.jsonl").write_bytes(header() + message(1, f'"{folder}"\n'))
+    async with running(tmp_path / "a", tmp_path / "b") as server:
+        assert sorted(c["name"] for c in await server.json("/api/captures")) == ["a/c.jsonl", "b/c.jsonl"]
+        [record] = await server.json("/api/captures/b/c.jsonl/messages")
+        assert record["raw"] == '"b"\n'
+
+
+async def test_a_long_poll_holds_until_the_capture_grows(tmp_path: Path) -> None:
+    """`wait=S`: an empty answer only after S seconds; a record appended meanwhile ends it."""
+    capture = tmp_path / "c.jsonl"
+    capture.write_bytes(header() + message(1))
+    async with running(tmp_path) as server:
+        start = trio.current_time()
+        assert await server.json("/api/captures/c.jsonl/messages", after=1, wait=0.5) == []
+        assert trio.current_time() - start >= 0.45
+        got: list[Any] = []
+        async with trio.open_nursery() as nursery:
+            async def poll() -> None:
+                got.append(await server.json("/api/captures/c.jsonl/messages", after=1, wait=15))
+            nursery.start_soon(poll)
+            with capture.open("ab") as file:
+                file.write(message(2))
+        assert [r["seq"] for r in got[0]] == [2]
+
+
+async def test_a_torn_last_line_is_served_once_whole(tmp_path: Path) -> None:
+    """A bridge writing its last line: the part written is no record yet."""
+    capture = tmp_path / "c.jsonl"
+    whole = message(2)
+    capture.write_bytes(header() + message(1) + whole[:30])
+    async with running(tmp_path) as server:
+        assert [r["seq"] for r in await server.json("/api/captures/c.jsonl/messages")] == [1]
+        with capture.open("ab") as file:
+            file.write(whole[30:])
+        got = await server.json("/api/captures/c.jsonl/messages", after=1, wait=10)
+        assert got == [orjson.loads(whole)]
+
+
+async def test_a_capture_cut_short_or_deleted_while_open_serves_no_old_record(tmp_path: Path) -> None:
+    """Truncated and written again: only what it holds now; deleted: 404 everywhere."""
+    capture = tmp_path / "c.jsonl"
+    capture.write_bytes(header() + b"".join(message(s, f'"old {s}"\n') for s in range(1, 6)))
+    async with running(tmp_path) as server:
+        assert len(await server.json("/api/captures/c.jsonl/messages")) == 5
+        rows = await server.json("/api/captures/c.jsonl/rows")
+        with capture.open("r+b") as file:  # cut short in place, as `truncate -s 0` would
+            file.truncate(0)
+            file.write(header() + message(1, '"new 1"\n'))
+        assert [r["raw"] for r in await server.json("/api/captures/c.jsonl/messages")] == ['"new 1"\n']
+        assert await server.json("/api/captures/c.jsonl/messages", after=1) == []
+        again = await server.json("/api/captures/c.jsonl/rows", generation=rows["generation"], wait=10)
+        assert again["generation"] != rows["generation"]
+        assert [r.get("b") for r in again["rows"] if "h" not in r] == ['"new 1"']
+        os.unlink(capture)
+        for path in ("messages", "rows", "stats", "findings"):
+            assert (await server.get(f"/api/captures/c.jsonl/{path}")).status_code == 404, path
+        assert await server.json("/api/captures") == []
+
+
+async def test_rows_hold_the_run_of_chunks_still_folding(tmp_path: Path) -> None:
+    """The page's rows: a run of chunks comes as `pending`, grown at each chunk, until a
+    message of another kind ends it."""
+    capture = tmp_path / "c.jsonl"
+    capture.write_bytes(header() + chunk(1, "Hel") + chunk(2, "lo"))
+    async with running(tmp_path) as server:
+        page = await server.json("/api/captures/c.jsonl/rows")
+        assert [r.get("h") for r in page["rows"]] == ["outside"] and page["total"] == 1
+        start = trio.current_time()
+        held = await server.json("/api/captures/c.jsonl/rows", after=1, seen=2, wait=0.3)
+        assert held == {**page, "start": 1, "rows": []} and trio.current_time() - start >= 0.25  # held: nothing new
+        assert (page["pending"]["n"], page["pending"]["p"]) == (2, "Hello")
+        with capture.open("ab") as file:
+            file.write(chunk(3, ", world"))
+        page = await server.json("/api/captures/c.jsonl/rows", after=1, seen=2, wait=10)
+        assert page["rows"] == [] and (page["pending"]["n"], page["pending"]["p"]) == (3, "Hello, world")
+        with capture.open("ab") as file:
+            file.write(message(4))
+        page = await server.json("/api/captures/c.jsonl/rows", after=1, seen=3, wait=10)
+        assert [(r.get("h"), r.get("s"), r.get("n")) for r in page["rows"]] == [
+            (None, 1, 3), ("turn", None, None), (None, 4, None)]  # the run ended, a turn began
+        assert page["pending"] is None
+
+
+# -- the door ------------------------------------------------------------------------------
+
+async def test_every_refusal_of_the_door(tmp_path: Path) -> None:
+    """Token, Host (DNS rebinding), Origin, methods: refused whatever the path, with the
+    safe headers; the captures outside the catalog are not there at all."""
+    root, outside = tmp_path / "captures", tmp_path / "elsewhere"
+    root.mkdir()
+    outside.mkdir()
+    (root / "c.jsonl").write_bytes(header() + message(1))
+    (outside / "secret.jsonl").write_bytes(header() + message(1, '"secret"\n'))
+    (root / "out.jsonl").symlink_to(outside / "secret.jsonl")
+    async with running(root) as server:
+        bound = f"127.0.0.1:{server.port}"
+        ok = await server.get("/api/captures/c.jsonl/messages")
+        assert ok.status_code == 200
+        refused = {
+            "no token": await server.get("/", token=False),
+            "no token, API": await server.get("/api/captures", token=False),
+            "no token, unknown path": await server.get("/nothing", token=False),
+            "wrong token": await server.get("/api/captures", token=False, params={"token": TOKEN[:-1] + "X"}),
+            "wrong cookie": await server.get("/api/captures", token=False,
+                                             headers={"cookie": f"acp_bridge_ui_{server.port}=nope"}),
+            "rebound host": await server.get("/api/captures", headers={"host": f"evil.example:{server.port}"}),
+            "other port": await server.get("/api/captures", headers={"host": "127.0.0.1:1"}),
+            "foreign origin": await server.get("/api/captures", headers={"origin": "http://evil.example"}),
+            "cross-site fetch": await server.get("/api/captures", headers={"sec-fetch-site": "cross-site"}),
+            "POST": await server.client.post("/api/captures", params={"token": TOKEN}),
+            "DELETE": await server.client.delete("/api/captures/c.jsonl/messages", params={"token": TOKEN}),
+            "dot-dot": await server.get("/api/captures/..%2Felsewhere%2Fsecret.jsonl/messages"),
+            "dot-dot raw": await server.client.send(httpx.Request(
+                "GET", f"http://{bound}/api/captures/../elsewhere/secret.jsonl/messages?token={TOKEN}")),
+            "link leading out": await server.get("/api/captures/out.jsonl/messages"),
+            "an asset not listed": await server.get("/assets/..%2F..%2Fcatalog.py"),
+        }
+        statuses = {why: r.status_code for why, r in refused.items()}
+        assert statuses == {
+            "no token": 401, "no token, API": 401, "no token, unknown path": 401, "wrong token": 401,
+            "wrong cookie": 401, "rebound host": 421, "other port": 421, "foreign origin": 403,
+            "cross-site fetch": 403, "POST": 405, "DELETE": 405, "dot-dot": 404, "dot-dot raw": 404,
+            "link leading out": 404, "an asset not listed": 404,
+        }
+        assert all(b"secret" not in r.content for r in refused.values())
+        assert all(r.headers["content-security-policy"].startswith("default-src 'none'") for r in refused.values())
+        assert [c["name"] for c in await server.json("/api/captures")] == ["c.jsonl"]
+        same = await server.get("/api/captures", headers={"origin": f"http://{bound}"})
+        assert same.status_code == 200
+
+
+async def test_the_first_visit_moves_the_token_into_a_strict_cookie(tmp_path: Path) -> None:
+    """`/?token=` answers with the cookie (HttpOnly, SameSite=Strict) and sends the browser
+    to `/`, so the token leaves the address bar; the cookie alone then opens everything.
+    The page loads nothing but its own files, and says so in its policy."""
+    async with running(tmp_path) as server:
+        first = await server.get("/")
+        assert first.status_code == 303 and first.headers["location"] == "/"
+        assert first.headers["set-cookie"] == (f"acp_bridge_ui_{server.port}={TOKEN}; HttpOnly; SameSite=Strict; "
+                                               "Path=/")
+        cookie = {"cookie": f"acp_bridge_ui_{server.port}={TOKEN}"}
+        page = await server.get("/", token=False, headers=cookie)
+        assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
+        csp = page.headers["content-security-policy"]
+        assert csp.startswith("default-src 'none'; script-src 'self'; ") and "connect-src 'self'" in csp
+        assert "http://" not in page.text and "https://" not in page.text
+        assert '<script src="/assets/page.js"></script>' in page.text
+        for name in ("page.js", "live.js", "page.css"):
+            served = await server.get(f"/assets/{name}", token=False, headers=cookie)
+            assert served.status_code == 200 and "http://" not in served.text and "https://" not in served.text
+        assert (await server.get("/api/captures", token=False, headers=cookie)).json() == []
+
+
+def test_without_the_extra_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "starlette", None)
+    result = CliRunner().invoke(main, ["ui", "."])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == "acp-bridge: the inspector needs the ui extra: pip install 'acp-bridge-proxy[ui]'\n"
+
+
+def test_beyond_loopback_a_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The address is stdout's one line; a host that is not loopback is warned about."""
+    import trio as trio_module
+
+    monkeypatch.setattr(trio_module, "run", lambda *a, **k: None)
+    result = CliRunner().invoke(main, ["ui", str(tmp_path), "--host", "0.0.0.0"])
+    assert result.exit_code == 0, result.output
+    [line] = result.stdout.splitlines()
+    assert line.startswith("http://0.0.0.0:") and "/?token=" in line
+    assert result.stderr.startswith("acp-bridge: warning: listening on 0.0.0.0, beyond this machine")
+    result = CliRunner().invoke(main, ["ui", str(tmp_path)])
+    assert result.stdout.startswith("http://127.0.0.1:") and result.stderr == ""

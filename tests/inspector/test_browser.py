@@ -1,0 +1,235 @@
+"""`acp-bridge ui` in a real browser: Debian's headless Chromium driven by Selenium (with
+chromedriver), one browser session for the module, against the real command.
+
+The inspector's page is the export's page (one renderer), so the 200,000-message test here
+is the one that covers both: rows drawn on demand, a jump far down, a filter over all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from bench.big_capture import write_capture
+from tests.conftest import ROOT, SCRIPTED_AGENT
+from tests.inspector.test_api import chunk, header, message
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
+                       reason="chromium and chromedriver are not installed (apt-get install -y chromium "
+                              "chromium-driver); the inspector is checked in a real headless browser"),
+    pytest.mark.xdist_group("inspector-browser"),
+]
+
+if CHROMIUM is not None and DRIVER is not None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.support.ui import WebDriverWait
+
+
+class Inspector:
+    """The real `acp-bridge ui` over one folder, and the one browser."""
+
+    def __init__(self, folder: Path, proc: subprocess.Popen[bytes], url: str, driver: WebDriver) -> None:
+        self.folder, self.proc, self.url, self.driver = folder, proc, url, driver
+        self.base = url.split("?", maxsplit=1)[0]
+
+    def open(self, capture: str = "", extra: str = "") -> None:
+        """The page loaded afresh (a new address that differs only after `#` would not be)."""
+        self.driver.get("about:blank")
+        self.driver.get(self.base + "#" + (f"c={capture}" if capture else "") + extra)
+        self.wait(lambda: self.body("data-ready") == "1")
+
+    def body(self, name: str) -> str | None:
+        value: str | None = self.driver.find_element(By.TAG_NAME, "body").get_attribute(name)
+        return value
+
+    def wait(self, condition: Callable[[], Any], seconds: float = 20) -> Any:
+        return WebDriverWait(self.driver, seconds, poll_frequency=0.05).until(lambda _: condition())
+
+    def rows(self) -> str:
+        return str(self.js("return document.getElementById('list').innerHTML"))
+
+    def js(self, script: str, *args: Any) -> Any:
+        """Read or act in one step (the page redraws the list and its rows as they come:
+        an element found in one call may be gone by the next)."""
+        return self.driver.execute_script(script, *args)
+
+    def listed(self, name: str) -> str:
+        return str(self.js("var tr=document.querySelector('tr.cap[data-name=\"'+arguments[0]+'\"]');"
+                           "return tr?tr.textContent:''", name))
+
+
+@pytest.fixture(scope="module")
+def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
+    folder = tmp_path_factory.mktemp("captures")
+    proc = subprocess.Popen([sys.executable, "-m", "acp_bridge", "ui", str(folder)], stdout=subprocess.PIPE,
+                            cwd=ROOT)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().decode().strip()
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]{43}", url), url
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--window-size=1280,900",
+                f"--user-data-dir={tmp_path_factory.mktemp('profile')}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    try:
+        driver.get(url)  # the first visit: the token becomes the cookie
+        yield Inspector(folder, proc, url, driver)
+    finally:
+        driver.quit()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0  # Ctrl-C is a clean end
+        assert proc.stdout.read() == b""  # the address was stdout's one line
+        proc.stdout.close()
+
+
+def test_the_list_newest_first_with_the_live_ones_marked(inspector: Inspector) -> None:
+    """20 captures whose bridges run (LIVE), one that ended; newest first, a new one appears."""
+    folder = inspector.folder
+    (folder / "ended.jsonl").write_bytes(header(10.0, pid=os.getpid()) + message(1) + b'{"type":"end"}\n')
+    for n in range(20):
+        (folder / f"live-{n:02}.jsonl").write_bytes(header(100.0 + n, pid=os.getpid()) + message(1))
+    inspector.open()
+    inspector.wait(lambda: inspector.body("data-captures") == "21")
+    nav = inspector.driver.find_element(By.ID, "captures")
+    names = [tr.get_attribute("data-name") for tr in nav.find_elements(By.CSS_SELECTOR, "tr.cap")]
+    assert names == [f"live-{n:02}.jsonl" for n in range(19, -1, -1)] + ["ended.jsonl"]
+    assert len(nav.find_elements(By.CSS_SELECTOR, ".live-badge")) == 20
+    (folder / "newest.jsonl").write_bytes(header(1000.0, pid=1 << 30) + message(1))  # no such process
+    inspector.wait(lambda: inspector.body("data-captures") == "22")  # without reloading
+    first = nav.find_element(By.CSS_SELECTOR, "tr.cap")
+    assert first.get_attribute("data-name") == "newest.jsonl" and "LIVE" not in first.text
+
+
+def test_a_capture_grows_while_a_real_bridge_writes_it(inspector: Inspector, tmp_path: Path) -> None:
+    """`acp-bridge run --capture` with a scripted agent: each message the editor and the agent
+    exchange appears as a row without reloading; a click shows the tree and the raw text."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"on": {
+        "initialize": [{"respond": {"protocolVersion": 1, "agentInfo": {"name": "scripted", "version": "1.2"}}}],
+        "session/new": [{"respond": {"sessionId": "sess_live"}}],
+    }}))
+    capture = inspector.folder / "bridge.jsonl"
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "acp_bridge", "run", "--capture", str(capture), "--",
+         sys.executable, "-u", str(SCRIPTED_AGENT), str(script)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
+    assert bridge.stdin is not None and bridge.stdout is not None
+    try:
+        def send(msg: dict[str, Any]) -> bytes:
+            assert bridge.stdin is not None and bridge.stdout is not None
+            bridge.stdin.write(orjson.dumps(msg) + b"\n")
+            bridge.stdin.flush()
+            return bridge.stdout.readline()
+
+        send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": 1, "clientInfo": {"name": "browser-test", "version": "9"}}})
+        inspector.open("bridge.jsonl")
+        inspector.wait(lambda: "#0 initialize ok" in inspector.rows())
+        inspector.wait(lambda: all(text in inspector.listed("bridge.jsonl") for text in
+                                   ("LIVE", "browser-test 9", "scripted 1.2")))
+        assert "session/new" not in inspector.rows()
+
+        send({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}})
+        inspector.wait(lambda: "sessionId: sess_live" in inspector.rows())  # the answer's row, no reload
+        assert inspector.body("data-visible") == "4"
+
+        find = ("var b=[].filter.call(document.querySelectorAll('#list .msg b'),"
+                "function(b){return b.textContent==='session/new #1';})[0];return b&&b.closest('.msg');")
+        inspector.js(find[:-1] + ".querySelector('.sum').click()")
+        summaries = inspector.wait(lambda: inspector.js(
+            f"var row=(function(){{{find}}})();return row&&[].map.call(row.querySelectorAll('.tree summary'),"
+            "function(s){return s.textContent;});"))
+        assert summaries == ["{4}", "params: {2}"]  # an empty list is a leaf, not a branch
+        raw = inspector.js(f"return (function(){{{find}}})().querySelector('pre.raw').textContent")
+        assert '"cwd": "/w"' in raw
+    finally:
+        bridge.stdin.close()
+        assert bridge.wait(timeout=20) == 0
+        bridge.stdout.close()
+    inspector.wait(lambda: "LIVE" not in inspector.listed("bridge.jsonl"))  # its bridge ended
+
+
+def test_chunks_fold_into_one_row_that_grows_and_a_filter(inspector: Inspector) -> None:
+    """A run of chunks is one row whose preview grows as they come; the filters of `show`."""
+    capture = inspector.folder / "fold.jsonl"
+    capture.write_bytes(header(5.0) + message(1) + chunk(2, "Hel"))
+    inspector.open("fold.jsonl")
+    inspector.wait(lambda: '<span class="pv">Hel</span>' in inspector.rows())
+    with capture.open("ab") as file:
+        file.write(chunk(3, "lo, wor"))
+    inspector.wait(lambda: "agent_message_chunk ×2" in inspector.rows())
+    with capture.open("ab") as file:
+        file.write(chunk(4, "ld"))
+    inspector.wait(lambda: '<span class="pv">Hello, world</span>' in inspector.rows())
+    assert inspector.rows().count("agent_message_chunk") == 1 and "×3" in inspector.rows()
+    assert inspector.body("data-visible") == "4"
+
+    box = inspector.driver.find_element(By.ID, "q")
+    box.send_keys("method:session/update")
+    inspector.wait(lambda: inspector.body("data-visible") == "3")
+    box.clear()
+    box.send_keys("dir:-> world")
+    inspector.wait(lambda: inspector.body("data-visible") == "0")
+    box.clear()
+    box.send_keys("update:agent_message_chunk world")
+    inspector.wait(lambda: inspector.body("data-visible") == "3")
+
+
+def test_a_rewritten_session_and_its_reports(inspector: Inspector, tmp_path: Path) -> None:
+    """A capture with rewrites and findings: the latency table of `stats`, the findings and
+    verdict of `check`, the rewrite open before/after (the screenshot of docs/inspector.md)."""
+    from tests.capture.test_html import sample_capture
+
+    sample_capture(inspector.folder / "session.jsonl")
+    inspector.open("session.jsonl")
+    inspector.wait(lambda: "legacy-suggestions" in (inspector.js("return document.getElementById('side').textContent")))
+    side = inspector.js("return document.getElementById('side').textContent")
+    assert "session/prompt21.10 s1.30 s1.30 s1.30 s" in side and "verdict: this pair still needs the bridge" in side
+    assert '<span class="ins">' in inspector.rows()  # the rewrite, open, with what it added
+    if os.environ.get("ACP_BRIDGE_UPDATE_SCREENSHOT"):
+        inspector.driver.save_screenshot(str(ROOT / "docs" / "inspector-screenshot.png"))
+
+
+def test_a_capture_of_200000_messages(inspector: Inspector) -> None:
+    """The page draws a screenful of the rows, jumps far down (opened, linked), filters all
+    of them; the server stays under 300 MiB."""
+    capture = inspector.folder / "big.jsonl"
+    messages = write_capture(capture, 200_000)
+    drops = [orjson.loads(line)["seq"] for line in capture.read_bytes().splitlines() if b'"verdict":"drop"' in line]
+    seq = drops[1500]  # a turn's legacy suggestions, far down, dropped for the converted form
+    inspector.open("big.jsonl", f"&m={seq}")
+    inspector.wait(lambda: inspector.body("data-live-ready") == "1", seconds=60)
+    assert inspector.body("data-visible") == str(messages) and inspector.body("data-at") == str(seq)
+    drawn = int(inspector.body("data-drawn") or 0)
+    assert 5 < drawn < 100 and inspector.rows().count('class="row ') == drawn
+    assert f'<div class="row msg drop open" id="m{seq}"' in inspector.rows()
+    assert f">became #{seq + 1}</a>" in inspector.rows()
+
+    box = inspector.driver.find_element(By.ID, "q")
+    box.send_keys("test_1234.py")
+    inspector.wait(lambda: inspector.body("data-visible") == "2")
+    assert inspector.rows().count('<div class="row msg') == 2
+    assert '<span class="cnt">2 of 79 messages</span>' in inspector.rows()
+    status = Path(f"/proc/{inspector.proc.pid}/status").read_text()
+    rss = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1))  # type: ignore[union-attr]
+    assert rss < 300 * 1024, f"{rss} kB"

@@ -1,0 +1,173 @@
+"""replay/client_side.py and replay/facts.py: what `drive` sends and answers, and the facts its
+report compares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from acp_bridge.replay import facts
+from acp_bridge.replay.client_side import Answers, ClientSide, Outgoing, Rewriter
+from acp_bridge.replay.turns import Message
+
+
+def rec(seq: int, direction: str, kind: str, method: str | None, msg: dict[str, Any], session: Any = None,
+        **extra: Any) -> dict[str, Any]:
+    return {"type": "message", "seq": seq, "direction": direction, "kind": kind, "method": method,
+            "id": msg.get("id"), "session": session, "raw": orjson.dumps(msg).decode() + "\n", **extra}
+
+
+OPTIONS = [{"optionId": "ok-1", "kind": "allow_once"}, {"optionId": "no-1", "kind": "reject_once"}]
+
+
+def permission(id_: Any, options: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": "session/request_permission",
+            "params": {"sessionId": "s", "options": options}}
+
+
+def answers(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> Answers:
+    out = Answers()
+    for seq, (request, answer) in enumerate(pairs):
+        out.add(rec(seq, "to-client", "request", request["method"], request), answer, [], seq)
+    return out
+
+
+def chosen(option: str) -> dict[str, Any]:
+    return {"id": 9, "result": {"outcome": {"outcome": "selected", "optionId": option}}}
+
+
+def read(id_: Any, path: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": path}}
+
+
+@pytest.mark.parametrize(("recorded", "live", "expected"), [
+    pytest.param((permission(9, OPTIONS), chosen("no-1")),
+                 permission("x", [{"optionId": "reject", "kind": "reject_once"}, {"optionId": "a", "kind": "allow_once"}]),
+                 {"jsonrpc": "2.0", "id": "x", "result": {"outcome": {"outcome": "selected", "optionId": "reject"}}},
+                 id="permission-by-kind"),
+    pytest.param((permission(9, OPTIONS), {"id": 9, "result": {"outcome": {"outcome": "cancelled"}}}),
+                 permission(3, []), {"jsonrpc": "2.0", "id": 3, "result": {"outcome": {"outcome": "cancelled"}}},
+                 id="permission-cancelled"),
+    pytest.param((permission(9, OPTIONS), chosen("ok-1")), permission(3, [{"optionId": "n", "kind": "reject_once"}]),
+                 "the recorded choice was an option of kind 'allow_once', which this permission request does not "
+                 "offer", id="permission-kind-not-offered"),
+    pytest.param((read(1, "/w/a.py"), {"id": 1, "result": {"content": "A"}}), read(7, "/w/a.py"),
+                 {"jsonrpc": "2.0", "id": 7, "result": {"content": "A"}}, id="file-by-path"),
+    pytest.param((read(1, "/w/a.py"), {"id": 1, "result": {"content": "A"}}), read(7, "/w/b.py"),
+                 "the recording has no answer to fs/read_text_file with these params", id="another-file"),
+    pytest.param((read(1, "/w/a.py"), {"id": 1, "error": {"code": -32002, "message": "gone"}}), read(7, "/w/a.py"),
+                 {"jsonrpc": "2.0", "id": 7, "error": {"code": -32002, "message": "gone"}}, id="a-recorded-error"),
+    pytest.param(({"jsonrpc": "2.0", "id": 1, "method": "terminal/create",
+                   "params": {"sessionId": "s", "command": "make", "args": ["test"]}},
+                  {"id": 1, "result": {"terminalId": "t-1"}}),
+                 {"id": 5, "method": "terminal/create", "params": {"sessionId": "live", "command": "make",
+                                                                   "args": ["test"]}},
+                 {"jsonrpc": "2.0", "id": 5, "result": {"terminalId": "t-1"}}, id="terminal-by-command"),
+])
+def test_answers(recorded: tuple[dict[str, Any], dict[str, Any]], live: dict[str, Any], expected: Any) -> None:
+    answer, _, why = answers(recorded).answer(live)
+    assert (answer if answer is not None else why) == expected
+
+
+def test_answers_of_one_key_come_in_order_then_the_last_again() -> None:
+    table = answers((read(1, "/a"), {"id": 1, "result": {"content": "1"}}),
+                    (read(2, "/a"), {"id": 2, "result": {"content": "2"}}))
+    got = [table.answer(read(n, "/a"))[0] for n in range(3)]
+    assert [a["result"]["content"] for a in got if a is not None] == ["1", "2", "2"]
+
+
+def test_a_path_under_cwd_is_found_under_the_recorded_cwd() -> None:
+    table = answers((read(1, "/rec/src/a.py"), {"id": 1, "result": {"content": "A"}}))
+    answer, _, _ = table.answer(read(2, "/live/src/a.py"), Rewriter("/live", ["/rec"]))
+    assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"content": "A"}}
+
+
+def outgoing(raw: bytes) -> Outgoing:
+    return Outgoing(1, raw, orjson.loads(raw), "request", "session/prompt", 1, 1, "session 1 turn 1")
+
+
+@pytest.mark.parametrize(("raw", "sessions", "cwd", "expected"), [
+    (b'{"id": 1, "params": {"sessionId": "old"}}\n', {}, None, None),
+    (b'{"id": 1, "params": {"sessionId": "old"}}\n', {"other": "x"}, None, None),
+    (b'{"id": 1, "params": {"sessionId": "old", "n": 1.50}}\n', {"old": "new"}, None,
+     b'{"id":1,"params":{"sessionId":"new","n":1.50}}\n'),
+    (b'{"id": 123456789012345678901234567890, "params": {"cwd": "/rec"}}\n', {}, "/live",
+     b'{"id":123456789012345678901234567890,"params":{"cwd":"/live"}}\n'),
+    (b'{"id": 1, "params": {"cwd": "/rec"}}\n', {}, "/rec", None),
+], ids=["nothing-to-replace", "another-session", "session-id-numbers-as-written", "cwd-big-id", "same-cwd"])
+def test_rewriter(raw: bytes, sessions: dict[str, str], cwd: str | None, expected: bytes | None) -> None:
+    rewriter = Rewriter(cwd, ["/rec"])
+    for old, new in sessions.items():
+        rewriter.learn(old, new)
+    line = outgoing(raw)
+    sent = rewriter.line(line)
+    if expected is None:
+        assert sent is line.data  # the recorded bytes themselves
+    else:
+        assert sent == expected
+
+
+def test_the_client_side_of_a_capture() -> None:
+    records = [
+        rec(1, "to-agent", "request", "session/new", {"id": 1, "method": "session/new", "params": {"cwd": "/w"}}),
+        rec(2, "to-client", "response", "session/new", {"id": 1, "result": {"sessionId": "s"}}, "s"),
+        rec(3, "to-agent", "request", "session/prompt", {"id": 2, "method": "session/prompt",
+                                                          "params": {"sessionId": "s"}}, "s"),
+        rec(4, "to-client", "notification", "session/update", {"method": "session/update"}, "s"),
+        rec(5, "to-client", "request", "fs/read_text_file", read("r", "/w/a"), "s"),
+        rec(6, "to-agent", "response", "fs/read_text_file", {"id": "r", "result": {"content": "A"}}, "s"),
+        rec(7, "to-agent", "notification", "session/cancel", {"method": "session/cancel"}, "s"),
+        rec(8, "to-agent", "request", "authenticate", {"id": 3}, None, raw="<redacted>", redacted="whole"),
+        {"type": "message", "seq": 9, "direction": "to-agent", "kind": "notification", "verdict": "emit",
+         "method": "x", "out": "{}\n"},
+    ]
+    side = ClientSide.from_records(records)
+    assert [(line.seq, line.where, line.after, line.creates) for line in side.lines] == [
+        (1, "session 1 setup", 0, "s"), (3, "session 1 turn 1", 0, None), (7, "session 1 turn 1", 2, None)]
+    assert side.withheld == ["#8 authenticate (connection)"]
+    assert side.cwds == ["/w"]
+    assert side.answers.answer(read(5, "/w/a"))[0] == {"jsonrpc": "2.0", "id": 5, "result": {"content": "A"}}
+
+
+def update(which: str, seq: int = 1, **fields: Any) -> Message:
+    msg = {"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": which, **fields}}}
+    return Message(seq, "to-client", "notification", "session/update", "s", None, msg)
+
+
+def text(which: str, said: str, seq: int = 1) -> Message:
+    return update(which, seq, content={"type": "text", "text": said})
+
+
+TURN = [
+    text("agent_message_chunk", "He", 1), text("agent_message_chunk", "llo", 2), text("agent_thought_chunk", "hm", 3),
+    update("tool_call", 4, toolCallId="c", title="Read", kind="read", status="pending"),
+    Message(5, "to-client", "request", "session/request_permission", "s", "p",
+            {"id": "p", "method": "session/request_permission", "params": {"options": OPTIONS}}),
+    Message(6, "to-agent", "response", "session/request_permission", "s", "p", {"id": "p", "result": {}}),
+    update("tool_call_update", 7, toolCallId="c", status="completed"),
+    update("state_update", 8, state="idle", stopReason="end_turn"),
+    Message(9, "to-client", "response", "fs/read_text_file", "s", 4, {"id": 4, "error": {"code": 1, "message": "m"}}),
+]
+
+
+def test_structure_facts() -> None:
+    assert [(m.seq, m.method, m.msg) for m in facts.structure(TURN)] == [
+        (1, "update agent_message_chunk", {"update": "agent_message_chunk"}),
+        (3, "update agent_thought_chunk", {"update": "agent_thought_chunk"}),
+        (4, "update tool_call", {"update": "tool_call", "toolCall": {"kind": "read", "title": "Read",
+                                                                     "status": "completed"}}),
+        (5, "request session/request_permission", {"request": "session/request_permission",
+                                                   "options": ["allow_once", "reject_once"]}),
+        (7, "update tool_call_update", {"update": "tool_call_update"}),
+        (8, "update state_update", {"update": "state_update", "state": "idle"}),
+        (8, "stop reason", {"stopReason": "end_turn"}),
+        (9, "error", {"error": {"method": "fs/read_text_file", "code": 1}}),
+    ]
+
+
+def test_text_facts_join_a_run_of_chunks() -> None:
+    got = facts.text(TURN)
+    assert got[0].msg == {"update": "agent_message_chunk", "text": "Hello"}
+    assert got[-1].msg == {"error": {"method": "fs/read_text_file", "code": 1, "message": "m"}}
