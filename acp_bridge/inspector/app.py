@@ -102,8 +102,12 @@ class Inspector:
             await trio.sleep(every)
 
     def _refresh(self) -> object:
-        return [(c.name, c.generation, c.last_seq, c.messages, c.findings, c.ended)
-                for c in self.catalog.refresh()]
+        listed = self.catalog.refresh()
+        names = {c.name for c in listed}
+        self.timelines.forget(names)  # what was kept for a capture that is gone
+        for key in [key for key in self._reports if key[1] not in names]:
+            del self._reports[key]
+        return [(c.name, c.generation, c.last_seq, c.messages, c.findings, c.ended) for c in listed]
 
     async def wait_growth(self, seconds: float) -> None:
         with trio.move_on_after(seconds):
