@@ -238,6 +238,8 @@ async def test_every_refusal_of_the_door(tmp_path: Path) -> None:
         assert [c["name"] for c in await server.json("/api/captures")] == ["c.jsonl"]
         same = await server.get("/api/captures", headers={"origin": f"http://{bound}"})
         assert same.status_code == 200
+        head = await server.client.head("/api/captures/c.jsonl/stats", params={"token": TOKEN})
+        assert head.status_code == 200 and head.content == b""  # HEAD is a GET without the body
 
 
 async def test_the_first_visit_moves_the_token_into_a_strict_cookie(tmp_path: Path) -> None:
