@@ -133,6 +133,7 @@ def test_each_command_is_defined_in_the_module_the_group_names() -> None:
         "check": "acp_bridge.commands.check",
         "replay": "acp_bridge.commands.replay",
         "demo": "acp_bridge.commands.demo",
+        "ui": "acp_bridge.commands.ui",
     }
 
 
