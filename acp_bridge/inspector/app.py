@@ -20,6 +20,7 @@ does not list. The door (token, Host, Origin, methods) is `guard.py`, around all
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -45,6 +46,7 @@ ROWS_LIMIT = 4000  # rows per answer at most
 WATCH_EVERY = 0.25  # seconds between two reads of what the captures grew by
 ASSETS = {"page.js": "text/javascript", "page.css": "text/css", "live.js": "text/javascript"}
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class BadQuery(ValueError):
@@ -94,7 +96,11 @@ class Inspector:
     async def watch(self, every: float = WATCH_EVERY) -> None:
         """Read what the captures grew by, and wake the long polls when any did."""
         while True:
-            seen = await self.call(self._refresh)
+            try:
+                seen = await self.call(self._refresh)
+            except OSError as exc:  # a folder or file that cannot be read now: next time
+                log.warning("reading the captures: %s", exc)
+                seen = self._seen
             if seen != self._seen:
                 self._seen = seen
                 self._grown.set()
