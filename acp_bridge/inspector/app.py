@@ -83,7 +83,7 @@ class Inspector:
         self._lock = trio.Lock()
         self._grown = trio.Event()
         self._seen: object = None
-        self._reports: dict[tuple[str, str], tuple[tuple[int, int, int], Json]] = {}
+        self._reports: dict[tuple[str, str], tuple[tuple[object, ...], Json]] = {}
 
     def __repr__(self) -> str:
         return f"<Inspector {self.catalog!r}>"
@@ -133,7 +133,7 @@ class Inspector:
     def report(self, name: str, kind: str) -> Json:
         """`stats` or `findings` of a capture, computed again only when it has grown."""
         capture = self.catalog.reread(name)
-        key = (capture.generation, capture.last_seq, capture.messages)
+        key = (capture.generation, capture.last_seq, capture.messages, capture.findings, capture.ended)
         cached = self._reports.get((kind, name))
         if cached is not None and cached[0] == key:
             return cached[1]
