@@ -44,7 +44,7 @@ def ui(paths: tuple[str, ...], port: int, host: str, open_browser: bool) -> None
 
     from acp_bridge.capture.files import local_clock
     from acp_bridge.inspector.server import bind, is_loopback, serve, url
-    from acp_bridge.shell.posix import process_exists, stdout_hidden
+    from acp_bridge.shell.posix import process_exists, stdout_hidden, until_interrupted
 
     try:
         sock = bind(host, port)
@@ -63,7 +63,8 @@ def ui(paths: tuple[str, ...], port: int, host: str, open_browser: bool) -> None
         with stdout_hidden():  # a browser's chatter must not land on our stdout
             webbrowser.open(address)
     try:
-        trio.run(partial(serve, sock, list(paths) or ["."], token, alive=process_exists, clock=local_clock))
+        trio.run(partial(serve, sock, list(paths) or ["."], token, alive=process_exists, clock=local_clock,
+                         stop=until_interrupted))
     except KeyboardInterrupt:
         pass
     finally:

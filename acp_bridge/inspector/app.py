@@ -20,6 +20,7 @@ does not list. The door (token, Host, Origin, methods) is `guard.py`, around all
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -45,6 +46,7 @@ ROWS_LIMIT = 4000  # rows per answer at most
 WATCH_EVERY = 0.25  # seconds between two reads of what the captures grew by
 ASSETS = {"page.js": "text/javascript", "page.css": "text/css", "live.js": "text/javascript"}
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class BadQuery(ValueError):
@@ -81,7 +83,7 @@ class Inspector:
         self._lock = trio.Lock()
         self._grown = trio.Event()
         self._seen: object = None
-        self._reports: dict[tuple[str, str], tuple[tuple[int, int, int], Json]] = {}
+        self._reports: dict[tuple[str, str], tuple[tuple[object, ...], Json]] = {}
 
     def __repr__(self) -> str:
         return f"<Inspector {self.catalog!r}>"
@@ -94,7 +96,11 @@ class Inspector:
     async def watch(self, every: float = WATCH_EVERY) -> None:
         """Read what the captures grew by, and wake the long polls when any did."""
         while True:
-            seen = await self.call(self._refresh)
+            try:
+                seen = await self.call(self._refresh)
+            except OSError as exc:  # a folder or file that cannot be read now: next time
+                log.warning("reading the captures: %s", exc)
+                seen = self._seen
             if seen != self._seen:
                 self._seen = seen
                 self._grown.set()
@@ -102,8 +108,12 @@ class Inspector:
             await trio.sleep(every)
 
     def _refresh(self) -> object:
-        return [(c.name, c.generation, c.last_seq, c.messages, c.findings, c.ended)
-                for c in self.catalog.refresh()]
+        listed = self.catalog.refresh()
+        names = {c.name for c in listed}
+        self.timelines.forget(names)  # what was kept for a capture that is gone
+        for key in [key for key in self._reports if key[1] not in names]:
+            del self._reports[key]
+        return [(c.name, c.generation, c.last_seq, c.messages, c.findings, c.ended) for c in listed]
 
     async def wait_growth(self, seconds: float) -> None:
         with trio.move_on_after(seconds):
@@ -123,7 +133,7 @@ class Inspector:
     def report(self, name: str, kind: str) -> Json:
         """`stats` or `findings` of a capture, computed again only when it has grown."""
         capture = self.catalog.reread(name)
-        key = (capture.generation, capture.last_seq, capture.messages)
+        key = (capture.generation, capture.last_seq, capture.messages, capture.findings, capture.ended)
         cached = self._reports.get((kind, name))
         if cached is not None and cached[0] == key:
             return cached[1]

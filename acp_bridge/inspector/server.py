@@ -1,5 +1,5 @@
 """Serving the inspector: a socket bound before anything is printed, Hypercorn's trio worker
-on it, the watcher beside it, and a clean stop on SIGINT or SIGTERM.
+on it, the watcher beside it, and a clean stop when told (on SIGINT or SIGTERM).
 
 Must never: print anything (the command prints the address), or bind before it is asked to.
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import signal
 import socket
 from collections.abc import Awaitable, Callable
 
@@ -57,16 +56,11 @@ def url(sock: socket.socket, token: str) -> str:
     return f"http://{host_header(host, port)}/?token={token}"
 
 
-async def until_signalled() -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            return
-
-
 async def serve(sock: socket.socket, roots: list[str], token: str, *, alive: Callable[[int], bool],
-                clock: Callable[[float], str], stop: Callable[[], Awaitable[None]] = until_signalled,
+                clock: Callable[[float], str], stop: Callable[[], Awaitable[None]],
                 task_status: trio.TaskStatus[Inspector] = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the inspector on `sock` (which it takes over) until `stop` returns."""
+    """Serve the inspector on `sock` (which it takes over) until `stop` returns (the command
+    gives `shell.posix.until_interrupted`: Ctrl-C or SIGTERM)."""
     host, port = address(sock)
     inspector = Inspector(roots, alive=alive, clock=clock)
     app = build_app(inspector, token=token, host=host, port=port, loopback=is_loopback(host))

@@ -105,6 +105,11 @@ class Timelines:
         self.clock = clock
         self._by_name: dict[str, Timeline] = {}
 
+    def forget(self, names: set[str]) -> None:
+        """Drop the timelines of the captures not in `names` (gone from the listing)."""
+        for name in [name for name in self._by_name if name not in names]:
+            del self._by_name[name]
+
     def rows(self, name: str, after: int, limit: int) -> Json:
         """A page of rows of capture `name` (read again for what it grew by).
 

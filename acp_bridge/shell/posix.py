@@ -81,6 +81,13 @@ def forwarded_signals() -> AbstractContextManager[AsyncIterator[int]]:
 
 # -- file descriptors as streams ---------------------------------------------------------
 
+async def until_interrupted() -> None:
+    """Return at the first SIGINT (Ctrl-C) or SIGTERM: a server's clean end."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            return
+
+
 def open_fd_stream(fd: int) -> FdStream:
     """A stream on a duplicate of `fd` (closing it leaves `fd` open)."""
     return FdStream(os.dup(fd))

@@ -193,3 +193,25 @@ def test_messages_come_as_stored_lines_with_their_records(tmp_path: Path) -> Non
         file.write(message(3))
     [capture] = catalog.refresh()
     assert capture.version != version
+
+
+def test_reread_everything_and_a_new_generation_when_cut_short(tmp_path: Path) -> None:
+    """`reread` reads one capture's growth; `everything` gives every record read so far (the
+    header and end too, for stats and check); a capture cut short is of a new generation;
+    one that is gone is unknown."""
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(header() + message(1) + FINDING)
+    catalog = Catalog([str(tmp_path)])
+    [capture] = catalog.refresh()
+    generation = capture.generation
+    with path.open("ab") as file:
+        file.write(message(2) + END + message(3)[:10])  # the last line still being written
+    assert catalog.reread("c.jsonl").last_seq == 2 and capture.generation == generation
+    assert [(r["type"], r.get("seq")) for r in catalog.everything(capture)] == [
+        ("header", None), ("message", 1), ("finding", None), ("message", 2), ("end", None)]
+    path.write_bytes(header() + message(7))
+    assert catalog.reread("c.jsonl").last_seq == 7 and capture.generation != generation
+    path.unlink()
+    with pytest.raises(UnknownCapture):
+        catalog.reread("c.jsonl")
+    assert catalog.listed() == []

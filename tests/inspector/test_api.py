@@ -4,6 +4,10 @@ the command runs it), asked by httpx. Every API name, and every refusal of the d
 from __future__ import annotations
 
 import os
+import re
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -238,6 +242,8 @@ async def test_every_refusal_of_the_door(tmp_path: Path) -> None:
         assert [c["name"] for c in await server.json("/api/captures")] == ["c.jsonl"]
         same = await server.get("/api/captures", headers={"origin": f"http://{bound}"})
         assert same.status_code == 200
+        head = await server.client.head("/api/captures/c.jsonl/stats", params={"token": TOKEN})
+        assert head.status_code == 200 and head.content == b""  # HEAD is a GET without the body
 
 
 async def test_the_first_visit_moves_the_token_into_a_strict_cookie(tmp_path: Path) -> None:
@@ -281,3 +287,30 @@ def test_beyond_loopback_a_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert result.stderr.startswith("acp-bridge: warning: listening on 0.0.0.0, beyond this machine")
     result = CliRunner().invoke(main, ["ui", str(tmp_path)])
     assert result.stdout.startswith("http://127.0.0.1:") and result.stderr == ""
+
+
+async def test_the_command_prints_its_address_alone_and_ends_clean_on_ctrl_c(tmp_path: Path) -> None:
+    """`acp-bridge ui DIR` as a user runs it: the address, token included, is stdout's one
+    line (flushed before anything is asked); the API answers there; SIGINT ends it with 0."""
+    (tmp_path / "c.jsonl").write_bytes(header() + message(1))
+    proc = await trio.lowlevel.open_process([sys.executable, "-m", "acp_bridge", "ui", str(tmp_path)],
+                                            stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        with trio.fail_after(30):
+            line = b""
+            while not line.endswith(b"\n"):
+                line += await proc.stdout.receive_some(1)
+            url = line.decode().strip()
+            assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]{43}", url), url
+            async with httpx.AsyncClient() as client:
+                answer = await client.get(url.replace("/?", "/api/captures?"))
+            assert [c["name"] for c in answer.json()] == ["c.jsonl"]
+            proc.send_signal(signal.SIGINT)
+            assert await proc.wait() == 0
+            assert await proc.stdout.receive_some() == b""
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await proc.stdout.aclose()

@@ -105,7 +105,10 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
 def test_the_list_newest_first_with_the_live_ones_marked(inspector: Inspector) -> None:
     """20 captures whose bridges run (LIVE), one that ended; newest first, a new one appears."""
     folder = inspector.folder
-    (folder / "ended.jsonl").write_bytes(header(10.0, pid=os.getpid()) + message(1) + b'{"type":"end"}\n')
+    hostile = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "clientInfo": {"name": "<img src=x onerror=alert(1)>", "version": "\u001b[31m"}}}).decode() + "\n"
+    (folder / "ended.jsonl").write_bytes(header(10.0, pid=os.getpid()) + message(1, hostile, method="initialize")
+                                        + b'{"type":"end"}\n')
     for n in range(20):
         (folder / f"live-{n:02}.jsonl").write_bytes(header(100.0 + n, pid=os.getpid()) + message(1))
     inspector.open()
@@ -114,6 +117,8 @@ def test_the_list_newest_first_with_the_live_ones_marked(inspector: Inspector) -
     names = [tr.get_attribute("data-name") for tr in nav.find_elements(By.CSS_SELECTOR, "tr.cap")]
     assert names == [f"live-{n:02}.jsonl" for n in range(19, -1, -1)] + ["ended.jsonl"]
     assert len(nav.find_elements(By.CSS_SELECTOR, ".live-badge")) == 20
+    assert "<img src=x onerror=alert(1)> \x1b[31m" in inspector.listed("ended.jsonl")  # text, not markup
+    assert not nav.find_elements(By.TAG_NAME, "img")
     (folder / "newest.jsonl").write_bytes(header(1000.0, pid=1 << 30) + message(1))  # no such process
     inspector.wait(lambda: inspector.body("data-captures") == "22")  # without reloading
     first = nav.find_element(By.CSS_SELECTOR, "tr.cap")

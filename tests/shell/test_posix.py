@@ -11,6 +11,8 @@ modes and flags), trio's descriptor streams and waits, and the keyword arguments
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,11 @@ def test_a_planted_call_outside_shell_posix_is_found(tmp_path: Path) -> None:
     (package / "shell" / "tuning.py").write_text("import os\nos.write(1, b'portable')\n")
     assert calls_in(package) == {"acp_bridge.shell.posix": {"os.killpg"}, "acp_bridge.shell.bridge": {"os.killpg"},
                                  "acp_bridge.shell.streams": {"FdStream"}}
+
+
+def test_what_a_child_writes_while_stdout_is_hidden_goes_nowhere() -> None:
+    """`ui --open` starts a browser, whose chatter must not follow the address on stdout."""
+    code = ("import os, sys\nfrom acp_bridge.shell.posix import stdout_hidden\nprint('url', flush=True)\n"
+            "with stdout_hidden():\n    os.system('echo chatter')\nprint('after')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=30)
+    assert done.stdout == b"url\nafter\n"

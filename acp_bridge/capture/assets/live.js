@@ -9,8 +9,9 @@ var chosen=null, run=0, listed=[];
 nav.hidden=false;
 function esc(s){return String(s===null||s===undefined?'':s).replace(/[&<>"]/g,function(c){return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
 function path(name){return name.split('/').map(encodeURIComponent).join('/');}
-function get(url){
-  return fetch(url,{credentials:'same-origin',cache:'no-store'}).then(function(r){
+var ctl=null;  // aborts the requests (a long poll among them) of the capture left
+function get(url,mine){
+  return fetch(url,{credentials:'same-origin',cache:'no-store',signal:mine&&ctl?ctl.signal:undefined}).then(function(r){
     if(!r.ok)throw new Error(r.status+' '+url); return r.json();});
 }
 function pause(ms){return new Promise(function(ok){setTimeout(ok,ms);});}
@@ -44,7 +45,7 @@ function marksOf(report){
 }
 function reports(name,mine){
   var base='/api/captures/'+path(name);
-  return Promise.all([get(base+'/stats'),get(base+'/findings')]).then(function(both){
+  return Promise.all([get(base+'/stats',mine),get(base+'/findings',mine)]).then(function(both){
     if(mine!==run)return;
     page.side(both[0],both[1]); page.marks(marksOf(both[1]));
   });
@@ -58,7 +59,7 @@ function follow(name,mine){
     if(mine!==run)return;
     var caught=generation!==null&&body.getAttribute('data-caught')==='1';
     get(base+'/rows?after='+page.rows()+'&seen='+folding+'&wait='+(caught?10:0)+
-        (generation===null?'':'&generation='+generation)).then(function(data){
+        (generation===null?'':'&generation='+generation),mine).then(function(data){
       if(mine!==run)return;
       if(data.generation!==generation){
         generation=data.generation;
@@ -90,6 +91,8 @@ function choose(){
   var m=/[#&]c=([^&]*)/.exec(location.hash), name=m?decodeURIComponent(m[1]):null;
   if(name===chosen)return;
   chosen=name; run++;
+  if(ctl)ctl.abort();
+  ctl=new AbortController();
   body.removeAttribute('data-live-ready'); body.setAttribute('data-caught','0');
   body.setAttribute('data-capture',name||'');
   title.textContent=name||'live';

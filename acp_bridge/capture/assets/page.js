@@ -84,7 +84,7 @@ function tree(t){
   var v; try{v=JSON.parse(t);}catch(e){return '';}
   var budget=2000;
   function node(key,x,depth){
-    if(--budget<0)return '';
+    if(--budget<0||depth>64)return depth>64?'<div class="tl">…</div>':'';
     var k=key===null?'':'<span class="tk">'+esc(key)+'</span>: ';
     if(x===null||typeof x!=='object')return '<div class="tl">'+k+'<span class="tv '+(x===null?'null':typeof x)+'">'+esc(JSON.stringify(x))+'</span></div>';
     var arr=Array.isArray(x), keys=arr?x.map(function(_,i){return i;}):Object.keys(x);
