@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core.answers import Answers
-from acp_bridge.core.chain import Chain, ChainResult
+from acp_bridge.core.chain import Chain, ChainResult, RuleError
 from acp_bridge.core.forward import VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
@@ -97,6 +97,7 @@ class Relay:
         self._answers = Answers(self.session)  # what the bridge writes itself, and where
         self._unparsed = Unparsed(self.session, self._answers)
         self.unencodable = 0  # lines a rule changed that could not be written back
+        self.failures: dict[str, int] = {}  # per rule: how often it failed (each said once)
 
     def __repr__(self) -> str:
         names = ", ".join(rw.name for rw in self.chain.rewrites)
@@ -250,12 +251,12 @@ class Relay:
             return
         try:
             outcome = self.chain.run(frame, request, self.session)
-        except Exception as exc:
+        except RuleError as exc:
             if self.strict:
                 self._not_forwarded(frame, request, out)
                 raise
-            log.exception("rule failed on %r; forwarding the original", frame)
-            self._fail_open(frame, [], request, f"{type(exc).__name__}: {exc}", out)
+            self._rule_failed(exc, frame)
+            self._fail_open(frame, [exc.rule], request, f"{type(exc.error).__name__}: {exc.error}", out)
             return
         if outcome is None:  # every rule passed
             out.append(Forward(frame.direction, frame.raw, frame.raw, VERDICT_PASS, frame, (), request))
@@ -293,19 +294,29 @@ class Relay:
     def _unencodable(self, frame: Frame, rules: list[str], request: Pending | None, why: str,
                      out: list[Forward]) -> None:
         """What the rules made of `frame` cannot be written: a rule failure like any other
-        (the original goes on; strict: `Unencodable` is raised and nothing goes on)."""
+        (the original goes on; strict: a `RuleError` is raised and nothing goes on)."""
         if self.strict:
             self._not_forwarded(frame, request, out)
             if frame.kind is Kind.RESPONSE:
                 what = f"the answer to {request.method if request else '?'} #{brief(frame.id)}"
             else:
                 what = f"{frame.method} #{brief(frame.id)}" if frame.kind is REQUEST else str(frame.method)
-            raise Unencodable(f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}")
+            raise RuleError(", ".join(rules) or "?", Unencodable(
+                f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}"))
         self.unencodable += 1
         if self.unencodable == 1:
             log.warning("a message the rules would change cannot be written back (%s); it was "
                         "forwarded as it came, unchanged (further ones are not reported)", why)
         self._fail_open(frame, rules, request, f"cannot re-encode: {why}", out)
+
+    def _rule_failed(self, exc: RuleError, frame: Frame) -> None:
+        """Said once per rule however often it fails (a rule that fails on every chunk
+        must not flood the editor's log); each traceback at -vv."""
+        count = self.failures[exc.rule] = self.failures.get(exc.rule, 0) + 1
+        if count == 1:
+            log.warning("%s, on %r; the line went on as it came (each time it fails: said once, "
+                        "-vv shows each traceback)", exc, frame)
+        log.debug("rule %r failed on %r", exc.rule, frame, exc_info=exc.error)
 
     def _not_forwarded(self, frame: Frame, request: Pending | None, out: list[Forward]) -> None:
         """Strict, and a rule failed on `frame`: the relay raises, so neither it nor what the

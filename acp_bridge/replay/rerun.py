@@ -21,6 +21,7 @@ import orjson
 from acp_bridge.capture.reader import CaptureReader, sent_bytes
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import WHOLE, Redactor, valid_pointers
+from acp_bridge.core.chain import RuleError
 from acp_bridge.core.lines import MIB
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.printable import printable
@@ -41,8 +42,11 @@ class RuleFailed(Exception):
     """A rule raised on a recorded line and the configuration is strict."""
 
     def __init__(self, seq: Any, exc: Exception) -> None:
-        super().__init__(printable(f"a rule failed on the line of record #{seq}: {type(exc).__name__}: {exc}",
-                                   quote_backslash=False))
+        if isinstance(exc, RuleError):
+            what = f"rule {exc.rule!r} failed on the line of record #{seq}: {type(exc.error).__name__}: {exc.error}"
+        else:
+            what = f"a rule failed on the line of record #{seq}: {type(exc).__name__}: {exc}"
+        super().__init__(printable(what, quote_backslash=False))
         self.seq = seq
 
 
