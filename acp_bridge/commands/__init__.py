@@ -31,6 +31,7 @@ COMMANDS = {
     "export": "export",
     "check": "check",
     "replay": "replay",
+    "rules": "rules",
     "demo": "demo",
 }
 
