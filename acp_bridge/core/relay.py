@@ -314,8 +314,8 @@ class Relay:
         must not flood the editor's log); each traceback at -vv."""
         count = self.failures[exc.rule] = self.failures.get(exc.rule, 0) + 1
         if count == 1:
-            log.warning("%s, on %r; the line went on as it came (each time it fails: said once, "
-                        "-vv shows each traceback)", exc, frame)
+            log.warning("%s, on %r; the line went on as it came (its further failures are not "
+                        "reported; -vv shows each, with its traceback)", exc, frame)
         log.debug("rule %r failed on %r", exc.rule, frame, exc_info=exc.error)
 
     def _not_forwarded(self, frame: Frame, request: Pending | None, out: list[Forward]) -> None:
