@@ -82,9 +82,7 @@ def load_rule_file(path: Path) -> list[Rule]:
     try:
         code = compile(source, str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:
-        raise ConfigError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
-    except ValueError as exc:  # null bytes in the source
-        raise ConfigError(f"{path}: not Python source: {exc}") from None
+        raise ConfigError(f"{path}{f':{exc.lineno}' if exc.lineno else ''}: syntax error: {exc.msg}") from None
     module = types.ModuleType(f"acp_bridge_rule_file_{next(_counter)}")
     module.__file__ = str(path)
     # Registered while it runs: a dataclass (or anything that looks its module up) needs it.
