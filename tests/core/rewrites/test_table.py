@@ -11,6 +11,7 @@ import pytest
 
 from acp_bridge.config import RewriteConfig
 from acp_bridge.core import Direction, Relay, Verdict
+from acp_bridge.core.relay import scan_needle
 from acp_bridge.core.rewrites.base import EVERY_LINE
 from acp_bridge.core.rewrites.table import TableRule, table_triggers, trigger_for
 
@@ -119,3 +120,23 @@ def test_an_escaped_slash_in_the_method_still_matches() -> None:
     line = USAGE.replace(b"session/update", b"session\\/update")
     (fwd,) = relay(method="session/update", update="usage_update", drop=True).feed(C, line)
     assert fwd.verdict is Verdict.DROP
+
+
+def test_a_run_finds_the_one_line_the_table_drops() -> None:
+    """In a read long enough to travel as runs, the chunk-wide scan looks for `"usage_update`
+    (the trigger less its closing quote: `scan_needle`), and the line it finds is checked
+    whole: the lines around it go as runs, byte for byte, the same as line by line."""
+    near = update("usage_updated")  # has the scan's needle, not the trigger: goes on as it came
+    body = CHUNK * 40 + near + CHUNK * 40 + USAGE + CHUNK * 40
+    for bulk in (True, False):
+        r = Relay([TableRule(RewriteConfig(name="t", update="usage_update", drop=True))], strict=True, bulk=bulk)
+        forwards = r.feed(C, body)
+        assert b"".join(f.data for f in forwards) == CHUNK * 40 + near + CHUNK * 80
+        assert [f.verdict for f in forwards if f.verdict is not Verdict.PASS] == [Verdict.DROP]
+        if bulk:
+            assert sum(f.untouched_lines for f in forwards) >= 2  # runs, not 122 lines one by one
+
+
+def test_scan_needle() -> None:
+    assert [scan_needle(t) for t in (b'"usage_update"', b'"id"', b"promptSuggestions", b"")] == [
+        b'"usage_update', b'"id"', b"promptSuggestions", b""]
