@@ -59,6 +59,9 @@ async def test_the_usage_update_table_live_in_the_capture_and_offline(tmp_path: 
     assert (offline.exit_code, offline.stderr) == (1, "")
     assert offline.stdout.splitlines()[0].startswith("#4 <- session/update: dropped now ")
     assert offline.stdout.splitlines()[-1].endswith(": 1 message differs of 6 compared")
+    by_file = CliRunner().invoke(main, ["replay", str(tmp_path / "bug.jsonl"), "--rules", "--rule",
+                                        str(ROOT / "configs" / "rules" / "known_updates_only.py")])
+    assert (by_file.exit_code, by_file.stdout.splitlines()[0][:34]) == (1, "#4 <- session/update: dropped now ")
 
     after = await bridge(tmp_path, "-c", table, "--capture", str(tmp_path / "fixed.jsonl"), on_prompt=turn)
     assert (after.returncode, after.stderr) == (0, b"")
