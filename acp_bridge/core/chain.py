@@ -92,7 +92,7 @@ class Chain:
                     result = hook(current, request, session)
                 else:
                     result = hook(current, session)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # a rule's exit() ends nothing but that rule's say
                 raise RuleError(name, exc) from exc
             if result is PASS:
                 continue

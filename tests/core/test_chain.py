@@ -196,3 +196,13 @@ def test_a_failing_rule_is_said_once_and_each_traceback_at_debug(caplog: pytest.
         "reported; -vv shows each, with its traceback)"]
     assert [r.exc_info is not None for r in caplog.records if r.levelno == logging.DEBUG] == [True] * 3
     assert relay.failures == {"Returns": 3}
+
+
+def test_a_rule_that_calls_exit_fails_like_any_other() -> None:
+    class Exits(Rewrite):
+        def request(self, frame: Frame, session: Session) -> Outcome:
+            raise SystemExit(3)
+
+    raw = orjson.dumps(REQUEST) + b"\n"
+    (fwd,) = Relay([Exits()]).feed(A, raw)
+    assert (fwd.verdict, fwd.data, fwd.rules, fwd.error) == (Verdict.ERROR, raw, ("Exits",), "SystemExit: 3")
