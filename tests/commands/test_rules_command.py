@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
+from tests.conftest import keeper
 
 RULE = "from acp_bridge.rules import Rule\nclass {cls}(Rule):\n    pass\nrules = [{cls}()]\n"
 TABLES = '[[rewrite]]\nupdate = "usage_update"\ndrop = true\n\n[[rewrite]]\nname = "tag"\nmethod = "x"\nremove = ["/a"]\n'
@@ -68,3 +69,14 @@ def test_a_bad_table_is_one_line_and_exit_2(tmp_path: Path) -> None:
         result = CliRunner().invoke(main, args)
         assert (result.exit_code, result.stderr) == (2, f"acp-bridge: {config}: rewrite[1] (line 1): does nothing: "
                                                         "give drop = true, set = {...} or remove = [...]\n")
+
+
+def test_run_refuses_a_bad_rule_before_the_agent_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_bridge.commands import run
+
+    started: list[object] = []
+    monkeypatch.setattr(run, "run_and_report", keeper(started))
+    missing = tmp_path / "missing.py"
+    result = CliRunner().invoke(main, ["run", "--rule", str(missing), "--", "my-agent"])
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"acp-bridge: {missing}: rule file not found\n")
+    assert started == []
