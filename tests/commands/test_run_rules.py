@@ -8,15 +8,19 @@ tests/config/); here only what needs the real process."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
+import trio
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
-from tests.conftest import ROOT, SCRIPTED_AGENT, run_cli
+from tests.commands.test_run_suggestions import Client
+from tests.conftest import ROOT, SCRIPTED_AGENT, TESTS, run_cli
 
 SID = "s"
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
@@ -111,3 +115,29 @@ async def test_a_rule_that_raises_fails_open_said_once_and_stops_the_bridge_unde
     assert answered[0] in (ANSWERS[0], {"jsonrpc": "2.0", "id": 0, "error": stopped})
     assert (strict.returncode, len(answered), answered[2]) == (1, 2, {"jsonrpc": "2.0", "id": 2, "error": stopped})
     assert strict.stderr.decode().splitlines()[-1] == "acp-bridge: rule 'flaky' failed: RuntimeError: boom"
+
+
+async def test_the_usage_update_table_against_an_sdk_agent(tmp_path: Path) -> None:
+    """The official Python SDK's agent (tests/agents/sdk_agent.py --usage) streams a
+    `usage_update` before its chunks: with the table the client gets the chunks only."""
+    agent = [sys.executable, "-u", str(TESTS / "agents" / "sdk_agent.py"), "--usage"]
+    command = [sys.executable, "-m", "acp_bridge", "run", "--no-health", "-c",
+               str(ROOT / "configs" / "no-usage-updates.toml"), "--capture", str(tmp_path / "c.jsonl"), "--", *agent]
+    new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+    prompt = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+              "params": {"sessionId": "sess_1", "prompt": [{"type": "text", "text": "hi"}]}}
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(partial(trio.run_process, command, stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, check=False))
+            client = Client(proc)
+            for msg in (INIT, new):
+                await client.send(msg)
+                await client.lines(1)
+            await client.send(prompt)
+            turn = [orjson.loads(got) for got in await client.lines(3)]  # two chunks, the answer
+            assert await client.close() == b""
+    assert [m.get("params", {}).get("update", {}).get("sessionUpdate") or m.get("result") for m in turn] == [
+        "agent_message_chunk", "agent_message_chunk", {"stopReason": "end_turn"}]
+    records = [orjson.loads(r) for r in (tmp_path / "c.jsonl").read_bytes().splitlines()]
+    assert [(r["verdict"], r["rules"]) for r in records if r.get("rules")] == [("drop", ["no-usage-updates"])]
