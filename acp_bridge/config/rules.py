@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge.config import Config
+from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.core.rewrites.base import Rule
 from acp_bridge.errors import ConfigError
@@ -59,7 +60,7 @@ def load_rules(config: Config) -> list[LoadedRule]:
     seen: dict[str, str] = {}
     for one in loaded:
         if one.rule.name in seen:
-            raise ConfigError(f"{one.origin}: a rule named {one.rule.name!r} is already loaded from "
+            raise _error(f"{one.origin}: a rule named {one.rule.name!r} is already loaded from "
                               f"{seen[one.rule.name]}: give it a `name` of its own")
         seen[one.rule.name] = one.origin
     return loaded
@@ -70,19 +71,19 @@ def load_rule_file(path: Path) -> list[Rule]:
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):  # a FIFO would block, a device never end
-            raise ConfigError(f"{path}: not a regular file (a rule file is a Python file)")
+            raise _error(f"{path}: not a regular file (a rule file is a Python file)")
         if info.st_size > MAX_RULE_FILE:
-            raise ConfigError(f"{path}: larger than {MAX_RULE_FILE // (1024 * 1024)} MiB: not a rule file")
+            raise _error(f"{path}: larger than {MAX_RULE_FILE // (1024 * 1024)} MiB: not a rule file")
         with open(path, "rb") as file:
             source = file.read(MAX_RULE_FILE + 1)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: rule file not found") from None
+        raise _error(f"{path}: rule file not found") from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
-        raise ConfigError(f"{path}: cannot read the rule file: {getattr(exc, 'strerror', None) or exc}") from None
+        raise _error(f"{path}: cannot read the rule file: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         code = compile(source, str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:
-        raise ConfigError(f"{path}{f':{exc.lineno}' if exc.lineno else ''}: syntax error: {exc.msg}") from None
+        raise _error(f"{path}{f':{exc.lineno}' if exc.lineno else ''}: syntax error: {exc.msg}") from None
     module = types.ModuleType(f"acp_bridge_rule_file_{next(_counter)}")
     module.__file__ = str(path)
     # Registered while it runs: a dataclass (or anything that looks its module up) needs it.
@@ -92,7 +93,7 @@ def load_rule_file(path: Path) -> list[Rule]:
     except (Exception, SystemExit) as exc:
         del sys.modules[module.__name__]
         line = _line_in(exc, str(path))
-        raise ConfigError(f"{path}{f':{line}' if line else ''}: loading it raised "
+        raise _error(f"{path}{f':{line}' if line else ''}: loading it raised "
                           f"{type(exc).__name__}: {exc}") from None
     return checked_rules(module.__dict__.get("rules", _NONE), str(path))
 
@@ -100,16 +101,21 @@ def load_rule_file(path: Path) -> list[Rule]:
 _NONE: Any = object()
 
 
+def _error(text: str) -> ConfigError:
+    """One line, whatever a path or a rule file's exception holds (a newline, an escape)."""
+    return ConfigError(printable(text, quote_backslash=False))
+
+
 def checked_rules(value: Any, where: str) -> list[Rule]:
     """`value` as a list of rules, or ConfigError saying what is wrong with it."""
     if value is _NONE:
-        raise ConfigError(f"{where}: defines no rules: end it with `rules = [MyRule()]`, a list of rule instances")
+        raise _error(f"{where}: defines no rules: end it with `rules = [MyRule()]`, a list of rule instances")
     if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"{where}: `rules` is {_what(value)}, not a list of rules")
+        raise _error(f"{where}: `rules` is {_what(value)}, not a list of rules")
     for index, rule in enumerate(value):
         problem = rule_problem(rule)
         if problem:
-            raise ConfigError(f"{where}: rules[{index}] {problem}")
+            raise _error(f"{where}: rules[{index}] {problem}")
     return list(value)
 
 
@@ -137,7 +143,7 @@ def _entry_point(name: str, source: str) -> list[LoadedRule]:
 
     found = entry_points(group=ENTRY_POINT_GROUP, name=name)
     if not found:
-        raise ConfigError(f"{source}: rules.enable: no installed package offers a rule named {name!r} "
+        raise _error(f"{source}: rules.enable: no installed package offers a rule named {name!r} "
                           f"(entry point group {ENTRY_POINT_GROUP})")
     point = next(iter(found))
     where = f"entry point {name} ({point.value})"
@@ -148,7 +154,7 @@ def _entry_point(name: str, source: str) -> list[LoadedRule]:
         if isinstance(value, Rule):  # an entry point may name one rule
             value = [value]
     except (Exception, SystemExit) as exc:
-        raise ConfigError(f"{where}: loading it raised {type(exc).__name__}: {exc}") from None
+        raise _error(f"{where}: loading it raised {type(exc).__name__}: {exc}") from None
     return [LoadedRule(rule, where) for rule in checked_rules(value, where)]
 
 

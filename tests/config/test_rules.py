@@ -114,3 +114,10 @@ def test_two_rules_with_one_name(tmp_path: Path) -> None:
         load_rules(Config(rules=RulesConfig(files=(str(a),), command_line=(str(a),))))
     assert str(raised.value) == (f"{a} (--rule): a rule named 'Same' is already loaded from {a} ([rules] files): "
                                  "give it a `name` of its own")
+
+
+def test_what_a_rule_file_raises_is_said_on_one_line(tmp_path: Path) -> None:
+    path = rule_file(tmp_path, "r.py", "raise ValueError('two\\nlines \\x1b[31mred')\n")
+    with pytest.raises(ConfigError) as raised:
+        load_rule_file(path)
+    assert str(raised.value) == f"{path}:1: loading it raised ValueError: two\\nlines \\u001b[31mred"
