@@ -113,7 +113,10 @@ def checked_rules(value: Any, where: str) -> list[Rule]:
     if not isinstance(value, (list, tuple)):
         raise _error(f"{where}: `rules` is {_what(value)}, not a list of rules")
     for index, rule in enumerate(value):
-        problem = rule_problem(rule)
+        try:
+            problem = rule_problem(rule)
+        except Exception as exc:  # a `name` or `triggers` property that raises
+            problem = f"cannot be read: {type(exc).__name__}: {exc}"
         if problem:
             raise _error(f"{where}: rules[{index}] {problem}")
     return list(value)

@@ -88,6 +88,8 @@ def test_an_entry_point_is_loaded_only_by_name(tmp_path: Path, monkeypatch: pyte
     ("from acp_bridge.rules import Rule\nclass R(Rule):\n    def notification(self, m, s): pass\nrules = [R()]\n",
      "{path}:2: loading it raised TypeError: R overrides notification() but declares no triggers: name the "
      "bytes a notification it acts on must contain, or use EVERY_LINE"),
+    ("from acp_bridge.rules import Rule\nclass R(Rule):\n    @property\n    def name(self):\n        return 1 / 0\n"
+     "rules = [R()]\n", "{path}: rules[0] cannot be read: ZeroDivisionError: division by zero"),
     ("x = '\0'\n", "{path}: syntax error: source code string cannot contain null bytes"),
 ])
 def test_bad_rule_files(tmp_path: Path, text: str, error: str) -> None:
