@@ -104,6 +104,19 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     rows.append(Row("1d. to client, health watchdog vs --no-health", round(plain, 3), round(quiet, 3), "s",
                     round(quiet / plain, 3), ">= 0.95", quiet / plain >= 0.95,
                     "baseline = row 1 with --no-health (row 1 has the watchdog on, the default); alternated"))
+    # Row 1e: a user rule whose trigger bytes the traffic never contains costs it nothing
+    # (issue 25): its notification hook is never called and no line is parsed for it.
+    rule = tmp / "absent_rule.py"
+    rule.write_text("from acp_bridge.rules import PASS, Rule\n\n\nclass Absent(Rule):\n"
+                    "    triggers = (b'\"usage_update\"',)\n\n    def notification(self, msg, session):\n"
+                    "        return PASS\n\n\nrules = [Absent()]\n")
+    ruled, unruled = timed_pair(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--rule', str(rule), '--', 'cat', str(chunks)])}"
+                                " | cat > /dev/null",
+                                f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--', 'cat', str(chunks)])} | cat > /dev/null",
+                                rounds)
+    rows.append(Row("1e. to client, a user rule loaded (triggers absent) vs none", round(ruled, 3), round(unruled, 3),
+                    "s", round(unruled / ruled, 3), ">= 0.95", unruled / ruled >= 0.95,
+                    "baseline = row 1 without the --rule; alternated"))
     floor = timed(f"cat {init} | {q(TRIO_RELAY + ['cat', str(chunks)])} | cat > /dev/null", repeat)
     rows.append(Row("1c. floor: bare trio relay, to client", round(floor, 3), round(crelay, 3), "s",
                     round(crelay / floor, 3), "report", True, "bench/trio_relay.py: copies bytes, parses nothing"))

@@ -86,7 +86,7 @@ async def run_cli(args: Sequence[str], stdin: bytes = b"", *, timeout: float = 6
 
 def keeper(into: list[Any]) -> Callable[[Any], int]:
     """A stand-in for `cli.run_and_report`: keeps the config it was given, returns 0."""
-    def keep(config: Any) -> int:
+    def keep(config: Any, rules: Any = None) -> int:
         into.append(config)
         return 0
     return keep

@@ -22,7 +22,7 @@ PACKAGE = Path(acp_bridge.__file__).parent
 LEAVES = frozenset({"acp_bridge", "acp_bridge.errors", "acp_bridge.config", "acp_bridge.config.model"})
 RANK = {
     "acp_bridge.core": 1,
-    "acp_bridge.capture": 2,
+    "acp_bridge.capture": 2, "acp_bridge.rules": 2,
     "acp_bridge.health": 3, "acp_bridge.telemetry": 3, "acp_bridge.replay": 3, "acp_bridge.config": 3,
     "acp_bridge.shell": 4, "acp_bridge.demo": 4, "acp_bridge.inspector": 4, "acp_bridge.mcp": 4,
     "acp_bridge.commands": 5,

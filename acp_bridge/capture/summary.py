@@ -148,8 +148,8 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
     if verdict in ("rewrite", "drop", "emit"):
         name = "bridge" if verdict == "emit" else verdict
         marks.append(f"[{name}: {rules}]" if rules else f"[{name}]")
-    elif verdict == "error":
-        marks.append(f"[error: {record.get('error', '')}]")
+    elif verdict == "error":  # the rule that failed, when the capture names it
+        marks.append(f"[error: {rules}: {record.get('error', '')}]" if rules else f"[error: {record.get('error', '')}]")
     if record.get("truncated"):
         marks.append("[truncated]")
     if record.get("unfinished"):

@@ -34,6 +34,7 @@ COMMANDS = {
     "replay": "replay",
     "diff": "diff",
     "drive": "drive",
+    "rules": "rules",
     "demo": "demo",
     "ui": "ui",
     "mcp": "mcp",

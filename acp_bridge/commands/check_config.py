@@ -20,12 +20,17 @@ from acp_bridge.errors import ConfigError
 def check_config(file: str) -> None:
     """Validate a config FILE and print the effective settings as JSON.
 
-    Exits 0 for a valid file and 2 for an invalid one (the error names the key). The values
+    Exits 0 for a valid file and 2 for an invalid one (the error names the key). The rule
+    files it names are loaded (they are code), as `run` loads them. The values
     are the effective ones ([bridge] strict shows as system_prompt.strict too); secrets are
     masked: agent.env values print as "<redacted>" and the system prompt text as its length.
     """
     try:
         config = load_config(file)
+        if config.rules.files or config.rules.enable:  # checked as `run` checks them: loaded
+            from acp_bridge.config.rules import load_rules
+
+            load_rules(config)
     except ConfigError as exc:
         click.echo(f"acp-bridge: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None

@@ -21,7 +21,7 @@ import orjson
 from acp_bridge.commands import EXIT_BRIDGE
 from acp_bridge.commands.captures import fail, reading, say
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
-from acp_bridge.commands.run import resolve_config
+from acp_bridge.commands.run import load_rules, resolve_config
 from acp_bridge.commands.run import run as run_command
 from acp_bridge.core.lines import MIB
 from acp_bridge.errors import ConfigError
@@ -186,6 +186,7 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
 
     try:
         config = resolve_config(ctx, config_file, _NO_AGENT, options)
+        rules = load_rules(config)
         setup_logging(config)
     except ConfigError as exc:
         fail(str(exc))
@@ -193,7 +194,7 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
         fail(f"cannot open the log file: {exc}")
     try:
         with reading(capture, strict=True) as recorded:
-            result = rerun(recorded, config, strict=config.strict, max_line=config.relay.parse_limit_mib * MIB,
+            result = rerun(recorded, config, rules, strict=config.strict, max_line=config.relay.parse_limit_mib * MIB,
                            redact=config.capture.redact, write=write is not None, argv=sys.argv,
                            pid=os.getpid(), config_digest=config.digest())
         say(recorded)

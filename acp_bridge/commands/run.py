@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,9 @@ from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_ov
 from acp_bridge.core.rewrites.settings import SYSTEM_PROMPT_MODES
 from acp_bridge.errors import BridgeError, ConfigError
 from acp_bridge.shell.logs import setup_logging
+
+if TYPE_CHECKING:
+    from acp_bridge.core.rewrites import Rewrite
 
 log = logging.getLogger("acp_bridge")
 
@@ -86,6 +89,9 @@ what a file sets.
 @click.option("--otlp-content", is_flag=True, default=None, envvar="ACP_BRIDGE_OTLP_CONTENT", cls=RunOption,
               help="With --otlp, also send prompt text, replies and tool input and output (the capture's "
                    "redaction applied first); implies --otlp. [config: telemetry.content = true]")
+@click.option("--rule", "rule_files", multiple=True, metavar="FILE.py", type=click.Path(dir_okay=False),
+              help="Run the rules FILE.py defines (`rules = [...]`) after the configured ones; repeatable, "
+                   "after [rules] files. See docs/rules.md. [config: rules.files]")
 @click.option("-v", "--verbose", count=True,
               help="More log: -v rewrites and drops, -vv every frame. [config: bridge.verbosity = 1 or 2]")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors in the log. [config: bridge.verbosity = -1]")
@@ -108,6 +114,7 @@ def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], 
             from acp_bridge.telemetry import require_sdk
 
             require_sdk()
+        rules = load_rules(config)  # user code runs here: before the agent starts
     except ConfigError as exc:
         click.echo(f"acp-bridge: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
@@ -117,7 +124,7 @@ def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], 
         where = spelling(ctx, "log_file") if given(ctx, "log_file") else f"{config.source}: bridge.log_file"
         click.echo(f"acp-bridge: {where}: cannot open {config.log_file}: {_reason(exc)}", err=True)
         ctx.exit(EXIT_USAGE)
-    ctx.exit(run_and_report(config))
+    ctx.exit(run_and_report(config, rules))
 
 
 # Where a run option's value came from, highest first (spec/interface.md: the command line,
@@ -235,6 +242,7 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
         "log_file": pick("log_file"),
         "telemetry.enabled": flag("otlp"),
         "telemetry.content": flag("otlp_content"),
+        "rules.command_line": tuple(options["rule_files"]) if pick("rule_files") else None,
     })
 
 
@@ -242,8 +250,19 @@ def _reason(exc: BaseException) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
-def run_and_report(config: Config) -> int:
-    """Run the bridge; map what happened to an exit status."""
+def load_rules(config: Config) -> list[Rewrite]:
+    """The rules `config` runs, in order (built-in, [[rewrite]], [rules], --rule). Raises ConfigError."""
+    if not (config.rewrite or config.rules.files or config.rules.enable or config.rules.command_line):
+        from acp_bridge.core.rewrites import build_rewrites  # the usual run: no loader to import
+
+        return build_rewrites(config)
+    from acp_bridge.config.rules import load_rules as load
+
+    return [loaded.rule for loaded in load(config)]
+
+
+def run_and_report(config: Config, rules: list[Rewrite] | None = None) -> int:
+    """Run the bridge (with `rules`, the built-ins when None); map what happened to an exit status."""
     # trio and the bridge only here: `replay --rules` imports this module and runs without them.
     with collector_paused():
         import trio
@@ -252,7 +271,7 @@ def run_and_report(config: Config) -> int:
 
     status = EXIT_BRIDGE
     try:
-        status = trio.run(run_bridge, config)
+        status = trio.run(run_bridge, config, rules)
     except* ConfigError as group:
         for exc in _leaves(group):
             click.echo(f"acp-bridge: {exc}", err=True)

@@ -12,6 +12,8 @@ from acp_bridge.config.model import CaptureConfig as CaptureConfig
 from acp_bridge.config.model import Config as Config
 from acp_bridge.config.model import HealthConfig as HealthConfig
 from acp_bridge.config.model import RelayConfig as RelayConfig
+from acp_bridge.config.model import RewriteConfig as RewriteConfig
+from acp_bridge.config.model import RulesConfig as RulesConfig
 from acp_bridge.config.model import SuggestionsConfig as SuggestionsConfig
 from acp_bridge.config.model import SystemPromptConfig as SystemPromptConfig
 from acp_bridge.config.model import TelemetryConfig as TelemetryConfig

@@ -29,6 +29,7 @@ from acp_bridge.config import (
     command_problem,
 )
 from acp_bridge.config.schema import (
+    ARRAY_TABLES,
     BRIDGE_TABLE,
     FILE_TYPES,
     Fail,
@@ -67,7 +68,7 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib reads nested arrays and inline tables recursively
         raise ConfigError(f"{file}: not valid TOML: arrays or tables nested too deeply") from None
-    return config_from_dict(data, file)
+    return config_from_dict(data, file, text)
 
 
 class _File:
@@ -89,8 +90,9 @@ class _File:
         return lambda problem: self.error(key, problem)
 
 
-def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Config:
-    """The settings of a parsed TOML document (`file`: where it came from, None for none).
+def config_from_dict(data: Mapping[str, Any], file: Path | None = None, text: str | None = None) -> Config:
+    """The settings of a parsed TOML document (`file`: where it came from, None for none;
+    `text`: the document, which tells the lines of its [[rewrite]] tables).
 
     First the shape against `schema()` (tables, keys, types), then each table's reader,
     in the order of `Config`. Raises ConfigError naming the file, the key and the problem.
@@ -100,9 +102,17 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None) -> Confi
     settings: dict[str, Any] = {}
     for name, cls in table_classes().items():
         values = tables.get(name, {})
+        if name == "rules":
+            continue  # below
         read = _READERS.get(name)
         settings[name] = read(values, src) if read else _build(cls, values, src, name)
     settings.update(_bridge(tables.get(BRIDGE_TABLE, {}), src))
+    # The rule tables ([rules], [[rewrite]]): config/rule_tables.py, which imports the core.
+    from acp_bridge.config.rule_tables import read_rewrites, read_rules
+
+    settings["rules"] = read_rules(tables.get("rules", {}), src.base, src.error)
+    if "rewrite" in data:
+        settings["rewrite"] = read_rewrites(data["rewrite"], text, src.error)
     return Config(**settings, source=str(file) if file else None)
 
 
@@ -110,9 +120,11 @@ def _check_shape(data: Mapping[str, Any], src: _File) -> dict[str, dict[str, Any
     """`data` as tables of known keys with values of the right type, or ConfigError."""
     known = schema()
     for table, values in data.items():
+        if table in ARRAY_TABLES:  # checked table by table where it is read
+            continue
         if table not in known:
             what = "unknown table" if isinstance(values, dict) else "unknown key"
-            raise src.error(table, f"{what} (known tables: {', '.join(known)})")
+            raise src.error(table, f"{what} (known tables: {', '.join([*known, *ARRAY_TABLES])})")
         if not isinstance(values, dict):
             raise src.error(table, "must be a table")
         for key, value in values.items():

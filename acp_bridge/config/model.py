@@ -92,6 +92,33 @@ class HealthConfig:
 
 
 @dataclass(frozen=True)
+class RulesConfig:
+    """`[rules]` (docs/rules.md): rules written in Python. `files` are paths (relative to the
+    config file), `enable` names of the entry-point group `acp_bridge.rules` (never loaded
+    unless named); `command_line` holds each `run --rule FILE`, which come after `files`."""
+
+    files: tuple[str, ...] = ()
+    enable: tuple[str, ...] = ()
+    command_line: tuple[str, ...] = field(default=(), metadata={IN_FILE: False})
+
+
+@dataclass(frozen=True)
+class RewriteConfig:
+    """One `[[rewrite]]` table (docs/rules.md): a rule without Python; implements
+    core/rewrites/settings.py's `RewriteSettings`. `line`: where its header is in the file."""
+
+    name: str = ""
+    direction: str = "both"  # to-client | to-agent | both
+    method: str | None = None
+    update: str | None = None  # params.update.sessionUpdate
+    where: Mapping[str, Any] = field(default_factory=dict)  # JSON pointer -> value it must equal
+    drop: bool = False
+    set: Mapping[str, Any] = field(default_factory=dict)  # JSON pointer -> value
+    remove: tuple[str, ...] = ()  # JSON pointers
+    line: int | None = field(default=None, metadata={IN_FILE: False})
+
+
+@dataclass(frozen=True)
 class Config:
     """The settings of one run: a dataclass per table of the file, then [bridge]'s own.
     (Each dataclass here has a docstring: one without is given a signature built with
@@ -104,6 +131,9 @@ class Config:
     relay: RelayConfig = RelayConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     health: HealthConfig = HealthConfig()
+    rules: RulesConfig = RulesConfig()
+    # The [[rewrite]] tables, in file order (an array of tables: `config/file.py` reads it).
+    rewrite: tuple[RewriteConfig, ...] = field(default=(), metadata={IN_FILE: False})
     # Every strictness at once: a rule that raises is fatal (tests, conformance runs), and
     # `effective` makes it imply `system_prompt.strict` (no silent downgrade either).
     strict: bool = False

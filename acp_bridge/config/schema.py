@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from types import UnionType
 from typing import Any
 
-from acp_bridge.config import IN_FILE, Config
+from acp_bridge.config import IN_FILE, Config, RewriteConfig
 
 #
 # Derived from the dataclasses, so that a field is a key: a field of `Config` whose type is a
@@ -36,6 +36,17 @@ FILE_ONLY_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
 ALSO_ACCEPTED: dict[tuple[str, str], tuple[type, ...]] = {("agent", "command"): (str,)}
 # The TOML values that can stand for each Python type (TOML's integers are numbers too).
 FILE_TYPES: dict[Any, tuple[type, ...]] = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+
+
+# Arrays of tables ([[rewrite]]): each element is a table of its dataclass's keys, and the
+# `Config` field of the same name holds them in file order.
+ARRAY_TABLES: dict[str, type[Any]] = {"rewrite": RewriteConfig}
+
+
+@functools.cache
+def array_schema() -> Schema:
+    """Each array of tables, and the keys of its elements."""
+    return {name: _keys(name, cls) for name, cls in ARRAY_TABLES.items()}
 
 
 def table_classes() -> dict[str, type[Any]]:

@@ -2,8 +2,9 @@
 
 Owns: which hooks each kind of message calls (only those a rewrite overrides, in the order
 `build_rewrites` gave), running them with each seeing the previous one's output, and
-collecting what they decided. Must never: encode, choose what goes on the wire, or catch a
-rule's exception (the relay decides whether a failing rule fails open or stops the bridge).
+collecting what they decided, and naming the rule that failed (`RuleError`: it raised, or
+returned something that is no outcome). Must never: encode, choose what goes on the wire,
+or decide what a failure means (the relay decides whether it fails open or stops the bridge).
 """
 
 from __future__ import annotations
@@ -12,11 +13,39 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.core.messages import RESPONSE, Frame, Kind
+from acp_bridge.core.messages import RESPONSE, Direction, Frame, Kind
+from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
 from acp_bridge.core.session import Pending, Session
+from acp_bridge.errors import BridgeError
 
 _HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICATION, "notification"))
+
+
+class RuleError(BridgeError):
+    """Rule `rule` raised `error` (its `__cause__`), or returned something that is no
+    outcome. Fails open; with strict, it stops the bridge, and this names the rule."""
+
+    def __init__(self, rule: str, error: BaseException) -> None:
+        super().__init__(printable(f"rule {rule!r} failed: {type(error).__name__}: {error}",
+                                   quote_backslash=False))
+        self.rule = rule
+        self.error = error
+
+
+def not_an_outcome(result: object) -> TypeError | None:
+    """Why a hook's return value is no outcome, or None when it is one (PASS is checked
+    before: this runs only for what a rule changes)."""
+    if not isinstance(result, Replace):
+        return TypeError(f"returned {result!r:.80}, not an outcome (PASS, DROP, Replace)")
+    if result.msg is not None and not isinstance(result.msg, dict):
+        return TypeError(f"Replace({type(result.msg).__name__}): the message must be a dict (a JSON object)")
+    if not isinstance(result.then, (tuple, list)):
+        return TypeError(f"Replace(then={type(result.then).__name__}): then= takes a tuple of Emit")
+    for emit in result.then:
+        if not isinstance(emit, Emit) or not isinstance(emit.direction, Direction) or not isinstance(emit.msg, dict):
+            return TypeError(f"then= holds {emit!r:.80}, not an Emit(Direction, dict)")
+    return None
 
 
 @dataclass(slots=True)
@@ -52,19 +81,24 @@ class Chain:
 
     def run(self, frame: Frame, request: Pending | None, session: Session) -> ChainResult | None:
         """Run the hooks for `frame`'s kind in order; a drop stops the chain. None: every
-        rule passed (the usual case, so it allocates nothing). Raises what a rule raises (a
-        bug in that rule)."""
+        rule passed (the usual case, so it allocates nothing). Raises `RuleError` naming
+        the rule that raised or returned no outcome (a bug in that rule)."""
         outcome: ChainResult | None = None
         current = frame
         kind = frame.kind
         for name, hook in self._hooks[kind]:
-            if kind is RESPONSE:
-                result = hook(current, request, session)
-            else:
-                result = hook(current, session)
+            try:  # free unless it raises (Python 3.11+)
+                if kind is RESPONSE:
+                    result = hook(current, request, session)
+                else:
+                    result = hook(current, session)
+            except (Exception, SystemExit) as exc:  # a rule's exit() ends nothing but that rule's say
+                raise RuleError(name, exc) from exc
             if result is PASS:
                 continue
-            assert isinstance(result, Replace)
+            wrong = not_an_outcome(result)
+            if wrong is not None:
+                raise RuleError(name, wrong)
             if outcome is None:
                 outcome = ChainResult(frame)
             outcome.rules.append(name)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core.answers import Answers
-from acp_bridge.core.chain import Chain, ChainResult
+from acp_bridge.core.chain import Chain, ChainResult, RuleError
 from acp_bridge.core.forward import VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
@@ -58,6 +58,19 @@ _ESCAPE = b"\\u"  # as `has_escape` looks for it
 _DEEP_MIN = 2 * 254
 
 
+def scan_needle(trigger: bytes) -> bytes:
+    """What the chunk-wide scan looks for to find the lines that may hold `trigger`: a part
+    of it, since each line found is checked for the whole trigger again (`needs_parse`).
+
+    A trigger quoted whole (`"usage_update"`) is looked for without its closing quote:
+    memmem skips on two-byte hashes, and a needle ending in a pair as common in ACP as `e"`
+    (`"sessionUpdate"`, `"update"`) skips little, so it costs every read up to twice as much.
+    """
+    if len(trigger) > 5 and trigger.startswith(b'"') and trigger.endswith(b'"'):
+        return trigger[:-1]
+    return trigger
+
+
 def _writable(frame: Frame) -> bool:
     """Could orjson write this message back? (It reads 1,024 levels, writes 254.)"""
     raw = frame.raw
@@ -93,10 +106,12 @@ class Relay:
         self.session = Session()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(self.chain.triggers))
+        self._needles = tuple(dict.fromkeys(scan_needle(t) for t in self._triggers))
         self._wanted = frozenset(kind for kind in Kind if self.chain.wants(kind))
         self._answers = Answers(self.session)  # what the bridge writes itself, and where
         self._unparsed = Unparsed(self.session, self._answers)
         self.unencodable = 0  # lines a rule changed that could not be written back
+        self.failures: dict[str, int] = {}  # per rule: how often it failed (each said once)
 
     def __repr__(self) -> str:
         names = ", ".join(rw.name for rw in self.chain.rewrites)
@@ -147,7 +162,7 @@ class Relay:
         size = len(body)
         # An escape could hide a key; a backslash alone (a "\n" in some text) does not, and
         # one-byte search is cheap, so look for the two-byte escape only where it can be.
-        needles = self._triggers + (_ESCAPE,) if b"\\" in body else self._triggers
+        needles = self._needles + (_ESCAPE,) if b"\\" in body else self._needles
         find = Finder(body, use_native=self.native_scan).find  # memmem where there is one
         hits = [find(needle) for needle in needles]
         odd = _LINE_NOT_AN_OBJECT.search(body)
@@ -250,12 +265,12 @@ class Relay:
             return
         try:
             outcome = self.chain.run(frame, request, self.session)
-        except Exception as exc:
+        except RuleError as exc:
             if self.strict:
                 self._not_forwarded(frame, request, out)
                 raise
-            log.exception("rule failed on %r; forwarding the original", frame)
-            self._fail_open(frame, [], request, f"{type(exc).__name__}: {exc}", out)
+            self._rule_failed(exc, frame)
+            self._fail_open(frame, [exc.rule], request, f"{type(exc.error).__name__}: {exc.error}", out)
             return
         if outcome is None:  # every rule passed
             out.append(Forward(frame.direction, frame.raw, frame.raw, VERDICT_PASS, frame, (), request))
@@ -293,19 +308,29 @@ class Relay:
     def _unencodable(self, frame: Frame, rules: list[str], request: Pending | None, why: str,
                      out: list[Forward]) -> None:
         """What the rules made of `frame` cannot be written: a rule failure like any other
-        (the original goes on; strict: `Unencodable` is raised and nothing goes on)."""
+        (the original goes on; strict: a `RuleError` is raised and nothing goes on)."""
         if self.strict:
             self._not_forwarded(frame, request, out)
             if frame.kind is Kind.RESPONSE:
                 what = f"the answer to {request.method if request else '?'} #{brief(frame.id)}"
             else:
                 what = f"{frame.method} #{brief(frame.id)}" if frame.kind is REQUEST else str(frame.method)
-            raise Unencodable(f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}")
+            raise RuleError(", ".join(rules) or "?", Unencodable(
+                f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}"))
         self.unencodable += 1
         if self.unencodable == 1:
             log.warning("a message the rules would change cannot be written back (%s); it was "
                         "forwarded as it came, unchanged (further ones are not reported)", why)
         self._fail_open(frame, rules, request, f"cannot re-encode: {why}", out)
+
+    def _rule_failed(self, exc: RuleError, frame: Frame) -> None:
+        """Said once per rule however often it fails (a rule that fails on every chunk
+        must not flood the editor's log); each traceback at -vv."""
+        count = self.failures[exc.rule] = self.failures.get(exc.rule, 0) + 1
+        if count == 1:
+            log.warning("%s, on %r; the line went on as it came (its further failures are not "
+                        "reported; -vv shows each, with its traceback)", exc, frame)
+        log.debug("rule %r failed on %r", exc.rule, frame, exc_info=exc.error)
 
     def _not_forwarded(self, frame: Frame, request: Pending | None, out: list[Forward]) -> None:
         """Strict, and a rule failed on `frame`: the relay raises, so neither it nor what the

@@ -21,12 +21,13 @@ import orjson
 from acp_bridge.capture.reader import CaptureReader, sent_bytes
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import WHOLE, Redactor, valid_pointers
+from acp_bridge.core.chain import RuleError
 from acp_bridge.core.lines import MIB
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Relay
-from acp_bridge.core.rewrites import RuleSettings, build_rewrites
+from acp_bridge.core.rewrites import Rewrite, RuleSettings, build_rewrites
 from acp_bridge.replay.diff import compact_diff, showable
 from acp_bridge.replay.script import messages
 
@@ -41,8 +42,11 @@ class RuleFailed(Exception):
     """A rule raised on a recorded line and the configuration is strict."""
 
     def __init__(self, seq: Any, exc: Exception) -> None:
-        super().__init__(printable(f"a rule failed on the line of record #{seq}: {type(exc).__name__}: {exc}",
-                                   quote_backslash=False))
+        if isinstance(exc, RuleError):
+            what = f"rule {exc.rule!r} failed on the line of record #{seq}: {type(exc.error).__name__}: {exc.error}"
+        else:
+            what = f"a rule failed on the line of record #{seq}: {type(exc).__name__}: {exc}"
+        super().__init__(printable(what, quote_backslash=False))
         self.seq = seq
 
 
@@ -145,10 +149,12 @@ def _renumbered(record: Json, encoder: CaptureEncoder) -> bytes:
     return safe_dumps({**record, "seq": encoder.seq})
 
 
-def rerun(capture: CaptureReader, rules: RuleSettings, *, strict: bool = False, max_line: int = 16 * MIB,
+def rerun(capture: CaptureReader, rules: RuleSettings, rewrites: Sequence[Rewrite] | None = None, *,
+          strict: bool = False, max_line: int = 16 * MIB,
           redact: Sequence[str] = (), write: bool = False, argv: Sequence[str] = (), pid: int = 0,
           config_digest: str = "") -> Rerun:
-    """Re-run the capture's incoming lines through the rules `rules` configures (a `Config`).
+    """Re-run the capture's incoming lines through the rules `rules` configures (a `Config`),
+    or through `rewrites` when given (the user's rules too: `config/rules.py` loads them).
 
     Args:
         redact: pointers masked on top of those the capture was written with.
@@ -162,7 +168,7 @@ def rerun(capture: CaptureReader, rules: RuleSettings, *, strict: bool = False, 
     redact = tuple(dict.fromkeys([*valid_pointers(header.get("redact")), *redact]))
     include = header.get("include_system_prompt") is True
     encoder = CaptureEncoder(Redactor(redact, None if include else rules.system_prompt.text), lean=False)
-    relay = Relay(build_rewrites(rules), strict=strict, max_line=max_line)
+    relay = Relay(build_rewrites(rules) if rewrites is None else rewrites, strict=strict, max_line=max_line)
     result = Rerun()
     out: bytearray | None = None
     if write:

@@ -20,6 +20,7 @@ import trio
 from trio.abc import HalfCloseableStream, ReceiveStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
+from acp_bridge.core.chain import RuleError
 from acp_bridge.core.forward import VERDICT_OTHER
 from acp_bridge.core.messages import TO_AGENT, brief
 from acp_bridge.errors import BridgeError
@@ -172,9 +173,10 @@ class Bridge:
                     forwards = (self.relay.feed(direction, chunk, mono) if chunk
                                 else self.relay.feed_eof(direction, mono))
                 except Exception as exc:  # under strict, a rule failed (the relay fails open otherwise)
-                    what = f"{type(exc).__name__}: {exc}"
-                    await self.stop(f"a rule failed: {what} (strict is set)" if self.relay.strict
-                                    else f"internal error: {what}")
+                    if isinstance(exc, RuleError):  # it names the rule and what it raised
+                        await self.stop(f"{exc} (strict is set)")
+                    else:
+                        await self.stop(f"internal error: {type(exc).__name__}: {exc}")
                     raise
                 await self.deliver(forwards, wall, mono, pump=direction, just_waited=bool(chunk) and reader.waited)
                 if not chunk:

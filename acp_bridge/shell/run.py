@@ -13,7 +13,7 @@ import errno
 import logging
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,7 @@ import trio
 
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
-from acp_bridge.core.rewrites import build_rewrites
+from acp_bridge.core.rewrites import Rewrite, build_rewrites
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import AgentProcess, terminate
 from acp_bridge.shell.bridge import Bridge, bridge_streams
@@ -63,11 +63,13 @@ async def open_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[tri
             await stream.aclose()
 
 
-async def run_bridge(config: Config, *, stdin_fd: int = 0, stdout_fd: int = 1) -> int:
-    """Run the agent behind the bridge until the connection ends; return the exit status."""
+async def run_bridge(config: Config, rules: Sequence[Rewrite] | None = None, *, stdin_fd: int = 0,
+                     stdout_fd: int = 1) -> int:
+    """Run the agent behind the bridge until the connection ends; return the exit status.
+    `rules`: the rules to run, in order (`config/rules.py` loads them); None: the built-ins."""
     collect_rarely()
     keep_heap()
-    relay = Relay(build_rewrites(config), strict=config.strict,
+    relay = Relay(build_rewrites(config) if rules is None else rules, strict=config.strict,
                   max_line=config.relay.parse_limit_mib * MIB)
     from acp_bridge.shell.observers import observing
 

@@ -49,6 +49,7 @@ UNFINISHED = "acp.unfinished"  # the span was still open when the connection or 
 EVICTED = "acp.evicted"  # ended early: too many open at once (bounded memory)
 DIALECT = "acp_bridge.system_prompt.dialect"
 BRIDGE_ACTION = "acp_bridge.action"
+RULE_EVENT, RULE_NAME, RULE_VERDICT = "acp_bridge.rule", "acp_bridge.rule.name", "acp_bridge.rule.verdict"
 SUGGESTIONS = "acp_bridge.suggestions"  # how many suggestions an update the bridge changed carries
 
 # Metric names (instrument, unit).

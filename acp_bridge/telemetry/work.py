@@ -18,6 +18,7 @@ from acp_bridge.telemetry.fields import add_event, suggestion_count
 from acp_bridge.telemetry.spans import SpanRecord, Timed
 
 SpanOf = Callable[[Any], SpanRecord | None]
+_OWN_EVENTS = frozenset({"suggestions", "system-prompt", "bridge"})  # events of their own (bridge: its answers)
 RequestSpanOf = Callable[[Pending | None], SpanRecord | None]
 
 
@@ -43,6 +44,18 @@ class BridgeWork:
             self._suggestion(timed, session_id)
         if "system-prompt" in timed.rules and timed.verdict == "rewrite":
             self._system_prompt(timed, msg, session_id)
+        for rule in timed.rules:
+            if rule not in _OWN_EVENTS or timed.verdict == "error":
+                self._rule(timed, rule, session_id)
+
+    def _rule(self, timed: Timed, rule: str, session_id: Any) -> None:
+        """Any other rule (the user's: `[[rewrite]]`, `--rule`), or a rule that failed: an
+        event naming it and its verdict, on the request's span or the session's current one."""
+        span = self.request(timed.request) if timed.request is not None else None
+        if span is None:
+            span = self.current(session_id)
+        if span is not None:
+            add_event(span, s.RULE_EVENT, timed.wall, {s.RULE_NAME: rule, s.RULE_VERDICT: timed.verdict})
 
     def _system_prompt(self, timed: Timed, msg: dict[str, Any], session_id: Any) -> None:
         method = msg.get("method")

@@ -1,12 +1,14 @@
 """An agent written with the official Python SDK (`agent-client-protocol`), for interop tests.
 
 It answers initialize and session/new, and for each prompt streams two message chunks
-before answering `end_turn`.
+before answering `end_turn`. With `--usage`, each prompt's chunks follow a `usage_update`
+(what strict clients fail on: configs/no-usage-updates.toml).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 from acp import PROTOCOL_VERSION, Agent, run_agent, text_block, update_agent_message
@@ -17,7 +19,10 @@ from acp.schema import (
     InitializeResponse,
     NewSessionResponse,
     PromptResponse,
+    UsageUpdate,
 )
+
+USAGE = "--usage" in sys.argv[1:]
 
 
 class EchoAgent(Agent):
@@ -41,6 +46,9 @@ class EchoAgent(Agent):
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         assert self._conn is not None
         text = "".join(getattr(block, "text", "") for block in prompt)
+        if USAGE:
+            await self._conn.session_update(session_id=session_id, update=UsageUpdate(
+                session_update="usage_update", used=53000, size=200000))
         for part in ("echo: ", text):
             await self._conn.session_update(session_id=session_id, update=update_agent_message(text_block(part)))
         return PromptResponse(stop_reason="end_turn")

@@ -50,7 +50,8 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     assert names == [
         "0. C relay (cat | cat | cat) vs direct pipe, to client",
         "1. to client, all rules (baseline: C relay)", "1b. to client, all rules vs no rules",
-        "1d. to client, health watchdog vs --no-health", "1c. floor: bare trio relay, to client",
+        "1d. to client, health watchdog vs --no-health",
+        "1e. to client, a user rule loaded (triggers absent) vs none", "1c. floor: bare trio relay, to client",
         "2. to client, capture on (baseline: C relay)",
         "3. to agent, prompts answered (baseline: C relay)",
         "3c. to agent, prompts never answered (baseline: C relay)",

@@ -55,6 +55,8 @@ def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
     prompt = tmp_path / "prompt.md"
     prompt.write_text("from a file\n")
     log = str(tmp_path / "bridge.log")
+    rule = tmp_path / "rule.py"
+    rule.write_text("rules = []\n")
     return {
         "config_file": [["-c", str(config)], ["--config", str(config)], [f"--config={config}"], [f"-c{config}"]],
         "capture": [["--capture", "x-{pid}.jsonl"], ["--capture=x.jsonl"]],
@@ -70,6 +72,7 @@ def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
         "quiet": [["-q"], ["--quiet"]],
         "otlp": [["--otlp"]],
         "otlp_content": [["--otlp-content"]],
+        "rule_files": [["--rule", str(rule)], [f"--rule={rule}"]],
     }
 
 
@@ -134,6 +137,7 @@ def test_each_command_is_defined_in_the_module_the_group_names() -> None:
         "replay": "acp_bridge.commands.replay",
         "diff": "acp_bridge.commands.diff",
         "drive": "acp_bridge.commands.drive",
+        "rules": "acp_bridge.commands.rules",
         "demo": "acp_bridge.commands.demo",
         "ui": "acp_bridge.commands.ui",
         "mcp": "acp_bridge.commands.mcp",

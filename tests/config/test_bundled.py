@@ -51,6 +51,11 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "relay.parse_limit_mib": 16,
         "relay.grace_seconds": 5.0,
     },
+    "no-usage-updates.toml": {  # the [[rewrite]] table that keeps usage_update from a strict client
+        "rewrite": [{"name": "no-usage-updates", "direction": "to-client", "method": "session/update",
+                     "update": "usage_update", "where": {}, "drop": True, "set": {}, "remove": [], "line": 12}],
+        "rules.files": [],
+    },
     "strict-conformance.toml": {
         "strict": True,  # [bridge] strict: every strictness at once
         "suggestions.unlock_legacy_agent": False,

@@ -7,8 +7,9 @@ from __future__ import annotations
 from tests.test_layering import GRAPH
 
 # Lowest first; `acp_bridge.config` (the package) is the model's import surface.
-ORDER = ("acp_bridge.config.model", "acp_bridge.config", "acp_bridge.config.schema", "acp_bridge.config.file",
-         "acp_bridge.config.layers")
+ORDER = ("acp_bridge.config.model", "acp_bridge.config", "acp_bridge.config.schema", "acp_bridge.config.rule_tables",
+         "acp_bridge.config.file",
+         "acp_bridge.config.layers", "acp_bridge.config.rules")
 
 
 def test_every_config_module_has_a_place() -> None:

@@ -265,6 +265,7 @@ OVERRIDES: dict[str, tuple[Any, Any, Any]] = {
     "verbosity": (2, -1, 2),
     "telemetry.enabled": (True, False, True),
     "telemetry.content": (True, False, True),
+    "rules.command_line": (("upper.py",), ("lower.py",), ("upper.py",)),
 }
 UPPER = Overrides({key: upper for key, (upper, _, _) in OVERRIDES.items()})
 LOWER = Overrides({key: lower for key, (_, lower, _) in OVERRIDES.items()})
@@ -273,7 +274,7 @@ LOWER = Overrides({key: lower for key, (_, lower, _) in OVERRIDES.items()})
 # (where -v and -q have no variable).
 EVERY_OPTION = ["--capture", "c.jsonl", "--system-prompt", "text", "--system-prompt-mode", "override",
                 "--unlock-legacy-agent", "--no-suggestions", "--no-health", "--strict", "--log-file", "b.log",
-                "--otlp", "--otlp-content", "-v"]
+                "--otlp", "--otlp-content", "--rule", "r.py", "-v"]
 EVERY_VARIABLE = {"ACP_BRIDGE_CAPTURE": "c.jsonl", "ACP_BRIDGE_SYSTEM_PROMPT": "text",
                   "ACP_BRIDGE_SYSTEM_PROMPT_MODE": "override", "ACP_BRIDGE_UNLOCK_LEGACY_AGENT": "1",
                   "ACP_BRIDGE_NO_SUGGESTIONS": "1", "ACP_BRIDGE_NO_HEALTH": "1", "ACP_BRIDGE_STRICT": "1",
@@ -295,7 +296,7 @@ def test_every_option_and_variable_is_tried_below() -> None:
 
 @pytest.mark.parametrize(("args", "env", "expected"), [
     pytest.param(EVERY_OPTION, {}, set(OVERRIDES), id="command-line"),
-    pytest.param([], EVERY_VARIABLE, set(OVERRIDES) - {"verbosity"}, id="environment"),
+    pytest.param([], EVERY_VARIABLE, set(OVERRIDES) - {"verbosity", "rules.command_line"}, id="environment"),
 ])
 def test_the_overrides_table_names_every_setting_the_command_line_gives(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: list[str], env: dict[str, str],

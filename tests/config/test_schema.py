@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge.config import Config
+from acp_bridge.config import IN_FILE, Config
 from acp_bridge.config.file import read_config
 from acp_bridge.config.schema import FILE_ONLY_KEYS, file_types, schema
 from tests.config.conftest import field_value, refused, write
@@ -54,6 +54,8 @@ SAMPLES: dict[str, tuple[str, str, Any]] = {
     "health.client_request_seconds": ("5", "health.client_request_seconds", 5.0),
     "health.cancel_seconds": ("0", "health.cancel_seconds", 0.0),
     "health.methods": ('{ "session/new" = 5, "x/y" = 0.5 }', "health.methods", {"session/new": 5.0, "x/y": 0.5}),
+    "rules.files": ('["r/x.py"]', "rules.files", ("<tmp>/r/x.py",)),
+    "rules.enable": ('["x"]', "rules.enable", ("x",)),
     "bridge.strict": ("true", "strict", True),
     "bridge.log_file": ('"b.log"', "log_file", "<tmp>/b.log"),
     "bridge.verbosity": ("2", "verbosity", 2),
@@ -90,6 +92,8 @@ WRONG_TYPES: dict[str, tuple[str, str]] = {
     "health.client_request_seconds": ('"5"', "expected an integer or a number, got str"),
     "health.cancel_seconds": ("{}", "expected an integer or a number, got dict"),
     "health.methods": ("5", "expected a table, got int"),
+    "rules.files": ('"x.py"', "expected an array, got str"),
+    "rules.enable": ("{}", "expected an array, got dict"),
     "bridge.strict": ("1", "expected a boolean, got int"),
     "bridge.log_file": ("true", "expected a string, got a boolean"),
     "bridge.verbosity": ('"2"', "expected an integer, got str"),
@@ -101,11 +105,14 @@ def every_key() -> set[str]:
     hints = typing.get_type_hints(Config)
     keys: set[str] = set()
     for field in dataclasses.fields(Config):
-        if field.name == "source":  # where the settings came from, not a setting
+        # `source`: where the settings came from; `rewrite`: an array of tables (tested in
+        # tests/config/test_rule_tables.py)
+        if field.name in ("source", "rewrite"):
             continue
         cls = hints[field.name]
         if dataclasses.is_dataclass(cls):
-            keys.update(f"{field.name}.{item.name}" for item in dataclasses.fields(cls))
+            keys.update(f"{field.name}.{item.name}" for item in dataclasses.fields(cls)
+                        if item.metadata.get(IN_FILE, True))  # `rules.command_line`: --rule only
         else:
             keys.add(f"bridge.{field.name}")
     keys.update(f"{table}.{key}" for table, extra in FILE_ONLY_KEYS.items() for key in extra)
@@ -119,13 +126,15 @@ def test_the_tables_here_name_every_field() -> None:
 
 def test_the_schema_has_a_key_for_every_field() -> None:
     assert {f"{table}.{key}" for table, keys in schema().items() for key in keys} == every_key()
-    assert list(schema()) == ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "bridge"]
+    assert list(schema()) == ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "rules", "bridge"]
 
 
 def expected_value(value: Any, tmp_path: Path) -> Any:
     """`value`, with "<tmp>" the config file's folder ("<real>": resolved, as a cwd is)."""
     if isinstance(value, str):
         return value.replace("<tmp>", str(tmp_path)).replace("<real>", str(tmp_path.resolve()))
+    if isinstance(value, tuple):
+        return tuple(expected_value(item, tmp_path) for item in value)
     return value
 
 
@@ -162,7 +171,7 @@ def test_a_wrong_type_names_the_key_and_the_expected_type(tmp_path: Path, key: s
     assert refused(tmp_path, f"[{table}]\n{name} = {toml}\n") == f"{key}: {problem}"
 
 
-@pytest.mark.parametrize("table", ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "bridge"])
+@pytest.mark.parametrize("table", ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "rules", "bridge"])
 def test_an_unknown_key_names_its_path_and_the_known_keys(tmp_path: Path, table: str) -> None:
     message = refused(tmp_path, f"[{table}]\nfoo = 1\n")
     known = [key.split(".")[1] for key in SAMPLES if key.startswith(f"{table}.")]
@@ -172,11 +181,11 @@ def test_an_unknown_key_names_its_path_and_the_known_keys(tmp_path: Path, table:
 
 @pytest.mark.parametrize(("toml", "message"), [
     pytest.param("[nope]\n", "nope: unknown table (known tables: agent, suggestions, system_prompt, capture, "
-                 "relay, telemetry, health, bridge)", id="table"),
+                 "relay, telemetry, health, rules, bridge, rewrite)", id="table"),
     pytest.param("verbosity = 2\n", "verbosity: unknown key (known tables: agent, suggestions, system_prompt, "
-                 "capture, relay, telemetry, health, bridge)", id="top-level-key"),
+                 "capture, relay, telemetry, health, rules, bridge, rewrite)", id="top-level-key"),
     pytest.param("source = 'x'\n", "source: unknown key (known tables: agent, suggestions, system_prompt, "
-                 "capture, relay, telemetry, health, bridge)", id="source-is-no-key"),
+                 "capture, relay, telemetry, health, rules, bridge, rewrite)", id="source-is-no-key"),
     pytest.param("[bridge]\nsource = 'x'\n", "bridge.source: unknown key (known: strict, log_file, verbosity)",
                  id="source-is-not-in-bridge-either"),
     pytest.param("relay = []\n", "relay: must be a table", id="not-a-table"),

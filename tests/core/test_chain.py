@@ -3,11 +3,26 @@ it left it, a drop stops the chain, and what every rule emitted is kept in order
 
 from __future__ import annotations
 
+import logging
+
 import orjson
 import pytest
 
-from acp_bridge.core import DROP, PASS, Direction, Emit, Frame, Kind, Replace, Rewrite, Session, classify
-from acp_bridge.core.chain import Chain
+from acp_bridge.core import (
+    DROP,
+    PASS,
+    Direction,
+    Emit,
+    Frame,
+    Kind,
+    Relay,
+    Replace,
+    Rewrite,
+    Session,
+    Verdict,
+    classify,
+)
+from acp_bridge.core.chain import Chain, RuleError
 from acp_bridge.core.rewrites.base import EVERY_LINE, Outcome
 from acp_bridge.core.session import Pending
 
@@ -127,3 +142,67 @@ def test_only_the_hooks_a_rule_overrides_are_wanted() -> None:
     assert [kind for kind in (Kind.REQUEST, Kind.RESPONSE, Kind.NOTIFICATION) if chain.wants(kind)] == [Kind.RESPONSE]
     assert chain.run(classify(A, orjson.dumps(REQUEST) + b"\n"), None, Session()) is None
     assert Chain([Hooks()]).triggers == frozenset(EVERY_LINE)
+
+
+# -- a rule's failures: named, and only outcomes count ----------------------------------------
+
+
+class Returns(Rewrite):
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        return self.value  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    (None, "returned None, not an outcome (PASS, DROP, Replace)"),
+    ({"jsonrpc": "2.0"}, "returned {'jsonrpc': '2.0'}, not an outcome (PASS, DROP, Replace)"),
+    (Replace([1]), "Replace(list): the message must be a dict (a JSON object)"),  # type: ignore[arg-type]
+    (Replace({}, then=Emit(C, {})), "Replace(then=Emit): then= takes a tuple of Emit"),  # type: ignore[arg-type]
+    (Replace({}, then=({"m": 1},)), "then= holds {'m': 1}, not an Emit(Direction, dict)"),  # type: ignore[arg-type]
+    (Replace({}, then=(Emit("to-client", {}),)), "then= holds Emit(direction='to-client', msg={}), "  # type: ignore[arg-type]
+                                                 "not an Emit(Direction, dict)"),
+])
+def test_what_is_not_an_outcome_is_a_failure_of_that_rule(value: object, why: str) -> None:
+    with pytest.raises(RuleError) as raised:
+        Chain([Returns(value)]).run(classify(A, orjson.dumps(REQUEST) + b"\n"), None, Session())
+    assert (raised.value.rule, str(raised.value)) == ("Returns", f"rule 'Returns' failed: TypeError: {why}")
+
+
+def test_a_rule_is_named_after_its_class_unless_it_says() -> None:
+    class NoUsage(Rewrite):
+        pass
+
+    class Named(Rewrite):
+        name = "named"
+
+    assert (NoUsage().name, Named().name, Step("s", "pass").name) == ("NoUsage", "named", "s")
+
+
+def test_a_failing_rule_is_said_once_and_each_traceback_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    """However often it raises, one warning (the default verbosity shows it), and the line
+    goes on as it came, recorded as an error of that rule."""
+    line = orjson.dumps(REQUEST) + b"\n"
+    relay = Relay([Returns(None)])
+    with caplog.at_level(logging.DEBUG, "acp_bridge.relay"):
+        forwards = [fwd for _ in range(3) for fwd in relay.feed(A, line.replace(b'"id":1', b'"id":' + str(_).encode()))]
+    assert [(f.verdict, f.rules, f.error) for f in forwards] == [
+        (Verdict.ERROR, ("Returns",), "TypeError: returned None, not an outcome (PASS, DROP, Replace)")] * 3
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "rule 'Returns' failed: TypeError: returned None, not an outcome (PASS, DROP, Replace), on "
+        "<Frame -> request session/new 70B>; the line went on as it came (its further failures are not "
+        "reported; -vv shows each, with its traceback)"]
+    assert [r.exc_info is not None for r in caplog.records if r.levelno == logging.DEBUG] == [True] * 3
+    assert relay.failures == {"Returns": 3}
+
+
+def test_a_rule_that_calls_exit_fails_like_any_other() -> None:
+    class Exits(Rewrite):
+        def request(self, frame: Frame, session: Session) -> Outcome:
+            raise SystemExit(3)
+
+    raw = orjson.dumps(REQUEST) + b"\n"
+    (fwd,) = Relay([Exits()]).feed(A, raw)
+    assert (fwd.verdict, fwd.data, fwd.rules, fwd.error) == (Verdict.ERROR, raw, ("Exits",), "SystemExit: 3")

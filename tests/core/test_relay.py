@@ -22,7 +22,7 @@ from acp_bridge.core import (
     Session,
     Verdict,
 )
-from acp_bridge.core.messages import Unencodable
+from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.core.rewrites.suggestions import SuggestionsState
 from acp_bridge.core.session import Pending
@@ -196,13 +196,14 @@ def test_lines_without_triggers_are_not_parsed() -> None:
 def test_a_failing_rule_forwards_the_original_and_records_the_error() -> None:
     raw = b'{"jsonrpc":"2.0","id":1,"method":"x"}\n'
     (fwd,) = Relay([Boom()]).feed(A, raw)
-    assert (fwd.verdict, fwd.data) == (Verdict.ERROR, raw)
+    assert (fwd.verdict, fwd.data, fwd.rules) == (Verdict.ERROR, raw, ("boom",))
     assert fwd.error == "RuntimeError: bug"
 
 
-def test_strict_relay_raises_a_failing_rule() -> None:
-    with pytest.raises(RuntimeError, match="bug"):
+def test_strict_relay_raises_a_failing_rule_by_its_name() -> None:
+    with pytest.raises(RuleError, match=r"^rule 'boom' failed: RuntimeError: bug$") as raised:
         Relay([Boom()], strict=True).feed(A, b'{"jsonrpc":"2.0","id":1,"method":"x"}\n')
+    assert isinstance(raised.value.__cause__, RuntimeError)
 
 
 def test_a_dropped_request_is_no_longer_pending() -> None:
@@ -546,7 +547,7 @@ def test_a_rule_that_raises_on_an_answer_leaves_it_and_the_one_before_it_in_flig
     must still get an answer when the bridge stops."""
     relay = Relay([FailOnSecondAnswer()], strict=True)
     relay.feed(A, PROMPT + b'{"jsonrpc":"2.0","id":2,"method":"p"}\n')
-    with pytest.raises(RuntimeError, match=r"^bug$"):
+    with pytest.raises(RuleError, match=r"^rule 'fail-on-2' failed: RuntimeError: bug$"):
         relay.feed(C, ANSWER + b'{"jsonrpc":"2.0","id":2,"result":{}}\n')
     assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(), stopped(b"2")]
 
@@ -554,7 +555,8 @@ def test_a_rule_that_raises_on_an_answer_leaves_it_and_the_one_before_it_in_flig
 def test_a_rewrite_too_deep_to_write_back_raises_under_strict_and_stays_in_flight() -> None:
     relay = Relay([Rename()], strict=True)
     raw = b'{"jsonrpc":"2.0","id":1,"method":"old","params":' + NESTED + b"}\n"
-    with pytest.raises(Unencodable, match=r"^what the rules \(rename\) made of old #1 cannot be written back: "):
+    with pytest.raises(RuleError, match=r"^rule 'rename' failed: Unencodable: what the rules \(rename\) made of "
+                                        r"old #1 cannot be written back: "):
         relay.feed(A, raw)
     assert [p.method for p in relay.session.pending(A)] == ["old"]  # answered as the bridge stops
 
@@ -564,7 +566,7 @@ def test_an_answer_whose_rewrite_cannot_be_written_is_in_flight_again_under_stri
     they answered must still get an answer."""
     relay = Relay([MarkAnswers()], strict=True)
     relay.feed(A, PROMPT + b'{"jsonrpc":"2.0","id":2,"method":"p"}\n')
-    with pytest.raises(Unencodable, match=r"made of the answer to p #2 cannot be written back"):
+    with pytest.raises(RuleError, match=r"made of the answer to p #2 cannot be written back"):
         relay.feed(C, ANSWER + b'{"jsonrpc":"2.0","id":2,"result":' + NESTED + b"}\n")
     assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(), stopped(b"2")]
 

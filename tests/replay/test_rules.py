@@ -172,4 +172,4 @@ def test_a_failing_rule_fails_open_and_with_strict_stops(monkeypatch: pytest.Mon
     assert status == 1 and out.splitlines()[0].startswith('#3 -> session/new: changed {"/params/systemPrompt":{"was":')
     status, out, err = rerun("v2-resume-spec-dialect", "--strict")
     assert (status, out) == (1, "")
-    assert err.endswith("v2-resume-spec-dialect.jsonl: a rule failed on the line of record #3: RuntimeError: boom\n")
+    assert err.endswith("v2-resume-spec-dialect.jsonl: rule 'system-prompt' failed on the line of record #3: RuntimeError: boom\n")

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_bridge.core import PASS, Direction, Forward, Frame, Relay, Rewrite, Session, Verdict
+from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.shell.bridge import Bridge, bridge_streams
 from acp_bridge.shell.streams import Outlet
@@ -135,7 +136,7 @@ async def test_a_rule_that_fails_under_strict_stops_the_bridge_and_in_flight_req
     agent_ours, agent_bridge = trio.testing.memory_stream_pair()
 
     async def bridge() -> None:
-        with pytest.RaisesGroup(pytest.RaisesExc(RuntimeError, match="^bug$"), flatten_subgroups=True):
+        with pytest.RaisesGroup(pytest.RaisesExc(RuleError, match="^rule 'fail-on-bad' failed: RuntimeError: bug$"), flatten_subgroups=True):
             await bridge_streams(client_bridge, agent_bridge, Relay([FailOnBad()], strict=True, max_line=64))
         await client_bridge.aclose()  # as open_stdio does when the bridge ends
 
@@ -150,7 +151,7 @@ async def test_a_rule_that_fails_under_strict_stops_the_bridge_and_in_flight_req
                 head += await client_ours.receive_some()
             await client_ours.send_all(bad)
             rest = await read_all(client_ours)
-    why = b'"message":"acp-bridge stopped before the agent answered: a rule failed: RuntimeError: bug (strict is set)"'
+    why = b'"message":"acp-bridge stopped before the agent answered: rule \'fail-on-bad\' failed: RuntimeError: bug (strict is set)"'
     assert head + rest == (b'{"long":"' + b"x" * 100 + b"\n"
                            b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,' + why + b"}}\n"
                            b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,' + why + b"}}\n")

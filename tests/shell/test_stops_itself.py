@@ -109,13 +109,13 @@ async def test_an_unwritable_rule_result_stops_the_bridge_under_strict(tmp_path:
     async with running(args, spec_agent(tmp_path), tmp_path) as client:
         await client.call(V1_INIT)
         await send_deep_new(client)
-    why = ("a rule failed: Unencodable: what the rules (system-prompt) made of session/new #1 cannot "
-           "be written back: Recursion limit reached (strict is set)")
+    why = ("rule 'system-prompt' failed: Unencodable: what the rules (system-prompt) made of session/new #1 "
+           "cannot be written back: Recursion limit reached (strict is set)")
     assert (client.returncode, client.rest) == (1, stopped(why, 1))
     assert received(tmp_path) == [V1_INIT]
     assert client.stderr.decode().splitlines()[-1] == (
-        "acp-bridge: internal error: Unencodable: what the rules (system-prompt) made of session/new #1 "
-        "cannot be written back: Recursion limit reached")
+        "acp-bridge: rule 'system-prompt' failed: Unencodable: what the rules (system-prompt) made of "
+        "session/new #1 cannot be written back: Recursion limit reached")
 
 
 async def test_replay_rules_strict_stops_on_an_unwritable_rule_result(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ async def test_replay_rules_strict_stops_on_an_unwritable_rule_result(tmp_path: 
     strict = await run_cli(["replay", str(capture), "--rules", "--system-prompt", TEXT, "--strict"])
     assert (strict.returncode, strict.stdout) == (1, b"")
     assert strict.stderr.decode().splitlines() == [
-        f"acp-bridge: {capture}: a rule failed on the line of record #3: Unencodable: what the rules "
+        f"acp-bridge: {capture}: rule 'system-prompt' failed on the line of record #3: Unencodable: what the rules "
         "(system-prompt) made of session/new #1 cannot be written back: Recursion limit reached"]
 
 

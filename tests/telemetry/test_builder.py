@@ -11,9 +11,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_bridge.config import Config, SystemPromptConfig
+from acp_bridge.config import Config, RewriteConfig, SystemPromptConfig
 from acp_bridge.core import Direction, Relay, Session
 from acp_bridge.core.rewrites import build_rewrites
+from acp_bridge.core.rewrites.table import TableRule
 from acp_bridge.telemetry import tree
 from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.live import TelemetryObserver
@@ -337,3 +338,28 @@ def test_what_a_hostile_peer_sends_is_bounded() -> None:
     assert len(method.name) == len(method.attributes["rpc.method"]) == MAX_NAME
     methods = {dict(o.attributes)["rpc.method"] for o in observations if o.instrument == "acp.requests"}
     assert len(methods) == MAX_METRIC_VALUES + 1 and "other" in methods
+
+
+def test_a_user_rule_becomes_a_span_event_with_its_name() -> None:
+    """Any rule but the two with events of their own (a `[[rewrite]]` table here): an
+    `acp_bridge.rule` event on the turn, naming the rule and what it did."""
+    table = TableRule(RewriteConfig(name="no-usage-updates", update="usage_update", drop=True))
+    relay = Relay([*build_rewrites(Config()), table], strict=True)
+    sink = ListSink()
+    observer = TelemetryObserver(TraceBuilder(rng=random.Random(3)), sink)
+    prompt = example("v1-session-prompt-request")
+    script = [
+        (0.0, Direction.TO_AGENT, line(example("v1-initialize-request-client-with-suggestions"))),
+        (0.1, Direction.TO_CLIENT, line(example("v1-initialize-response-agent-with-system-prompt"))),
+        (0.2, Direction.TO_AGENT, line(example("v1-session-new-request-plain"))),
+        (0.3, Direction.TO_CLIENT, line(example("v1-session-new-response"))),
+        (1.0, Direction.TO_AGENT, line(prompt)),
+        (1.5, Direction.TO_CLIENT, line(update("sess_abc123", sessionUpdate="usage_update", used=1))),
+        (2.0, Direction.TO_CLIENT, line(ok(prompt["id"], stopReason="end_turn"))),
+    ]
+    for at, direction, data in script:
+        observer.record(T0 + at, at, relay.feed(direction, data, at))
+    observer.close(T0 + 4.0, 4.0)
+    events = {span.name: [(name, round(at - T0, 3), attrs) for name, at, attrs in span.events] for span in sink.records}
+    assert events["invoke_agent my-agent"] == [
+        ("acp_bridge.rule", 1.5, {"acp_bridge.rule.name": "no-usage-updates", "acp_bridge.rule.verdict": "drop"})]

@@ -1,13 +1,14 @@
-"""The rewrite registry: `build_rewrites(config)` is the one place that sets their order."""
+"""The built-in rules' registry: `build_rewrites(config)` is the one place that sets their order
+(the user's rules come after them, in the order `acp_bridge.config.rules` sets)."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite, Rule
 from acp_bridge.core.rewrites.settings import SuggestionsSettings, SystemPromptSettings
 
-__all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "RuleSettings",
+__all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "Rule", "RuleSettings",
            "build_rewrites"]
 
 

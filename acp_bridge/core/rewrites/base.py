@@ -1,20 +1,25 @@
-"""The rewrite interface: hooks that look at one message and return an outcome.
+"""The rule interface: hooks that look at one message and return an outcome.
 
-Owns: `Rewrite`, the outcomes `PASS`, `DROP`, `Replace`, and `Emit` (a message the bridge
-itself sends, in either direction). Must never: do IO or mutate a message it was given
-(copy along the path you change, so the capture can still show the original).
+Owns: `Rule` (also spelt `Rewrite`, the built-ins' older name), the outcomes `PASS`, `DROP`,
+`Replace`, and `Emit` (a message the bridge itself sends, in either direction), and
+`SessionFacts`, what a hook may read of the session. The built-in rules and the user's
+(`acp_bridge.rules`, the public surface) are written against this one module. Must never:
+do IO or mutate a message it was given (copy along the path you change, so the capture can
+still show the original).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
 
 if TYPE_CHECKING:
     from acp_bridge.core.session import Pending, Session
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,22 +55,59 @@ Outcome = _Pass | Replace
 EVERY_LINE: tuple[bytes, ...] = (b"",)
 
 
-class Rewrite:
+class SessionFacts(Protocol):
+    """What a hook may read of the connection (`Session` is the one implementation).
+
+    Read-only: a hook must not change what these return (the capabilities are the
+    messages' own objects). `state_for` is the exception: it is the rule's own per-session
+    state, keyed by the rule's state class, made on first use.
+    """
+
+    @property
+    def client_ready(self) -> bool: ...  # the client's `initialize` has passed
+
+    @property
+    def protocol_version(self) -> int | None: ...  # negotiated (agent's answer, else asked)
+
+    @property
+    def v2(self) -> bool: ...
+
+    @property
+    def client_caps(self) -> Json: ...  # v1 clientCapabilities / v2 capabilities
+
+    @property
+    def agent_caps(self) -> Json: ...  # {} until the agent's initialize response
+
+    @property
+    def agent_info(self) -> Json: ...
+
+    def pending(self, origin: Direction) -> list[Pending]: ...  # requests in flight from `origin`
+
+    def in_flight(self, method: str, session_id: Any, origin: Direction = ...) -> list[Pending]: ...
+
+    def state_for(self, kind: type[T], session_id: Any) -> T: ...
+
+
+class Rule:
     """Base class: override only the hooks you need; each returns PASS by default.
 
-    `triggers` lists byte strings that a notification must contain for `notification` to be
-    able to concern this rewrite; the relay skips parsing lines that contain none of them.
+    A rule's `name` is its provenance everywhere (capture records, `stats`, `check`, logs):
+    the class's name unless it says otherwise. `triggers` lists byte strings that a
+    notification must contain for `notification` to be able to concern this rule; the relay
+    skips parsing lines that contain none of them.
     Requests and responses are always parsed. A subclass that overrides `notification` must
     declare its triggers (or `EVERY_LINE`): without them it would be called only on lines
     that happen to be parsed for another reason, so defining one is a `TypeError`.
     """
 
-    name = "rewrite"
+    name = "Rule"
     triggers: tuple[bytes, ...] = ()
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.notification is not Rewrite.notification and not cls.triggers:
+        if "name" not in cls.__dict__:
+            cls.name = cls.__name__
+        if cls.notification is not Rule.notification and not cls.triggers:
             raise TypeError(
                 f"{cls.__name__} overrides notification() but declares no triggers: name the "
                 "bytes a notification it acts on must contain, or use EVERY_LINE")
@@ -81,3 +123,6 @@ class Rewrite:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+Rewrite = Rule  # the name the built-ins were written with

@@ -9,7 +9,8 @@ imports this module to check the choices, and a run without a prompt loads no ru
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 SYSTEM_PROMPT_MODES = ("append", "override")
 CLIENT_PROMPT_POLICIES = ("merge", "keep", "replace")
@@ -43,3 +44,36 @@ class SystemPromptSettings(Protocol):
 
     @property
     def strict(self) -> bool: ...
+
+
+REWRITE_DIRECTIONS = ("to-client", "to-agent", "both")
+
+
+class RewriteSettings(Protocol):
+    """One `[[rewrite]]` table (interface.md): which messages (`direction`, `method`,
+    `update`: `params.update.sessionUpdate`, `where`: JSON pointers that must equal these
+    values) and what to do with them (`drop`, else `set` then `remove`, by JSON pointer)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def direction(self) -> str: ...  # REWRITE_DIRECTIONS
+
+    @property
+    def method(self) -> str | None: ...
+
+    @property
+    def update(self) -> str | None: ...
+
+    @property
+    def where(self) -> Mapping[str, Any]: ...
+
+    @property
+    def drop(self) -> bool: ...
+
+    @property
+    def set(self) -> Mapping[str, Any]: ...
+
+    @property
+    def remove(self) -> tuple[str, ...]: ...

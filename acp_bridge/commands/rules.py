@@ -1,0 +1,52 @@
+"""`acp-bridge rules [RUN OPTIONS]`: the rules a configuration would run, in order, and where
+each comes from (built-in, a `[[rewrite]]` table, an entry point, a rule file).
+
+Owns: the command and its listing. The run options are `run`'s own declarations, copied,
+and settled by `run`'s config layering, so `run` in a command line can be swapped for
+`rules` (an agent command after `--` is accepted and not started). Loading the rules runs
+the rule files, as `run` would, and bad input is the same one line, exit 2. Must never:
+start the agent.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import click
+
+from acp_bridge.commands import EXIT_USAGE
+from acp_bridge.commands.run import resolve_config
+from acp_bridge.commands.run import run as run_command
+from acp_bridge.core.printable import printable
+from acp_bridge.errors import ConfigError
+
+_NO_AGENT = ("acp-bridge-rules",)  # `resolve_config` wants an agent command; none is started
+
+
+@click.command("rules")
+@click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARG...]]")
+@click.pass_context
+def rules(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], **options: Any) -> None:
+    """List the rules that `acp-bridge run` with the same options would run, in the order
+    they see each message, each with where it comes from. Rule files are loaded (they are
+    code) and checked as `run` checks them: exit status 2 and one line if one is bad.
+    """
+    from acp_bridge.config.rules import load_rules
+
+    try:
+        config = resolve_config(ctx, config_file, agent or _NO_AGENT, options)
+        loaded = load_rules(config)
+    except ConfigError as exc:
+        click.echo(f"acp-bridge: {exc}", err=True)
+        ctx.exit(EXIT_USAGE)
+    if not loaded:
+        click.echo("no rules: every line goes through as it came")
+        return
+    width = max(len(one.rule.name) for one in loaded)
+    for index, one in enumerate(loaded, 1):
+        click.echo(printable(f"{index:>2}. {one.rule.name:<{width}}  {one.origin}", quote_backslash=False))
+
+
+# The run options, as `run` declares them (copies: click keeps state on a parameter).
+rules.params[:0] = [copy.copy(param) for param in run_command.params if isinstance(param, click.Option)]

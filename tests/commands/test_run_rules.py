@@ -1,0 +1,143 @@
+"""User rules in a real run (`acp-bridge run` with a scripted agent): a `[[rewrite]]` table
+(configs/no-usage-updates.toml, the documented fix for clients that fail on `usage_update`)
+changing live traffic, its name in the capture, `stats` and `check`, the same table offline
+through `replay --rules`; and a rule that raises, failing open (said once) or, with --strict,
+stopping the bridge with its name. The API's cases are tested in-process (tests/core/,
+tests/config/); here only what needs the real process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+from click.testing import CliRunner
+
+from acp_bridge.commands import main
+from tests.commands.test_run_suggestions import Client
+from tests.conftest import ROOT, SCRIPTED_AGENT, TESTS, run_cli
+
+SID = "s"
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": SID, "prompt": []}}
+USAGE = {"jsonrpc": "2.0", "method": "session/update",
+         "params": {"sessionId": SID, "update": {"sessionUpdate": "usage_update", "used": 53000, "size": 200000}}}
+CHUNK = {"jsonrpc": "2.0", "method": "session/update",
+         "params": {"sessionId": SID, "update": {"sessionUpdate": "agent_message_chunk",
+                                                 "content": {"type": "text", "text": "hi"}}}}
+ANSWERS = [{"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}},
+           {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}]
+
+
+def line(msg: dict[str, Any]) -> bytes:
+    return json.dumps(msg).encode() + b"\n"  # as the scripted agent writes it
+
+
+def script(tmp_path: Path, on_prompt: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"on": {"initialize": [{"respond": ANSWERS[0]["result"]}],
+                                       "session/prompt": on_prompt}}))
+    return path
+
+
+async def bridge(tmp_path: Path, *options: str, on_prompt: list[dict[str, Any]]) -> Any:
+    args = ["run", "--no-health", *options, "--", sys.executable, "-u", str(SCRIPTED_AGENT),
+            str(script(tmp_path, on_prompt))]
+    return await run_cli(args, line(INIT) + line(PROMPT), timeout=20)
+
+
+async def test_the_usage_update_table_live_in_the_capture_and_offline(tmp_path: Path) -> None:
+    """The bug captured, the table tried on the capture, then run: the client no longer gets
+    the update, and the table's name is what `stats` and `check` show."""
+    table = str(ROOT / "configs" / "no-usage-updates.toml")
+    turn: list[dict[str, Any]] = [{"send": USAGE}, {"send": CHUNK}, {"respond": ANSWERS[1]["result"]}]
+    before = await bridge(tmp_path, "--capture", str(tmp_path / "bug.jsonl"), on_prompt=turn)
+    assert before.stdout == line(ANSWERS[0]) + line(USAGE) + line(CHUNK) + line(ANSWERS[1])
+
+    offline = CliRunner().invoke(main, ["replay", str(tmp_path / "bug.jsonl"), "--rules", "-c", table])
+    assert (offline.exit_code, offline.stderr) == (1, "")
+    assert offline.stdout.splitlines()[0].startswith("#4 <- session/update: dropped now ")
+    assert offline.stdout.splitlines()[-1].endswith(": 1 message differs of 6 compared")
+    by_file = CliRunner().invoke(main, ["replay", str(tmp_path / "bug.jsonl"), "--rules", "--rule",
+                                        str(ROOT / "configs" / "rules" / "known_updates_only.py")])
+    assert (by_file.exit_code, by_file.stdout.splitlines()[0][:34]) == (1, "#4 <- session/update: dropped now ")
+
+    after = await bridge(tmp_path, "-c", table, "--capture", str(tmp_path / "fixed.jsonl"), on_prompt=turn)
+    assert (after.returncode, after.stderr) == (0, b"")
+    assert after.stdout == line(ANSWERS[0]) + line(CHUNK) + line(ANSWERS[1])  # the others byte for byte
+    records = [orjson.loads(r) for r in (tmp_path / "fixed.jsonl").read_bytes().splitlines()]
+    assert [(r["verdict"], r["rules"]) for r in records if r.get("rules")] == [("drop", ["no-usage-updates"])]
+    stats = CliRunner().invoke(main, ["stats", str(tmp_path / "fixed.jsonl")])
+    assert "no-usage-updates                     drop            1" in stats.stdout.splitlines()
+    check = CliRunner().invoke(main, ["check", str(tmp_path / "fixed.jsonl")])
+    assert "because it changed or wrote messages (no-usage-updates 1x)" in check.stdout
+
+
+RAISING = """\
+from acp_bridge.rules import Rule
+
+class Flaky(Rule):
+    name = "flaky"
+    triggers = (b'"agent_message_chunk"',)
+
+    def notification(self, msg, session):
+        raise RuntimeError("boom")
+
+rules = [Flaky()]
+"""
+
+
+async def test_a_rule_that_raises_fails_open_said_once_and_stops_the_bridge_under_strict(tmp_path: Path) -> None:
+    rule = tmp_path / "flaky.py"
+    rule.write_text(RAISING)
+    turn: list[dict[str, Any]] = [{"send": CHUNK}, {"send": CHUNK}, {"send": CHUNK}, {"respond": ANSWERS[1]["result"]}]
+    loose = await bridge(tmp_path, "--rule", str(rule), "--capture", str(tmp_path / "c.jsonl"), on_prompt=turn)
+    assert (loose.returncode, loose.stdout) == (0, line(ANSWERS[0]) + line(CHUNK) * 3 + line(ANSWERS[1]))
+    assert loose.stderr.decode().splitlines() == [
+        "acp-bridge: WARNING: rule 'flaky' failed: RuntimeError: boom, on <Frame <- notification session/update "
+        "172B>; the line went on as it came (its further failures are not reported; -vv shows each, with its "
+        "traceback)"]
+    records = [orjson.loads(r) for r in (tmp_path / "c.jsonl").read_bytes().splitlines()]
+    assert [(r["verdict"], r["rules"], r["error"]) for r in records if r.get("verdict") == "error"] == [
+        ("error", ["flaky"], "RuntimeError: boom")] * 3
+
+    strict = await bridge(tmp_path, "--rule", str(rule), "--strict", on_prompt=turn)
+    stopped = {"code": -32603, "message": "acp-bridge stopped before the agent answered: rule 'flaky' failed: "
+                                          "RuntimeError: boom (strict is set)"}
+    answered = {msg["id"]: msg for msg in map(orjson.loads, strict.stdout.splitlines())}
+    # The initialize answer may share the agent's read with the chunk (then it is not
+    # forwarded either, and the bridge answers it): either way, each request one answer.
+    assert answered[0] in (ANSWERS[0], {"jsonrpc": "2.0", "id": 0, "error": stopped})
+    assert (strict.returncode, len(answered), answered[2]) == (1, 2, {"jsonrpc": "2.0", "id": 2, "error": stopped})
+    assert strict.stderr.decode().splitlines()[-1] == "acp-bridge: rule 'flaky' failed: RuntimeError: boom"
+
+
+async def test_the_usage_update_table_against_an_sdk_agent(tmp_path: Path) -> None:
+    """The official Python SDK's agent (tests/agents/sdk_agent.py --usage) streams a
+    `usage_update` before its chunks: with the table the client gets the chunks only."""
+    agent = [sys.executable, "-u", str(TESTS / "agents" / "sdk_agent.py"), "--usage"]
+    command = [sys.executable, "-m", "acp_bridge", "run", "--no-health", "-c",
+               str(ROOT / "configs" / "no-usage-updates.toml"), "--capture", str(tmp_path / "c.jsonl"), "--", *agent]
+    new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+    prompt = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+              "params": {"sessionId": "sess_1", "prompt": [{"type": "text", "text": "hi"}]}}
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(partial(trio.run_process, command, stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, check=False))
+            client = Client(proc)
+            for msg in (INIT, new):
+                await client.send(msg)
+                await client.lines(1)
+            await client.send(prompt)
+            turn = [orjson.loads(got) for got in await client.lines(3)]  # two chunks, the answer
+            assert await client.close() == b""
+    assert [m.get("params", {}).get("update", {}).get("sessionUpdate") or m.get("result") for m in turn] == [
+        "agent_message_chunk", "agent_message_chunk", {"stopReason": "end_turn"}]
+    records = [orjson.loads(r) for r in (tmp_path / "c.jsonl").read_bytes().splitlines()]
+    assert [(r["verdict"], r["rules"]) for r in records if r.get("rules")] == [("drop", ["no-usage-updates"])]

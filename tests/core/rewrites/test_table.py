@@ -1,0 +1,142 @@
+"""The `[[rewrite]]` rule (core/rewrites/table.py), through a real Relay: what a table matches,
+what it does, the triggers that leave other lines unparsed, and numbers kept as written."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+import pytest
+
+from acp_bridge.config import RewriteConfig
+from acp_bridge.core import Direction, Relay, Verdict
+from acp_bridge.core.relay import scan_needle
+from acp_bridge.core.rewrites.base import EVERY_LINE
+from acp_bridge.core.rewrites.table import TableRule, table_triggers, trigger_for
+
+A, C = Direction.TO_AGENT, Direction.TO_CLIENT
+
+
+def update(kind: str, extra: str = "") -> bytes:
+    return (b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"'
+            + kind.encode() + b'"' + extra.encode() + b"}}}\n")
+
+
+USAGE = update("usage_update", ',"used":1e3,"size":123456789012345678901234567890')
+CHUNK = update("agent_message_chunk", ',"content":{"type":"text","text":"hi"}')
+PROMPT = b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
+
+
+def relay(**table: Any) -> Relay:
+    return Relay([TableRule(RewriteConfig(name="t", **table))], strict=True)
+
+
+def out(table: dict[str, Any], direction: Direction, line: bytes) -> tuple[Verdict, Any]:
+    (fwd,) = relay(**table).feed(direction, line)
+    if fwd.verdict is Verdict.PASS:
+        assert fwd.data is line  # untouched: the very bytes
+        return fwd.verdict, None
+    return fwd.verdict, orjson.loads(fwd.data) if fwd.data else b""
+
+
+@pytest.mark.parametrize(("table", "direction", "line", "expected"), [
+    # drop, by update kind and direction
+    ({"update": "usage_update", "drop": True, "direction": "to-client"}, C, USAGE, (Verdict.DROP, b"")),
+    ({"update": "usage_update", "drop": True, "direction": "to-client"}, A, USAGE, (Verdict.PASS, None)),
+    ({"update": "usage_update", "drop": True}, C, CHUNK, (Verdict.PASS, None)),
+    ({"update": "usage_update", "drop": True, "direction": "to-agent"}, A, USAGE, (Verdict.DROP, b"")),
+    # method matches requests and notifications
+    ({"method": "session/prompt", "remove": ["/params/prompt"]}, A, PROMPT,
+     (Verdict.REWRITE, {"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s"}})),
+    ({"method": "session/new", "drop": True}, A, PROMPT, (Verdict.PASS, None)),
+    # where: every pointer must equal its value, as JSON (true is not 1)
+    ({"where": {"/params/update/content/text": "hi"}, "set": {"/params/_meta/seen": True}}, C, CHUNK,
+     (Verdict.REWRITE, {**orjson.loads(CHUNK), "params": {**orjson.loads(CHUNK)["params"], "_meta": {"seen": True}}})),
+    ({"where": {"/params/update/content/text": "ho"}, "drop": True}, C, CHUNK, (Verdict.PASS, None)),
+    ({"where": {"/id": True}, "drop": True}, A, PROMPT, (Verdict.PASS, None)),
+    ({"where": {"/id": 1.0}, "drop": True}, A, PROMPT, (Verdict.DROP, b"")),
+    # a set that changes nothing, a remove of what is not there: the line as it came
+    ({"method": "session/prompt", "set": {"/params/sessionId": "s"}}, A, PROMPT, (Verdict.PASS, None)),
+    ({"method": "session/prompt", "remove": ["/params/nope"]}, A, PROMPT, (Verdict.PASS, None)),
+    # a pointer through a non-object: the line as it came
+    ({"method": "session/prompt", "set": {"/params/sessionId/x": 1}}, A, PROMPT, (Verdict.PASS, None)),
+])
+def test_what_a_table_does(table: dict[str, Any], direction: Direction, line: bytes, expected: Any) -> None:
+    assert out(table, direction, line) == expected
+
+
+def test_a_response_is_left_to_python_rules() -> None:
+    r = relay(where={"/result/stopReason": "end_turn"}, drop=True)
+    r.feed(A, PROMPT)
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}\n'
+    assert [f.data for f in r.feed(C, answer)] == [answer]
+
+
+def test_numbers_elsewhere_stay_as_written() -> None:
+    """orjson would write 1e3 as 1000.0 and the 30-digit integer as a float."""
+    (fwd,) = relay(update="usage_update", set={"/params/_meta/x": 1}).feed(C, USAGE)
+    assert fwd.data == (b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+                        b'{"sessionUpdate":"usage_update","used":1e3,"size":123456789012345678901234567890},'
+                        b'"_meta":{"x":1}}}\n')
+
+
+def test_lines_without_the_tables_trigger_are_not_parsed() -> None:
+    (fwd,) = relay(update="usage_update", drop=True).feed(C, CHUNK)
+    assert fwd.frame is None and fwd.data is CHUNK
+
+
+def test_a_pointer_through_a_non_object_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
+    r = relay(method="session/prompt", set={"/params/sessionId/x": 1})
+    with caplog.at_level(logging.WARNING, "acp_bridge.rules"):
+        for _ in range(3):
+            assert [f.verdict for f in r.feed(A, PROMPT)] == [Verdict.PASS]
+    assert [rec.getMessage() for rec in caplog.records] == [
+        "rule 't': /params/sessionId is a string, not an object: cannot set /params/sessionId/x in "
+        "<Frame -> request session/prompt 90B>; it went on as it came (further ones are not reported)"]
+
+
+@pytest.mark.parametrize(("text", "trigger"), [
+    ("usage_update", b'"usage_update"'),
+    ("session/update", b'update"'),  # "/" may be written "\/": the part after it, closed
+    ("_x/a\\b", b'b"'),
+    ("a/", None),
+])
+def test_trigger_for(text: str, trigger: bytes | None) -> None:
+    assert trigger_for(text) == trigger
+
+
+@pytest.mark.parametrize(("table", "triggers"), [
+    ({"update": "usage_update", "method": "session/update"}, (b'"usage_update"',)),
+    ({"method": "session/update"}, (b'update"',)),
+    ({"where": {"/a": 1}}, EVERY_LINE),
+    ({"method": "x/"}, EVERY_LINE),
+])
+def test_table_triggers(table: dict[str, Any], triggers: tuple[bytes, ...]) -> None:
+    assert table_triggers(RewriteConfig(**table)) == triggers
+
+
+def test_an_escaped_slash_in_the_method_still_matches() -> None:
+    line = USAGE.replace(b"session/update", b"session\\/update")
+    (fwd,) = relay(method="session/update", update="usage_update", drop=True).feed(C, line)
+    assert fwd.verdict is Verdict.DROP
+
+
+def test_a_run_finds_the_one_line_the_table_drops() -> None:
+    """In a read long enough to travel as runs, the chunk-wide scan looks for `"usage_update`
+    (the trigger less its closing quote: `scan_needle`), and the line it finds is checked
+    whole: the lines around it go as runs, byte for byte, the same as line by line."""
+    near = update("usage_updated")  # has the scan's needle, not the trigger: goes on as it came
+    body = CHUNK * 40 + near + CHUNK * 40 + USAGE + CHUNK * 40
+    for bulk in (True, False):
+        r = Relay([TableRule(RewriteConfig(name="t", update="usage_update", drop=True))], strict=True, bulk=bulk)
+        forwards = r.feed(C, body)
+        assert b"".join(f.data for f in forwards) == CHUNK * 40 + near + CHUNK * 80
+        assert [f.verdict for f in forwards if f.verdict is not Verdict.PASS] == [Verdict.DROP]
+        if bulk:
+            assert sum(f.untouched_lines for f in forwards) >= 2  # runs, not 122 lines one by one
+
+
+def test_scan_needle() -> None:
+    assert [scan_needle(t) for t in (b'"usage_update"', b'"id"', b"promptSuggestions", b"")] == [
+        b'"usage_update', b'"id"', b"promptSuggestions", b""]
