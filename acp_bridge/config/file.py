@@ -28,6 +28,7 @@ from acp_bridge.config import (
     TelemetryConfig,
     command_problem,
 )
+from acp_bridge.config.model import STRAY_OUTPUT_CHOICES
 from acp_bridge.config.schema import (
     BRIDGE_TABLE,
     FILE_TYPES,
@@ -221,6 +222,9 @@ def _relay(values: dict[str, Any], src: _File) -> RelayConfig:
                         f"must be a positive whole number of MiB, got {values['parse_limit_mib']}")
     if "grace_seconds" in values:
         values["grace_seconds"] = _seconds(values["grace_seconds"], src.fail("relay.grace_seconds"))
+    if values.get("stray_output", "forward") not in STRAY_OUTPUT_CHOICES:
+        raise src.error("relay.stray_output",
+                        f"{values['stray_output']!r} is not one of {', '.join(STRAY_OUTPUT_CHOICES)}")
     return _build(RelayConfig, values, src, "relay")
 
 

@@ -68,7 +68,8 @@ async def run_bridge(config: Config, *, stdin_fd: int = 0, stdout_fd: int = 1) -
     collect_rarely()
     keep_heap()
     relay = Relay(build_rewrites(config), strict=config.strict,
-                  max_line=config.relay.parse_limit_mib * MIB)
+                  max_line=config.relay.parse_limit_mib * MIB,
+                  divert_stray=config.relay.stray_output == "stderr")
     from acp_bridge.shell.observers import observing
 
     if config.capture.path is None:
@@ -120,9 +121,18 @@ async def serve(
                 widen_pipe(fd)
         process = AgentProcess(proc, config, stderr_fd)
         agent = trio.StapledStream(proc.stdin, proc.stdout)
-        await bridge_streams(client, agent, relay, observer, process)
+        await bridge_streams(client, agent, relay, observer, process,
+                             on_stray=partial(_write_line, stderr_fd))
         assert process.status is not None
         return process.status
+
+
+def _write_line(fd: int, text: str) -> None:
+    """A line of the bridge's own on `fd` (its stderr), whole, as the log's lines are."""
+    try:
+        posix.write_all(fd, (text + "\n").encode("utf-8", "replace"))
+    except OSError:  # our stderr is gone: the line is lost, not the session
+        pass
 
 
 def start_hint(program: str, exc: OSError, path: str | None, cwd: str | None) -> str | None:

@@ -70,6 +70,9 @@ def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
         "quiet": [["-q"], ["--quiet"]],
         "otlp": [["--otlp"]],
         "otlp_content": [["--otlp-content"]],
+        "no_commands_mirror": [["--no-commands-mirror"]],
+        "close_tool_calls": [["--close-tool-calls"]],
+        "stray_output": [["--stray-output", "stderr"], ["--stray-output=forward"]],
     }
 
 

@@ -1,7 +1,7 @@
 """The rewrite interface: hooks that look at one message and return an outcome.
 
 Owns: `Rewrite`, the outcomes `PASS`, `DROP`, `Replace`, and `Emit` (a message the bridge
-itself sends, in either direction). Must never: do IO or mutate a message it was given
+itself sends, in either direction, after the message or `before` it). Must never: do IO or mutate a message it was given
 (copy along the path you change, so the capture can still show the original).
 """
 
@@ -27,10 +27,16 @@ class Emit:
 
 @dataclass(frozen=True, slots=True)
 class Replace:
-    """Forward `msg` instead of the original (None: forward nothing), then send `then`."""
+    """Forward `msg` instead of the original (None: forward nothing), then send `then`.
+
+    `before`: messages to send ahead of it, for what must reach the peer first (the tool
+    calls a turn left open are closed before the message that ends the turn). `Replace(
+    frame.msg, ...)`, the message itself, forwards the line as the very bytes it came as.
+    """
 
     msg: Json | None
     then: tuple[Emit, ...] = ()
+    before: tuple[Emit, ...] = ()
 
 
 class _Pass:
