@@ -72,7 +72,7 @@ def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
         "otlp_content": [["--otlp-content"]],
         "no_commands_mirror": [["--no-commands-mirror"]],
         "close_tool_calls": [["--close-tool-calls"]],
-        "stray_output": [["--stray-output", "stderr"], ["--stray-output=forward"]],
+        "stray_output": [["--stray-output", "stderr"], ["--stray-output=stderr"]],
     }
 
 
