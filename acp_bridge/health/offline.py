@@ -204,10 +204,10 @@ def _stray(engine: Engine, record: Json, diverted: bool, now: float) -> None:
     if raw is None or not raw.strip() or not is_stray(classify(Direction.TO_CLIENT, raw)):
         return
     where = "the bridge's stderr instead of the client" if diverted else "the client"
-    sample = raw.strip()[:60].decode("utf-8", "replace")
+    sample = raw.strip()[:40].decode("utf-8", "replace")
     engine.flag("stray-output", None, now, record.get("seq"),
                 f"the agent wrote {{}} to stdout, which is not a JSON-RPC message; it went to {where}",
-                sample, direction=Direction.TO_CLIENT)
+                repr(sample), direction=Direction.TO_CLIENT)
 
 
 def _message(engine: Engine, migration: Migration, record: Json, direction: Direction, now: float) -> None:
