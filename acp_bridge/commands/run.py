@@ -16,8 +16,8 @@ import click
 
 from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE, collector_paused
 from acp_bridge.config import Config, command_problem
-from acp_bridge.config.model import STRAY_OUTPUT_CHOICES
 from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, effective
+from acp_bridge.config.model import STRAY_OUTPUT_CHOICES
 from acp_bridge.core.rewrites.settings import SYSTEM_PROMPT_MODES
 from acp_bridge.errors import BridgeError, ConfigError
 from acp_bridge.shell.logs import setup_logging

@@ -2,9 +2,10 @@
 terminal or disguise the text around it is written as an escape.
 
 Owns: `printable`, the one escaping every person-facing output uses (log lines, `show`,
-`check`, `stats`, the replay's reports, the JUnit file, diverted agent output: `stray_line`). Must never: be applied to bytes
-that are relayed, recorded or written as JSON (those stay exact; JSON encoders escape for
-themselves), or to the agent's stderr, which the bridge copies byte for byte.
+`check`, `stats`, the replay's reports, the JUnit file, diverted agent output: `stray_line`).
+Must never: be applied to bytes that are relayed, recorded or written as JSON (those stay
+exact; JSON encoders escape for themselves), or to the agent's stderr, which the bridge
+copies byte for byte.
 """
 
 from __future__ import annotations

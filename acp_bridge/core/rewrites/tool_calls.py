@@ -113,7 +113,7 @@ class CloseToolCalls(Rewrite):
         assert isinstance(params, dict)
         session_id = params.get("sessionId")
         kind = update.get("sessionUpdate")
-        if kind == p.TOOL_CALL or kind == p.TOOL_CALL_UPDATE:
+        if kind in (p.TOOL_CALL, p.TOOL_CALL_UPDATE):
             self._track(session, session_id, update)
             return PASS
         if kind == p.STATE_UPDATE and update.get("state") == "idle" and session.v2:
