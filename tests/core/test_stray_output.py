@@ -5,6 +5,8 @@ everything with the option off, leaves byte for byte. Table-driven on the pure c
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.printable import STRAY_SHOWN, stray_line
@@ -103,3 +105,22 @@ def test_stray_line_is_bounded() -> None:
     shown = stray_line(b"a" * 10_000 + b"\n")
     assert shown == "acp-bridge: agent stdout (not forwarded): " + "a" * STRAY_SHOWN + " ... (10000 bytes)"
     assert stray_line("é".encode() * STRAY_SHOWN) is not None  # a character cut in two is replaced
+
+
+_MESSAGE = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}'
+_LINES = st.sampled_from([_MESSAGE, b"[1]", b"{oops", b"banner", b"", b"  ", b"42", b'"x"', b"\xff",
+                          b'{"jsonrpc":"2.0","id":1,"result":{}}'])
+
+
+@given(lines=st.lists(st.tuples(_LINES, st.sampled_from([b"\n", b"\r\n"])), max_size=60),
+       cuts=st.lists(st.integers(0, 4000), max_size=8), bulk=st.booleans())
+def test_diverting_takes_out_exactly_the_stray_lines_in_any_chunking(
+        lines: list[tuple[bytes, bytes]], cuts: list[int], bulk: bool) -> None:
+    data = b"".join(body + end for body, end in lines)
+    relay = Relay(divert_stray=True, bulk=bulk, run_min=64)
+    points = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    out = [f for a, b in zip(points, points[1:]) for f in relay.feed(C, data[a:b])] + relay.feed_eof(C)
+    kept = [body + end for body, end in lines if body.lstrip().startswith((b"{", b"["))]
+    assert b"".join(f.data for f in out) == b"".join(kept)
+    assert [f.raw for f in out if f.verdict is Verdict.DIVERTED] == [
+        body + end for body, end in lines if not body.lstrip().startswith((b"{", b"["))]
