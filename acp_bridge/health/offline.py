@@ -172,7 +172,7 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
     seq = record.get("seq")
     verdict = record.get("verdict")
     rules = record.get("rules") or []
-    if verdict in ("rewrite", "drop", "emit"):
+    if verdict in ("rewrite", "drop", "emit", "diverted"):
         for rule in rules:
             if rule != "bridge":  # answers for an agent that is gone: no migration matter
                 migration.changed[rule] += 1

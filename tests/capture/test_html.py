@@ -210,7 +210,7 @@ def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path) -> None:
     assert '<a class="jump" data-go="10">in place of #9</a>' in rows
     assert '<div class="row msg drop open"' in rows and '<div class="row msg emit open"' in rows
     # Protocol findings (computed as `check` does) are marked on the messages they concern.
-    assert "2 findings" in dom
+    assert "3 findings" in dom  # legacy-suggestions, system-prompt-fallback, stray-output ("oops")
     assert ('<span class="fd info" title="the agent sent a legacy suggestion (_meta.promptSuggestions)">'
             "legacy-suggestions</span>") in rows
     assert ('<p class="fd info">info legacy-suggestions: the agent sent a legacy suggestion '

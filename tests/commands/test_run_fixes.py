@@ -101,7 +101,9 @@ async def test_the_fixes_through_the_cli(tmp_path: Path) -> None:
         assert [rule, verdict, count] in rows, stats.stdout
     check = runner.invoke(main, ["check", str(capture), "--json"])
     assert check.exit_code == 1, check.stderr  # a warning: the stray output
-    [finding] = json.loads(check.stdout)["captures"][0]["findings"]
+    [report] = json.loads(check.stdout)["captures"]
+    assert report["migration"]["changed_by_rule"] == {"commands-mirror": 1, "close-tool-calls": 1, "stray-output": 2}
+    [finding] = report["findings"]
     assert (finding["code"], finding["count"]) == ("stray-output", 2)
     assert [(o["seq"], o["message"]) for o in finding["occurrences"]] == [
         (4, "the agent wrote 'Agent v1.2 starting' to stdout, which is not a JSON-RPC message; it went "
