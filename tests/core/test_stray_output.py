@@ -4,13 +4,15 @@ everything with the option off, leaves byte for byte. Table-driven on the pure c
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.printable import STRAY_SHOWN, stray_line
-from acp_bridge.core.relay import RUN_MIN, Relay, Verdict
+from acp_bridge.core.relay import RUN_MIN, Forward, Relay, Verdict
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
@@ -35,7 +37,7 @@ KEPT = [
 ]
 
 
-def feed(relay: Relay, direction: Direction, data: bytes, bytewise: bool) -> list:  # type: ignore[type-arg]
+def feed(relay: Relay, direction: Direction, data: bytes, bytewise: bool) -> list[Forward]:
     pieces = [data[i:i + 1] for i in range(len(data))] if bytewise else [data]
     return [f for piece in pieces for f in relay.feed(direction, piece)]
 
@@ -119,7 +121,7 @@ def test_diverting_takes_out_exactly_the_stray_lines_in_any_chunking(
     data = b"".join(body + end for body, end in lines)
     relay = Relay(divert_stray=True, bulk=bulk, run_min=64)
     points = sorted({0, len(data), *(c for c in cuts if c < len(data))})
-    out = [f for a, b in zip(points, points[1:]) for f in relay.feed(C, data[a:b])] + relay.feed_eof(C)
+    out = [f for a, b in itertools.pairwise(points) for f in relay.feed(C, data[a:b])] + relay.feed_eof(C)
     kept = [body + end for body, end in lines if body.lstrip().startswith((b"{", b"["))]
     assert b"".join(f.data for f in out) == b"".join(kept)
     assert [f.raw for f in out if f.verdict is Verdict.DIVERTED] == [
