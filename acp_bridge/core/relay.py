@@ -52,9 +52,8 @@ _ALWAYS_PARSE = (b'"id"',)
 RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is the faster one
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"  # as `has_escape` looks for it
+_STRAY_RULES = (STRAY_OUTPUT,)  # what a diverted line names as its rule
 
-
-_STRAY_RULES = (STRAY_OUTPUT,)
 
 # orjson writes 254 levels of nesting at most, and a line nested that deep has at least
 # twice as many bytes: shorter lines need no check.

@@ -1,8 +1,9 @@
 """The rewrite interface: hooks that look at one message and return an outcome.
 
 Owns: `Rewrite`, the outcomes `PASS`, `DROP`, `Replace`, and `Emit` (a message the bridge
-itself sends, in either direction, after the message or `before` it). Must never: do IO or mutate a message it was given
-(copy along the path you change, so the capture can still show the original).
+itself sends, in either direction, after the message or `before` it). Must never: do IO or
+mutate a message it was given (copy along the path you change, so the capture can still show
+the original).
 """
 
 from __future__ import annotations
