@@ -26,6 +26,7 @@ from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import AgentProcess, terminate
 from acp_bridge.shell.bridge import Bridge, bridge_streams
+from acp_bridge.shell.stderr import StrayLines
 from acp_bridge.shell.streams import Outlet
 from acp_bridge.shell.tuning import collect_rarely, keep_heap, widen_pipe
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_bridge.shell.agent")
 
 EXIT_NOT_FOUND = 127
+STRAY_FLUSH_SECONDS = 1.0  # how long the end waits for diverted lines to reach our stderr
 
 
 class _Discard(trio.abc.SendStream):
@@ -121,18 +123,12 @@ async def serve(
                 widen_pipe(fd)
         process = AgentProcess(proc, config, stderr_fd)
         agent = trio.StapledStream(proc.stdin, proc.stdout)
-        await bridge_streams(client, agent, relay, observer, process,
-                             on_stray=partial(_write_line, stderr_fd))
+        stray = StrayLines(stderr_fd)
+        nursery.start_soon(stray.run)
+        await bridge_streams(client, agent, relay, observer, process, on_stray=stray.put)
+        await stray.aclose(STRAY_FLUSH_SECONDS)
         assert process.status is not None
         return process.status
-
-
-def _write_line(fd: int, text: str) -> None:
-    """A line of the bridge's own on `fd` (its stderr), whole, as the log's lines are."""
-    try:
-        posix.write_all(fd, (text + "\n").encode("utf-8", "replace"))
-    except OSError:  # our stderr is gone: the line is lost, not the session
-        pass
 
 
 def start_hint(program: str, exc: OSError, path: str | None, cwd: str | None) -> str | None:
