@@ -378,4 +378,6 @@ class CaptureEncoder:
             record["redacted"] = sorted(set(hits))
         if fwd.error is not None:
             record["error"] = fwd.error
+        if fwd.before:
+            record["before"] = True
         return record

@@ -145,7 +145,7 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
         size = f"{record.get('out_size', 0)}B"
     rules = ",".join(record.get("rules") or ())
     marks: list[str] = []
-    if verdict in ("rewrite", "drop", "emit"):
+    if verdict in ("rewrite", "drop", "emit", "diverted"):
         name = "bridge" if verdict == "emit" else verdict
         marks.append(f"[{name}: {rules}]" if rules else f"[{name}]")
     elif verdict == "error":  # the rule that failed, when the capture names it

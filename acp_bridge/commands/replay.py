@@ -196,7 +196,8 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
         with reading(capture, strict=True) as recorded:
             result = rerun(recorded, config, rules, strict=config.strict, max_line=config.relay.parse_limit_mib * MIB,
                            redact=config.capture.redact, write=write is not None, argv=sys.argv,
-                           pid=os.getpid(), config_digest=config.digest())
+                           pid=os.getpid(), config_digest=config.digest(),
+                           divert_stray=config.relay.stray_output == "stderr")
         say(recorded)
     except RuleFailed as exc:
         click.echo(f"acp-bridge: {capture}: {exc}", err=True)

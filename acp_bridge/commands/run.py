@@ -17,6 +17,7 @@ import click
 from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE, collector_paused
 from acp_bridge.config import Config, command_problem
 from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, effective
+from acp_bridge.config.model import STRAY_OUTPUT_CHOICES
 from acp_bridge.core.rewrites.settings import SYSTEM_PROMPT_MODES
 from acp_bridge.errors import BridgeError, ConfigError
 from acp_bridge.shell.logs import setup_logging
@@ -76,6 +77,21 @@ what a file sets.
 @click.option("--no-health", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_HEALTH", cls=RunOption,
               help="Turn off the protocol watchdog (findings in the log and the capture; see "
                    "docs/health.md). [config: health.enabled = false]")
+@click.option("--no-commands-mirror", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_COMMANDS_MIRROR",
+              cls=RunOption,
+              help="Do not follow a setup response that lists slash commands (availableCommands) with "
+                   "the available_commands_update notification carrying them. [config: "
+                   "commands.mirror_initial = false]")
+@click.option("--close-tool-calls", is_flag=True, default=None, envvar="ACP_BRIDGE_CLOSE_TOOL_CALLS",
+              cls=RunOption,
+              help="When a turn ends, close as failed each tool call the agent left pending or "
+                   "in_progress (a tool_call_update sent before the message that ends the turn). "
+                   "[config: repair.close_tool_calls = true]")
+@click.option("--stray-output", type=click.Choice(STRAY_OUTPUT_CHOICES), envvar="ACP_BRIDGE_STRAY_OUTPUT",
+              cls=RunOption,
+              help="An agent stdout line that is not a JSON object (a banner, a shell's echo): forward "
+                   "(default) passes it to the client as it came; stderr shows it on the bridge's stderr "
+                   "instead. [config: relay.stray_output]")
 @click.option("--strict", is_flag=True, default=None, envvar="ACP_BRIDGE_STRICT", cls=RunOption,
               help="Every strictness at once (tests, conformance runs): a rule that fails stops the "
                    "bridge, and implies system_prompt.strict (no silent downgrade of override to "
@@ -238,6 +254,9 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
         "suggestions.enabled": off_flag("no_suggestions"),
         "suggestions.unlock_legacy_agent": flag("unlock_legacy_agent"),
         "health.enabled": off_flag("no_health"),
+        "commands.mirror_initial": off_flag("no_commands_mirror"),
+        "repair.close_tool_calls": flag("close_tool_calls"),
+        "relay.stray_output": pick("stray_output"),
         "strict": flag("strict"),
         "log_file": pick("log_file"),
         "telemetry.enabled": flag("otlp"),

@@ -9,9 +9,11 @@ from acp_bridge.config.model import IN_FILE as IN_FILE
 from acp_bridge.config.model import REDACTED as REDACTED
 from acp_bridge.config.model import AgentConfig as AgentConfig
 from acp_bridge.config.model import CaptureConfig as CaptureConfig
+from acp_bridge.config.model import CommandsConfig as CommandsConfig
 from acp_bridge.config.model import Config as Config
 from acp_bridge.config.model import HealthConfig as HealthConfig
 from acp_bridge.config.model import RelayConfig as RelayConfig
+from acp_bridge.config.model import RepairConfig as RepairConfig
 from acp_bridge.config.model import RewriteConfig as RewriteConfig
 from acp_bridge.config.model import RulesConfig as RulesConfig
 from acp_bridge.config.model import SuggestionsConfig as SuggestionsConfig

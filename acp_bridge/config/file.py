@@ -28,6 +28,7 @@ from acp_bridge.config import (
     TelemetryConfig,
     command_problem,
 )
+from acp_bridge.config.model import STRAY_OUTPUT_CHOICES
 from acp_bridge.config.schema import (
     ARRAY_TABLES,
     BRIDGE_TABLE,
@@ -39,6 +40,7 @@ from acp_bridge.config.schema import (
     table_classes,
     type_names,
 )
+from acp_bridge.config.text_files import read_prompt_file, read_text_file
 from acp_bridge.core.rewrites.settings import CLIENT_PROMPT_POLICIES, ON_UNSUPPORTED, SYSTEM_PROMPT_MODES
 from acp_bridge.errors import ConfigError
 
@@ -233,6 +235,9 @@ def _relay(values: dict[str, Any], src: _File) -> RelayConfig:
                         f"must be a positive whole number of MiB, got {values['parse_limit_mib']}")
     if "grace_seconds" in values:
         values["grace_seconds"] = _seconds(values["grace_seconds"], src.fail("relay.grace_seconds"))
+    if values.get("stray_output", "forward") not in STRAY_OUTPUT_CHOICES:
+        raise src.error("relay.stray_output",
+                        f"{values['stray_output']!r} is not one of {', '.join(STRAY_OUTPUT_CHOICES)}")
     return _build(RelayConfig, values, src, "relay")
 
 
@@ -340,39 +345,6 @@ def _seconds(value: int | float, fail: Fail) -> float:
 def _path_chars(path: str, fail: Fail) -> None:
     if "\0" in path:
         raise fail("has a NUL character, which a file name cannot hold")
-
-
-# A config or system prompt file larger than this is a mistake (a device such as /dev/zero,
-# a log named by accident), and reading it whole would exhaust memory.
-MAX_FILE_BYTES = 16 * 1024 * 1024
-
-
-def read_text_file(path: Path) -> str:
-    """A UTF-8 file the user named, at most MAX_FILE_BYTES. Raises OSError (ValueError for
-    an oversized file or a NUL in the name, UnicodeDecodeError for other bytes)."""
-    with open(path, "rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
-    # Universal newlines, as open() in text mode would give: a prompt written on Windows
-    # reaches the agent with "\n" line ends.
-    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-
-
-def read_prompt_file(path: Path, label: str) -> str:
-    """A system prompt file: UTF-8, trailing newlines dropped, not empty."""
-    try:
-        text = read_text_file(path)
-    except IsADirectoryError:
-        raise ConfigError(f"{label}: {path} is a directory, not a file") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{label}: {path} is not UTF-8: {exc}") from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
-        raise ConfigError(f"{label}: cannot read {path}: {exc}") from None
-    text = text.rstrip("\r\n")
-    if not text.strip():
-        raise ConfigError(f"{label}: {path} is empty")
-    return text
 
 
 def check_capture_template(template: str, fail: Fail) -> None:

@@ -63,7 +63,7 @@ class PromptFile:
     label: str
 
     def read(self) -> str:
-        from acp_bridge.config.file import read_prompt_file
+        from acp_bridge.config.text_files import read_prompt_file
 
         return read_prompt_file(self.path, self.label)
 

@@ -40,6 +40,23 @@ class SystemPromptConfig:
 
 
 @dataclass(frozen=True)
+class CommandsConfig:
+    """`[commands]` (interface.md): the commands mirror's settings (bridge-rules 6.1)."""
+
+    mirror_initial: bool = True
+
+
+@dataclass(frozen=True)
+class RepairConfig:
+    """`[repair]` (interface.md): repairs of what agents leave undone (bridge-rules 6.2)."""
+
+    close_tool_calls: bool = False
+
+
+STRAY_OUTPUT_CHOICES = ("forward", "stderr")  # [relay] stray_output (bridge-rules 6.3)
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     """`[agent]`: the agent's command line, the environment added to ours, its working folder."""
 
@@ -60,11 +77,12 @@ class CaptureConfig:
 
 @dataclass(frozen=True)
 class RelayConfig:
-    """`[relay]`: the longest line parsed (longer ones pass in pieces, unread), and the grace
-    the agent gets at the end before SIGTERM."""
+    """`[relay]`: the longest line parsed (longer ones pass in pieces, unread), the grace
+    the agent gets at the end before SIGTERM, and where stray agent output goes."""
 
     parse_limit_mib: int = 16
     grace_seconds: float = 5.0
+    stray_output: str = "forward"  # STRAY_OUTPUT_CHOICES: an agent line that is not a JSON object
 
 
 @dataclass(frozen=True)
@@ -131,6 +149,8 @@ class Config:
     relay: RelayConfig = RelayConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     health: HealthConfig = HealthConfig()
+    commands: CommandsConfig = CommandsConfig()
+    repair: RepairConfig = RepairConfig()
     rules: RulesConfig = RulesConfig()
     # The [[rewrite]] tables, in file order (an array of tables: `config/file.py` reads it).
     rewrite: tuple[RewriteConfig, ...] = field(default=(), metadata={IN_FILE: False})

@@ -51,12 +51,14 @@ def not_an_outcome(result: object) -> TypeError | None:
 @dataclass(slots=True)
 class ChainResult:
     """What the rules made of one message: `frame` as it now reads (the input itself when
-    no rule changed it), whether it is dropped, what the bridge must also send, and who."""
+    no rule changed it), whether it is dropped, what the bridge must also send (`before` it,
+    and after it: `emits`), and who."""
 
     frame: Frame
     dropped: bool = False
     rules: list[str] = field(default_factory=list)
     emits: list[Emit] = field(default_factory=list)
+    before: list[Emit] = field(default_factory=list)
 
 
 class Chain:
@@ -103,6 +105,7 @@ class Chain:
                 outcome = ChainResult(frame)
             outcome.rules.append(name)
             outcome.emits.extend(result.then)
+            outcome.before.extend(result.before)
             if result.msg is None:
                 outcome.dropped = True
                 break

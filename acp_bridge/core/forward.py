@@ -22,6 +22,7 @@ class Verdict(enum.Enum):
     OPAQUE = "opaque"  # part of a line over the parse limit; forwarded as it came
     ERROR = "error"  # a rewrite raised; forwarded as it came
     EMIT = "emit"  # written by the bridge itself
+    DIVERTED = "diverted"  # stray agent output, sent to the bridge's stderr instead of the client
 
     __hash__ = object.__hash__  # see Direction
 
@@ -30,6 +31,7 @@ class Verdict(enum.Enum):
 # from Kind's OTHER and the rewrites' PASS and DROP.
 VERDICT_PASS, VERDICT_REWRITE, VERDICT_DROP = Verdict.PASS, Verdict.REWRITE, Verdict.DROP
 VERDICT_OTHER, VERDICT_OPAQUE, VERDICT_ERROR, VERDICT_EMIT = Verdict.OTHER, Verdict.OPAQUE, Verdict.ERROR, Verdict.EMIT
+VERDICT_DIVERTED = Verdict.DIVERTED
 
 
 @dataclass(slots=True)
@@ -48,6 +50,7 @@ class Forward:
     request: Pending | None = None  # for a response: the request it answers
     error: str | None = None
     untouched_lines: bool = False  # `data` is one or more untouched lines, travelling as one
+    before: bool = False  # an emit sent ahead of the line that made a rule write it
 
     @property
     def source(self) -> Direction:

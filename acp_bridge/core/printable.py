@@ -2,9 +2,10 @@
 terminal or disguise the text around it is written as an escape.
 
 Owns: `printable`, the one escaping every person-facing output uses (log lines, `show`,
-`check`, `stats`, the replay's reports, the JUnit file). Must never: be applied to bytes
-that are relayed, recorded or written as JSON (those stay exact; JSON encoders escape for
-themselves), or to the agent's stderr, which the bridge copies byte for byte.
+`check`, `stats`, the replay's reports, the JUnit file, diverted agent output: `stray_line`).
+Must never: be applied to bytes that are relayed, recorded or written as JSON (those stay
+exact; JSON encoders escape for themselves), or to the agent's stderr, which the bridge
+copies byte for byte.
 """
 
 from __future__ import annotations
@@ -50,3 +51,19 @@ def printable_lines(text: str) -> str:
     """A text of several lines (a traceback, indented JSON), each line made `printable`
     without doubling backslashes, the line feeds between them kept."""
     return "\n".join(printable(line, quote_backslash=False) for line in text.split("\n"))
+
+
+STRAY_SHOWN = 500  # bytes of a diverted line shown on stderr
+
+
+def stray_line(raw: bytes, limit: int = STRAY_SHOWN) -> str | None:
+    """A line of the agent's stdout that the bridge diverts (bridge-rules 6.3), as the one
+    line it writes on stderr instead: its first `limit` bytes made `printable`, with how
+    long it was when that is not all of it. None for a blank line (nothing to show)."""
+    line = raw.removesuffix(b"\n").removesuffix(b"\r")
+    if not line.strip():
+        return None
+    text = printable(line[:limit].decode("utf-8", "replace"))
+    if len(line) > limit:
+        text += f" ... ({len(line)} bytes)"
+    return f"acp-bridge: agent stdout (not forwarded): {text}"

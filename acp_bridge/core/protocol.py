@@ -30,11 +30,19 @@ TERMINAL_CREATE = "terminal/create"
 # session/update discriminators.
 SESSION_INFO_UPDATE = "session_info_update"
 PROMPT_SUGGESTIONS_UPDATE = "prompt_suggestions_update"
+AVAILABLE_COMMANDS_UPDATE = "available_commands_update"
+TOOL_CALL = "tool_call"  # v1 only: v2 creates a tool call with its first tool_call_update
+TOOL_CALL_UPDATE = "tool_call_update"
+STATE_UPDATE = "state_update"  # v2: `state: "idle"` ends a turn
+
+# The requests that set a session up (their responses may carry `availableCommands`).
+SETUP_METHODS = frozenset({SESSION_NEW, SESSION_LOAD, SESSION_RESUME, SESSION_FORK})
 
 # Keys.
 META = "_meta"
 PROMPT_SUGGESTIONS = "promptSuggestions"
 SYSTEM_PROMPT = "systemPrompt"
+AVAILABLE_COMMANDS = "availableCommands"
 
 # JSON-RPC error codes (JSON-RPC 2.0 section 5.1; ACP ErrorCode).
 PARSE_ERROR = -32700

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core.answers import Answers
 from acp_bridge.core.chain import Chain, ChainResult, RuleError
-from acp_bridge.core.forward import VERDICT_PASS, complete_lines
+from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
@@ -24,6 +24,7 @@ from acp_bridge.core.messages import (
     REQUEST,
     RESPONSE,
     TO_AGENT,
+    TO_CLIENT,
     Direction,
     Frame,
     Kind,
@@ -35,7 +36,7 @@ from acp_bridge.core.messages import (
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
-from acp_bridge.core.unparsed import Unparsed, has_escape
+from acp_bridge.core.unparsed import STRAY_OUTPUT, Unparsed, has_escape, is_stray
 
 if TYPE_CHECKING:
     from acp_bridge.core.statistics import RelayStatistics
@@ -51,6 +52,7 @@ _ALWAYS_PARSE = (b'"id"',)
 RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is the faster one
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
 _ESCAPE = b"\\u"  # as `has_escape` looks for it
+_STRAY_RULES = (STRAY_OUTPUT,)  # what a diverted line names as its rule
 
 
 # orjson writes 254 levels of nesting at most, and a line nested that deep has at least
@@ -95,6 +97,7 @@ class Relay:
         bulk: bool = True,
         run_min: int = RUN_MIN,
         native_scan: bool = True,
+        divert_stray: bool = False,
     ) -> None:
         self.chain = Chain(rewrites)
         self.rewrites = self.chain.rewrites
@@ -103,6 +106,9 @@ class Relay:
         self.run_min = run_min
         self.native_scan = native_scan  # False: the chunk scans use bytes.find only (tests)
         self.max_line = max_line
+        # `[relay] stray_output = "stderr"`: agent lines that are not a JSON object are not
+        # forwarded; the shell shows them on stderr (Verdict.DIVERTED).
+        self.divert_stray = divert_stray
         self.session = Session()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(self.chain.triggers))
@@ -251,6 +257,9 @@ class Relay:
         elif kind is RESPONSE:
             request = self.session.on_response(frame)
         elif kind is OTHER:
+            if self.divert_stray and frame.direction is TO_CLIENT and is_stray(frame):
+                out.append(Forward(TO_CLIENT, b"", frame.raw, VERDICT_DIVERTED, frame, _STRAY_RULES))
+                return
             self._unparsed.other(frame, now, out)
             return
 
@@ -294,11 +303,14 @@ class Relay:
                 assert current.msg is not None
                 verdict, data = Verdict.REWRITE, encode(current.msg, terminator, source=frame)
             written = [(emit.direction, encode(emit.msg, terminator, source=frame)) for emit in outcome.emits]
+            ahead = [(emit.direction, encode(emit.msg, terminator, source=frame)) for emit in outcome.before]
         except Unencodable as exc:
             self._unencodable(frame, rules, request, str(exc), out)
             return
         if outcome.dropped and request is not None and frame.kind is Kind.REQUEST:
             self.session.forget(request)  # the bridge answered it, or nobody will
+        for direction, message in ahead:  # what must reach its side before this message
+            self._answers.emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules), before=True), out)
         if data and not data.endswith(b"\n"):
             self._answers.torn[frame.direction] = True  # an unterminated last line, passed on as it came
         out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))

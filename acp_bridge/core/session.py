@@ -206,6 +206,16 @@ class Session:
         states = self._states.get(id_key(session_id))
         return None if states is None else states.get(kind)
 
+    def drop_state(self, kind: type, session_id: Any) -> None:
+        """Forget the state of type `kind` for this session (a rule with nothing left to
+        remember there), and the session's entry once no rule holds state for it."""
+        key = id_key(session_id)
+        states = self._states.get(key)
+        if states is not None:
+            states.pop(kind, None)
+            if not states:
+                del self._states[key]
+
     @property
     def session_count(self) -> int:
         """ACP sessions some rule holds state for."""

@@ -75,6 +75,11 @@ _ALL = (
          "the configured system prompt went through _meta or the first prompt, because the agent "
          "does not advertise the systemPrompt capability",
          "the agent needs the bridge's dialect until it advertises systemPrompt"),
+    Code("stray-output", Level.WARNING,
+         "the agent wrote a line to stdout that is not a JSON object (a banner, a log line, a "
+         "shell's echo) (`check` only; live, the bridge warns on stderr)",
+         "agents must log to stderr: a strict client may fail on such a line; [relay] "
+         "stray_output = \"stderr\" keeps such lines from the client"),
     Code("schema-invalid", Level.ERROR,
          "a message does not validate against the official ACP JSON schema of the negotiated "
          "version (only `check --schema`)",

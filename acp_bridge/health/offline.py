@@ -14,12 +14,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.capture.reader import record_message
+from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import Direction, Frame, Kind
+from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending
+from acp_bridge.core.unparsed import is_stray
 from acp_bridge.health.engine import Engine, system_prompt_dialect
 from acp_bridge.health.findings import CODES, Finding, Level
 
@@ -200,10 +201,12 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
     seq = record.get("seq")
     verdict = record.get("verdict")
     rules = record.get("rules") or []
-    if verdict in ("rewrite", "drop", "emit"):
+    if verdict in ("rewrite", "drop", "emit", "diverted"):
         for rule in rules:
             if rule != "bridge":  # answers for an agent that is gone: no migration matter
                 migration.changed[rule] += 1
+    if direction is Direction.TO_CLIENT and record.get("kind") == "other" and verdict in ("other", "diverted"):
+        _stray(engine, record, verdict == "diverted", now)
     if verdict == "emit":
         msg = record_message(record, "out")
         if isinstance(msg, dict):
@@ -221,6 +224,19 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
     finally:
         if direction is Direction.TO_CLIENT:
             engine.last_out = now  # after: an answer is not the output that keeps its own prompt alive
+
+
+def _stray(engine: Engine, record: Json, diverted: bool, now: float) -> None:
+    """A line from the agent that is no message: stray output, unless blank (harmless) or
+    JSON after all (a batch, an object orjson refuses for a detail: `is_stray`)."""
+    raw = record_bytes(record, "raw")
+    if raw is None or not raw.strip() or not is_stray(classify(Direction.TO_CLIENT, raw)):
+        return
+    where = "the bridge's stderr instead of the client" if diverted else "the client"
+    sample = raw.strip()[:40].decode("utf-8", "replace")
+    engine.flag("stray-output", None, now, record.get("seq"),
+                f"the agent wrote {{}} to stdout, which is not a JSON-RPC message; it went to {where}",
+                repr(sample), direction=Direction.TO_CLIENT)
 
 
 def _message(engine: Engine, migration: Migration, record: Json, direction: Direction, now: float) -> None:

@@ -130,16 +130,18 @@ def _compare(old: Json | None, new: Json | None, seq: Any, out: list[Difference]
 
 
 def _with_emits(records: Iterator[Json]) -> Iterator[tuple[Json, list[Json]]]:
-    """Each record with the records of the messages the bridge wrote right after it."""
+    """Each record with the records of the messages the bridge wrote for it: right after
+    it, and right before it for those marked `before` (written ahead of their line)."""
     held: Json | None = None
     emits: list[Json] = []
+    ahead: list[Json] = []
     for record in records:
-        if held is not None and record.get("verdict") == "emit":
-            emits.append(record)
+        if record.get("verdict") == "emit" and (record.get("before") is True or held is not None):
+            (ahead if record.get("before") is True else emits).append(record)
             continue
         if held is not None:
             yield held, emits
-        held, emits = record, []
+        held, emits, ahead = record, ahead, []
     if held is not None:
         yield held, emits
 
@@ -152,7 +154,7 @@ def _renumbered(record: Json, encoder: CaptureEncoder) -> bytes:
 def rerun(capture: CaptureReader, rules: RuleSettings, rewrites: Sequence[Rewrite] | None = None, *,
           strict: bool = False, max_line: int = 16 * MIB,
           redact: Sequence[str] = (), write: bool = False, argv: Sequence[str] = (), pid: int = 0,
-          config_digest: str = "") -> Rerun:
+          config_digest: str = "", divert_stray: bool = False) -> Rerun:
     """Re-run the capture's incoming lines through the rules `rules` configures (a `Config`),
     or through `rewrites` when given (the user's rules too: `config/rules.py` loads them).
 
@@ -160,6 +162,7 @@ def rerun(capture: CaptureReader, rules: RuleSettings, rewrites: Sequence[Rewrit
         redact: pointers masked on top of those the capture was written with.
         write: also make the re-run as a capture (`Rerun.capture`), with this `argv`, `pid`
             and `config_digest` in its header.
+        divert_stray: `[relay] stray_output = "stderr"`: stray agent output is diverted.
 
     Raises:
         RuleFailed: a rule raised and `strict` is set.
@@ -168,7 +171,8 @@ def rerun(capture: CaptureReader, rules: RuleSettings, rewrites: Sequence[Rewrit
     redact = tuple(dict.fromkeys([*valid_pointers(header.get("redact")), *redact]))
     include = header.get("include_system_prompt") is True
     encoder = CaptureEncoder(Redactor(redact, None if include else rules.system_prompt.text), lean=False)
-    relay = Relay(build_rewrites(rules) if rewrites is None else rewrites, strict=strict, max_line=max_line)
+    relay = Relay(build_rewrites(rules) if rewrites is None else rewrites, strict=strict, max_line=max_line,
+                  divert_stray=divert_stray)
     result = Rerun()
     out: bytearray | None = None
     if write:

@@ -21,8 +21,9 @@ from trio.abc import HalfCloseableStream, ReceiveStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
 from acp_bridge.core.chain import RuleError
-from acp_bridge.core.forward import VERDICT_OTHER
+from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OTHER
 from acp_bridge.core.messages import TO_AGENT, brief
+from acp_bridge.core.printable import stray_line
 from acp_bridge.errors import BridgeError
 from acp_bridge.shell.streams import Outlet, Reader
 
@@ -86,6 +87,9 @@ class Bridge:
     linger: float = LINGER  # the agent's (`AgentLife.linger`)
 
     warned_stray_output: bool = False
+    # Where a diverted line of the agent's stdout goes (`[relay] stray_output = "stderr"`):
+    # the text `stray_line` makes of it; None: the log, as a warning.
+    on_stray: Callable[[str], None] | None = None
 
     def outlet(self, direction: Direction) -> Outlet:
         return self.to_agent if direction is Direction.TO_AGENT else self.to_client
@@ -116,6 +120,8 @@ class Bridge:
         for fwd in forwards:
             if fwd.verdict is VERDICT_OTHER and not self.warned_stray_output:
                 self._flag_stray_output(fwd)
+            elif fwd.verdict is VERDICT_DIVERTED:
+                self._divert(fwd.raw)
             if fwd.data:
                 (to_agent if fwd.direction is TO_AGENT else to_client).append(fwd.data)
         if to_agent:
@@ -136,6 +142,15 @@ class Bridge:
                     await outlet.flush()
         if log.isEnabledFor(logging.INFO):
             log_forwards(forwards)
+
+    def _divert(self, raw: bytes) -> None:
+        text = stray_line(raw)
+        if text is None:  # a blank line: nothing to show
+            return
+        if self.on_stray is not None:
+            self.on_stray(text)
+        else:
+            log.warning("%s", text)
 
     def _flag_stray_output(self, fwd: Forward) -> None:
         if fwd.source is not Direction.TO_CLIENT or not fwd.raw.strip():
@@ -268,6 +283,7 @@ async def bridge_streams(
     relay: Relay,
     observer: Observer | None = None,
     life: AgentLife | None = None,
+    on_stray: Callable[[str], None] | None = None,
 ) -> Bridge:
     """Relay between the client and the agent until the agent side has ended; the one wiring
     of both pumps, for the real agent process and for any pair of streams.
@@ -278,7 +294,8 @@ async def bridge_streams(
     says which), the client's side is closed, and the client is no longer read.
     """
     life = life if life is not None else AgentLife()
-    bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), observer, linger=life.linger)
+    bridge = Bridge(relay, Outlet(agent, "agent"), Outlet(client, "client"), observer, linger=life.linger,
+                    on_stray=on_stray)
     async with trio.open_nursery() as nursery:
         bridge.background = nursery
         nursery.start_soon(bridge.pump, client, Direction.TO_AGENT)

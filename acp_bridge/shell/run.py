@@ -26,6 +26,7 @@ from acp_bridge.core.rewrites import Rewrite, build_rewrites
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import AgentProcess, terminate
 from acp_bridge.shell.bridge import Bridge, bridge_streams
+from acp_bridge.shell.stderr import StrayLines
 from acp_bridge.shell.streams import Outlet
 from acp_bridge.shell.tuning import collect_rarely, keep_heap, widen_pipe
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_bridge.shell.agent")
 
 EXIT_NOT_FOUND = 127
+STRAY_FLUSH_SECONDS = 1.0  # how long the end waits for diverted lines to reach our stderr
 
 
 class _Discard(trio.abc.SendStream):
@@ -70,7 +72,8 @@ async def run_bridge(config: Config, rules: Sequence[Rewrite] | None = None, *, 
     collect_rarely()
     keep_heap()
     relay = Relay(build_rewrites(config) if rules is None else rules, strict=config.strict,
-                  max_line=config.relay.parse_limit_mib * MIB)
+                  max_line=config.relay.parse_limit_mib * MIB,
+                  divert_stray=config.relay.stray_output == "stderr")
     from acp_bridge.shell.observers import observing
 
     if config.capture.path is None:
@@ -129,7 +132,10 @@ async def serve(
                 widen_pipe(fd)
         process = AgentProcess(proc, config, stderr_fd)
         agent = trio.StapledStream(proc.stdin, proc.stdout)
-        await bridge_streams(client, agent, relay, observer, process)
+        stray = StrayLines(stderr_fd)
+        nursery.start_soon(stray.run)
+        await bridge_streams(client, agent, relay, observer, process, on_stray=stray.put)
+        await stray.aclose(STRAY_FLUSH_SECONDS)
         assert process.status is not None
         return process.status
 

@@ -208,9 +208,10 @@ def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path) -> None:
     assert '<a class="jump" data-go="11">became #10</a>' in rows
     assert '<a class="jump" data-go="10">in place of #9</a>' in rows
     assert '<div class="row msg drop open"' in rows and '<div class="row msg emit open"' in rows
-    # Protocol findings (computed as `check` does) are marked on the messages they concern;
+    # Protocol findings (computed as `check` does: legacy-suggestions, system-prompt-fallback,
+    # stray-output for "oops") are marked on the messages they concern;
     # the latency of `stats` and the verdict of `check` head the page, as in the inspector.
-    assert "2 findings" in dom
+    assert "3 findings" in dom
     side = dom[dom.index('<aside id="side">'):dom.index("</aside>")]
     assert "<tr><td>session/prompt</td><td>2</td><td>1.10 s</td><td>1.30 s</td><td>1.30 s</td><td>1.30 s</td></tr>" in side
     assert "verdict: this pair still needs the bridge because the agent sends suggestions" in side

@@ -73,6 +73,9 @@ def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
         "otlp": [["--otlp"]],
         "otlp_content": [["--otlp-content"]],
         "rule_files": [["--rule", str(rule)], [f"--rule={rule}"]],
+        "no_commands_mirror": [["--no-commands-mirror"]],
+        "close_tool_calls": [["--close-tool-calls"]],
+        "stray_output": [["--stray-output", "stderr"], ["--stray-output=stderr"]],
     }
 
 

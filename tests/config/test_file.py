@@ -260,6 +260,8 @@ async def test_run_starts_the_split_command(tmp_path: Path) -> None:
         pytest.param("[relay]\ngrace_seconds = \"5\"\n", "relay.grace_seconds: expected an integer or a number, got str", id="wrong-type"),
         pytest.param("[suggestions]\nenabled = 1\n", "suggestions.enabled: expected a boolean, got int", id="int-for-bool"),
         pytest.param("[system_prompt]\nmode = \"loud\"\n", "system_prompt.mode: 'loud' is not one of append, override", id="bad-choice"),
+        pytest.param("[relay]\nstray_output = \"drop\"\n", "relay.stray_output: 'drop' is not one of forward, stderr",
+                     id="bad-stray-output"),
         pytest.param("[system_prompt]\nfile = \"missing.md\"\n", "system_prompt.file: cannot read", id="missing-prompt-file"),
         pytest.param("[system_prompt]\ntext = \"  \"\n", "system_prompt.text: is empty", id="empty-prompt"),
         pytest.param("[capture]\npath = \"x-{when}.jsonl\"\n", "capture.path: unknown placeholder {when}", id="bad-template"),

@@ -266,6 +266,9 @@ OVERRIDES: dict[str, tuple[Any, Any, Any]] = {
     "telemetry.enabled": (True, False, True),
     "telemetry.content": (True, False, True),
     "rules.command_line": (("upper.py",), ("lower.py",), ("upper.py",)),
+    "commands.mirror_initial": (False, True, False),
+    "repair.close_tool_calls": (True, False, True),
+    "relay.stray_output": ("stderr", "forward", "stderr"),
 }
 UPPER = Overrides({key: upper for key, (upper, _, _) in OVERRIDES.items()})
 LOWER = Overrides({key: lower for key, (_, lower, _) in OVERRIDES.items()})
@@ -274,11 +277,14 @@ LOWER = Overrides({key: lower for key, (_, lower, _) in OVERRIDES.items()})
 # (where -v and -q have no variable).
 EVERY_OPTION = ["--capture", "c.jsonl", "--system-prompt", "text", "--system-prompt-mode", "override",
                 "--unlock-legacy-agent", "--no-suggestions", "--no-health", "--strict", "--log-file", "b.log",
-                "--otlp", "--otlp-content", "--rule", "r.py", "-v"]
+                "--otlp", "--otlp-content", "--rule", "r.py", "-v", "--no-commands-mirror", "--close-tool-calls",
+                "--stray-output", "stderr"]
 EVERY_VARIABLE = {"ACP_BRIDGE_CAPTURE": "c.jsonl", "ACP_BRIDGE_SYSTEM_PROMPT": "text",
                   "ACP_BRIDGE_SYSTEM_PROMPT_MODE": "override", "ACP_BRIDGE_UNLOCK_LEGACY_AGENT": "1",
                   "ACP_BRIDGE_NO_SUGGESTIONS": "1", "ACP_BRIDGE_NO_HEALTH": "1", "ACP_BRIDGE_STRICT": "1",
-                  "ACP_BRIDGE_LOG_FILE": "b.log", "ACP_BRIDGE_OTLP": "1", "ACP_BRIDGE_OTLP_CONTENT": "1"}
+                  "ACP_BRIDGE_LOG_FILE": "b.log", "ACP_BRIDGE_OTLP": "1", "ACP_BRIDGE_OTLP_CONTENT": "1",
+                  "ACP_BRIDGE_NO_COMMANDS_MIRROR": "1", "ACP_BRIDGE_CLOSE_TOOL_CALLS": "1",
+                  "ACP_BRIDGE_STRAY_OUTPUT": "stderr"}
 
 
 # Options that set nothing of their own: the file to read, and second spellings of a setting.

@@ -40,6 +40,7 @@ def test_the_order_and_where_each_comes_from(tmp_path: Path, monkeypatch: pytest
                     rules=RulesConfig(files=(str(a),), enable=("from-pkg",), command_line=(str(b),)))
     assert [(one.rule.name, one.origin) for one in load_rules(config)] == [
         ("suggestions", "built-in"),
+        ("commands-mirror", "built-in"),
         ("t1", "c.toml:3 [[rewrite]] #1"),
         ("t2", "c.toml [[rewrite]] #2"),
         ("FromPackage", "entry point from-pkg (ep_rules:make)"),
@@ -60,10 +61,10 @@ def add_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, 
 
 def test_an_entry_point_is_loaded_only_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     add_entry_point(tmp_path, monkeypatch, "one", "ep_one:Only", RULE.format(cls="Only"))
-    assert [one.rule.name for one in load_rules(Config())] == ["suggestions"]  # installed, not named
+    assert [one.rule.name for one in load_rules(Config())] == ["suggestions", "commands-mirror"]  # installed, not named
     assert "ep_one" not in sys.modules
     loaded = load_rules(Config(rules=RulesConfig(enable=("one",))))
-    assert [one.rule.name for one in loaded] == ["suggestions", "Only"]  # a class: made with no arguments
+    assert [one.rule.name for one in loaded] == ["suggestions", "commands-mirror", "Only"]  # a class: made with no arguments
     with pytest.raises(ConfigError) as raised:
         load_rules(Config(source="c.toml", rules=RulesConfig(enable=("two",))))
     assert str(raised.value) == ("c.toml: rules.enable: no installed package offers a rule named 'two' "

@@ -43,6 +43,9 @@ SAMPLES: dict[str, tuple[str, str, Any]] = {
     "capture.required": ("true", "capture.required", True),
     "relay.parse_limit_mib": ("3", "relay.parse_limit_mib", 3),
     "relay.grace_seconds": ("2", "relay.grace_seconds", 2.0),
+    "relay.stray_output": ('"stderr"', "relay.stray_output", "stderr"),
+    "commands.mirror_initial": ("false", "commands.mirror_initial", False),
+    "repair.close_tool_calls": ("true", "repair.close_tool_calls", True),
     "telemetry.enabled": ("true", "telemetry.enabled", True),
     "telemetry.content": ("true", "telemetry.content", True),
     "telemetry.endpoint": ('"http://127.0.0.1:4318"', "telemetry.endpoint", "http://127.0.0.1:4318"),
@@ -81,6 +84,9 @@ WRONG_TYPES: dict[str, tuple[str, str]] = {
     "capture.required": ("[]", "expected a boolean, got list"),
     "relay.parse_limit_mib": ("1.5", "expected an integer, got float"),
     "relay.grace_seconds": ('"5"', "expected an integer or a number, got str"),
+    "relay.stray_output": ("true", "expected a string, got a boolean"),
+    "commands.mirror_initial": ('"false"', "expected a boolean, got str"),
+    "repair.close_tool_calls": ("1", "expected a boolean, got int"),
     "telemetry.enabled": ('"yes"', "expected a boolean, got str"),
     "telemetry.content": ("1", "expected a boolean, got int"),
     "telemetry.endpoint": ("4318", "expected a string, got int"),
@@ -126,7 +132,8 @@ def test_the_tables_here_name_every_field() -> None:
 
 def test_the_schema_has_a_key_for_every_field() -> None:
     assert {f"{table}.{key}" for table, keys in schema().items() for key in keys} == every_key()
-    assert list(schema()) == ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "rules", "bridge"]
+    assert list(schema()) == ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "commands",
+                            "repair", "rules", "bridge"]
 
 
 def expected_value(value: Any, tmp_path: Path) -> Any:
@@ -171,7 +178,8 @@ def test_a_wrong_type_names_the_key_and_the_expected_type(tmp_path: Path, key: s
     assert refused(tmp_path, f"[{table}]\n{name} = {toml}\n") == f"{key}: {problem}"
 
 
-@pytest.mark.parametrize("table", ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "rules", "bridge"])
+@pytest.mark.parametrize("table", ["agent", "suggestions", "system_prompt", "capture", "relay", "telemetry", "health", "commands",
+                            "repair", "rules", "bridge"])
 def test_an_unknown_key_names_its_path_and_the_known_keys(tmp_path: Path, table: str) -> None:
     message = refused(tmp_path, f"[{table}]\nfoo = 1\n")
     known = [key.split(".")[1] for key in SAMPLES if key.startswith(f"{table}.")]
@@ -181,11 +189,11 @@ def test_an_unknown_key_names_its_path_and_the_known_keys(tmp_path: Path, table:
 
 @pytest.mark.parametrize(("toml", "message"), [
     pytest.param("[nope]\n", "nope: unknown table (known tables: agent, suggestions, system_prompt, capture, "
-                 "relay, telemetry, health, rules, bridge, rewrite)", id="table"),
+                 "relay, telemetry, health, commands, repair, rules, bridge, rewrite)", id="table"),
     pytest.param("verbosity = 2\n", "verbosity: unknown key (known tables: agent, suggestions, system_prompt, "
-                 "capture, relay, telemetry, health, rules, bridge, rewrite)", id="top-level-key"),
+                 "capture, relay, telemetry, health, commands, repair, rules, bridge, rewrite)", id="top-level-key"),
     pytest.param("source = 'x'\n", "source: unknown key (known tables: agent, suggestions, system_prompt, "
-                 "capture, relay, telemetry, health, rules, bridge, rewrite)", id="source-is-no-key"),
+                 "capture, relay, telemetry, health, commands, repair, rules, bridge, rewrite)", id="source-is-no-key"),
     pytest.param("[bridge]\nsource = 'x'\n", "bridge.source: unknown key (known: strict, log_file, verbosity)",
                  id="source-is-not-in-bridge-either"),
     pytest.param("relay = []\n", "relay: must be a table", id="not-a-table"),

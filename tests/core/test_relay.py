@@ -395,6 +395,37 @@ def test_an_emit_waits_for_the_long_line_streaming_to_its_destination() -> None:
     assert [f.data for f in tail] == [b'"}\n', W, b'{"a":1}\n']
 
 
+class Surround(Rewrite):
+    """Renames each client request, with a message before it either way and one after."""
+
+    name = "surround"
+
+    def request(self, frame: Frame, session: Session) -> Replace:
+        assert frame.msg is not None
+        return Replace({**frame.msg, "method": "new"},
+                       then=(Emit(A, {"jsonrpc": "2.0", "method": "after"}),),
+                       before=(Emit(A, {"jsonrpc": "2.0", "method": "first"}),
+                               Emit(C, {"jsonrpc": "2.0", "method": "told"})))
+
+
+def test_emits_before_a_line_go_ahead_of_it_and_wait_for_a_long_line_on_their_side() -> None:
+    """`Replace(before=...)`: each message ahead of the line (marked `before`, for the
+    capture), the line, then `then`; one toward the other side still waits for a long line
+    streaming there, as every message the bridge writes does."""
+    relay = Relay([Surround()], strict=True, max_line=64)
+    out = relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"old"}\r\n')
+    assert [(f.direction, f.data, f.verdict, f.before) for f in out] == [
+        (A, b'{"jsonrpc":"2.0","method":"first"}\r\n', Verdict.EMIT, True),
+        (C, b'{"jsonrpc":"2.0","method":"told"}\r\n', Verdict.EMIT, True),
+        (A, b'{"jsonrpc":"2.0","id":1,"method":"new"}\r\n', Verdict.REWRITE, False),
+        (A, b'{"jsonrpc":"2.0","method":"after"}\r\n', Verdict.EMIT, False),
+    ]
+    relay.feed(C, b'{"long":"' + b"x" * 100)
+    held = relay.feed(A, b'{"jsonrpc":"2.0","id":2,"method":"old"}\n')
+    assert [f.direction for f in held] == [A, A, A]
+    assert [f.data for f in relay.feed(C, b'"}\n')] == [b'"}\n', b'{"jsonrpc":"2.0","method":"told"}\n']
+
+
 def test_an_emit_after_a_torn_last_line_starts_a_line_of_its_own() -> None:
     relay = Relay([Withdraw()], strict=True)
     assert sent(relay.feed(C, b'{"torn":'), C) == b""

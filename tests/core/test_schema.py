@@ -120,3 +120,33 @@ def test_errors_for_requests_left_in_flight_are_valid(version: int) -> None:
     assert unavailable.fail_pending("cannot start agent 'x': No such file or directory", {"errno": 2}) == []
     (_, answer) = unavailable.feed(A, line(example(f"v{version}-initialize-request-client-plain")))
     validate(orjson.loads(answer.data), version, unstable=False)
+
+
+NOTIFICATION = {1: "SessionNotification", 2: "UpdateSessionNotification"}  # (the whole schema takes any method)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_commands_mirror_and_the_closing_update_are_valid_notifications(version: int) -> None:
+    """What the built-in fixes write (bridge-rules 6.1, 6.2) is a valid SessionNotification
+    of the negotiated version."""
+    from acp_bridge.core.rewrites.commands import MirrorCommands
+    from acp_bridge.core.rewrites.tool_calls import CloseToolCalls
+
+    relay = relay_after_init([MirrorCommands(), CloseToolCalls()], f"v{version}-initialize-request-client-plain",
+                             f"v{version}-initialize-response-agent-no-system-prompt")
+    relay.feed(A, line(example(f"v{version}-session-new-request-plain")))
+    commands = example(f"v{version}-session-update-available-commands")["params"]["update"]["availableCommands"]
+    answer = {"jsonrpc": "2.0", "id": example(f"v{version}-session-new-request-plain")["id"],
+              "result": {"sessionId": "sess_abc123", "availableCommands": commands}}
+    [(_, _), (direction, mirrored)] = sent(relay, C, answer)
+    assert direction is C and mirrored["params"]["update"]["availableCommands"] == commands
+    validate(mirrored["params"], version, NOTIFICATION[version])
+    relay.feed(A, line(example(f"v{version}-session-prompt-request")))
+    opened = {"sessionUpdate": "tool_call" if version == 1 else "tool_call_update", "toolCallId": "call_1",
+              "title": "Run make", "status": "in_progress"}
+    relay.feed(C, line({"jsonrpc": "2.0", "method": "session/update",
+                        "params": {"sessionId": "sess_abc123", "update": opened}}))
+    end = example("v1-session-prompt-response") if version == 1 else example("v2-session-update-state-idle")
+    [(_, closing), (_, ended)] = sent(relay, C, end)
+    assert closing["params"]["update"]["status"] == "failed" and ended == end
+    validate(closing["params"], version, NOTIFICATION[version])

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from acp_bridge.shell.stderr import StderrTail, mask_secrets, pass_stderr
+from acp_bridge.shell.stderr import StderrTail, StrayLines, mask_secrets, pass_stderr
 
 
 def test_stderr_tail_keeps_whole_last_lines_within_the_bound() -> None:
@@ -73,3 +73,61 @@ def test_the_tail_is_whole_lines_however_the_chunks_came() -> None:
     tail = StderrTail(limit=16)
     tail.add(b"".join(f"line {i}\n".encode() for i in range(10)))  # one read of 70 bytes
     assert tail.text() == "line 8\nline 9\n"
+
+
+def read_all(fd: int) -> bytes:
+    out = b""
+    while chunk := os.read(fd, 1 << 16):
+        out += chunk
+    return out
+
+
+async def test_diverted_lines_reach_our_stderr_in_order() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        lines = StrayLines(write_end)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lines.run)
+            for i in range(3):
+                lines.put(f"acp-bridge: agent stdout (not forwarded): banner {i}")
+            await lines.aclose(10)
+        os.close(write_end)
+        write_end = -1
+        assert read_all(read_end) == b"".join(
+            b"acp-bridge: agent stdout (not forwarded): banner %d\n" % i for i in range(3))
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+async def test_a_stderr_nobody_reads_never_holds_up_the_relay() -> None:
+    """`put` never waits: past the limit a line is dropped and counted, and the end waits
+    for our stderr only so long."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    while True:  # fill the pipe: a write now blocks until someone reads
+        try:
+            os.write(write_end, b"x" * 4096)
+        except BlockingIOError:
+            break
+    os.set_blocking(write_end, True)
+    lines = StrayLines(write_end, limit=1000)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lines.run)
+            await trio.testing.wait_all_tasks_blocked()  # `run` waits for lines
+            lines.put("line 0")  # taken at once: its write blocks in the thread
+            await trio.testing.wait_all_tasks_blocked()
+            for i in range(1, 1000):  # never waits; 1,000 bytes of lines wait, then they are dropped
+                lines.put(f"line {i}")
+            assert lines.dropped == 999 - 123  # "line 1\n" .. "line 123\n" fit in 1,000 bytes
+            start = trio.current_time()
+            await lines.aclose(0.2)
+            assert trio.current_time() - start < 2
+        seen = b""
+        while not seen.endswith(b"line 0\n"):  # read: the abandoned write completes, its thread ends
+            seen += os.read(read_end, 1 << 16)
+    finally:
+        os.close(read_end)
+        os.close(write_end)

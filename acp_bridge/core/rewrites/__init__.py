@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite, Rule
-from acp_bridge.core.rewrites.settings import SuggestionsSettings, SystemPromptSettings
+from acp_bridge.core.rewrites.settings import (
+    CommandsSettings,
+    RepairSettings,
+    SuggestionsSettings,
+    SystemPromptSettings,
+)
 
 __all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "Rule", "RuleSettings",
            "build_rewrites"]
@@ -21,6 +26,12 @@ class RuleSettings(Protocol):
     @property
     def system_prompt(self) -> SystemPromptSettings: ...
 
+    @property
+    def commands(self) -> CommandsSettings: ...
+
+    @property
+    def repair(self) -> RepairSettings: ...
+
 
 def build_rewrites(config: RuleSettings) -> list[Rewrite]:
     """The rewrites a configuration asks for, in the order they run."""
@@ -33,4 +44,12 @@ def build_rewrites(config: RuleSettings) -> list[Rewrite]:
         from acp_bridge.core.rewrites.system_prompt import SystemPrompt  # only then: start-up
 
         rewrites.append(SystemPrompt(config.system_prompt))
+    if config.commands.mirror_initial:
+        from acp_bridge.core.rewrites.commands import MirrorCommands
+
+        rewrites.append(MirrorCommands())
+    if config.repair.close_tool_calls:
+        from acp_bridge.core.rewrites.tool_calls import CloseToolCalls
+
+        rewrites.append(CloseToolCalls())
     return rewrites

@@ -1,11 +1,11 @@
 """The rule interface: hooks that look at one message and return an outcome.
 
 Owns: `Rule` (also spelt `Rewrite`, the built-ins' older name), the outcomes `PASS`, `DROP`,
-`Replace`, and `Emit` (a message the bridge itself sends, in either direction), and
-`SessionFacts`, what a hook may read of the session. The built-in rules and the user's
-(`acp_bridge.rules`, the public surface) are written against this one module. Must never:
-do IO or mutate a message it was given (copy along the path you change, so the capture can
-still show the original).
+`Replace`, and `Emit` (a message the bridge itself sends, in either direction, after the
+message or `before` it), and `SessionFacts`, what a hook may read of the session. The
+built-in rules and the user's (`acp_bridge.rules`, the public surface) are written against
+this one module. Must never: do IO or mutate a message it was given (copy along the path you
+change, so the capture can still show the original).
 """
 
 from __future__ import annotations
@@ -32,10 +32,16 @@ class Emit:
 
 @dataclass(frozen=True, slots=True)
 class Replace:
-    """Forward `msg` instead of the original (None: forward nothing), then send `then`."""
+    """Forward `msg` instead of the original (None: forward nothing), then send `then`.
+
+    `before`: messages to send ahead of it, for what must reach the peer first (the tool
+    calls a turn left open are closed before the message that ends the turn). `Replace(
+    frame.msg, ...)`, the message itself, forwards the line as the very bytes it came as.
+    """
 
     msg: Json | None
     then: tuple[Emit, ...] = ()
+    before: tuple[Emit, ...] = ()
 
 
 class _Pass:

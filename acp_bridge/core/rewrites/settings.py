@@ -46,6 +46,20 @@ class SystemPromptSettings(Protocol):
     def strict(self) -> bool: ...
 
 
+class CommandsSettings(Protocol):
+    """`[commands]` (interface.md): the commands mirror (bridge-rules 6.1)."""
+
+    @property
+    def mirror_initial(self) -> bool: ...
+
+
+class RepairSettings(Protocol):
+    """`[repair]` (interface.md): repairs of what agents leave undone (bridge-rules 6.2)."""
+
+    @property
+    def close_tool_calls(self) -> bool: ...
+
+
 REWRITE_DIRECTIONS = ("to-client", "to-agent", "both")
 
 
