@@ -180,7 +180,7 @@ class Driver:
                 if b"\n" not in chunk:  # the middle of a long line: no copy of what came before
                     buffer += chunk
                     if len(buffer) > MAX_LINE:
-                        self.say(f"the agent wrote a line longer than {MAX_LINE >> 20} MiB: stopping")
+                        self.say(f"the agent wrote a line longer than {MAX_LINE:,} bytes: stopping")
                         return
                     continue
                 *lines, rest = (bytes(buffer) + chunk).split(b"\n")
@@ -192,14 +192,14 @@ class Driver:
             self._progress.set()
 
     async def _received(self, raw: bytes) -> None:
+        self._seen += 1  # every line, as the capture records every line
+        self._progress.set()
         try:
             msg = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return
         if not isinstance(msg, dict):
             return
-        self._seen += 1
-        self._progress.set()
         method = msg.get("method")
         if method is None:
             entry = self._waiting.get(id_key(msg.get("id")))
