@@ -158,14 +158,15 @@ class Rewriter:
         except Unencodable:
             return line.data
 
-    def recorded_path(self, path: Any) -> Any:
-        """A live path under `--cwd` as it was under the recorded `cwd` (to find its answer)."""
+    def recorded_paths(self, path: Any) -> list[Any]:
+        """Where a live path was in the recording: under each recorded `cwd` when it is under
+        `--cwd`, then as it is."""
         if self.cwd is None or not isinstance(path, str):
-            return path
-        for cwd in self.recorded_cwds:
-            if path == self.cwd or path.startswith(self.cwd.rstrip("/") + "/"):
-                return cwd.rstrip("/") + path[len(self.cwd.rstrip("/")):]
-        return path
+            return [path]
+        live = self.cwd.rstrip("/")
+        if path != self.cwd and not path.startswith(live + "/"):
+            return [path]
+        return [*(cwd.rstrip("/") + path[len(live):] for cwd in self.recorded_cwds), path]
 
 
 def _replace(value: Any, sessions: dict[str, Any], depth: int = 0) -> Any:
@@ -211,9 +212,10 @@ class Answers:
         """The live answer to `request` (None: the recording has none), the recorded one it
         came from, and why it has none."""
         method, params = request.get("method"), request.get("params")
+        keys = [match_key(method, params)]
         if rewriter is not None and isinstance(params, dict) and "path" in params:
-            params = {**params, "path": rewriter.recorded_path(params["path"])}
-        key = match_key(method, params)
+            keys = [match_key(method, {**params, "path": path}) for path in rewriter.recorded_paths(params["path"])]
+        key = next((k for k in keys if self._queues.get(k) or k in self._last), keys[0])
         queue = self._queues.get(key)
         recorded = queue.popleft() if queue else self._last.get(key)
         if recorded is None:
