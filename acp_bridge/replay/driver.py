@@ -2,7 +2,8 @@
 
 Owns: `Driver`, which sends the recorded client's lines (replay/client_side.py) in order:
 each request once the one before it is answered, each prompt once the turn before it has
-ended (v1: its response; v2: the idle `state_update`), a notification of a turn (a cancel)
+ended (v1: its response; v2: the idle `state_update`) and the agent has written what it
+had written by then in the recording (or gone quiet), a notification of a turn (a cancel)
 once the agent has sent as many messages in the turn as it had in the recording; answers
 the agent's requests from the recording (an error saying so when it has none); and says,
 per turn, what went wrong (a timeout, the agent gone, a request it could not answer).
@@ -26,6 +27,7 @@ from acp_bridge.replay.drive_report import DriveReport, TurnReport
 
 READ_SIZE = 1 << 20
 MAX_LINE = 256 << 20  # a longer line from the agent ends the run (nothing sane is that long)
+SETTLE_QUIET = 0.3  # seconds of silence after which the agent is taken to have said all it will before the next line
 
 
 class AgentGone(Exception):
@@ -74,6 +76,7 @@ class Driver:
             index += 1
             report = self.report.turn(line)
             self._current = report
+            await self._settle(line.before)
             if line.kind != "request":
                 await self._send_line(line)
                 continue
@@ -123,21 +126,39 @@ class Driver:
                                    f"{str(error.get('message'))[:200]}")
         return True
 
+    async def _settle(self, count: int) -> None:
+        """Before the next line: wait until the agent has written as many lines since the last
+        prompt as it had in the recording when the client sent it (an agent often writes after
+        its answer: `available_commands_update` after `session/new`, suggestions after a
+        turn), or until it has been quiet for `SETTLE_QUIET` seconds (it writes fewer now)."""
+        while self._seen < count and not self._gone.is_set():
+            self._progress = trio.Event()
+            with trio.move_on_after(SETTLE_QUIET) as quiet:
+                await self._progress.wait()
+            if quiet.cancelled_caught:
+                return
+
     def _waiting_for(self, line: Outgoing) -> str:
         return f"the end of the turn ({line.method} #{line.seq})" if line.is_prompt \
             else f"the answer to {line.method} #{line.seq}"
 
     async def _wait(self, answered: trio.Event, line: Outgoing, later: list[Outgoing]) -> None:
         while True:
-            while later and self._seen >= later[0].after:
+            while later and self._seen >= later[0].before:
                 await self._send_line(later.pop(0))
-            if answered.is_set() and (not line.is_prompt or self._version < 2 or self._turn_ended.is_set()
+            if answered.is_set() and (not self._ends_at_idle(line) or self._turn_ended.is_set()
                                       or self._errored(line)):
                 return
             if self._gone.is_set():
                 raise AgentGone
             self._progress = trio.Event()
             await self._progress.wait()
+
+    def _ends_at_idle(self, line: Outgoing) -> bool:
+        """Does the turn `line` starts end at an idle `state_update` (ACP v2), not at the
+        prompt's response? For a v2 agent, yes, unless the recording was v2 too and its turn
+        ended without one (an agent that does not send them: waiting would only time out)."""
+        return line.is_prompt and self._version >= 2 and (line.ends_at_idle or self.side.version < 2)
 
     def _errored(self, line: Outgoing) -> bool:
         request_id = line.msg.get("id") if isinstance(line.msg, dict) else None

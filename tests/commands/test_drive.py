@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from acp_bridge.capture.records import dumps, header_record
 from acp_bridge.commands import main
 from tests.conftest import SCRIPTED_AGENT, run_cli
+from tests.replay.drive import GOLDEN, GOLDENS
 
 SID = "$sessionId"
 
@@ -248,20 +249,24 @@ V2_PROMPT = [{"respond": {}}, {"send": chunk("Hi")}, {"sleep": 0.2},
 
 
 def test_a_v2_turn_ends_at_the_idle_state_update(recorded: tuple[Path, Path], tmp_path: Path) -> None:
-    """The second prompt goes only after the first turn's idle update, not after its response."""
+    """The second prompt goes only after the first turn's idle update, not after its response:
+    driving a v1 recording against a v2 agent, then that v2 session again, which matches."""
     out, cwd = recorded
     v2 = tmp_path / "v2.json"
     v2.write_text(json.dumps({"on": {"initialize": [{"respond": {"protocolVersion": 2}}],
                                      "session/new": [{"respond": {"sessionId": "sess_v2"}}],
                                      "session/prompt": V2_PROMPT}}))
-    live = tmp_path / "live.jsonl"
-    status, _ = drive(out, "--cwd", cwd, "--compare", "none", "--capture", live, *agent(v2))
-    assert status == 0
-    order = [(r["direction"], r["method"], (orjson.loads(r["raw"]).get("params") or {}).get("update", {}).get("state"))
-             for r in map(orjson.loads, live.read_bytes().splitlines()[1:-1]) if r["session"] == "sess_v2"]
-    first_idle = order.index(("to-client", "session/update", "idle"))
-    second_prompt = [n for n, entry in enumerate(order) if entry[:2] == ("to-agent", "session/prompt")][1]
-    assert first_idle < second_prompt
+    live, again = tmp_path / "live.jsonl", tmp_path / "again.jsonl"
+    assert drive(out, "--cwd", cwd, "--compare", "none", "--capture", live, *agent(v2))[0] == 0
+    assert drive(live, "--capture", again, *agent(v2)) == (
+        0, ["drive: 2 prompt turn(s) compared: 2 as recorded, 0 differ, 0 failed"])
+    for capture in (live, again):
+        order = [(r["direction"], r["method"], ((orjson.loads(r["raw"]).get("params") or {}).get("update") or {})
+                  .get("state")) for r in map(orjson.loads, capture.read_bytes().splitlines()[1:-1])
+                 if r["session"] == "sess_v2"]
+        first_idle = order.index(("to-client", "session/update", "idle"))
+        second_prompt = [n for n, entry in enumerate(order) if entry[:2] == ("to-agent", "session/prompt")][1]
+        assert first_idle < second_prompt
 
 
 @pytest.mark.parametrize(("args", "problem"), [
@@ -297,3 +302,14 @@ def test_other_words_match_the_structure_but_not_the_text(recorded: tuple[Path, 
     assert [re.sub(r"live#\d+", "live#N", line) for line in lines[:-1]] == [
         f'session 1 turn 1: recorded#{chunks[0]} live#N <- update agent_message_chunk: /text "Hello" -> "Byelo"',
         f'session 1 turn 2: recorded#{chunks[2]} live#N <- update agent_message_chunk: /text "Hello" -> "Byelo"']
+
+
+@pytest.mark.parametrize("name", GOLDENS)
+def test_each_golden_capture_drives_its_scripted_agent_as_recorded(name: str) -> None:
+    """Recorded through rules (system prompt, suggestions); driven with none: what the bridge
+    wrote itself is not the agent's doing, and a v2 turn the recording ended without an idle
+    update ends at the prompt's response."""
+    status, lines = drive(GOLDEN / f"{name}.jsonl", "--timeout", "10",
+                          *agent(GOLDEN / "agents" / f"{name}.json"))
+    assert status == 0, lines
+    assert lines[-1].endswith(" as recorded, 0 differ, 0 failed")
