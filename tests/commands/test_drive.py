@@ -244,7 +244,7 @@ def test_bad_input_is_exit_2(tmp_path: Path) -> None:
     assert result.stderr == f"acp-bridge: {bad}:1: not a capture (the first line is not a header record)\n"
 
 
-V2_PROMPT = [{"respond": {}}, {"send": chunk("Hi")}, {"sleep": 0.2},
+V2_PROMPT = [{"respond": {}}, {"send": chunk("Hi")}, {"sleep": 0.1},
              {"send": update("state_update", state="idle", stopReason="end_turn")}]
 
 
