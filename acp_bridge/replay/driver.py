@@ -20,7 +20,7 @@ import orjson
 import trio
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import id_key
+from acp_bridge.core.messages import Direction, Frame, Unencodable, classify, encode, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay.client_side import ClientSide, Outgoing, Rewriter
 from acp_bridge.replay.drive_report import DriveReport, TurnReport
@@ -96,6 +96,13 @@ class Driver:
         answer: list[Json] = []
         request_id = line.msg.get("id") if isinstance(line.msg, dict) else None
         self._waiting[id_key(request_id)] = (answered, answer)
+        try:
+            return await self._answered(line, report, later, answered, answer)
+        finally:
+            del self._waiting[id_key(request_id)]
+
+    async def _answered(self, line: Outgoing, report: TurnReport, later: list[Outgoing], answered: trio.Event,
+                        answer: list[Json]) -> bool:
         if line.is_prompt:
             self._turn_ended = trio.Event()
             recorded = p.get_path(line.msg, "params", "sessionId")
@@ -208,6 +215,8 @@ class Driver:
                 buffer = bytearray(rest)
                 for raw in lines:
                     await self._received(raw)
+        except AgentGone:  # an answer to the agent could not be written: it is gone
+            return
         finally:
             self._gone.set()
             self._progress.set()
@@ -215,28 +224,26 @@ class Driver:
     async def _received(self, raw: bytes) -> None:
         self._seen += 1  # every line, as the capture records every line
         self._progress.set()
-        try:
-            msg = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return
-        if not isinstance(msg, dict):
-            return
+        frame = classify(Direction.TO_CLIENT, raw)
+        msg = frame.msg
+        if msg is None:
+            return  # not a message (a batch, not JSON): nothing to answer or wait for
         method = msg.get("method")
         if method is None:
             entry = self._waiting.get(id_key(msg.get("id")))
-            if entry is not None and not entry[0].is_set():  # (kept after: `_errored` reads it)
+            if entry is not None and not entry[0].is_set():
                 entry[1].append(msg)
                 entry[0].set()
             return
         if "id" in msg:
-            await self._answer(msg)
+            await self._answer(frame, msg)
         elif method == p.SESSION_UPDATE:
             update = p.get_path(msg, "params", "update")
             if p.get_path(update, "sessionUpdate") == "state_update" and p.get_path(update, "state") == "idle" \
                     and p.get_path(msg, "params", "sessionId") == self._turn_session:
                 self._turn_ended.set()
 
-    async def _answer(self, request: Json) -> None:
+    async def _answer(self, frame: Frame, request: Json) -> None:
         answer, recorded, why = self.side.answers.answer(request, self.rewriter)
         if answer is None:
             self.report.unanswered += 1
@@ -249,8 +256,8 @@ class Driver:
                 self._say_once(f"the answer to {request.get('method')}: {pointer} was redacted in the capture; "
                                "sent as the placeholder")
         try:
-            data = orjson.dumps(answer) + b"\n"
-        except TypeError:  # a live id nested too deep to write back: no answer can reach it
+            data = encode(answer, source=frame)  # the id as the agent wrote it (1.50, 100 digits)
+        except Unencodable:  # a live id nested too deep to write back: no answer can reach it
             return
         await self._send(data)
 

@@ -136,3 +136,28 @@ async def test_a_permission_request_with_no_recorded_answer_gets_an_error() -> N
     assert [m["error"]["message"] for m in received if m.get("id") == "p"] == [
         "acp-bridge drive: the recording has no answer to session/request_permission with these params"]
     assert report.unanswered == 1
+
+
+async def test_an_id_beyond_64_bits_is_answered_as_the_agent_wrote_it() -> None:
+    records = [*RECORDS[:3],
+               rec(4, "to-client", "request", "fs/read_text_file",
+                   {"jsonrpc": "2.0", "id": 5, "method": "fs/read_text_file", "params": {"path": "/w/a"}}, "old"),
+               rec(5, "to-agent", "response", "fs/read_text_file", {"jsonrpc": "2.0", "id": 5, "result": {}}, "old"),
+               RECORDS[3]]
+    big = b"123456789012345678901234567890"
+    raw: list[bytes] = []
+
+    async def asks(stream: trio.abc.HalfCloseableStream, received: list[Any]) -> None:
+        lines = Lines(stream)
+        while (msg := await lines.next()) is not None:
+            if msg.get("method") == "session/new":
+                await stream.send_all(b'{"jsonrpc":"2.0","id":1,"result":{"sessionId":"live"}}\n')
+            elif msg.get("method") == "session/prompt":
+                await stream.send_all(b'{"jsonrpc":"2.0","id":' + big + b',"method":"fs/read_text_file",'
+                                      b'"params":{"path":"/w/a"}}\n')
+                raw.append(bytes(await stream.receive_some()).strip())
+                await stream.send_all(b'{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}\n')
+
+    report, _ = await play(asks, records)
+    assert raw == [b'{"jsonrpc":"2.0","id":' + big + b',"result":{}}']
+    assert not report.failed
