@@ -280,6 +280,15 @@ def test_bad_options_are_exit_2(recorded: tuple[Path, Path], args: list[str], pr
     assert (result.exit_code, result.stderr) == (2, f"acp-bridge: {problem}\n")
 
 
+def test_a_junit_path_that_is_a_folder_is_refused_before_the_agent_starts(recorded: tuple[Path, Path],
+                                                                          tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    result = CliRunner().invoke(main, ["drive", str(recorded[0]), "--junit", str(tmp_path), "--", "touch", str(marker)])
+    assert not marker.exists()
+    assert (result.exit_code, result.stderr) == (
+        2, f"acp-bridge: --junit: {tmp_path} is a directory, not a regular file; it is left as it is\n")
+
+
 def test_a_capture_path_that_is_a_symlink_is_refused_before_the_agent_starts(
         recorded: tuple[Path, Path], tmp_path: Path) -> None:
     link = tmp_path / "out.jsonl"
