@@ -78,6 +78,8 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
 
     if (problem := command_problem(agent)) is not None:
         fail(f"the agent command after -- {problem}")
+    if cwd is not None:
+        cwd = os.path.abspath(cwd)  # ACP's cwd is an absolute path
     if junit is not None:
         try:
             refuse_special(junit)

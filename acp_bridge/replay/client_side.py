@@ -2,7 +2,8 @@
 
 Owns: `ClientSide.from_records(records)`: the lines the recorded client sent, as it sent
 them (`raw`, before the bridge's rules), in order, each with its session and turn
-(replay/turns.py), and where in its turn a notification such as `session/cancel` came;
+(replay/turns.py), and how many lines the agent had written since the last prompt when it
+was sent (where a `session/cancel` came; when the turn before a prompt was over);
 `Answers`: the client's recorded answers to the agent's requests, found again for a live
 request (a permission request by the option kind chosen, since option ids may differ; a
 file by its path; a terminal by its command, then by its id; anything else by its params);
@@ -45,7 +46,8 @@ class Outgoing:
     turn: int
     where: str  # "session 1 turn 2"
     creates: Any = None  # session/new: the session id its recorded answer gave
-    after: int = 0  # how many of the agent's messages of its turn came before it
+    before: int = 0  # how many lines the agent wrote between the last prompt (or the start) and it
+    ends_at_idle: bool = False  # a prompt whose recorded turn ended with an idle `state_update` (v2)
     redacted: list[str] = field(default_factory=list)
 
     @property
@@ -60,19 +62,28 @@ class ClientSide:
     answers: Answers
     withheld: list[str]  # what the capture withheld whole and cannot be sent, for a person
     cwds: list[str]  # the recorded `cwd`s, in order
+    version: int = 1  # the protocol version the recorded agent answered `initialize` with
 
     @classmethod
     def from_records(cls, records: Iterable[Json]) -> ClientSide:
         records = [r for r in records if r.get("type") == "message"]
         cut = tracks(records)
-        place: dict[int, tuple[int, int, int]] = {}  # seq -> track, turn, agent messages before it
+        place: dict[int, tuple[int, int]] = {}  # seq -> track, turn
+        idle: set[tuple[int, int]] = set()  # turns that ended with an idle state_update
+        version = 1
         for cut_track in cut:
             for number, messages in enumerate(cut_track.turns):
-                seen = 0
                 for message in messages:
                     if message.seq is not None:
-                        place[message.seq] = (cut_track.index, number, seen)
-                    seen += message.direction == TO_CLIENT
+                        place[message.seq] = (cut_track.index, number)
+                    if message.direction != TO_CLIENT or message.emitted:
+                        continue
+                    state = p.get_path(message.msg, "params", "update", "state")
+                    if message.update == "state_update" and state == "idle":
+                        idle.add((cut_track.index, number))
+                    elif message.kind == "response" and message.method == p.INITIALIZE:
+                        answered = p.get_path(message.msg, "result", "protocolVersion")
+                        version = answered if type(answered) is int else version
         created = {id_key(r.get("id")): r.get("session") for r in records if r.get("direction") == TO_CLIENT
                    and r.get("kind") == "response" and r.get("method") in CREATES_SESSION}
         lines: list[Outgoing] = []
@@ -80,11 +91,13 @@ class ClientSide:
         cwds: list[str] = []
         answers = Answers()
         asked: dict[Any, Json] = {}  # id key -> the agent's request, until the client answers
+        heard = 0  # the agent's lines since the last prompt, as the driver counts them live
         for record in records:
             seq = record.get("seq")
             if not isinstance(seq, int) or record.get("verdict") == "emit":
-                continue  # the bridge wrote it: the client never sent it
+                continue  # the bridge wrote it: no peer sent it
             if record.get("direction") == TO_CLIENT:
+                heard += 1
                 if record.get("kind") == "request":
                     asked[id_key(record.get("id"))] = record
                 continue
@@ -92,7 +105,7 @@ class ClientSide:
             if data is None:
                 continue
             kind, method = str(record.get("kind")), record.get("method")
-            track, turn, after = place.get(seq, (0, 0, 0))
+            track, turn = place.get(seq, (0, 0))
             where = cut[track].label(turn) if track < len(cut) else "connection"
             if record.get("redacted") == WHOLE:
                 withheld.append(f"#{seq} {method or 'a line'} ({where})")
@@ -105,11 +118,15 @@ class ClientSide:
                 continue
             if kind == "request" and isinstance(cwd := p.get_path(msg, "params", "cwd"), str) and cwd not in cwds:
                 cwds.append(cwd)
-            line = Outgoing(seq, data, msg, kind, method, track, turn, where, after=after, redacted=_pointers(record))
+            line = Outgoing(seq, data, msg, kind, method, track, turn, where, before=heard,
+                            redacted=_pointers(record))
             if kind == "request" and method in CREATES_SESSION:
                 line.creates = created.get(id_key(record.get("id")))
+            line.ends_at_idle = line.is_prompt and (track, turn) in idle
+            if line.is_prompt:
+                heard = 0
             lines.append(line)
-        return cls(lines, cut, answers, withheld, cwds)
+        return cls(lines, cut, answers, withheld, cwds, version)
 
     def prompts(self) -> list[Outgoing]:
         return [line for line in self.lines if line.is_prompt]
@@ -158,14 +175,15 @@ class Rewriter:
         except Unencodable:
             return line.data
 
-    def recorded_path(self, path: Any) -> Any:
-        """A live path under `--cwd` as it was under the recorded `cwd` (to find its answer)."""
+    def recorded_paths(self, path: Any) -> list[Any]:
+        """Where a live path was in the recording: under each recorded `cwd` when it is under
+        `--cwd`, then as it is."""
         if self.cwd is None or not isinstance(path, str):
-            return path
-        for cwd in self.recorded_cwds:
-            if path == self.cwd or path.startswith(self.cwd.rstrip("/") + "/"):
-                return cwd.rstrip("/") + path[len(self.cwd.rstrip("/")):]
-        return path
+            return [path]
+        live = self.cwd.rstrip("/")
+        if path != self.cwd and not path.startswith(live + "/"):
+            return [path]
+        return [*(cwd.rstrip("/") + path[len(live):] for cwd in self.recorded_cwds), path]
 
 
 def _replace(value: Any, sessions: dict[str, Any], depth: int = 0) -> Any:
@@ -211,9 +229,10 @@ class Answers:
         """The live answer to `request` (None: the recording has none), the recorded one it
         came from, and why it has none."""
         method, params = request.get("method"), request.get("params")
+        keys = [match_key(method, params)]
         if rewriter is not None and isinstance(params, dict) and "path" in params:
-            params = {**params, "path": rewriter.recorded_path(params["path"])}
-        key = match_key(method, params)
+            keys = [match_key(method, {**params, "path": path}) for path in rewriter.recorded_paths(params["path"])]
+        key = next((k for k in keys if self._queues.get(k) or k in self._last), keys[0])
         queue = self._queues.get(key)
         recorded = queue.popleft() if queue else self._last.get(key)
         if recorded is None:

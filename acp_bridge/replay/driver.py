@@ -2,7 +2,8 @@
 
 Owns: `Driver`, which sends the recorded client's lines (replay/client_side.py) in order:
 each request once the one before it is answered, each prompt once the turn before it has
-ended (v1: its response; v2: the idle `state_update`), a notification of a turn (a cancel)
+ended (v1: its response; v2: the idle `state_update`) and the agent has written what it
+had written by then in the recording (or gone quiet), a notification of a turn (a cancel)
 once the agent has sent as many messages in the turn as it had in the recording; answers
 the agent's requests from the recording (an error saying so when it has none); and says,
 per turn, what went wrong (a timeout, the agent gone, a request it could not answer).
@@ -19,13 +20,14 @@ import orjson
 import trio
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import id_key
+from acp_bridge.core.messages import Direction, Frame, Unencodable, classify, encode, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay.client_side import ClientSide, Outgoing, Rewriter
 from acp_bridge.replay.drive_report import DriveReport, TurnReport
 
 READ_SIZE = 1 << 20
 MAX_LINE = 256 << 20  # a longer line from the agent ends the run (nothing sane is that long)
+SETTLE_QUIET = 0.3  # seconds of silence after which the agent is taken to have said all it will before the next line
 
 
 class AgentGone(Exception):
@@ -74,6 +76,7 @@ class Driver:
             index += 1
             report = self.report.turn(line)
             self._current = report
+            await self._settle(line.before)
             if line.kind != "request":
                 await self._send_line(line)
                 continue
@@ -93,6 +96,13 @@ class Driver:
         answer: list[Json] = []
         request_id = line.msg.get("id") if isinstance(line.msg, dict) else None
         self._waiting[id_key(request_id)] = (answered, answer)
+        try:
+            return await self._answered(line, report, later, answered, answer)
+        finally:
+            del self._waiting[id_key(request_id)]
+
+    async def _answered(self, line: Outgoing, report: TurnReport, later: list[Outgoing], answered: trio.Event,
+                        answer: list[Json]) -> bool:
         if line.is_prompt:
             self._turn_ended = trio.Event()
             recorded = p.get_path(line.msg, "params", "sessionId")
@@ -123,21 +133,39 @@ class Driver:
                                    f"{str(error.get('message'))[:200]}")
         return True
 
+    async def _settle(self, count: int) -> None:
+        """Before the next line: wait until the agent has written as many lines since the last
+        prompt as it had in the recording when the client sent it (an agent often writes after
+        its answer: `available_commands_update` after `session/new`, suggestions after a
+        turn), or until it has been quiet for `SETTLE_QUIET` seconds (it writes fewer now)."""
+        while self._seen < count and not self._gone.is_set():
+            self._progress = trio.Event()
+            with trio.move_on_after(SETTLE_QUIET) as quiet:
+                await self._progress.wait()
+            if quiet.cancelled_caught:
+                return
+
     def _waiting_for(self, line: Outgoing) -> str:
         return f"the end of the turn ({line.method} #{line.seq})" if line.is_prompt \
             else f"the answer to {line.method} #{line.seq}"
 
     async def _wait(self, answered: trio.Event, line: Outgoing, later: list[Outgoing]) -> None:
         while True:
-            while later and self._seen >= later[0].after:
+            while later and self._seen >= later[0].before:
                 await self._send_line(later.pop(0))
-            if answered.is_set() and (not line.is_prompt or self._version < 2 or self._turn_ended.is_set()
+            if answered.is_set() and (not self._ends_at_idle(line) or self._turn_ended.is_set()
                                       or self._errored(line)):
                 return
             if self._gone.is_set():
                 raise AgentGone
             self._progress = trio.Event()
             await self._progress.wait()
+
+    def _ends_at_idle(self, line: Outgoing) -> bool:
+        """Does the turn `line` starts end at an idle `state_update` (ACP v2), not at the
+        prompt's response? For a v2 agent, yes, unless the recording was v2 too and its turn
+        ended without one (an agent that does not send them: waiting would only time out)."""
+        return line.is_prompt and self._version >= 2 and (line.ends_at_idle or self.side.version < 2)
 
     def _errored(self, line: Outgoing) -> bool:
         request_id = line.msg.get("id") if isinstance(line.msg, dict) else None
@@ -180,42 +208,42 @@ class Driver:
                 if b"\n" not in chunk:  # the middle of a long line: no copy of what came before
                     buffer += chunk
                     if len(buffer) > MAX_LINE:
-                        self.say(f"the agent wrote a line longer than {MAX_LINE >> 20} MiB: stopping")
+                        self.say(f"the agent wrote a line longer than {MAX_LINE:,} bytes: stopping")
                         return
                     continue
                 *lines, rest = (bytes(buffer) + chunk).split(b"\n")
                 buffer = bytearray(rest)
                 for raw in lines:
                     await self._received(raw)
+        except AgentGone:  # an answer to the agent could not be written: it is gone
+            return
         finally:
             self._gone.set()
             self._progress.set()
 
     async def _received(self, raw: bytes) -> None:
-        try:
-            msg = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return
-        if not isinstance(msg, dict):
-            return
-        self._seen += 1
+        self._seen += 1  # every line, as the capture records every line
         self._progress.set()
+        frame = classify(Direction.TO_CLIENT, raw)
+        msg = frame.msg
+        if msg is None:
+            return  # not a message (a batch, not JSON): nothing to answer or wait for
         method = msg.get("method")
         if method is None:
             entry = self._waiting.get(id_key(msg.get("id")))
-            if entry is not None and not entry[0].is_set():  # (kept after: `_errored` reads it)
+            if entry is not None and not entry[0].is_set():
                 entry[1].append(msg)
                 entry[0].set()
             return
         if "id" in msg:
-            await self._answer(msg)
+            await self._answer(frame, msg)
         elif method == p.SESSION_UPDATE:
             update = p.get_path(msg, "params", "update")
             if p.get_path(update, "sessionUpdate") == "state_update" and p.get_path(update, "state") == "idle" \
                     and p.get_path(msg, "params", "sessionId") == self._turn_session:
                 self._turn_ended.set()
 
-    async def _answer(self, request: Json) -> None:
+    async def _answer(self, frame: Frame, request: Json) -> None:
         answer, recorded, why = self.side.answers.answer(request, self.rewriter)
         if answer is None:
             self.report.unanswered += 1
@@ -228,8 +256,8 @@ class Driver:
                 self._say_once(f"the answer to {request.get('method')}: {pointer} was redacted in the capture; "
                                "sent as the placeholder")
         try:
-            data = orjson.dumps(answer) + b"\n"
-        except TypeError:  # a live id nested too deep to write back: no answer can reach it
+            data = encode(answer, source=frame)  # the id as the agent wrote it (1.50, 100 digits)
+        except Unencodable:  # a live id nested too deep to write back: no answer can reach it
             return
         await self._send(data)
 

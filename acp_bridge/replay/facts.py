@@ -9,7 +9,8 @@ engine over these facts. A turn's facts, in order, from what the agent sent:
 - each request the agent made of the client, a permission request with its option kinds;
 - the stop reason (v1: the prompt's response; v2: the idle `state_update`);
 - each error the agent answered with, by method and code (`text`: and message).
-Ids, session ids and times are not facts. Must never: do IO, or raise on any message.
+Ids, session ids and times are not facts, nor what the bridge wrote itself (a recording made
+through rules has such messages; `drive` runs none). Must never: do IO, or raise on any message.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
     tools: dict[Any, dict[str, Any]] = {}  # toolCallId -> its fact's value, updated to the final state
     run: tuple[str, Message] | None = None  # the run of chunks going on: its kind, its fact
     for message in messages:
-        if message.direction != TO_CLIENT or not isinstance(message.msg, dict):
+        if message.direction != TO_CLIENT or message.emitted or not isinstance(message.msg, dict):
             continue
         msg = message.msg
         if message.kind == "notification" and message.method == p.SESSION_UPDATE:

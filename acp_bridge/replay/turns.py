@@ -40,6 +40,7 @@ class Message:
     id: Any
     msg: Any
     line: int = 0  # hash of the line's text (0: none): two equal lines need no walk to compare
+    emitted: bool = False  # the bridge wrote it (verdict `emit`): no peer said it
 
     @property
     def update(self) -> str | None:
@@ -87,7 +88,7 @@ def message_of(record: Json) -> Message:
     return Message(seq if isinstance(seq, int) else None,
                    direction if isinstance(direction, str) else "?",
                    str(record.get("kind", "other")), record.get("method"), record.get("session"),
-                   record.get("id"), msg, hash(text) if isinstance(text, str) else 0)
+                   record.get("id"), msg, hash(text) if isinstance(text, str) else 0, record.get("verdict") == "emit")
 
 
 def _loads(data: bytes) -> Any:

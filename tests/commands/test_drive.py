@@ -17,11 +17,13 @@ from typing import Any
 
 import orjson
 import pytest
+import trio
 from click.testing import CliRunner
 
 from acp_bridge.capture.records import dumps, header_record
 from acp_bridge.commands import main
-from tests.conftest import SCRIPTED_AGENT
+from tests.conftest import SCRIPTED_AGENT, run_cli
+from tests.replay.drive import GOLDEN, GOLDENS
 
 SID = "$sessionId"
 
@@ -147,10 +149,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def test_the_same_agent_drives_with_no_difference(recorded: tuple[Path, Path], tmp_path: Path) -> None:
+    """As a process (`python -m acp_bridge drive`): the report on stdout, on stderr only what
+    could not be sent as it was (the recording was redacted again as it was made)."""
     out, cwd = recorded
-    status, lines = drive(out, "--cwd", cwd, "--json", *agent(script(tmp_path, cwd)))
-    report = json.loads("\n".join(lines))
-    assert status == 0, lines
+    done = trio.run(run_cli, ["drive", str(out), "--cwd", str(cwd), "--json", *agent(script(tmp_path, cwd))])
+    report = json.loads(done.stdout)
+    assert (done.returncode, done.stderr) == (0, b"acp-bridge: drive: session/new: /params/mcpServers/0/env/0/value "
+                                                 b"was redacted in the capture; sent as the placeholder\n")
     assert report["summary"] == "drive: 2 prompt turn(s) compared: 2 as recorded, 0 differ, 0 failed"
     assert [(t["where"], t["ok"]) for t in report["turns"]] == [
         ("connection", True), ("session 1 setup", True), ("session 1 turn 1", True), ("session 1 turn 2", True)]
@@ -239,25 +244,29 @@ def test_bad_input_is_exit_2(tmp_path: Path) -> None:
     assert result.stderr == f"acp-bridge: {bad}:1: not a capture (the first line is not a header record)\n"
 
 
-V2_PROMPT = [{"respond": {}}, {"send": chunk("Hi")}, {"sleep": 0.2},
+V2_PROMPT = [{"respond": {}}, {"send": chunk("Hi")}, {"sleep": 0.1},
              {"send": update("state_update", state="idle", stopReason="end_turn")}]
 
 
 def test_a_v2_turn_ends_at_the_idle_state_update(recorded: tuple[Path, Path], tmp_path: Path) -> None:
-    """The second prompt goes only after the first turn's idle update, not after its response."""
+    """The second prompt goes only after the first turn's idle update, not after its response:
+    driving a v1 recording against a v2 agent, then that v2 session again, which matches."""
     out, cwd = recorded
     v2 = tmp_path / "v2.json"
     v2.write_text(json.dumps({"on": {"initialize": [{"respond": {"protocolVersion": 2}}],
                                      "session/new": [{"respond": {"sessionId": "sess_v2"}}],
                                      "session/prompt": V2_PROMPT}}))
-    live = tmp_path / "live.jsonl"
-    status, _ = drive(out, "--cwd", cwd, "--compare", "none", "--capture", live, *agent(v2))
-    assert status == 0
-    order = [(r["direction"], r["method"], (orjson.loads(r["raw"]).get("params") or {}).get("update", {}).get("state"))
-             for r in map(orjson.loads, live.read_bytes().splitlines()[1:-1]) if r["session"] == "sess_v2"]
-    first_idle = order.index(("to-client", "session/update", "idle"))
-    second_prompt = [n for n, entry in enumerate(order) if entry[:2] == ("to-agent", "session/prompt")][1]
-    assert first_idle < second_prompt
+    live, again = tmp_path / "live.jsonl", tmp_path / "again.jsonl"
+    assert drive(out, "--cwd", cwd, "--compare", "none", "--capture", live, *agent(v2))[0] == 0
+    assert drive(live, "--capture", again, *agent(v2)) == (
+        0, ["drive: 2 prompt turn(s) compared: 2 as recorded, 0 differ, 0 failed"])
+    for capture in (live, again):
+        order = [(r["direction"], r["method"], ((orjson.loads(r["raw"]).get("params") or {}).get("update") or {})
+                  .get("state")) for r in map(orjson.loads, capture.read_bytes().splitlines()[1:-1])
+                 if r["session"] == "sess_v2"]
+        first_idle = order.index(("to-client", "session/update", "idle"))
+        second_prompt = [n for n, entry in enumerate(order) if entry[:2] == ("to-agent", "session/prompt")][1]
+        assert first_idle < second_prompt
 
 
 @pytest.mark.parametrize(("args", "problem"), [
@@ -269,6 +278,15 @@ def test_a_v2_turn_ends_at_the_idle_state_update(recorded: tuple[Path, Path], tm
 def test_bad_options_are_exit_2(recorded: tuple[Path, Path], args: list[str], problem: str) -> None:
     result = CliRunner().invoke(main, ["drive", str(recorded[0]), *args, "--", "true"], prog_name="acp-bridge")
     assert (result.exit_code, result.stderr) == (2, f"acp-bridge: {problem}\n")
+
+
+def test_a_junit_path_that_is_a_folder_is_refused_before_the_agent_starts(recorded: tuple[Path, Path],
+                                                                          tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    result = CliRunner().invoke(main, ["drive", str(recorded[0]), "--junit", str(tmp_path), "--", "touch", str(marker)])
+    assert not marker.exists()
+    assert (result.exit_code, result.stderr) == (
+        2, f"acp-bridge: --junit: {tmp_path} is a directory, not a regular file; it is left as it is\n")
 
 
 def test_a_capture_path_that_is_a_symlink_is_refused_before_the_agent_starts(
@@ -293,3 +311,14 @@ def test_other_words_match_the_structure_but_not_the_text(recorded: tuple[Path, 
     assert [re.sub(r"live#\d+", "live#N", line) for line in lines[:-1]] == [
         f'session 1 turn 1: recorded#{chunks[0]} live#N <- update agent_message_chunk: /text "Hello" -> "Byelo"',
         f'session 1 turn 2: recorded#{chunks[2]} live#N <- update agent_message_chunk: /text "Hello" -> "Byelo"']
+
+
+@pytest.mark.parametrize("name", GOLDENS)
+def test_each_golden_capture_drives_its_scripted_agent_as_recorded(name: str) -> None:
+    """Recorded through rules (system prompt, suggestions); driven with none: what the bridge
+    wrote itself is not the agent's doing, and a v2 turn the recording ended without an idle
+    update ends at the prompt's response."""
+    status, lines = drive(GOLDEN / f"{name}.jsonl", "--timeout", "10",
+                          *agent(GOLDEN / "agents" / f"{name}.json"))
+    assert status == 0, lines
+    assert lines[-1].endswith(" as recorded, 0 differ, 0 failed")

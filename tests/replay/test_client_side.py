@@ -78,10 +78,13 @@ def test_answers_of_one_key_come_in_order_then_the_last_again() -> None:
     assert [a["result"]["content"] for a in got if a is not None] == ["1", "2", "2"]
 
 
-def test_a_path_under_cwd_is_found_under_the_recorded_cwd() -> None:
-    table = answers((read(1, "/rec/src/a.py"), {"id": 1, "result": {"content": "A"}}))
-    answer, _, _ = table.answer(read(2, "/live/src/a.py"), Rewriter("/live", ["/rec"]))
-    assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"content": "A"}}
+def test_a_path_under_cwd_is_found_under_each_recorded_cwd() -> None:
+    table = answers((read(1, "/rec/src/a.py"), {"id": 1, "result": {"content": "A"}}),
+                    (read(2, "/other/b.py"), {"id": 2, "result": {"content": "B"}}))
+    rewriter = Rewriter("/live", ["/rec", "/other"])
+    assert [table.answer(read(n, path), rewriter)[0] for n, path in enumerate(["/live/src/a.py", "/live/b.py"])] == [
+        {"jsonrpc": "2.0", "id": 0, "result": {"content": "A"}}, {"jsonrpc": "2.0", "id": 1, "result": {"content": "B"}}]
+    assert table.answer(read(3, "/elsewhere/a.py"), rewriter)[0] is None
 
 
 def outgoing(raw: bytes) -> Outgoing:
@@ -124,8 +127,8 @@ def test_the_client_side_of_a_capture() -> None:
          "method": "x", "out": "{}\n"},
     ]
     side = ClientSide.from_records(records)
-    assert [(line.seq, line.where, line.after, line.creates) for line in side.lines] == [
-        (1, "session 1 setup", 0, "s"), (3, "session 1 turn 1", 0, None), (7, "session 1 turn 1", 2, None)]
+    assert [(line.seq, line.where, line.before, line.creates) for line in side.lines] == [
+        (1, "session 1 setup", 0, "s"), (3, "session 1 turn 1", 1, None), (7, "session 1 turn 1", 2, None)]
     assert side.withheld == ["#8 authenticate (connection)"]
     assert side.cwds == ["/w"]
     assert side.answers.answer(read(5, "/w/a"))[0] == {"jsonrpc": "2.0", "id": 5, "result": {"content": "A"}}
