@@ -25,14 +25,15 @@ def test_the_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                                        "--", "my-agent"])
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [
-        " 1. suggestions    built-in",
-        " 2. system-prompt  built-in",
-        " 3. rewrite-1      c.toml:4 [[rewrite]] #1",
-        " 4. tag            c.toml:8 [[rewrite]] #2",
-        " 5. InFile         in_file.py ([rules] files)",  # beside c.toml, given relative to here
-        " 6. Given          given.py (--rule)",
+        " 1. suggestions      built-in",
+        " 2. system-prompt    built-in",
+        " 3. commands-mirror  built-in",
+        " 4. rewrite-1        c.toml:4 [[rewrite]] #1",
+        " 5. tag              c.toml:8 [[rewrite]] #2",
+        " 6. InFile           in_file.py ([rules] files)",  # beside c.toml, given relative to here
+        " 7. Given            given.py (--rule)",
     ]
-    assert CliRunner().invoke(main, ["rules", "--no-suggestions"]).stdout == \
+    assert CliRunner().invoke(main, ["rules", "--no-suggestions", "--no-commands-mirror"]).stdout == \
         "no rules: every line goes through as it came\n"
 
 

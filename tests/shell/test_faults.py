@@ -14,6 +14,7 @@ import trio.testing
 
 from acp_bridge.config import AgentConfig, Config, RelayConfig
 from acp_bridge.core import Frame, Relay, Rewrite, Session
+from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.shell.run import serve
 from tests.conftest import agent_cmd, line, run_cli
@@ -81,7 +82,8 @@ async def test_a_rule_bug_forwards_the_original_message() -> None:
 
 
 async def test_a_rule_bug_is_fatal_under_strict() -> None:
-    with pytest.RaisesGroup(ValueError, flatten_subgroups=True):
+    with pytest.RaisesGroup(pytest.RaisesExc(RuleError, match="^rule 'boom' failed: ValueError: rule bug$"),
+                            flatten_subgroups=True):
         await _serve_with(Relay([Boom()], strict=True), b'{"jsonrpc":"2.0","id":0,"method":"x"}\n')
 
 
