@@ -24,6 +24,15 @@ import pytest
 import trio
 from hypothesis import HealthCheck, settings
 
+# Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE, set on
+# some machines, CI's among them): the suite starts hundreds of Python processes (the CLI, the
+# agents), each of which would otherwise compile the package anew, and each xdist worker would
+# rewrite and compile every test module. Measured: about a fifth of a bridge's start-up, and
+# several seconds of each worker's collection. Set here, before the workers start and before
+# any test module is imported, so it holds for both and for every process the tests start.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
+
 # Workers for the README's plain `pytest`: one per core of the 2-core machines CI and we run
 # on. Measured on one quiet machine, the whole suite (1,685 tests, nothing skipped): 106 s
 # and 110 s with 2 workers, 113 s with 4; the suite is CPU-bound (subprocesses starting
