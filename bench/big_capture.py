@@ -77,6 +77,23 @@ def turn(n: int) -> Iterator[tuple[Direction, bytes]]:
         {"text": f"Run the suite after step {n}"}, {"text": "Commit the fix"}]}}})
 
 
+def _reads(lines: Iterator[tuple[Direction, bytes]]) -> Iterator[tuple[Direction, bytes]]:
+    """The lines as a bridge reads them from busy pipes: each run of lines in one direction
+    arrives in one read (so its records share a time, as in a real capture)."""
+    run: list[bytes] = []
+    current: Direction | None = None
+    for direction, data in lines:
+        if direction is not current and run:
+            assert current is not None
+            yield current, b"".join(run)
+            run = []
+        current = direction
+        run.append(data)
+    if run:
+        assert current is not None
+        yield current, b"".join(run)
+
+
 def write_capture(path: Path, messages: int) -> int:
     """Write a capture of at least `messages` message records (whole turns); return how many."""
     relay = Relay(build_rewrites(Config()))
@@ -88,7 +105,7 @@ def write_capture(path: Path, messages: int) -> int:
         out = bytearray()
         lines = setup()
         while written < messages:
-            for direction, data in lines:
+            for direction, data in _reads(lines):
                 mono += 0.004
                 records = encoder.encode_batch(WALL + mono, mono, relay.feed(direction, data, mono))
                 out += records

@@ -1,5 +1,5 @@
 """The files the commands write (`export --html`, `check --junit`, `replay --rules --write`),
-through the real CLI: a path that is there but is no regular file or symlink (a device, a
+through the CLI (in this process, but where a FIFO could make it block): a path that is there but is no regular file or symlink (a device, a
 FIFO, a socket, a folder) is refused in one line, exit 2, and left exactly as it was; a
 regular file is replaced whole, and a symlink replaced, never written through."""
 
@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from acp_bridge.commands import main
 from tests.golden.record import CAPTURE_CONFIG, CASES
 from tests.replay.drive import GOLDEN
 
@@ -32,10 +34,14 @@ def command(option: str, out: Path | str, capture: Path = CAPTURE) -> list[str]:
     return ["replay", str(capture), "--rules", *RECORDED, "--write", str(out)]
 
 
-def acp_bridge(args: list[str]) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a child; a hang (a FIFO opened for writing) fails instead of blocking."""
-    return subprocess.run([sys.executable, "-m", "acp_bridge", *args], capture_output=True, text=True,
-                          timeout=60, check=False, stdin=subprocess.DEVNULL)
+def acp_bridge(args: list[str], *, child: bool = False) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process, or with `child` in a process of its own: where a FIFO is
+    opened for writing, which a regression would block on for ever (the timeout fails it)."""
+    if child:
+        return subprocess.run([sys.executable, "-m", "acp_bridge", *args], capture_output=True, text=True,
+                              timeout=60, check=False, stdin=subprocess.DEVNULL)
+    result = CliRunner().invoke(main, args)
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 OPTIONS = ["--html", "--junit", "--write"]
@@ -74,7 +80,7 @@ def special(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Pa
 def test_a_path_that_is_no_regular_file_is_refused_and_left_as_it_is(option: str, special: tuple[Path, str]) -> None:
     path, kind = special
     before = identity(path)
-    done = acp_bridge(command(option, path))
+    done = acp_bridge(command(option, path), child=kind == "a FIFO")
     assert (done.returncode, done.stdout, done.stderr) == (
         2, "", f"acp-bridge: {option}: {path} is {kind}, not a regular file; it is left as it is\n")
     assert identity(path) == before
