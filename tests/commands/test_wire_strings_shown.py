@@ -1,6 +1,7 @@
 """A session id or method chosen by a hostile agent or client reaches a person's terminal
 as visible escapes: the bridge's log, `show`, `stats`, `check` (and its JUnit file) and
-the replay's reports, each through the real CLI. The agent's own stderr, which the bridge
+the replay's reports, each through the CLI (in this process where it neither relays nor
+prints local times). The agent's own stderr, which the bridge
 copies, stays byte for byte; outputs that are JSON are left to the JSON encoder."""
 
 from __future__ import annotations
@@ -12,14 +13,22 @@ from pathlib import Path
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
-from tests.conftest import agent_cmd, run_cli
+from acp_bridge.commands import main
+from tests.conftest import Completed, agent_cmd, run_cli
 from tests.replay.hostile import msg, replaying, rpc, write_capture
 
 HOSTILE = "x\x1b]0;PWNED\x07y"  # OSC 0: retitles the terminal
 SHOWN = "x\\u001b]0;PWNED\\u0007y"
 C1 = "a\x9bb"  # U+009B: an 8-bit CSI to some terminals
 UTC = {"TZ": "UTC"}
+
+
+def invoke(args: list[str]) -> Completed:
+    """A command that neither relays nor reads the clock's zone, run in this process."""
+    result = CliRunner().invoke(main, args)
+    return Completed(result.exit_code, result.stdout_bytes, result.stderr_bytes)
 
 
 def assert_inert(output: bytes) -> None:
@@ -90,7 +99,7 @@ async def test_show_names_the_sessions_a_prefix_fits_escaped(tmp_path: Path) -> 
     capture = write_capture(tmp_path / "two.jsonl", [
         msg(1, "to-agent", "request", rpc(id=1, method="m", params={}), "m", 1, "s\x1b1"),
         msg(2, "to-agent", "request", rpc(id=2, method="m", params={}), "m", 2, "s\x1b2")])
-    done = await run_cli(["show", str(capture), "--session", "s"])
+    done = invoke(["show", str(capture), "--session", "s"])
     assert done.returncode == 2
     assert_inert(done.stderr)
     assert "'s' is the start of 2 sessions: s\\u001b1, s\\u001b2" in done.stderr.decode()
@@ -109,7 +118,7 @@ async def test_stats_escapes_methods_rules_and_sessions(tmp_path: Path) -> None:
 
 async def test_check_escapes_its_text_and_its_json_is_json(tmp_path: Path) -> None:
     capture = hostile_capture(tmp_path / "h.jsonl")
-    done = await run_cli(["check", str(capture)])
+    done = invoke(["check", str(capture)])
     assert done.returncode == 1
     assert_inert(done.stdout)
     lines = done.stdout.decode().splitlines()
@@ -117,7 +126,7 @@ async def test_check_escapes_its_text_and_its_json_is_json(tmp_path: Path) -> No
     assert (f"          e.g. session/update for {SHOWN}, which was never created, loaded or resumed "
             f"(session {SHOWN})") in lines
     assert "  verdict: this pair still needs the bridge because it changed or wrote messages (r\\u001b 1x)" in lines
-    as_json = await run_cli(["check", str(capture), "--json"])
+    as_json = invoke(["check", str(capture), "--json"])
     assert_inert(as_json.stdout)  # stdlib json writes ASCII: every control is a \u escape
     assert json.loads(as_json.stdout)["captures"][0]["client"] == HOSTILE
 
@@ -125,7 +134,7 @@ async def test_check_escapes_its_text_and_its_json_is_json(tmp_path: Path) -> No
 async def test_check_junit_parses_and_keeps_the_text_readable(tmp_path: Path) -> None:
     capture = hostile_capture(tmp_path / "h.jsonl")
     junit = tmp_path / "j.xml"
-    assert (await run_cli(["check", str(capture), "--junit", str(junit)])).returncode == 1
+    assert (invoke(["check", str(capture), "--junit", str(junit)])).returncode == 1
     cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
     said = cases["update-unknown-session"].find("failure")
     assert said is not None and said.text is not None
@@ -134,11 +143,11 @@ async def test_check_junit_parses_and_keeps_the_text_readable(tmp_path: Path) ->
 
 async def test_replay_rules_escapes_the_differences(tmp_path: Path) -> None:
     capture = hostile_capture(tmp_path / "h.jsonl")
-    done = await run_cli(["replay", str(capture), "--rules"])
+    done = invoke(["replay", str(capture), "--rules"])
     assert_inert(done.stdout)
     assert done.stdout.decode().splitlines()[0] == (
         f'#4 -> {SHOWN}: changed {{"/params/s":{{"now":"a\\u009bb"}}}}')
-    as_json = await run_cli(["replay", str(capture), "--rules", "--json"])
+    as_json = invoke(["replay", str(capture), "--rules", "--json"])
     assert orjson.loads(as_json.stdout)["differences"][0]["method"] == HOSTILE
 
 
@@ -159,7 +168,7 @@ async def test_a_capture_path_that_is_no_text_still_gives_valid_junit(tmp_path: 
     is not UTF-8 arrives as lone surrogates, which no UTF-8 file can hold."""
     weird = hostile_capture(tmp_path / "h.jsonl").rename(tmp_path / os.fsdecode(name + b".jsonl"))
     junit = tmp_path / "j.xml"
-    done = await run_cli(["check", str(weird), "--junit", str(junit)])
+    done = invoke(["check", str(weird), "--junit", str(junit)])
     assert done.returncode == 1, done.stderr
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
