@@ -1,8 +1,8 @@
 """A session id or method chosen by a hostile agent or client reaches a person's terminal
 as visible escapes: the bridge's log, `show`, `stats`, `check` (and its JUnit file) and
 the replay's reports, each through the CLI (in this process where it neither relays nor
-prints local times). The agent's own stderr, which the bridge
-copies, stays byte for byte; outputs that are JSON are left to the JSON encoder."""
+prints local times). The agent's own stderr, which the bridge copies, stays byte for byte;
+outputs that are JSON are left to the JSON encoder."""
 
 from __future__ import annotations
 
