@@ -81,6 +81,17 @@ class Completed:
     stderr: bytes
 
 
+def invoke(args: Sequence[str]) -> Completed:
+    """A command run in this process through the real click group (no interpreter to start):
+    for commands that neither relay nor start processes nor print local times."""
+    from click.testing import CliRunner
+
+    from acp_bridge.commands import main
+
+    result = CliRunner().invoke(main, list(args))
+    return Completed(result.exit_code, result.stdout_bytes, result.stderr_bytes)
+
+
 async def run_cli(args: Sequence[str], stdin: bytes = b"", *, timeout: float = 60,
                   env: dict[str, str] | None = None) -> Completed:
     """Run `python -m acp_bridge ARGS` as a real process; return its status and output."""

@@ -13,22 +13,14 @@ from pathlib import Path
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
-from acp_bridge.commands import main
-from tests.conftest import Completed, agent_cmd, run_cli
+from tests.conftest import agent_cmd, invoke, run_cli
 from tests.replay.hostile import msg, replaying, rpc, write_capture
 
 HOSTILE = "x\x1b]0;PWNED\x07y"  # OSC 0: retitles the terminal
 SHOWN = "x\\u001b]0;PWNED\\u0007y"
 C1 = "a\x9bb"  # U+009B: an 8-bit CSI to some terminals
 UTC = {"TZ": "UTC"}
-
-
-def invoke(args: list[str]) -> Completed:
-    """A command that neither relays nor reads the clock's zone, run in this process."""
-    result = CliRunner().invoke(main, args)
-    return Completed(result.exit_code, result.stdout_bytes, result.stderr_bytes)
 
 
 def assert_inert(output: bytes) -> None:

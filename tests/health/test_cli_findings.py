@@ -15,7 +15,7 @@ import orjson
 import pytest
 import trio
 
-from tests.conftest import SCRIPTED_AGENT, open_bridge, run_cli
+from tests.conftest import SCRIPTED_AGENT, invoke, open_bridge, run_cli
 from tests.health import scenarios as sc
 
 pytestmark = pytest.mark.xdist_group("health-cli-findings")  # `broken_v1` runs once
@@ -99,7 +99,7 @@ async def test_check_finds_the_same_afterwards_and_fails_at_warning(broken_v1: t
                                                                    tmp_path: Path) -> None:
     capture, config = broken_v1
     junit = tmp_path / "junit.xml"
-    result = await run_cli(["check", str(capture), "-c", str(config), "--json", "--junit", str(junit)])
+    result = invoke(["check", str(capture), "-c", str(config), "--json", "--junit", str(junit)])
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)["captures"][0]
     assert {f["code"] for f in report["findings"]} == sc.BROKEN_V1_CODES
@@ -122,7 +122,7 @@ async def test_the_system_prompt_fallback_names_its_session_and_request(broken_v
     capture, config = broken_v1
     [live] = [r for r in records(capture) if r["type"] == "finding" and r["code"] == "system-prompt-fallback"]
     assert (live["session"], live["id"], live["method"]) == ("s1", 2, "session/prompt")
-    result = await run_cli(["check", str(capture), "-c", str(config), "--json"])
+    result = invoke(["check", str(capture), "-c", str(config), "--json"])
     [after] = [f for f in json.loads(result.stdout)["captures"][0]["findings"] if f["code"] == "system-prompt-fallback"]
     assert [(o["session"], o["id"], o["seq"]) for o in after["occurrences"]] == [("s1", 2, live["about"])]
 
@@ -135,7 +135,7 @@ async def test_v1_shape_on_a_v2_connection(tmp_path: Path) -> None:
     assert result.stderr.decode().splitlines() == [
         "acp-bridge: WARNING: health: v1-shape-on-v2: v1 initialize keys on v2: agentCapabilities"]
     assert live_codes(capture) == {"v1-shape-on-v2"}
-    checked = await run_cli(["check", str(capture), "--fail-on", "error"])
+    checked = invoke(["check", str(capture), "--fail-on", "error"])
     assert checked.returncode == 0
     assert "  warning v1-shape-on-v2 (1x)  seq 2" in checked.stdout.decode()
 
@@ -166,7 +166,7 @@ async def test_a_long_turn_with_tools_and_permission_has_no_warning(tmp_path: Pa
             await bridge.close_stdin()
             await bridge.read_all()
     assert live_codes(capture) == {"legacy-suggestions"}
-    checked = await run_cli(["check", str(capture)])
+    checked = invoke(["check", str(capture)])
     assert checked.returncode == 0, checked.stdout
     text = checked.stdout.decode()
     assert "  info    legacy-suggestions (1x)" in text
@@ -178,7 +178,7 @@ async def test_the_demo_has_no_warning_and_needs_the_bridge(tmp_path: Path) -> N
     assert demo.returncode == 0
     capture = tmp_path / "capture.jsonl"
     assert live_codes(capture) == {"legacy-suggestions", "system-prompt-fallback"}
-    checked = await run_cli(["check", str(capture), "--json"])
+    checked = invoke(["check", str(capture), "--json"])
     assert checked.returncode == 0
     report = json.loads(checked.stdout)["captures"][0]
     assert {f["level"] for f in report["findings"]} == {"info"}
