@@ -40,11 +40,12 @@ def not_an_outcome(result: object) -> TypeError | None:
         return TypeError(f"returned {result!r:.80}, not an outcome (PASS, DROP, Replace)")
     if result.msg is not None and not isinstance(result.msg, dict):
         return TypeError(f"Replace({type(result.msg).__name__}): the message must be a dict (a JSON object)")
-    if not isinstance(result.then, (tuple, list)):
-        return TypeError(f"Replace(then={type(result.then).__name__}): then= takes a tuple of Emit")
-    for emit in result.then:
-        if not isinstance(emit, Emit) or not isinstance(emit.direction, Direction) or not isinstance(emit.msg, dict):
-            return TypeError(f"then= holds {emit!r:.80}, not an Emit(Direction, dict)")
+    for key, emits in (("then", result.then), ("before", result.before)):
+        if not isinstance(emits, (tuple, list)):
+            return TypeError(f"Replace({key}={type(emits).__name__}): {key}= takes a tuple of Emit")
+        for emit in emits:
+            if not (isinstance(emit, Emit) and isinstance(emit.direction, Direction) and isinstance(emit.msg, dict)):
+                return TypeError(f"{key}= holds {emit!r:.80}, not an Emit(Direction, dict)")
     return None
 
 

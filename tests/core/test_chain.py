@@ -163,6 +163,13 @@ class Returns(Rewrite):
     (Replace({}, then=({"m": 1},)), "then= holds {'m': 1}, not an Emit(Direction, dict)"),  # type: ignore[arg-type]
     (Replace({}, then=(Emit("to-client", {}),)), "then= holds Emit(direction='to-client', msg={}), "  # type: ignore[arg-type]
                                                  "not an Emit(Direction, dict)"),
+    # before= is checked as then= is: what it holds is written ahead of the message.
+    (Replace({}, before=Emit(C, {})), "Replace(before=Emit): before= takes a tuple of Emit"),  # type: ignore[arg-type]
+    (Replace({}, before=("garbage",)), "before= holds 'garbage', not an Emit(Direction, dict)"),  # type: ignore[arg-type]
+    (Replace({}, before=(Emit("to-client", {}),)), "before= holds Emit(direction='to-client', msg={}), "  # type: ignore[arg-type]
+                                                   "not an Emit(Direction, dict)"),
+    (Replace({}, before=(Emit(C, [1]),)), "before= holds Emit(direction=<Direction.TO_CLIENT: 'to-client'>, "  # type: ignore[arg-type]
+                                          "msg=[1]), not an Emit(Direction, dict)"),
 ])
 def test_what_is_not_an_outcome_is_a_failure_of_that_rule(value: object, why: str) -> None:
     with pytest.raises(RuleError) as raised:
