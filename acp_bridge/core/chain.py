@@ -95,7 +95,9 @@ class Chain:
                     result = hook(current, request, session)
                 else:
                     result = hook(current, session)
-            except (Exception, SystemExit) as exc:  # a rule's exit() ends nothing but that rule's say
+            except KeyboardInterrupt:  # Ctrl-C while a hook runs: the user's, not the rule's
+                raise
+            except BaseException as exc:  # exit(), GeneratorExit, BaseException(): that rule's bug only
                 raise RuleError(name, exc) from exc
             if result is PASS:
                 continue

@@ -205,11 +205,25 @@ def test_a_failing_rule_is_said_once_and_each_traceback_at_debug(caplog: pytest.
     assert relay.failures == {"Returns": 3}
 
 
-def test_a_rule_that_calls_exit_fails_like_any_other() -> None:
+@pytest.mark.parametrize(("error", "said"), [
+    (SystemExit(3), "SystemExit: 3"),
+    (GeneratorExit(), "GeneratorExit: "),
+    (BaseException("odd"), "BaseException: odd"),
+])
+def test_a_rule_that_calls_exit_fails_like_any_other(error: BaseException, said: str) -> None:
     class Exits(Rewrite):
         def request(self, frame: Frame, session: Session) -> Outcome:
-            raise SystemExit(3)
+            raise error
 
     raw = orjson.dumps(REQUEST) + b"\n"
     (fwd,) = Relay([Exits()]).feed(A, raw)
-    assert (fwd.verdict, fwd.data, fwd.rules, fwd.error) == (Verdict.ERROR, raw, ("Exits",), "SystemExit: 3")
+    assert (fwd.verdict, fwd.data, fwd.rules, fwd.error) == (Verdict.ERROR, raw, ("Exits",), said)
+
+
+def test_ctrl_c_while_a_rule_runs_is_not_that_rule_failing() -> None:
+    class Interrupted(Rewrite):
+        def request(self, frame: Frame, session: Session) -> Outcome:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Relay([Interrupted()]).feed(A, orjson.dumps(REQUEST) + b"\n")
