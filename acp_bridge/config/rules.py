@@ -90,7 +90,10 @@ def load_rule_file(path: Path) -> list[Rule]:
     sys.modules[module.__name__] = module
     try:
         exec(code, module.__dict__)
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        del sys.modules[module.__name__]
+        raise
+    except BaseException as exc:  # exit(), a bare BaseException: bad input, not a traceback
         del sys.modules[module.__name__]
         line = _line_in(exc, str(path))
         raise _error(f"{path}{f':{line}' if line else ''}: loading it raised "
@@ -156,7 +159,9 @@ def _entry_point(name: str, source: str) -> list[LoadedRule]:
             value = value()
         if isinstance(value, Rule):  # an entry point may name one rule
             value = [value]
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         raise _error(f"{where}: loading it raised {type(exc).__name__}: {exc}") from None
     return [LoadedRule(rule, where) for rule in checked_rules(value, where)]
 

@@ -76,6 +76,7 @@ def test_an_entry_point_is_loaded_only_by_name(tmp_path: Path, monkeypatch: pyte
     ("x = 1\nraise RuntimeError('no')\n", "{path}:2: loading it raised RuntimeError: no"),
     ("import acp_bridge.nope\n", "{path}:1: loading it raised ModuleNotFoundError: No module named 'acp_bridge.nope'"),
     ("import sys\nsys.exit(3)\n", "{path}:2: loading it raised SystemExit: 3"),
+    ("x = 1\nraise BaseException('odd')\n", "{path}:2: loading it raised BaseException: odd"),
     ("x = 1\n", "{path}: defines no rules: end it with `rules = [MyRule()]`, a list of rule instances"),
     ("rules = 5\n", "{path}: `rules` is a int, not a list of rules"),
     ("from acp_bridge.rules import Rule\nclass R(Rule): pass\nrules = R()\n", "{path}: `rules` is a R, not a list of rules"),
