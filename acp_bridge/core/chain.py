@@ -22,13 +22,21 @@ from acp_bridge.errors import BridgeError
 _HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICATION, "notification"))
 
 
+ERROR_SHOWN = 500  # characters of what a rule raised, in its one stderr line and each record
+
+
 class RuleError(BridgeError):
     """Rule `rule` raised `error` (its `__cause__`), or returned something that is no
-    outcome. Fails open; with strict, it stops the bridge, and this names the rule."""
+    outcome. Fails open; with strict, it stops the bridge, and this names the rule.
+    `detail`: the error in brief (a rule may raise with a whole message in its text, and
+    each failing line's capture record carries it)."""
 
     def __init__(self, rule: str, error: BaseException) -> None:
-        super().__init__(printable(f"rule {rule!r} failed: {type(error).__name__}: {error}",
-                                   quote_backslash=False))
+        text = str(error)
+        if len(text) > ERROR_SHOWN:
+            text = f"{text[:ERROR_SHOWN]}... ({len(text)} characters)"
+        self.detail = f"{type(error).__name__}: {text}"
+        super().__init__(printable(f"rule {rule!r} failed: {self.detail}", quote_backslash=False))
         self.rule = rule
         self.error = error
 

@@ -294,7 +294,7 @@ class Relay:
                 self._not_forwarded(frame, request, out)
                 raise
             self._rule_failed(exc, frame)
-            self._fail_open(frame, [exc.rule], request, f"{type(exc.error).__name__}: {exc.error}", out)
+            self._fail_open(frame, [exc.rule], request, exc.detail, out)
             return
         if outcome is None:  # every rule passed
             out.append(Forward(frame.direction, frame.raw, frame.raw, VERDICT_PASS, frame, (), request))

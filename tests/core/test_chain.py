@@ -22,7 +22,7 @@ from acp_bridge.core import (
     Verdict,
     classify,
 )
-from acp_bridge.core.chain import Chain, RuleError
+from acp_bridge.core.chain import ERROR_SHOWN, Chain, RuleError
 from acp_bridge.core.rewrites.base import EVERY_LINE, Outcome
 from acp_bridge.core.session import Pending
 
@@ -227,3 +227,18 @@ def test_ctrl_c_while_a_rule_runs_is_not_that_rule_failing() -> None:
 
     with pytest.raises(KeyboardInterrupt):
         Relay([Interrupted()]).feed(A, orjson.dumps(REQUEST) + b"\n")
+
+
+def test_what_a_rule_raises_is_said_in_brief(caplog: pytest.LogCaptureFixture) -> None:
+    """A rule that raises with a whole message in its text (`ValueError(f"odd: {msg}")`):
+    its stderr line and each failing line's record carry the first ERROR_SHOWN characters."""
+    class Loud(Rewrite):
+        def request(self, frame: Frame, session: Session) -> Outcome:
+            raise ValueError("x" * 1_000_000)
+
+    raw = orjson.dumps(REQUEST) + b"\n"
+    with caplog.at_level(logging.WARNING, "acp_bridge.relay"):
+        (fwd,) = Relay([Loud()]).feed(A, raw)
+    assert fwd.error == "ValueError: " + "x" * ERROR_SHOWN + "... (1000000 characters)"
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"rule 'Loud' failed: {fwd.error}, on <Frame")
