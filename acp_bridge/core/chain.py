@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.core.messages import RESPONSE, Direction, Frame, Kind
+from acp_bridge.core.messages import NOTIFICATION, RESPONSE, Direction, Frame, Kind
 from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
 from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.unparsed import has_escape
 from acp_bridge.errors import BridgeError
 
 _HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICATION, "notification"))
@@ -57,6 +58,15 @@ def not_an_outcome(result: object) -> TypeError | None:
     return None
 
 
+def shown_to(raw: bytes, triggers: tuple[bytes, ...]) -> bool:
+    """Is a notification line shown to a rule with these triggers? When it holds one, or an
+    escape, which could spell any of them (as the relay decides what to parse)."""
+    for trigger in triggers:  # a loop: any() with a generator costs more per line
+        if trigger in raw:
+            return True
+    return has_escape(raw)
+
+
 @dataclass(slots=True)
 class ChainResult:
     """What the rules made of one message: `frame` as it now reads (the input itself when
@@ -74,9 +84,12 @@ class Chain:
     def __init__(self, rewrites: Sequence[Rewrite]) -> None:
         self.rewrites = tuple(rewrites)
         # Per kind, only the hooks a rewrite overrides, in chain order: no call for nothing.
-        self._hooks: dict[Kind, tuple[tuple[str, Callable[..., Any]], ...]] = {
+        # A notification hook comes with its rule's triggers: a line parsed for another
+        # rule's is not shown to it (docs/rules.md promises as much).
+        self._hooks: dict[Kind, tuple[tuple[str, Callable[..., Any], tuple[bytes, ...] | None], ...]] = {
             kind: tuple(
-                (rw.name, getattr(rw, hook)) for rw in self.rewrites
+                (rw.name, getattr(rw, hook), tuple(rw.triggers) if kind is NOTIFICATION else None)
+                for rw in self.rewrites
                 if getattr(type(rw), hook) is not getattr(Rewrite, hook)
             )
             for kind, hook in _HOOKS
@@ -97,7 +110,10 @@ class Chain:
         outcome: ChainResult | None = None
         current = frame
         kind = frame.kind
-        for name, hook in self._hooks[kind]:
+        for name, hook, triggers in self._hooks[kind]:
+            # Once a rule has changed the message, every later rule sees what it made.
+            if triggers is not None and current is frame and not shown_to(frame.raw, triggers):
+                continue
             try:  # free unless it raises (Python 3.11+)
                 if kind is RESPONSE:
                     result = hook(current, request, session)

@@ -242,3 +242,28 @@ def test_what_a_rule_raises_is_said_in_brief(caplog: pytest.LogCaptureFixture) -
     assert fwd.error == "ValueError: " + "x" * ERROR_SHOWN + "... (1000000 characters)"
     (warning,) = [r.getMessage() for r in caplog.records]
     assert warning.startswith(f"rule 'Loud' failed: {fwd.error}, on <Frame")
+
+
+class DropsWhatItSees(Rewrite):
+    """Trusts its triggers as docs/rules.md says it may: drops every notification shown to it."""
+
+    triggers = EVERY_LINE  # each instance names its own, as a [[rewrite]] table does
+
+    def __init__(self, name: str, trigger: bytes) -> None:
+        self.name, self.triggers = name, (trigger,)
+
+    def notification(self, frame: Frame, session: Session) -> Outcome:
+        return DROP
+
+
+@pytest.mark.parametrize(("text", "dropped_by"), [
+    ('"kind":"usage_update"', "usage"),  # its own trigger
+    ('"kind":"plan"', "plan"),  # the other rule's: not shown to "usage", which comes first
+    ('"kind":"other"', None),  # neither: not parsed at all
+    ('"kind":"\\u0070lan"', "usage"),  # an escape could spell any trigger: shown to every rule
+])
+def test_a_notification_is_shown_only_to_the_rules_whose_triggers_it_holds(text: str, dropped_by: str | None) -> None:
+    relay = Relay([DropsWhatItSees("usage", b'"usage_update"'), DropsWhatItSees("plan", b'"plan"')])
+    raw = b'{"jsonrpc":"2.0","method":"session/update","params":{' + text.encode() + b"}}\n"
+    (fwd,) = relay.feed(C, raw)
+    assert (fwd.verdict, fwd.rules) == ((Verdict.DROP, (dropped_by,)) if dropped_by else (Verdict.PASS, ()))
