@@ -133,6 +133,8 @@ class CloseToolCalls(Rewrite):
     def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
         if request.method != p.SESSION_PROMPT or request.origin is not Direction.TO_AGENT or session.v2:
             return PASS  # v2 answers a prompt when it accepts it: the idle update ends the turn
+        if session.in_flight(p.SESSION_PROMPT, request.session_id):
+            return PASS  # another prompt of the session runs on (this one was refused mid-turn)
         return self._close(frame, session, request.session_id, frozenset())
 
     def _track(self, session: Session, session_id: Any, update: Json) -> None:

@@ -93,6 +93,13 @@ V1_CASES = [
     pytest.param([
         (A, prompt(2, "s1"), SAME),
         (C, call("s1", "c1", "in_progress"), SAME),
+        (A, prompt(3, "s1"), SAME),  # a second prompt while the turn runs: the agent refuses it
+        (C, b'{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"busy"}}\n', SAME),
+        (C, answer(2), [closing("s1", "c1", "in_progress"), answer(2)]),
+    ], id="a-prompt-refused-mid-turn-ends-nothing"),
+    pytest.param([
+        (A, prompt(2, "s1"), SAME),
+        (C, call("s1", "c1", "in_progress"), SAME),
         (C, moved("s1", "c1", status="failed"), SAME),
         (C, call("s1", "c2", "in_progress"), SAME),
         (C, moved("s1", "c2", status="completed"), SAME),
