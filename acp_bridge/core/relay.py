@@ -118,6 +118,7 @@ class Relay:
         self._answers = Answers(self.session)  # what the bridge writes itself, and where
         self._unparsed = Unparsed(self.session, self._answers)
         self.unencodable = 0  # lines a rule changed that could not be written back
+        self._unencodable_said: set[str] = set()  # the rules whose unwritable change was said
         self.failures: dict[str, int] = {}  # per rule: how often it failed (each said once)
 
     def __repr__(self) -> str:
@@ -345,9 +346,12 @@ class Relay:
             raise RuleError(", ".join(rules) or "?", Unencodable(
                 f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}"))
         self.unencodable += 1
-        if self.unencodable == 1:
-            log.warning("a message the rules would change cannot be written back (%s); it was "
-                        "forwarded as it came, unchanged (further ones are not reported)", why)
+        who = ", ".join(rules)
+        if who not in self._unencodable_said:  # once per rule (a user's garbage is not hidden by another's)
+            self._unencodable_said.add(who)
+            what = f"what the rules ({who}) made of a message" if who else "a message the rules would change"
+            log.warning("%s cannot be written back (%s); it was forwarded as it came, unchanged "
+                        "(further ones are not reported)", what, why)
         self._fail_open(frame, rules, request, f"cannot re-encode: {why}", out)
 
     def _rule_failed(self, exc: RuleError, frame: Frame) -> None:

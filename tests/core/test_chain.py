@@ -267,3 +267,23 @@ def test_a_notification_is_shown_only_to_the_rules_whose_triggers_it_holds(text:
     raw = b'{"jsonrpc":"2.0","method":"session/update","params":{' + text.encode() + b"}}\n"
     (fwd,) = relay.feed(C, raw)
     assert (fwd.verdict, fwd.rules) == ((Verdict.DROP, (dropped_by,)) if dropped_by else (Verdict.PASS, ()))
+
+
+def test_a_change_that_cannot_be_written_is_said_once_per_rule(caplog: pytest.LogCaptureFixture) -> None:
+    """Garbage in a Replace (an object JSON has no form for) fails open, and stderr names
+    the rule: once for each rule, however often, so one rule's does not hide another's."""
+    class Garbage(Rewrite):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def request(self, frame: Frame, session: Session) -> Outcome:
+            return Replace({**(frame.msg or {}), "x": object()}) if frame.method == self.name else PASS
+
+    relay = Relay([Garbage("a"), Garbage("b")])
+    with caplog.at_level(logging.WARNING, "acp_bridge.relay"):
+        for n, method in enumerate(["a", "a", "b"]):
+            (fwd,) = relay.feed(A, b'{"jsonrpc":"2.0","id":%d,"method":"%s"}\n' % (n, method.encode()))
+            assert (fwd.verdict, fwd.rules) == (Verdict.ERROR, (method,))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"what the rules ({name}) made of a message cannot be written back (Type is not JSON serializable: "
+        "object); it was forwarded as it came, unchanged (further ones are not reported)" for name in "ab"]
