@@ -169,6 +169,7 @@ class _LongLine:
     head: bytearray = field(default_factory=bytearray)  # the first HEAD_BYTES
     tail: bytes = b""  # the last bytes seen, for a needle cut in two between pieces
     secret: bool = False  # it could hold a secret: the head is withheld
+    rules: tuple[str, ...] = ()  # ("stray-output",): stray agent output, diverted to stderr
 
 
 def _ends_line(piece: bytes) -> bool:
@@ -240,7 +241,7 @@ class CaptureEncoder:
         parsed by nobody, so it is kept only when the whole line is clear of them."""
         long = self._long.get(fwd.direction)
         if long is None:
-            long = self._long[fwd.direction] = _LongLine()
+            long = self._long[fwd.direction] = _LongLine(rules=fwd.rules)
         data = fwd.raw
         long.size += len(data)
         room = HEAD_BYTES - len(long.head)
@@ -261,8 +262,9 @@ class CaptureEncoder:
         self.seq += 1
         record: Json = {
             "type": "message", "seq": self.seq, "time": wall, "mono": mono,
-            "direction": direction.value, "kind": Kind.OTHER.value, "verdict": Verdict.OPAQUE.value,
-            "method": None, "id": None, "session": None, "rules": [], "size": long.size,
+            "direction": direction.value, "kind": Kind.OTHER.value,
+            "verdict": (Verdict.DIVERTED if long.rules else Verdict.OPAQUE).value,
+            "method": None, "id": None, "session": None, "rules": list(long.rules), "size": long.size,
         }
         head = bytes(long.head)
         if long.secret:

@@ -31,6 +31,10 @@ ENTRY_POINT_GROUP = "acp_bridge.rules"
 BUILT_IN = "built-in"
 MAX_RULE_FILE = 4 * 1024 * 1024  # a rule file larger than this is a mistake (a device, a log)
 _counter = itertools.count(1)
+# Names the bridge's own work carries in captures, `stats`, `check` and telemetry, whether or
+# not it runs: the built-in rules, its answers for a gone agent, diverted stray output.
+RESERVED = frozenset({"suggestions", "system-prompt", "commands-mirror", "close-tool-calls", "bridge",
+                      "stray-output"})
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,9 @@ def load_rules(config: Config) -> list[LoadedRule]:
         loaded.extend(LoadedRule(rule, f"{path} (--rule)") for rule in load_rule_file(Path(path)))
     seen: dict[str, str] = {}
     for one in loaded:
+        if one.origin != BUILT_IN and one.rule.name in RESERVED:
+            raise _error(f"{one.origin}: {one.rule.name!r} is the name of the bridge's own work, which "
+                         "captures and telemetry show it by: give the rule a `name` of its own")
         if one.rule.name in seen:
             raise _error(f"{one.origin}: a rule named {one.rule.name!r} is already loaded from "
                               f"{seen[one.rule.name]}: give it a `name` of its own")
@@ -90,7 +97,10 @@ def load_rule_file(path: Path) -> list[Rule]:
     sys.modules[module.__name__] = module
     try:
         exec(code, module.__dict__)
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        del sys.modules[module.__name__]
+        raise
+    except BaseException as exc:  # exit(), a bare BaseException: bad input, not a traceback
         del sys.modules[module.__name__]
         line = _line_in(exc, str(path))
         raise _error(f"{path}{f':{line}' if line else ''}: loading it raised "
@@ -156,7 +166,9 @@ def _entry_point(name: str, source: str) -> list[LoadedRule]:
             value = value()
         if isinstance(value, Rule):  # an entry point may name one rule
             value = [value]
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         raise _error(f"{where}: loading it raised {type(exc).__name__}: {exc}") from None
     return [LoadedRule(rule, where) for rule in checked_rules(value, where)]
 

@@ -13,22 +13,31 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.core.messages import RESPONSE, Direction, Frame, Kind
+from acp_bridge.core.messages import NOTIFICATION, RESPONSE, Direction, Frame, Kind
 from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
 from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.unparsed import has_escape
 from acp_bridge.errors import BridgeError
 
 _HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICATION, "notification"))
 
 
+ERROR_SHOWN = 500  # characters of what a rule raised, in its one stderr line and each record
+
+
 class RuleError(BridgeError):
     """Rule `rule` raised `error` (its `__cause__`), or returned something that is no
-    outcome. Fails open; with strict, it stops the bridge, and this names the rule."""
+    outcome. Fails open; with strict, it stops the bridge, and this names the rule.
+    `detail`: the error in brief (a rule may raise with a whole message in its text, and
+    each failing line's capture record carries it)."""
 
     def __init__(self, rule: str, error: BaseException) -> None:
-        super().__init__(printable(f"rule {rule!r} failed: {type(error).__name__}: {error}",
-                                   quote_backslash=False))
+        text = str(error)
+        if len(text) > ERROR_SHOWN:
+            text = f"{text[:ERROR_SHOWN]}... ({len(text)} characters)"
+        self.detail = f"{type(error).__name__}: {text}"
+        super().__init__(printable(f"rule {rule!r} failed: {self.detail}", quote_backslash=False))
         self.rule = rule
         self.error = error
 
@@ -40,12 +49,22 @@ def not_an_outcome(result: object) -> TypeError | None:
         return TypeError(f"returned {result!r:.80}, not an outcome (PASS, DROP, Replace)")
     if result.msg is not None and not isinstance(result.msg, dict):
         return TypeError(f"Replace({type(result.msg).__name__}): the message must be a dict (a JSON object)")
-    if not isinstance(result.then, (tuple, list)):
-        return TypeError(f"Replace(then={type(result.then).__name__}): then= takes a tuple of Emit")
-    for emit in result.then:
-        if not isinstance(emit, Emit) or not isinstance(emit.direction, Direction) or not isinstance(emit.msg, dict):
-            return TypeError(f"then= holds {emit!r:.80}, not an Emit(Direction, dict)")
+    for key, emits in (("then", result.then), ("before", result.before)):
+        if not isinstance(emits, (tuple, list)):
+            return TypeError(f"Replace({key}={type(emits).__name__}): {key}= takes a tuple of Emit")
+        for emit in emits:
+            if not (isinstance(emit, Emit) and isinstance(emit.direction, Direction) and isinstance(emit.msg, dict)):
+                return TypeError(f"{key}= holds {emit!r:.80}, not an Emit(Direction, dict)")
     return None
+
+
+def shown_to(raw: bytes, triggers: tuple[bytes, ...]) -> bool:
+    """Is a notification line shown to a rule with these triggers? When it holds one, or an
+    escape, which could spell any of them (as the relay decides what to parse)."""
+    for trigger in triggers:  # a loop: any() with a generator costs more per line
+        if trigger in raw:
+            return True
+    return has_escape(raw)
 
 
 @dataclass(slots=True)
@@ -65,9 +84,12 @@ class Chain:
     def __init__(self, rewrites: Sequence[Rewrite]) -> None:
         self.rewrites = tuple(rewrites)
         # Per kind, only the hooks a rewrite overrides, in chain order: no call for nothing.
-        self._hooks: dict[Kind, tuple[tuple[str, Callable[..., Any]], ...]] = {
+        # A notification hook comes with its rule's triggers: a line parsed for another
+        # rule's is not shown to it (docs/rules.md promises as much).
+        self._hooks: dict[Kind, tuple[tuple[str, Callable[..., Any], tuple[bytes, ...] | None], ...]] = {
             kind: tuple(
-                (rw.name, getattr(rw, hook)) for rw in self.rewrites
+                (rw.name, getattr(rw, hook), tuple(rw.triggers) if kind is NOTIFICATION else None)
+                for rw in self.rewrites
                 if getattr(type(rw), hook) is not getattr(Rewrite, hook)
             )
             for kind, hook in _HOOKS
@@ -88,13 +110,18 @@ class Chain:
         outcome: ChainResult | None = None
         current = frame
         kind = frame.kind
-        for name, hook in self._hooks[kind]:
+        for name, hook, triggers in self._hooks[kind]:
+            # Once a rule has changed the message, every later rule sees what it made.
+            if triggers is not None and current is frame and not shown_to(frame.raw, triggers):
+                continue
             try:  # free unless it raises (Python 3.11+)
                 if kind is RESPONSE:
                     result = hook(current, request, session)
                 else:
                     result = hook(current, session)
-            except (Exception, SystemExit) as exc:  # a rule's exit() ends nothing but that rule's say
+            except KeyboardInterrupt:  # Ctrl-C while a hook runs: the user's, not the rule's
+                raise
+            except BaseException as exc:  # exit(), GeneratorExit, BaseException(): that rule's bug only
                 raise RuleError(name, exc) from exc
             if result is PASS:
                 continue

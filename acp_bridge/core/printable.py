@@ -56,14 +56,17 @@ def printable_lines(text: str) -> str:
 STRAY_SHOWN = 500  # bytes of a diverted line shown on stderr
 
 
-def stray_line(raw: bytes, limit: int = STRAY_SHOWN) -> str | None:
+def stray_line(raw: bytes, limit: int = STRAY_SHOWN, *, long: bool = False) -> str | None:
     """A line of the agent's stdout that the bridge diverts (bridge-rules 6.3), as the one
     line it writes on stderr instead: its first `limit` bytes made `printable`, with how
-    long it was when that is not all of it. None for a blank line (nothing to show)."""
+    long it was when that is not all of it. None for a blank line (nothing to show).
+    `long`: `raw` is the first piece of a line over the parse limit, whose length is not known."""
     line = raw.removesuffix(b"\n").removesuffix(b"\r")
     if not line.strip():
         return None
     text = printable(line[:limit].decode("utf-8", "replace"))
-    if len(line) > limit:
+    if long:
+        text += " ... (a line over the parse limit)"
+    elif len(line) > limit:
         text += f" ... ({len(line)} bytes)"
     return f"acp-bridge: agent stdout (not forwarded): {text}"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core.answers import Answers
 from acp_bridge.core.chain import Chain, ChainResult, RuleError
-from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_PASS, complete_lines
+from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OPAQUE, VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
@@ -109,6 +109,7 @@ class Relay:
         # `[relay] stray_output = "stderr"`: agent lines that are not a JSON object are not
         # forwarded; the shell shows them on stderr (Verdict.DIVERTED).
         self.divert_stray = divert_stray
+        self._long_stray: bool | None = None  # the agent's line over the parse limit: diverted?
         self.session = Session()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(self.chain.triggers))
@@ -117,6 +118,7 @@ class Relay:
         self._answers = Answers(self.session)  # what the bridge writes itself, and where
         self._unparsed = Unparsed(self.session, self._answers)
         self.unencodable = 0  # lines a rule changed that could not be written back
+        self._unencodable_said: set[str] = set()  # the rules whose unwritable change was said
         self.failures: dict[str, int] = {}  # per rule: how often it failed (each said once)
 
     def __repr__(self) -> str:
@@ -235,7 +237,8 @@ class Relay:
             out = []
         for piece in pieces:
             if isinstance(piece, Opaque):
-                self._unparsed.opaque(direction, piece, now, out)
+                if not (self.divert_stray and direction is TO_CLIENT and self._divert_long(piece, out)):
+                    self._unparsed.opaque(direction, piece, now, out)
             elif self.needs_parse(piece) or not piece.startswith(b"{"):
                 # Anything that does not even start like an object is parsed too, so that
                 # banners and other stray output are seen as what they are (and warned about).
@@ -243,6 +246,19 @@ class Relay:
             else:
                 out.append(Forward(direction, piece, piece, VERDICT_PASS))
         return out
+
+    def _divert_long(self, piece: Opaque, out: list[Forward]) -> bool:
+        """A piece of an agent line over the parse limit: diverted, as a shorter one would
+        be, when the line does not start like a JSON object or batch (decided on its first
+        piece; a line that starts with blanks only is forwarded, as it may be either)."""
+        diverting = self._long_stray
+        if diverting is None:  # the line's first piece
+            head = piece.data.lstrip()
+            diverting = bool(head) and not head.startswith((b"{", b"["))
+        self._long_stray = None if piece.end else diverting
+        if diverting:
+            out.append(Forward(TO_CLIENT, b"", piece.data, VERDICT_OPAQUE, None, _STRAY_RULES))
+        return diverting
 
     # -- one parsed line ------------------------------------------------------------------------
 
@@ -279,7 +295,7 @@ class Relay:
                 self._not_forwarded(frame, request, out)
                 raise
             self._rule_failed(exc, frame)
-            self._fail_open(frame, [exc.rule], request, f"{type(exc.error).__name__}: {exc.error}", out)
+            self._fail_open(frame, [exc.rule], request, exc.detail, out)
             return
         if outcome is None:  # every rule passed
             out.append(Forward(frame.direction, frame.raw, frame.raw, VERDICT_PASS, frame, (), request))
@@ -330,9 +346,12 @@ class Relay:
             raise RuleError(", ".join(rules) or "?", Unencodable(
                 f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}"))
         self.unencodable += 1
-        if self.unencodable == 1:
-            log.warning("a message the rules would change cannot be written back (%s); it was "
-                        "forwarded as it came, unchanged (further ones are not reported)", why)
+        who = ", ".join(rules)
+        if who not in self._unencodable_said:  # once per rule (a user's garbage is not hidden by another's)
+            self._unencodable_said.add(who)
+            what = f"what the rules ({who}) made of a message" if who else "a message the rules would change"
+            log.warning("%s cannot be written back (%s); it was forwarded as it came, unchanged "
+                        "(further ones are not reported)", what, why)
         self._fail_open(frame, rules, request, f"cannot re-encode: {why}", out)
 
     def _rule_failed(self, exc: RuleError, frame: Frame) -> None:

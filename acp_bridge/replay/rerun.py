@@ -43,7 +43,7 @@ class RuleFailed(Exception):
 
     def __init__(self, seq: Any, exc: Exception) -> None:
         if isinstance(exc, RuleError):
-            what = f"rule {exc.rule!r} failed on the line of record #{seq}: {type(exc.error).__name__}: {exc.error}"
+            what = f"rule {exc.rule!r} failed on the line of record #{seq}: {exc.detail}"
         else:
             what = f"a rule failed on the line of record #{seq}: {type(exc).__name__}: {exc}"
         super().__init__(printable(what, quote_backslash=False))

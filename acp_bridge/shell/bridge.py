@@ -21,7 +21,7 @@ from trio.abc import HalfCloseableStream, ReceiveStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
 from acp_bridge.core.chain import RuleError
-from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OTHER
+from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OPAQUE, VERDICT_OTHER
 from acp_bridge.core.messages import TO_AGENT, brief
 from acp_bridge.core.printable import stray_line
 from acp_bridge.errors import BridgeError
@@ -87,6 +87,7 @@ class Bridge:
     linger: float = LINGER  # the agent's (`AgentLife.linger`)
 
     warned_stray_output: bool = False
+    long_stray_shown: bool = False  # the diverted line over the parse limit now going by is said
     # Where a diverted line of the agent's stdout goes (`[relay] stray_output = "stderr"`):
     # the text `stray_line` makes of it; None: the log, as a warning.
     on_stray: Callable[[str], None] | None = None
@@ -122,6 +123,10 @@ class Bridge:
                 self._flag_stray_output(fwd)
             elif fwd.verdict is VERDICT_DIVERTED:
                 self._divert(fwd.raw)
+            elif fwd.verdict is VERDICT_OPAQUE and fwd.rules:  # a diverted line over the parse limit
+                if not self.long_stray_shown:
+                    self._divert(fwd.raw, long=True)
+                self.long_stray_shown = not fwd.raw.endswith(b"\n") and bool(fwd.raw)
             if fwd.data:
                 (to_agent if fwd.direction is TO_AGENT else to_client).append(fwd.data)
         if to_agent:
@@ -143,8 +148,8 @@ class Bridge:
         if log.isEnabledFor(logging.INFO):
             log_forwards(forwards)
 
-    def _divert(self, raw: bytes) -> None:
-        text = stray_line(raw)
+    def _divert(self, raw: bytes, *, long: bool = False) -> None:
+        text = stray_line(raw, long=long)
         if text is None:  # a blank line: nothing to show
             return
         if self.on_stray is not None:

@@ -399,6 +399,22 @@ def test_a_long_line_in_many_pieces_is_one_record_written_when_it_ends() -> None
     assert got[1] == opaque(2, "to-agent", last, 20_000, line[:HEAD_BYTES].decode(), truncated=True)
 
 
+def test_a_diverted_long_line_is_one_diverted_record_that_check_reports() -> None:
+    """stray_output = "stderr" and an agent line over the parse limit that is no JSON: one
+    record, verdict diverted by `stray-output`, its head kept, so `check` still says so."""
+    from acp_bridge.health.offline import analyse
+
+    relay, encoder = Relay(max_line=1024, divert_stray=True), CaptureEncoder()
+    line = b"Progress: " + b"#" * 5000 + b"\n"
+    got = feed(relay, encoder, C, line[:3000], 0.0) + feed(relay, encoder, C, line[3000:], 1.0)
+    assert got == [{**opaque(1, "to-client", 1.0, len(line), line[:HEAD_BYTES].decode(), truncated=True),
+                    "verdict": "diverted", "rules": ["stray-output"]}]
+    report = analyse("cap.jsonl", got)
+    assert [(f.code, f.text) for f in report.findings] == [
+        ("stray-output", "the agent wrote 'Progress: ##############################' to stdout, which is not "
+                         "a JSON-RPC message; it went to the bridge's stderr instead of the client")]
+
+
 def test_a_long_line_ended_by_the_end_of_the_stream() -> None:
     relay, encoder = Relay(max_line=1024), CaptureEncoder()
     line = long_line(5000)[:-1]  # no newline: the stream ends inside it

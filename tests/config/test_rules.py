@@ -9,8 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge.config import Config, RewriteConfig, RulesConfig
-from acp_bridge.config.rules import load_rule_file, load_rules
+from acp_bridge.config import (
+    CommandsConfig,
+    Config,
+    RepairConfig,
+    RewriteConfig,
+    RulesConfig,
+    SystemPromptConfig,
+)
+from acp_bridge.config.rules import RESERVED, load_rule_file, load_rules
 from acp_bridge.errors import ConfigError
 
 RULE = """\
@@ -76,6 +83,7 @@ def test_an_entry_point_is_loaded_only_by_name(tmp_path: Path, monkeypatch: pyte
     ("x = 1\nraise RuntimeError('no')\n", "{path}:2: loading it raised RuntimeError: no"),
     ("import acp_bridge.nope\n", "{path}:1: loading it raised ModuleNotFoundError: No module named 'acp_bridge.nope'"),
     ("import sys\nsys.exit(3)\n", "{path}:2: loading it raised SystemExit: 3"),
+    ("x = 1\nraise BaseException('odd')\n", "{path}:2: loading it raised BaseException: odd"),
     ("x = 1\n", "{path}: defines no rules: end it with `rules = [MyRule()]`, a list of rule instances"),
     ("rules = 5\n", "{path}: `rules` is a int, not a list of rules"),
     ("from acp_bridge.rules import Rule\nclass R(Rule): pass\nrules = R()\n", "{path}: `rules` is a R, not a list of rules"),
@@ -124,3 +132,20 @@ def test_what_a_rule_file_raises_is_said_on_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         load_rule_file(path)
     assert str(raised.value) == f"{path}:1: loading it raised ValueError: two\\nlines \\u001b[31mred"
+
+
+def test_the_bridges_own_names_are_not_a_rules(tmp_path: Path) -> None:
+    """A rule named after a built-in (off or on), the bridge's answers or stray output would
+    be counted as theirs in `check`, `stats` and telemetry."""
+    path = rule_file(tmp_path, "r.py", RULE.format(cls="Mine").replace("def request", "name = 'bridge'\n    def request"))
+    with pytest.raises(ConfigError) as raised:
+        load_rules(Config(rules=RulesConfig(files=(str(path),))))
+    assert str(raised.value) == (f"{path} ([rules] files): 'bridge' is the name of the bridge's own work, which "
+                                 "captures and telemetry show it by: give the rule a `name` of its own")
+    table = RewriteConfig(name="close-tool-calls", update="usage_update", drop=True)
+    with pytest.raises(ConfigError) as raised:
+        load_rules(Config(source="c.toml", rewrite=(table,)))
+    assert str(raised.value).startswith("c.toml [[rewrite]] #1: 'close-tool-calls' is the name of the bridge's own")
+    every = Config(repair=RepairConfig(close_tool_calls=True), commands=CommandsConfig(mirror_initial=True),
+                   system_prompt=SystemPromptConfig(text="x"))
+    assert {one.rule.name for one in load_rules(every)} | {"bridge", "stray-output"} == RESERVED

@@ -22,7 +22,7 @@ from acp_bridge.core import (
     Verdict,
     classify,
 )
-from acp_bridge.core.chain import Chain, RuleError
+from acp_bridge.core.chain import ERROR_SHOWN, Chain, RuleError
 from acp_bridge.core.rewrites.base import EVERY_LINE, Outcome
 from acp_bridge.core.session import Pending
 
@@ -163,6 +163,13 @@ class Returns(Rewrite):
     (Replace({}, then=({"m": 1},)), "then= holds {'m': 1}, not an Emit(Direction, dict)"),  # type: ignore[arg-type]
     (Replace({}, then=(Emit("to-client", {}),)), "then= holds Emit(direction='to-client', msg={}), "  # type: ignore[arg-type]
                                                  "not an Emit(Direction, dict)"),
+    # before= is checked as then= is: what it holds is written ahead of the message.
+    (Replace({}, before=Emit(C, {})), "Replace(before=Emit): before= takes a tuple of Emit"),  # type: ignore[arg-type]
+    (Replace({}, before=("garbage",)), "before= holds 'garbage', not an Emit(Direction, dict)"),  # type: ignore[arg-type]
+    (Replace({}, before=(Emit("to-client", {}),)), "before= holds Emit(direction='to-client', msg={}), "  # type: ignore[arg-type]
+                                                   "not an Emit(Direction, dict)"),
+    (Replace({}, before=(Emit(C, [1]),)), "before= holds Emit(direction=<Direction.TO_CLIENT: 'to-client'>, "  # type: ignore[arg-type]
+                                          "msg=[1]), not an Emit(Direction, dict)"),
 ])
 def test_what_is_not_an_outcome_is_a_failure_of_that_rule(value: object, why: str) -> None:
     with pytest.raises(RuleError) as raised:
@@ -198,11 +205,85 @@ def test_a_failing_rule_is_said_once_and_each_traceback_at_debug(caplog: pytest.
     assert relay.failures == {"Returns": 3}
 
 
-def test_a_rule_that_calls_exit_fails_like_any_other() -> None:
+@pytest.mark.parametrize(("error", "said"), [
+    (SystemExit(3), "SystemExit: 3"),
+    (GeneratorExit(), "GeneratorExit: "),
+    (BaseException("odd"), "BaseException: odd"),
+])
+def test_a_rule_that_calls_exit_fails_like_any_other(error: BaseException, said: str) -> None:
     class Exits(Rewrite):
         def request(self, frame: Frame, session: Session) -> Outcome:
-            raise SystemExit(3)
+            raise error
 
     raw = orjson.dumps(REQUEST) + b"\n"
     (fwd,) = Relay([Exits()]).feed(A, raw)
-    assert (fwd.verdict, fwd.data, fwd.rules, fwd.error) == (Verdict.ERROR, raw, ("Exits",), "SystemExit: 3")
+    assert (fwd.verdict, fwd.data, fwd.rules, fwd.error) == (Verdict.ERROR, raw, ("Exits",), said)
+
+
+def test_ctrl_c_while_a_rule_runs_is_not_that_rule_failing() -> None:
+    class Interrupted(Rewrite):
+        def request(self, frame: Frame, session: Session) -> Outcome:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Relay([Interrupted()]).feed(A, orjson.dumps(REQUEST) + b"\n")
+
+
+def test_what_a_rule_raises_is_said_in_brief(caplog: pytest.LogCaptureFixture) -> None:
+    """A rule that raises with a whole message in its text (`ValueError(f"odd: {msg}")`):
+    its stderr line and each failing line's record carry the first ERROR_SHOWN characters."""
+    class Loud(Rewrite):
+        def request(self, frame: Frame, session: Session) -> Outcome:
+            raise ValueError("x" * 1_000_000)
+
+    raw = orjson.dumps(REQUEST) + b"\n"
+    with caplog.at_level(logging.WARNING, "acp_bridge.relay"):
+        (fwd,) = Relay([Loud()]).feed(A, raw)
+    assert fwd.error == "ValueError: " + "x" * ERROR_SHOWN + "... (1000000 characters)"
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"rule 'Loud' failed: {fwd.error}, on <Frame")
+
+
+class DropsWhatItSees(Rewrite):
+    """Trusts its triggers as docs/rules.md says it may: drops every notification shown to it."""
+
+    triggers = EVERY_LINE  # each instance names its own, as a [[rewrite]] table does
+
+    def __init__(self, name: str, trigger: bytes) -> None:
+        self.name, self.triggers = name, (trigger,)
+
+    def notification(self, frame: Frame, session: Session) -> Outcome:
+        return DROP
+
+
+@pytest.mark.parametrize(("text", "dropped_by"), [
+    ('"kind":"usage_update"', "usage"),  # its own trigger
+    ('"kind":"plan"', "plan"),  # the other rule's: not shown to "usage", which comes first
+    ('"kind":"other"', None),  # neither: not parsed at all
+    ('"kind":"\\u0070lan"', "usage"),  # an escape could spell any trigger: shown to every rule
+])
+def test_a_notification_is_shown_only_to_the_rules_whose_triggers_it_holds(text: str, dropped_by: str | None) -> None:
+    relay = Relay([DropsWhatItSees("usage", b'"usage_update"'), DropsWhatItSees("plan", b'"plan"')])
+    raw = b'{"jsonrpc":"2.0","method":"session/update","params":{' + text.encode() + b"}}\n"
+    (fwd,) = relay.feed(C, raw)
+    assert (fwd.verdict, fwd.rules) == ((Verdict.DROP, (dropped_by,)) if dropped_by else (Verdict.PASS, ()))
+
+
+def test_a_change_that_cannot_be_written_is_said_once_per_rule(caplog: pytest.LogCaptureFixture) -> None:
+    """Garbage in a Replace (an object JSON has no form for) fails open, and stderr names
+    the rule: once for each rule, however often, so one rule's does not hide another's."""
+    class Garbage(Rewrite):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def request(self, frame: Frame, session: Session) -> Outcome:
+            return Replace({**(frame.msg or {}), "x": object()}) if frame.method == self.name else PASS
+
+    relay = Relay([Garbage("a"), Garbage("b")])
+    with caplog.at_level(logging.WARNING, "acp_bridge.relay"):
+        for n, method in enumerate(["a", "a", "b"]):
+            (fwd,) = relay.feed(A, b'{"jsonrpc":"2.0","id":%d,"method":"%s"}\n' % (n, method.encode()))
+            assert (fwd.verdict, fwd.rules) == (Verdict.ERROR, (method,))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"what the rules ({name}) made of a message cannot be written back (Type is not JSON serializable: "
+        "object); it was forwarded as it came, unchanged (further ones are not reported)" for name in "ab"]

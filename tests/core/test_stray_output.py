@@ -126,3 +126,25 @@ def test_diverting_takes_out_exactly_the_stray_lines_in_any_chunking(
     assert b"".join(f.data for f in out) == b"".join(kept)
     assert [f.raw for f in out if f.verdict is Verdict.DIVERTED] == [
         body + end for body, end in lines if not body.lstrip().startswith((b"{", b"["))]
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_stray_line_over_the_parse_limit_is_diverted_too(bulk: bool) -> None:
+    """Past the parse limit a line goes by in pieces: one that does not start like a JSON
+    object or batch is stray all the same (a dumped file, a progress bar), decided on its
+    first piece; one that does is forwarded as it came, as every long line is."""
+    relay = Relay(divert_stray=True, max_line=1024, bulk=bulk, strict=True)
+    after = b'{"jsonrpc":"2.0","method":"x"}\n'
+    out = relay.feed(C, b"x" * 1500) + relay.feed(C, b"y" * 1500 + b"\n" + after)
+    assert [(f.data, f.raw, f.verdict, f.rules) for f in out] == [
+        (b"", b"x" * 1500, Verdict.OPAQUE, ("stray-output",)),
+        (b"", b"y" * 1500 + b"\n", Verdict.OPAQUE, ("stray-output",)),
+        (after, after, Verdict.PASS, ())]
+    for kept in (b"[" + b"1," * 800 + b"1]\n", b"{" + b" " * 2000 + b"}\n", b" " * 1100 + b"{}\n"):
+        assert b"".join(f.data for f in relay.feed(C, kept)) == kept
+    assert b"".join(f.data for f in Relay(max_line=1024).feed(C, b"z" * 2000 + b"\n")) == b"z" * 2000 + b"\n"
+
+
+def test_a_long_stray_line_is_said_once_without_its_length() -> None:
+    assert stray_line(b"a" * 10_000, long=True) == (
+        "acp-bridge: agent stdout (not forwarded): " + "a" * STRAY_SHOWN + " ... (a line over the parse limit)")

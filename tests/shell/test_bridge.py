@@ -249,3 +249,21 @@ async def test_a_withdrawal_for_a_client_that_stopped_reading_does_not_hold_up_i
             nursery.cancel_scope.cancel()
     for stream in (client_ours_send, client_ours_receive, client_bridge):
         await stream.aclose()
+
+
+async def test_a_diverted_line_over_the_parse_limit_is_one_stderr_line_and_nothing_to_the_client() -> None:
+    """`stray_output = "stderr"`: however many pieces a long stray line comes in, stderr gets
+    one line for it, and a stray line after it gets its own."""
+    _agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    client_ours, client_bridge = trio.testing.memory_stream_pair()
+    shown: list[str] = []
+    relay = Relay(max_line=1024, divert_stray=True)
+    bridge = Bridge(relay, Outlet(agent_bridge, "agent"), Outlet(client_bridge, "client"), on_stray=shown.append)
+    async with trio.open_nursery() as nursery:
+        bridge.background = nursery
+        for chunk in (b"x" * 1500, b"x" * 1500, b"x" * 10 + b"\nbanner\n"):
+            await bridge.deliver(relay.feed(TO_CLIENT, chunk), 0.0, 0.0)
+    await client_bridge.send_eof()
+    assert await client_ours.receive_some() == b""
+    assert shown == ["acp-bridge: agent stdout (not forwarded): " + "x" * 500 + " ... (a line over the parse limit)",
+                     "acp-bridge: agent stdout (not forwarded): banner"]

@@ -99,11 +99,11 @@ class Rule:
 
     A rule's `name` is its provenance everywhere (capture records, `stats`, `check`, logs):
     the class's name unless it says otherwise. `triggers` lists byte strings that a
-    notification must contain for `notification` to be able to concern this rule; the relay
-    skips parsing lines that contain none of them.
+    notification must contain for `notification` to be called with it (or a `\\u` escape,
+    which could spell them); the relay skips parsing lines that no rule's triggers are in.
     Requests and responses are always parsed. A subclass that overrides `notification` must
-    declare its triggers (or `EVERY_LINE`): without them it would be called only on lines
-    that happen to be parsed for another reason, so defining one is a `TypeError`.
+    declare its triggers (or `EVERY_LINE`): without them it would never be called, so
+    defining one is a `TypeError`.
     """
 
     name = "Rule"

@@ -13,9 +13,10 @@ After: ahead of that response, as it came,
      {"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"failed","content":
      [{"type":"content","content":{"type":"text","text":"Closed by acp-bridge: ..."}}]}}}
 
-Owns: the open tool calls of each session (`OpenToolCalls`, bounded) and the updates that
-close them (`closing_updates`). Must never: change a message the agent sent, or keep
-anything for a tool call that is no longer open (a million completed calls cost nothing).
+Owns: the open tool calls of each session (`OpenToolCalls`, bounded per session and across
+sessions: the agent names the sessions, and may name a million) and the updates that close
+them (`closing_updates`). Must never: change a message the agent sent, or keep anything for
+a tool call that is no longer open (a million completed calls cost nothing).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from acp_bridge.core.session import Pending, Session
 
 OPEN = frozenset({"pending", "in_progress"})
 MAX_OPEN = 1000  # open tool calls remembered per session; later ones are not closed
+# Sessions with open tool calls remembered at once; past it, the one that has held them
+# longest (a session abandoned mid-turn, most likely) is forgotten.
+MAX_SESSIONS = 256
+MAX_ID = 1024  # characters: a longer toolCallId is not remembered (real ones are ~40)
 
 
 def closing_text(status: str) -> str:
@@ -97,6 +102,11 @@ class CloseToolCalls(Rewrite):
     """`[repair] close_tool_calls = true` or `--close-tool-calls` (off by default)."""
 
     name = "close-tool-calls"
+
+    def __init__(self) -> None:
+        # The sessions this rule holds open calls for, oldest first (Session forgets one on
+        # `session/close` without telling: such keys are found stale and let go).
+        self._holding: dict[str, None] = {}
     # Parsed: only the lines that open, move or end a tool call, and v2's state updates (a
     # `"tool_call_content_chunk"` is neither; a string's own quotes are escaped, so text that
     # mentions "tool_call" does not match).
@@ -123,22 +133,38 @@ class CloseToolCalls(Rewrite):
     def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
         if request.method != p.SESSION_PROMPT or request.origin is not Direction.TO_AGENT or session.v2:
             return PASS  # v2 answers a prompt when it accepts it: the idle update ends the turn
+        if session.in_flight(p.SESSION_PROMPT, request.session_id):
+            return PASS  # another prompt of the session runs on (this one was refused mid-turn)
         return self._close(frame, session, request.session_id, frozenset())
 
     def _track(self, session: Session, session_id: Any, update: Json) -> None:
         call_id = update.get("toolCallId")
-        if not isinstance(call_id, str) or session_id is None:
+        if not isinstance(call_id, str) or len(call_id) > MAX_ID or not isinstance(session_id, str):
             return
         state = session.existing_state(OpenToolCalls, session_id)
         known = state.calls.get(call_id) if state is not None else None
         status = reported_status(update, known, session.v2)
         if status is not None and status in OPEN:
             if state is None:
+                self._make_room(session)
                 state = session.state_for(OpenToolCalls, session_id)
+                self._holding[session_id] = None
             if call_id in state.calls or len(state.calls) < MAX_OPEN:
                 state.calls[call_id] = status
         elif state is not None and state.calls.pop(call_id, None) is not None and not state.calls:
-            session.drop_state(OpenToolCalls, session_id)
+            self._forget(session, session_id)
+
+    def _make_room(self, session: Session) -> None:
+        """Below MAX_SESSIONS sessions held: the stale keys let go, else the oldest session."""
+        if len(self._holding) < MAX_SESSIONS:
+            return
+        self._holding = {key: None for key in self._holding if session.existing_state(OpenToolCalls, key) is not None}
+        if len(self._holding) >= MAX_SESSIONS:
+            self._forget(session, next(iter(self._holding)))
+
+    def _forget(self, session: Session, session_id: Any) -> None:
+        session.drop_state(OpenToolCalls, session_id)
+        self._holding.pop(session_id, None)
 
     def _close(self, frame: Frame, session: Session, session_id: Any, keep: frozenset[str]) -> Outcome:
         state = session.existing_state(OpenToolCalls, session_id)
@@ -147,7 +173,7 @@ class CloseToolCalls(Rewrite):
         updates = closing_updates(state.calls, session_id, keep)
         state.calls = {call_id: status for call_id, status in state.calls.items() if call_id in keep}
         if not state.calls:
-            session.drop_state(OpenToolCalls, session_id)
+            self._forget(session, session_id)
         if not updates or not session.client_ready:
             return PASS
         # The message that ends the turn goes on as it came, after the updates.

@@ -16,7 +16,14 @@ from acp_bridge.config import Config, RepairConfig
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.relay import Relay, Verdict
 from acp_bridge.core.rewrites import build_rewrites
-from acp_bridge.core.rewrites.tool_calls import MAX_OPEN, CloseToolCalls, OpenToolCalls, reported_status
+from acp_bridge.core.rewrites.tool_calls import (
+    MAX_ID,
+    MAX_OPEN,
+    MAX_SESSIONS,
+    CloseToolCalls,
+    OpenToolCalls,
+    reported_status,
+)
 from tests.conftest import example, line
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
@@ -83,6 +90,13 @@ V1_CASES = [
         (C, b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"boom"}}\n',
          [closing("s1", "c1", "in_progress"), b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"boom"}}\n']),
     ], id="an-error-ends-the-turn-too"),
+    pytest.param([
+        (A, prompt(2, "s1"), SAME),
+        (C, call("s1", "c1", "in_progress"), SAME),
+        (A, prompt(3, "s1"), SAME),  # a second prompt while the turn runs: the agent refuses it
+        (C, b'{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"busy"}}\n', SAME),
+        (C, answer(2), [closing("s1", "c1", "in_progress"), answer(2)]),
+    ], id="a-prompt-refused-mid-turn-ends-nothing"),
     pytest.param([
         (A, prompt(2, "s1"), SAME),
         (C, call("s1", "c1", "in_progress"), SAME),
@@ -208,6 +222,30 @@ def test_completed_calls_leave_nothing_behind() -> None:
     assert len(closed) == MAX_OPEN + 1 and closed[-1].data == answer(2)
     assert orjson.loads(closed[0].data)["params"]["update"]["toolCallId"] == "o0"
     assert relay.session.session_count == 0
+
+
+def test_open_calls_are_held_for_so_many_sessions_at_once() -> None:
+    """The agent names the sessions: a call left open in each of a million must not cost a
+    million entries. Past MAX_SESSIONS the session that has held calls longest is let go
+    (its calls are no longer closed); a session closed meanwhile frees its place."""
+    relay = Relay([CloseToolCalls()], strict=True)
+    relay.feed(A, line(example("v1-initialize-request-client-plain")))
+    relay.feed(C, line(example("v1-initialize-response-agent-no-system-prompt")))
+    relay.feed(C, b"".join(call(f"s{i}", "c", "in_progress") for i in range(MAX_SESSIONS + 10)))
+    held = [f"s{i}" for i in range(MAX_SESSIONS + 10) if relay.session.existing_state(OpenToolCalls, f"s{i}")]
+    assert held == [f"s{i}" for i in range(10, MAX_SESSIONS + 10)]
+    assert relay.session.session_count == MAX_SESSIONS
+    relay.feed(A, line({"jsonrpc": "2.0", "id": 9, "method": "session/close", "params": {"sessionId": "s10"}}))
+    relay.feed(C, answer(9, "{}"))  # Session forgets s10's state; the rule finds the key stale
+    relay.feed(C, call("new", "c", "pending"))
+    assert relay.session.existing_state(OpenToolCalls, "s11") is not None  # not let go: s10's place was free
+    assert relay.session.existing_state(OpenToolCalls, "new") is not None
+    relay.feed(A, prompt(3, "s11"))
+    assert [f.data for f in relay.feed(C, answer(3))] == [closing("s11", "c", "in_progress"), answer(3)]
+    # Ids beyond any real one's length are not kept: memory is bounded by count and size.
+    relay.feed(A, prompt(4, "t"))
+    relay.feed(C, call("t", "x" * (MAX_ID + 1), "pending"))
+    assert [f.data for f in relay.feed(C, answer(4))] == [answer(4)]
 
 
 def test_nothing_is_closed_before_the_clients_initialize() -> None:
