@@ -119,6 +119,7 @@ class CaptureDiff:
     notes: list[str] = field(default_factory=list)
     aligned: int = 0  # pairs of messages aligned
     cells: int = 0  # cells of the exact alignment tables made so far (bounded by `max_total_cells`)
+    spent: bool = False  # a turn was aligned by position for want of cells left
     a_messages: int = 0
     b_messages: int = 0
 
@@ -197,8 +198,11 @@ def _compare_turn(result: CaptureDiff, where: str, session: int, turn: int, a: l
     if exact:
         result.cells += table_cells(keys_a, keys_b)
     elif table_cells(keys_a, keys_b) <= options.max_cells:
-        result.notes.append(f"{where}: {len(a)} x {len(b)} messages is past what is left of the comparison's "
-                            f"bound ({options.max_total_cells} cells in all): aligned by position")
+        if not result.spent:  # said once: a long capture would otherwise have a note per turn
+            result.spent = True
+            result.notes.append(f"{where}: {len(a)} x {len(b)} messages is past what is left of the comparison's "
+                                f"bound ({options.max_total_cells} cells in all): aligned by position, and so "
+                                "is every turn after it that would need a table")
     else:
         result.notes.append(f"{where}: {len(a)} x {len(b)} messages is past the exact alignment's bound "
                             f"({options.max_cells} cells): aligned by position")
