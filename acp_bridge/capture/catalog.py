@@ -79,6 +79,7 @@ class Capture:
     # where reading goes on: the file's identity and the offset after the last whole line
     _identity: tuple[int, int] | None = None
     _offset: int = 0
+    _size: int = 0  # the file's size when it was last read: a torn tail is not read again until it grows
     _index: list[tuple[int, int]] = field(default_factory=list)  # (seq, offset of its line)
 
     @property
@@ -102,7 +103,7 @@ class Capture:
         self.messages = self.findings = self.last_seq = 0
         self.client = self.agent = None
         self.generation = next(_generations)
-        self._identity, self._offset, self._index = identity, 0, []
+        self._identity, self._offset, self._size, self._index = identity, 0, 0, []
 
     def _take(self, record: Json, offset: int) -> None:
         kind = record["type"]
@@ -238,8 +239,9 @@ class Catalog:
             identity = (info.st_dev, info.st_ino)
             if identity != capture._identity or info.st_size < capture._offset:
                 capture._reset(identity)  # replaced or cut short: read again from the start
-            if capture.problem is not None or info.st_size == capture._offset:
-                return True
+            if capture.problem is not None or info.st_size in (capture._offset, capture._size):
+                return True  # nothing new (a last line still unfinished was read as far as it went)
+            capture._size = info.st_size
             file.seek(capture._offset)
             for line, offset in self._lines(file, capture):
                 if capture.header is not None:

@@ -10,7 +10,9 @@ the capture's redaction settings mask (they are applied again, in `html_rows`).
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import html
 import io
 from collections.abc import Callable, Iterable
@@ -27,8 +29,18 @@ from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.core.protocol import Json
 
 BATCH = 2000  # rows per JSON block of the page
-# The exported page holds everything it shows: nothing may be loaded, inline code only.
-EXPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+
+
+@functools.cache
+def export_script() -> tuple[str, str]:
+    """The exported page's one script element, and its policy: the page holds everything it
+    shows, so nothing may be loaded, and the only script that may run is page.js, named by
+    its hash. Should a message's text ever slip past the escaping into markup, a script or
+    handler it brings does not run (`'unsafe-inline'` would let it)."""
+    code = "\n" + asset("page.js")
+    digest = base64.b64encode(hashlib.sha256(code.encode("utf-8")).digest()).decode()
+    policy = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; base-uri 'none'"
+    return f"<script>{code}</script>", policy
 
 
 @dataclass(frozen=True)
@@ -77,7 +89,8 @@ def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture
     `report`: the capture's `check --json` entry, shown with the `stats` the page counts."""
     stats = CaptureStats()
     head, tail = asset("page.html").split("{rows}")
-    out.write(head.format(title=html.escape(title), csp=EXPORT_CSP,
+    script, policy = export_script()
+    out.write(head.format(title=html.escape(title), csp=policy,
                           style=f"<style>\n{asset('page.css')}</style>").encode())
     header: Json = {}
     builder: RowBuilder | None = None
@@ -112,7 +125,7 @@ def write_page(records: Iterable[Json], out: IO[bytes], *, title: str = "capture
     out.write(_block(marks, "findings"))
     out.write(_block([summary], "summary"))
     out.write(_block([stats.as_json(), report], "reports"))
-    out.write(tail.format(script=f"<script>\n{asset('page.js')}</script>").encode())
+    out.write(tail.format(script=script).encode())
     return Written(seen, builder.messages, builder.count, builder.turns)
 
 

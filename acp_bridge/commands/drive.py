@@ -37,13 +37,23 @@ def _a_number(ctx: click.Context, param: click.Parameter, value: float | None) -
     return value
 
 
+def _a_template(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`--capture OUT` checked as `run --capture` checks it, before the agent starts: a bad
+    placeholder would otherwise be a traceback once the agent runs."""
+    if value is not None:
+        from acp_bridge.config.file import check_capture_template
+
+        check_capture_template(value, click.BadParameter)
+    return value
+
+
 @click.command()
 @click.argument("capture", type=CAPTURE)
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARG...]")
 @click.option("--cwd", type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="The folder the agent works in: it replaces the recorded `cwd` in what is sent, and the "
                    "agent is started there.")
-@click.option("--capture", "out", metavar="OUT",
+@click.option("--capture", "out", metavar="OUT", callback=_a_template,
               help="Record the new session to OUT, as `run --capture` does ({time} and {pid} are filled in).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="S", callback=_a_number,
               help="The longest a turn (or any request) may take; past it the turn is reported as failed and "

@@ -38,12 +38,13 @@ from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 from acp_bridge.health.findings import CODES, Finding
 from acp_bridge.health.offline import Report, analyse
-from acp_bridge.mcp.pages import MAX_TEXT, page, piece
+from acp_bridge.mcp.pages import MAX_TEXT, page, piece, utf8_size
 from acp_bridge.replay.compare import DiffOptions, compare_captures
 
 EXCERPT = 160  # characters of a message shown beside a finding or a search match
 SHOWN_ARGUMENT = 80  # characters of a bad argument quoted back
 DIRECTIONS = ("to-agent", "to-client")
+NOTES_SHARE = 10  # diff_captures' notes (a session only one side has...) take at most this part of an answer
 SUMMARY_LIST = 100  # entries of each list in capture_summary (per method, per code...); the rest counted
 
 
@@ -254,10 +255,12 @@ class Tools:
         result = compare_captures(self.catalog.everything(first), self.catalog.everything(second),
                                   DiffOptions(ignore=tuple(ignore), strict_ids=strict_ids))
         names = (first.name, second.name)
-        differences = page(result.differences, lambda difference: difference.line(names), offset=offset,
-                           limit=limit, call="diff_captures", max_text=self.max_text, empty="")
-        notes = [printable(note, quote_backslash=False) for note in result.notes]
         head = printable(result.summary(names), quote_backslash=False)
+        notes = _bounded([printable(note, quote_backslash=False) for note in result.notes],
+                         self.max_text // NOTES_SHARE)
+        room = self.max_text - utf8_size(head) - sum(utf8_size(note) + 1 for note in notes) - 1
+        differences = page(result.differences, lambda difference: difference.line(names), offset=offset,
+                           limit=limit, call="diff_captures", max_text=max(room, 1), empty="")
         return "\n".join(part for part in (head, differences, *notes) if part)
 
     def search(self, text: str, capture: str | None = None, limit: int = 50, offset: int = 0) -> str:
@@ -284,6 +287,18 @@ class Tools:
         with closing(found()) as hits:
             return page(hits, entry, offset=offset, limit=limit, call="search", max_text=self.max_text,
                         empty=f"(no message in {scope} holds {quoted(text)})")
+
+
+def _bounded(notes: list[str], budget: int) -> list[str]:
+    """The first `notes` that fit in `budget` bytes, then one saying how many were left out."""
+    kept: list[str] = []
+    used = 0
+    for note in notes:
+        used += utf8_size(note) + 1
+        if used > budget:
+            return [*kept, f"(and {len(notes) - len(kept)} more notes: acp-bridge diff prints them all)"]
+        kept.append(note)
+    return kept
 
 
 def _closed(messages: Generator[tuple[bytes, Json], None, None]) -> Iterator[tuple[bytes, Json]]:

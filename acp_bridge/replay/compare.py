@@ -8,8 +8,10 @@ that alignment (`align`); and the result, `CaptureDiff`, as data (`to_json`) and
 lines the CLI prints (`lines`). `compare_tracks` does the same over tracks already cut
 (`replay/turns.py`), with an optional projection of each turn (`drive --compare structure`
 compares facts made of the messages, not the messages).
-Must never: do IO, import trio or click, or take memory quadratic in a turn's length: past
-`max_cells` a turn is aligned position by position, and the result says so.
+Must never: do IO, import trio or click, or take memory quadratic in a turn's length, or time
+quadratic in a capture's: past `max_cells` a turn is aligned position by position, and so is
+every turn once the tables of the turns before have reached `max_total_cells` (a capture of a
+hundred turns of a thousand messages would otherwise take a minute); the result says so.
 
 Not to be confused with `replay/diff.py`, the pointer diff of two messages this builds on.
 """
@@ -36,6 +38,7 @@ ID_POINTERS = ("/id", "/params/requestId", "/params/update/toolCallId", "/params
                "/params/update/messageId", "/result/messageId", "/result/terminalId", "/params/terminalId")
 TIME_POINTERS = ("/params/update/updatedAt",)
 MAX_CELLS = 1_000_000  # the largest alignment table (cells) of one turn's messages
+MAX_TOTAL_CELLS = 10_000_000  # the alignment tables of a whole comparison together (a few seconds)
 SHOWN_POINTERS = 3  # pointers spelled out per changed message in the text lines
 SHOWN_VALUE = 60  # characters of a value shown in the text lines
 
@@ -48,6 +51,7 @@ class DiffOptions:
     ignore: tuple[str, ...] = ()
     strict_ids: bool = False
     max_cells: int = MAX_CELLS
+    max_total_cells: int = MAX_TOTAL_CELLS
 
     def ignored(self) -> tuple[str, ...]:
         return (*self.ignore, *TIME_POINTERS, *(() if self.strict_ids else ID_POINTERS))
@@ -114,6 +118,8 @@ class CaptureDiff:
     differences: list[Difference] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     aligned: int = 0  # pairs of messages aligned
+    cells: int = 0  # cells of the exact alignment tables made so far (bounded by `max_total_cells`)
+    spent: bool = False  # a turn was aligned by position for want of cells left
     a_messages: int = 0
     b_messages: int = 0
 
@@ -186,8 +192,18 @@ def compare_tracks(a: Sequence[Track], b: Sequence[Track], options: DiffOptions 
 
 def _compare_turn(result: CaptureDiff, where: str, session: int, turn: int, a: list[Message], b: list[Message],
                   options: DiffOptions, ignored: tuple[str, ...], sessions: _SessionIds | None) -> None:
-    pairs, exact = align([m.key for m in a], [m.key for m in b], options.max_cells)
-    if not exact:
+    keys_a, keys_b = [m.key for m in a], [m.key for m in b]
+    left = options.max_total_cells - result.cells
+    pairs, exact = align(keys_a, keys_b, min(options.max_cells, left))
+    if exact:
+        result.cells += table_cells(keys_a, keys_b)
+    elif table_cells(keys_a, keys_b) <= options.max_cells:
+        if not result.spent:  # said once: a long capture would otherwise have a note per turn
+            result.spent = True
+            result.notes.append(f"{where}: {len(a)} x {len(b)} messages is past what is left of the comparison's "
+                                f"bound ({options.max_total_cells} cells in all): aligned by position, and so "
+                                "is every turn after it that would need a table")
+    else:
         result.notes.append(f"{where}: {len(a)} x {len(b)} messages is past the exact alignment's bound "
                             f"({options.max_cells} cells): aligned by position")
     anchors = _anchors(pairs, a)
@@ -249,15 +265,10 @@ def align(a: Sequence[Any], b: Sequence[Any], max_cells: int = MAX_CELLS) -> tup
     once; a middle of more than `max_cells` cells is aligned position by position (equal
     keys paired, unequal ones missing and extra)."""
     n, m = len(a), len(b)
-    head = 0
-    while head < n and head < m and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < n - head and tail < m - head and a[n - 1 - tail] == b[m - 1 - tail]:
-        tail += 1
+    head, tail = _common_ends(a, b)
     pairs: Pairs = [(k, k) for k in range(head)]
     mid_a, mid_b = range(head, n - tail), range(head, m - tail)
-    exact = (len(mid_a) + 1) * (len(mid_b) + 1) <= max_cells or not mid_a or not mid_b
+    exact = not mid_a or not mid_b or (len(mid_a) + 1) * (len(mid_b) + 1) <= max_cells
     if exact:
         pairs.extend(_lcs(a, b, mid_a, mid_b))
     else:
@@ -273,6 +284,25 @@ def align(a: Sequence[Any], b: Sequence[Any], max_cells: int = MAX_CELLS) -> tup
                     pairs.append((None, j))
     pairs.extend((n - tail + k, m - tail + k) for k in range(tail))
     return pairs, exact
+
+
+def _common_ends(a: Sequence[Any], b: Sequence[Any]) -> tuple[int, int]:
+    """How many keys `a` and `b` share at their start, and then at their end."""
+    n, m = len(a), len(b)
+    head = 0
+    while head < n and head < m and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and tail < m - head and a[n - 1 - tail] == b[m - 1 - tail]:
+        tail += 1
+    return head, tail
+
+
+def table_cells(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """The cells of the table `align` makes to align `a` and `b` exactly (0: none needed)."""
+    head, tail = _common_ends(a, b)
+    rows, cols = len(a) - head - tail, len(b) - head - tail
+    return 0 if not rows or not cols else (rows + 1) * (cols + 1)
 
 
 def _lcs(a: Sequence[Any], b: Sequence[Any], rows: range, cols: range) -> Pairs:

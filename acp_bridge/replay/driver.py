@@ -27,6 +27,7 @@ from acp_bridge.replay.drive_report import DriveReport, TurnReport
 
 READ_SIZE = 1 << 20
 MAX_LINE = 256 << 20  # a longer line from the agent ends the run (nothing sane is that long)
+FLOOD_FLOOR = 10_000  # lines the agent may write beyond ten times what the whole recording holds
 SETTLE_QUIET = 0.3  # seconds of silence after which the agent is taken to have said all it will before the next line
 
 
@@ -45,6 +46,10 @@ class Driver:
         self.say = say
         self.rewriter = Rewriter(cwd, side.cwds)
         self.report = DriveReport()
+        # every line the agent writes is recorded, then read back to be compared: without a
+        # bound, an agent writing in a loop fills the disk and the memory (1 GB per 5 s)
+        self.max_lines = 10 * sum(track.messages() for track in side.tracks) + FLOOD_FLOOR
+        self._lines = 0
         self._send_lock = trio.StrictFIFOLock()
         self._waiting: dict[Any, tuple[trio.Event, list[Json]]] = {}  # id key -> answered, the answer
         self._said: set[str] = set()
@@ -114,7 +119,8 @@ class Driver:
                 await self._send_line(line)
                 await self._wait(answered, line, later)
             except AgentGone:
-                report.problems.append(f"the agent's output ended before {self._waiting_for(line)}")
+                if self.report.stopped is None:  # else the reader said why it stopped it
+                    report.problems.append(f"the agent's output ended before {self._waiting_for(line)}")
                 return False
         if scope.cancelled_caught:
             report.problems.append(f"timed out after {self.timeout:g}s waiting for {self._waiting_for(line)}; "
@@ -215,14 +221,26 @@ class Driver:
                 buffer = bytearray(rest)
                 for raw in lines:
                     await self._received(raw)
+                if self._lines > self.max_lines:
+                    self._flooded()
+                    return
         except AgentGone:  # an answer to the agent could not be written: it is gone
             return
         finally:
             self._gone.set()
             self._progress.set()
 
+    def _flooded(self) -> None:
+        text = (f"the agent wrote more than {self.max_lines:,} lines, over ten times what the recording holds: "
+                "it was stopped")
+        self.say(text)
+        if self._current is not None:
+            self._current.problems.append(text)
+        self.report.stopped = "the agent flooded its output"
+
     async def _received(self, raw: bytes) -> None:
         self._seen += 1  # every line, as the capture records every line
+        self._lines += 1
         self._progress.set()
         frame = classify(Direction.TO_CLIENT, raw)
         msg = frame.msg

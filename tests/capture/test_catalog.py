@@ -120,6 +120,33 @@ def test_a_growing_capture_is_read_only_where_it_grew(tmp_path: Path, monkeypatc
     assert [r["seq"] for r in catalog.records(capture, after=1)] == [2, 3]
 
 
+def test_a_torn_last_line_is_not_read_again_until_the_file_grows(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bridge killed while writing a long record leaves its start for ever: the watcher
+    of `ui` (four refreshes a second) and every `mcp` call read it whole each time, 100 MiB
+    of an embedded image as often as that, while nothing had changed."""
+    path = tmp_path / "c.jsonl"
+    torn = message(2, raw="x" * 3000)[:2500]
+    path.write_bytes(header() + message(1) + torn)
+    catalog = Catalog([str(tmp_path)])
+    [capture] = catalog.refresh()
+    assert capture.messages == 1
+
+    def no_read(*args: object, **kwargs: object) -> None:
+        raise AssertionError("read again though the file has not changed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr("acp_bridge.capture.catalog.read_lines", no_read)
+        [capture] = catalog.refresh()
+        assert capture.messages == 1
+        assert catalog.reread("c.jsonl").messages == 1
+
+    with path.open("ab") as file:
+        file.write(message(2, raw="x" * 3000)[2500:])
+    [capture] = catalog.refresh()
+    assert (capture.messages, capture.last_seq) == (2, 2)
+
+
 def test_a_capture_cut_short_or_replaced_is_read_again_and_its_old_records_are_not_served(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     path.write_bytes(header() + message(1) + message(2) + message(3))

@@ -181,6 +181,22 @@ def drawn(dom: str) -> str:
 
 
 @needs_chromium
+def test_only_the_pages_own_script_runs_in_an_export(tmp_path: Path) -> None:
+    """The policy names page.js by its hash: markup that slipped into the page (were the
+    escaping of a message ever to miss) cannot run a script or an event handler, as it
+    could while the policy allowed any inline script."""
+    capture = sample_capture(tmp_path / "c.jsonl")
+    page = tmp_path / "export.html"
+    assert CliRunner().invoke(main, ["export", str(capture), "--html", str(page)]).exit_code == 0
+    injected = ('<script>document.body.setAttribute("data-pwned","script")</script>'
+                '<img src="x" onerror="document.body.setAttribute(\'data-pwned\',\'handler\')">')
+    page.write_text(page.read_text(encoding="utf-8").replace("</body>", injected + "</body>"), encoding="utf-8")
+    dom = chromium("--dump-dom", page.as_uri(), profile=tmp_path / "p")
+    assert body_of(dom.stdout)["data-ready"] == "1"  # page.js, named by its hash, ran
+    assert "data-pwned" not in body_of(dom.stdout)
+
+
+@needs_chromium
 def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path) -> None:
     """Chromium runs the page's script: rows, previews, before/after with the change
     marked, links both ways, group counts that follow the filter, a turn's timing view."""

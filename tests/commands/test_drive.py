@@ -274,6 +274,11 @@ def test_a_v2_turn_ends_at_the_idle_state_update(recorded: tuple[Path, Path], tm
     (["--timeout", "0"], "Invalid value for '--timeout': 0.0 is not in the range x>0. (see 'acp-bridge drive --help')"),
     (["--compare", "bytes"], "Invalid value for '--compare': 'bytes' is not one of 'structure', 'text', 'none'. "
                              "(see 'acp-bridge drive --help')"),
+    # a template run refuses was a traceback and exit 1, after the agent had started
+    (["--capture", "o{x}.jsonl"], "Invalid value for '--capture': unknown placeholder {x} (known: {time}, {pid}) "
+                                  "(see 'acp-bridge drive --help')"),
+    (["--capture", "o{.jsonl"], "Invalid value for '--capture': bad template 'o{.jsonl': expected '}' before end of "
+                                "string (see 'acp-bridge drive --help')"),
 ])
 def test_bad_options_are_exit_2(recorded: tuple[Path, Path], args: list[str], problem: str) -> None:
     result = CliRunner().invoke(main, ["drive", str(recorded[0]), *args, "--", "true"], prog_name="acp-bridge")

@@ -238,3 +238,16 @@ def test_a_capture_of_200000_messages(inspector: Inspector) -> None:
     status = Path(f"/proc/{inspector.proc.pid}/status").read_text()
     rss = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1))  # type: ignore[union-attr]
     assert rss < 300 * 1024, f"{rss} kB"
+
+
+def test_a_message_nested_thousands_deep_is_shown_without_hanging_the_page(inspector: Inspector) -> None:
+    """The raw text is indented a level per bracket: 6,000 levels (12 KB, under what a row
+    keeps) made 72 million characters of padding, and a row that opens by itself (here a
+    rule's error) hung the tab as soon as the capture was chosen. Padding stops at a depth."""
+    deep = "[" * 6000 + "]" * 6000
+    (inspector.folder / "deep.jsonl").write_bytes(header(6.0) + message(1, deep + "\n", verdict="error"))
+    inspector.open("deep.jsonl")
+    inspector.wait(lambda: inspector.body("data-live-ready") == "1")
+    shown = inspector.wait(lambda: inspector.js("var p=document.querySelector('pre.raw');"
+                                                "return p?p.textContent.length:0"))
+    assert len(deep) < shown < 2_000_000

@@ -215,3 +215,20 @@ def test_ids_beyond_64_bits_and_absurd_seqs_are_answered(tmp_path: Path) -> None
     assert str(big) in tools.get_message("c.jsonl", 1)
     with pytest.raises(BadArgument, match="has no message with seq 1000000000000000000000000000000 "):
         tools.get_message("c.jsonl", 10**30)
+
+
+def test_the_notes_of_a_diff_are_bounded_too(tmp_path: Path) -> None:
+    """A note per session only one side has: B with 400 more sessions than A gave 400 note
+    lines past the cap (at 1 MB, 40,000 sessions did), on top of a full page of differences."""
+    write(tmp_path / "a.jsonl", prompt(1, "s0", "hi"))
+    write(tmp_path / "b.jsonl", *(prompt(seq, f"s{seq}", "hi") for seq in range(1, 402)))
+    tools = Tools(Catalog([str(tmp_path)]), max_text=2000)
+    answer = tools.diff_captures("a.jsonl", "b.jsonl", limit=1000)
+    lines = answer.splitlines()
+    assert utf8_size("\n".join(lines[:26] + lines[27:35])) <= 2000  # the two notes on what is left out aside
+    assert lines[0] == "a.jsonl and b.jsonl differ: 0 missing, 400 extra, 0 changed (1 of 1 and 401 messages aligned)"
+    assert lines[25:] == [
+        "session 26 turn 1: extra in b.jsonl: b.jsonl#26 -> session/prompt",
+        "(stopped at the answer's size limit after 25 entries; the rest: diff_captures with offset=25)",
+        *(f"session {n} is only in B" for n in range(2, 10)),
+        "(and 392 more notes: acp-bridge diff prints them all)"]

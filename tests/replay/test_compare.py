@@ -133,6 +133,22 @@ def test_a_turn_past_the_bound_is_aligned_by_position_and_said() -> None:
         ("missing", 6, None), ("extra", None, 6), ("missing", 8, None), ("extra", None, 8)]
 
 
+def test_the_turns_together_are_bounded_too() -> None:
+    """Each turn under the bound, but their tables together past the comparison's: the
+    turns after that are aligned by position, and said (a hundred turns of a thousand
+    messages each took 38 s and would take ten times that for a capture ten times longer)."""
+    kinds = ["agent_message_chunk", "tool_call", "plan"]
+    a = built([[(kind, "x") for kind in kinds]] * 3)
+    b = built([[(kind, "x") for kind in reversed(kinds)]] * 3)
+    result = compare_captures(a, b, DiffOptions(max_cells=16, max_total_cells=20))
+    assert result.notes == ["session 1 turn 2: 4 x 4 messages is past what is left of the comparison's bound "
+                            "(20 cells in all): aligned by position, and so is every turn after it that would "
+                            "need a table"]  # once, not once per turn
+    assert [d.what for d in result.differences] == ["missing", "missing", "extra", "extra",
+                                                    *["missing", "extra", "missing", "extra"] * 2]
+    assert result.cells == 16
+
+
 def test_the_json_of_a_difference() -> None:
     result = compare_captures(capture(), capture(tool="edit"))
     assert result.to_json() == {

@@ -121,6 +121,32 @@ async def test_a_line_past_the_limit_ends_the_run(monkeypatch: pytest.MonkeyPatc
         "the agent's output ended before the answer to session/new #1"]
 
 
+async def test_an_agent_that_floods_its_output_is_stopped() -> None:
+    """Lines in a loop and no answer: each is recorded and read back to be compared, so the
+    run once grew by a gigabyte every five seconds until --timeout (or for ever without)."""
+    said: list[str] = []
+
+    async def floods(stream: trio.abc.HalfCloseableStream, received: list[Any]) -> None:
+        if await Lines(stream).next() is not None:
+            while True:
+                await stream.send_all(b'{"jsonrpc":"2.0","method":"x"}\n' * 100)
+
+    side = ClientSide.from_records(RECORDS)
+    ours, theirs = trio.testing.memory_stream_pair()
+    driver = Driver(side, ours, say=said.append)
+    driver.max_lines = 1000
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(floods, theirs, [])
+            report = await driver.run()
+            nursery.cancel_scope.cancel()
+    text = "the agent wrote more than 1,000 lines, over ten times what the recording holds: it was stopped"
+    assert said == [text] and report.stopped == "the agent flooded its output"
+    assert {t.where: t.problems for t in report.turns.values()} == {
+        "session 1 setup": [text], "session 1 turn 1": ["not run: the run ended before it"]}
+    assert Driver(side, ours).max_lines == 10 * 4 + driver_module.FLOOD_FLOOR
+
+
 async def test_a_permission_request_with_no_recorded_answer_gets_an_error() -> None:
     async def asks(stream: trio.abc.HalfCloseableStream, received: list[Any]) -> None:
         lines = Lines(stream)

@@ -42,10 +42,12 @@ function esc(s){return String(s).replace(/[&<>"]/g,function(c){return {'&':'&amp
 function secs(x){return x<1?(x*1000).toFixed(1)+' ms':x.toFixed(2)+' s';}
 
 // JSON indented by walking its text: numbers stay exactly as written (JSON.parse would round
-// a 100-digit one); a line that is not JSON, or was cut, is indented as far as it goes.
+// a 100-digit one); a line that is not JSON, or was cut, is indented as far as it goes. The
+// padding stops growing at DEEP levels: a line nested 9,000 deep made 160 million characters.
+var DEEP=32;
 function indent(t){
   var c0=t.charAt(0); if(c0!=='{'&&c0!=='[')return t;
-  var out=[], d=0, ins=false, pad=function(){return '\n'+'  '.repeat(d);};
+  var out=[], d=0, ins=false, pad=function(){return '\n'+'  '.repeat(Math.min(d,DEEP));};
   for(var k=0;k<t.length;k++){
     var c=t[k];
     if(ins){out.push(c); if(c==='\\'){out.push(t[++k]||'');} else if(c==='"')ins=false; continue;}
