@@ -204,12 +204,12 @@ def test_no_message_text_can_end_the_page_s_script_blocks() -> None:
 
 
 def test_open_turns_cost_little_memory_each() -> None:
-    """20,000 sessions, each with a turn never answered: what the builder keeps is a few
+    """5,000 sessions, each with a turn never answered: what the builder keeps is a few
     hundred bytes a turn (a key holding an orjson buffer kept 4 KiB each, 900 MB at the cap)."""
     builder = RowBuilder(Redactor(()), utc_clock)
     records = [record(i, {"jsonrpc": "2.0", "id": i, "method": "session/prompt",
                           "params": {"sessionId": f"sess_{i:08d}", "prompt": []}}, "to-agent")
-               for i in range(1, 20_001)]
+               for i in range(1, 5_001)]
     tracemalloc.start()
     try:
         for r in records:
@@ -218,8 +218,8 @@ def test_open_turns_cost_little_memory_each() -> None:
         kept, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert len(builder._open_turns) == 20_000
-    assert kept / 20_000 < 600, kept / 20_000
+    assert len(builder._open_turns) == 5_000
+    assert kept / 5_000 < 600, kept / 5_000
 
 
 def test_a_session_id_that_is_an_object_or_too_deep_still_groups() -> None:
