@@ -52,7 +52,7 @@ def client_line(kind: str, n: int) -> tuple[bytes, list[str]]:
 
 # Each example is a real bridge and agent: a few in the README's run (the explicit ones
 # below are the cases that once failed), many with HYPOTHESIS_PROFILE=deep.
-@settings(max_examples=max(5, settings.default.max_examples // 10), deadline=None,
+@settings(max_examples=max(5, settings().max_examples // 10), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(steps=["ignore", "torn"], kinds=["request", "request"], cuts=[])
 @example(steps=["long", "ignore", "close"], kinds=["batch", "surrogate", "long", "request"], cuts=[7])
