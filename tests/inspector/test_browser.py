@@ -113,16 +113,19 @@ def test_the_list_newest_first_with_the_live_ones_marked(inspector: Inspector) -
         (folder / f"live-{n:02}.jsonl").write_bytes(header(100.0 + n, pid=os.getpid()) + message(1))
     inspector.open()
     inspector.wait(lambda: inspector.body("data-captures") == "21")
-    nav = inspector.driver.find_element(By.ID, "captures")
-    names = [tr.get_attribute("data-name") for tr in nav.find_elements(By.CSS_SELECTOR, "tr.cap")]
-    assert names == [f"live-{n:02}.jsonl" for n in range(19, -1, -1)] + ["ended.jsonl"]
-    assert len(nav.find_elements(By.CSS_SELECTOR, ".live-badge")) == 20
+    # Each read in one step: the page redraws the list as it polls, so an element found in
+    # one call may be gone by the next.
+    listing = ("var n=document.getElementById('captures');"
+               "return [[...n.querySelectorAll('tr.cap')].map(t=>[t.dataset.name,t.textContent]),"
+               "n.querySelectorAll('.live-badge').length,n.querySelectorAll('img').length]")
+    names, badges, images = inspector.js(listing)
+    assert [name for name, _ in names] == [f"live-{n:02}.jsonl" for n in range(19, -1, -1)] + ["ended.jsonl"]
+    assert (badges, images) == (20, 0)
     assert "<img src=x onerror=alert(1)> \x1b[31m" in inspector.listed("ended.jsonl")  # text, not markup
-    assert not nav.find_elements(By.TAG_NAME, "img")
     (folder / "newest.jsonl").write_bytes(header(1000.0, pid=1 << 30) + message(1))  # no such process
     inspector.wait(lambda: inspector.body("data-captures") == "22")  # without reloading
-    first = nav.find_element(By.CSS_SELECTOR, "tr.cap")
-    assert first.get_attribute("data-name") == "newest.jsonl" and "LIVE" not in first.text
+    first, text = inspector.js(listing)[0][0]
+    assert first == "newest.jsonl" and "LIVE" not in text
 
 
 def test_a_capture_grows_while_a_real_bridge_writes_it(inspector: Inspector, tmp_path: Path) -> None:
