@@ -1,6 +1,6 @@
 """The package's parts import one way, with no circles (docs/how-it-works.md, "Layers"):
 
-    leaves (errors, config.model) <- core <- capture <- {health, telemetry, replay, config}
+    leaves (errors, extras, config.model) <- core <- capture <- {health, telemetry, replay, config}
         <- {shell, demo, inspector, mcp} <- commands <- __main__
 
 Every import counts, including those inside functions and under TYPE_CHECKING: a lazy import
@@ -19,7 +19,7 @@ import acp_bridge
 
 PACKAGE = Path(acp_bridge.__file__).parent
 # A leaf imports nothing of the package but other leaves; every part may import a leaf.
-LEAVES = frozenset({"acp_bridge", "acp_bridge.errors", "acp_bridge.config", "acp_bridge.config.model"})
+LEAVES = frozenset({"acp_bridge", "acp_bridge.errors", "acp_bridge.extras", "acp_bridge.config", "acp_bridge.config.model"})
 RANK = {
     "acp_bridge.core": 1,
     "acp_bridge.capture": 2, "acp_bridge.rules": 2,

@@ -281,22 +281,8 @@ class Catalog:
         """Each message of `capture` with `seq > after`, in order, as its stored line (without
         the newline) and its record, as far as the last refresh read. The file stays open
         while the generator is: close it (`contextlib.closing`) when stopping early."""
-        file = self._open(capture)
-        if file is None:
-            return
-        with file:
-            info = os.fstat(file.fileno())
-            if (info.st_dev, info.st_ino) != capture._identity or info.st_size < capture._offset:
-                return  # replaced or cut short since the refresh: the next one reads it again
-            start = capture.start_of(after)
-            file.seek(start)
-            offset = start
-            for line in read_lines(file, max_line=self.max_line):
-                if isinstance(line, Unterminated) or offset >= capture._offset:
-                    break
-                offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
-                if isinstance(line, LongLine):
-                    continue
+        with closing(self._stored(capture, capture.start_of(after))) as lines:
+            for line in lines:
                 record = load_record(line)
                 if record is None or record["type"] != "message":
                     continue
@@ -307,6 +293,15 @@ class Catalog:
     def everything(self, capture: Capture) -> Iterator[Json]:
         """Every record of `capture` (header, messages, findings, end) in file order, as read
         at the last refresh; nothing when it was replaced or cut short since (as `records`)."""
+        with closing(self._stored(capture, 0)) as lines:
+            for line in lines:
+                if (record := load_record(line)) is not None:
+                    yield record
+
+    def _stored(self, capture: Capture, start: int) -> Generator[bytes, None, None]:
+        """The whole lines of `capture` from offset `start` to where the last refresh read,
+        without their newlines (a line over the limit passed over); nothing when the file was
+        replaced or cut short since (the next refresh reads it again)."""
         file = self._open(capture)
         if file is None:
             return
@@ -314,10 +309,11 @@ class Catalog:
             info = os.fstat(file.fileno())
             if (info.st_dev, info.st_ino) != capture._identity or info.st_size < capture._offset:
                 return
-            offset = 0
+            file.seek(start)
+            offset = start
             for line in read_lines(file, max_line=self.max_line):
                 if isinstance(line, Unterminated) or offset >= capture._offset:
                     break
                 offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
-                if not isinstance(line, LongLine) and (record := load_record(line)) is not None:
-                    yield record
+                if not isinstance(line, LongLine):
+                    yield line

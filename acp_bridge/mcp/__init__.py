@@ -9,19 +9,11 @@ outside `server`, write anything, or read a file outside the folders it was give
 
 from __future__ import annotations
 
-import importlib.util
+from acp_bridge.extras import missing
 
-INSTALL_HINT = "pip install 'acp-bridge-proxy[mcp]'"
 SDK_MODULES = ("mcp.server", "anyio")  # what `server` imports of the extra
 
 
 def missing_sdk() -> str | None:
     """None when the MCP SDK can be imported; else one line saying how to get it."""
-    for name in SDK_MODULES:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):  # a parent package missing, or a broken install
-            found = False
-        if not found:
-            return f"mcp needs the MCP Python SDK, which is not installed ({name} not found): {INSTALL_HINT}"
-    return None
+    return missing(SDK_MODULES, "mcp needs the MCP Python SDK", "mcp")

@@ -9,24 +9,15 @@ fail the traffic.
 
 from __future__ import annotations
 
-import importlib.util
+from acp_bridge.extras import missing
 
-INSTALL_HINT = "pip install 'acp-bridge-proxy[otel]'"
 # What the `otel` extra brings and the adapter imports.
 SDK_MODULES = ("opentelemetry.sdk.trace", "opentelemetry.exporter.otlp.proto.http.trace_exporter")
 
 
 def missing_sdk() -> str | None:
     """None when the OpenTelemetry SDK can be imported; else one line saying how to get it."""
-    for name in SDK_MODULES:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):  # a parent package missing, or a broken install
-            found = False
-        if not found:
-            return (f"telemetry needs the OpenTelemetry SDK, which is not installed ({name} not found): "
-                    f"{INSTALL_HINT}")
-    return None
+    return missing(SDK_MODULES, "telemetry needs the OpenTelemetry SDK", "otel")
 
 
 def require_sdk() -> None:
