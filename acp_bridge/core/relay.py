@@ -36,7 +36,7 @@ from acp_bridge.core.messages import (
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
-from acp_bridge.core.unparsed import STRAY_OUTPUT, Unparsed, has_escape, is_stray
+from acp_bridge.core.unparsed import ESCAPE, STRAY_OUTPUT, Unparsed, has_escape, is_stray
 
 if TYPE_CHECKING:
     from acp_bridge.core.statistics import RelayStatistics
@@ -51,7 +51,6 @@ log = logging.getLogger("acp_bridge.relay")
 _ALWAYS_PARSE = (b'"id"',)
 RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is the faster one
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
-_ESCAPE = b"\\u"  # as `has_escape` looks for it
 _STRAY_RULES = (STRAY_OUTPUT,)  # what a diverted line names as its rule
 
 
@@ -170,7 +169,7 @@ class Relay:
         size = len(body)
         # An escape could hide a key; a backslash alone (a "\n" in some text) does not, and
         # one-byte search is cheap, so look for the two-byte escape only where it can be.
-        needles = self._needles + (_ESCAPE,) if b"\\" in body else self._needles
+        needles = self._needles + (ESCAPE,) if b"\\" in body else self._needles
         find = Finder(body, use_native=self.native_scan).find  # memmem where there is one
         hits = [find(needle) for needle in needles]
         odd = _LINE_NOT_AN_OBJECT.search(body)

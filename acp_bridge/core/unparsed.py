@@ -21,13 +21,13 @@ from acp_bridge.core.literals import number_literals
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.session import Pending, Session
 
-_ESCAPE = b"\\u"
+ESCAPE = b"\\u"  # what could spell any key: the relay's chunk scan looks for it too
 
 
 def has_escape(data: bytes) -> bool:
     """Could an escape spell a key (`"\\u0069d"` is `"id"`) in `data`?"""
     # A one-byte search runs at memchr speed; most lines have no backslash at all.
-    return b"\\" in data and _ESCAPE in data
+    return b"\\" in data and ESCAPE in data
 
 
 STRAY_OUTPUT = "stray-output"  # the name diverted lines carry as their rule (bridge-rules 6.3)
