@@ -12,6 +12,7 @@ bridge is wrong. `pytest -m "not detail"` runs the behaviour alone; `-m detail` 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -69,6 +70,12 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if config.option.dist == "no":
         config.option.dist = "loadgroup"
 
+
+# A shell that starts the suite as a background job (`pytest &` in a script) has it ignore
+# SIGINT, and an ignored signal stays ignored across exec: the commands the tests start would
+# never see the SIGINT that some tests send them. A handler is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("fast", max_examples=60, deadline=None)
 settings.register_profile("deep", max_examples=2000, deadline=None,
