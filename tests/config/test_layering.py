@@ -4,7 +4,7 @@ A lazy import counts: it is still a dependency."""
 
 from __future__ import annotations
 
-from tests.test_layering import GRAPH
+from tests.test_layering import graph
 
 # Lowest first; `acp_bridge.config` (the package) is the model's import surface.
 ORDER = ("acp_bridge.config.model", "acp_bridge.config", "acp_bridge.config.schema", "acp_bridge.config.text_files",
@@ -14,10 +14,10 @@ ORDER = ("acp_bridge.config.model", "acp_bridge.config", "acp_bridge.config.sche
 
 
 def test_every_config_module_has_a_place() -> None:
-    assert {m for m in GRAPH if m == "acp_bridge.config" or m.startswith("acp_bridge.config.")} == set(ORDER)
+    assert {m for m in graph() if m == "acp_bridge.config" or m.startswith("acp_bridge.config.")} == set(ORDER)
 
 
 def test_config_modules_import_only_those_below_them() -> None:
     upward = [f"{module} -> {target}" for rank, module in enumerate(ORDER)
-              for target in sorted(GRAPH[module]) if target in ORDER[rank + 1:]]
+              for target in sorted(graph()[module]) if target in ORDER[rank + 1:]]
     assert upward == []

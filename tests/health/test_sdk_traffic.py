@@ -9,16 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
 from tests.conftest import TESTS
 
-acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test dependency")
-
 
 async def converse(capture: Path) -> None:
+    import acp
+
     from tests.shell.test_interop_sdk import RecordingClient
 
     client = RecordingClient()

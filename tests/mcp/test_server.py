@@ -16,9 +16,6 @@ from typing import Any
 import orjson
 import pytest
 import trio
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import TextContent
 
 from acp_bridge.capture.files import open_capture
 from acp_bridge.capture.stats import stats_json
@@ -97,6 +94,10 @@ class Conversation:
 
 
 async def converse(folder: Path) -> Conversation:
+    from mcp import ClientSession  # here, not at the top: importing the SDK takes a second per worker
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.types import TextContent
+
     params = StdioServerParameters(command=sys.executable, args=["-m", "acp_bridge", "mcp", str(folder)])
     answers: dict[str, Answer] = {}
     with trio.fail_after(60):

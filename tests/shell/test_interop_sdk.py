@@ -8,11 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from tests.conftest import TESTS
-
-acp = pytest.importorskip("acp", reason="the agent-client-protocol SDK is a test dependency")
 
 
 class RecordingClient:
@@ -39,6 +36,7 @@ class RecordingClient:
 
 
 async def converse() -> tuple[Any, Any, Any, RecordingClient, int]:
+    import acp
     client = RecordingClient()
     bridge = [sys.executable, "-m", "acp_bridge", "run", "--",
               sys.executable, "-u", str(TESTS / "agents" / "sdk_agent.py")]
@@ -64,6 +62,7 @@ def test_sdk_client_and_agent_complete_a_turn_through_the_bridge() -> None:
 
 
 async def converse_open_tool(capture: Path) -> tuple[Any, RecordingClient]:
+    import acp
     client = RecordingClient()
     bridge = [sys.executable, "-m", "acp_bridge", "run", "--close-tool-calls", "--capture", str(capture), "--",
               sys.executable, "-u", str(TESTS / "agents" / "sdk_open_tool_agent.py")]
