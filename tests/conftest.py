@@ -124,6 +124,15 @@ async def run_cli(args: Sequence[str], stdin: bytes = b"", *, timeout: float = 6
     return Completed(proc.returncode, proc.stdout, proc.stderr)
 
 
+def sdk() -> Any:
+    """The official ACP Python SDK (`acp`), imported by the test that needs it: the import
+    takes about a second, which every xdist worker would pay at collection. Untyped, as
+    the test clients implement only the methods their conversations call."""
+    import acp
+
+    return acp
+
+
 def keeper(into: list[Any]) -> Callable[[Any], int]:
     """A stand-in for `cli.run_and_report`: keeps the config it was given, returns 0."""
     def keep(config: Any, rules: Any = None) -> int:

@@ -12,13 +12,13 @@ from typing import Any
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
-from tests.conftest import TESTS
+from tests.conftest import TESTS, sdk
 
 
 async def converse(capture: Path) -> None:
-    import acp
-
     from tests.shell.test_interop_sdk import RecordingClient
+
+    acp = sdk()
 
     client = RecordingClient()
     bridge = [sys.executable, "-m", "acp_bridge", "run", "--capture", str(capture), "--",

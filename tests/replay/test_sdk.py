@@ -17,14 +17,14 @@ from typing import Any
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
-from tests.conftest import TESTS
+from tests.conftest import TESTS, sdk
 from tests.replay.drive import PY, recorded_updates, replayed, stop_reasons, suggestions
 from tests.shell.test_interop_sdk import RecordingClient
 
 
 async def converse(command: list[str], prompts: list[str], updates: int) -> tuple[Any, list[Any], RecordingClient]:
     """initialize, session/new, then each prompt; wait for `updates` session updates."""
-    import acp
+    acp = sdk()
     client = RecordingClient()
     async with acp.spawn_agent_process(client, command[0], *command[1:]) as (conn, _):
         await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 30)

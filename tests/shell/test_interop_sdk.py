@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from tests.conftest import TESTS
+from tests.conftest import TESTS, sdk
 
 
 class RecordingClient:
@@ -36,7 +36,7 @@ class RecordingClient:
 
 
 async def converse() -> tuple[Any, Any, Any, RecordingClient, int]:
-    import acp
+    acp = sdk()
     client = RecordingClient()
     bridge = [sys.executable, "-m", "acp_bridge", "run", "--",
               sys.executable, "-u", str(TESTS / "agents" / "sdk_agent.py")]
@@ -62,7 +62,7 @@ def test_sdk_client_and_agent_complete_a_turn_through_the_bridge() -> None:
 
 
 async def converse_open_tool(capture: Path) -> tuple[Any, RecordingClient]:
-    import acp
+    acp = sdk()
     client = RecordingClient()
     bridge = [sys.executable, "-m", "acp_bridge", "run", "--close-tool-calls", "--capture", str(capture), "--",
               sys.executable, "-u", str(TESTS / "agents" / "sdk_open_tool_agent.py")]

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from tests.capture.samples import HEADER
-from tests.conftest import TESTS
+from tests.conftest import TESTS, sdk
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is in the test extra")
 
@@ -31,12 +31,12 @@ class ToolClient:
         self.updates.append(update)
 
     async def request_permission(self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any) -> Any:
-        import acp
+        acp = sdk()
         return acp.schema.RequestPermissionResponse(
             outcome=acp.schema.AllowedOutcome(outcome="selected", option_id="allow"))
 
     async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> Any:
-        import acp
+        acp = sdk()
         return acp.schema.ReadTextFileResponse(content="the notes")
 
     def on_connect(self, conn: Any) -> None:
@@ -44,7 +44,7 @@ class ToolClient:
 
 
 async def converse(env: dict[str, str], *options: str) -> tuple[Any, int]:
-    import acp
+    acp = sdk()
     client = ToolClient()
     bridge = [sys.executable, "-m", "acp_bridge", "run", *options, "--",
               sys.executable, "-u", str(TESTS / "agents" / "tool_agent.py")]
@@ -206,7 +206,7 @@ def test_content_is_sent_only_when_asked_and_redacted_first(tmp_path: Path) -> N
 
 
 async def demo_turns(env: dict[str, str]) -> int:
-    import acp
+    acp = sdk()
     client = ToolClient()
     bridge = [sys.executable, "-m", "acp_bridge", "run", "--otlp", "--unlock-legacy-agent",
               "--system-prompt", "Be brief.", "--", sys.executable, "-m", "acp_bridge.demo.legacy_agent"]
