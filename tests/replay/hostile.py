@@ -93,6 +93,7 @@ class Replay:
         self.proc = proc
         self.buffer = b""
         self.err = bytearray()
+        self.stderr_ended = trio.Event()  # all of stderr is in `err`
 
     async def send(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -147,6 +148,7 @@ class Replay:
         assert stderr is not None
         while chunk := await stderr.receive_some(1 << 16):
             self.err += chunk
+        self.stderr_ended.set()
 
     def stderr_lines(self) -> list[str]:
         return bytes(self.err).decode().splitlines()
