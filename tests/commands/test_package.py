@@ -147,17 +147,34 @@ def test_each_command_is_defined_in_the_module_the_group_names() -> None:
     }
 
 
-@pytest.mark.parametrize(("command", "imported"), [
-    ("stats", ["captures", "stats"]),
-    ("check-config", ["check_config"]),
-    ("diff", ["captures", "diff"]),
-    ("drive", ["captures", "drive"]),
-    ("mcp", ["captures", "mcp"]),  # captures: its one way to fail
-    ("replay", ["captures", "output_file", "replay", "run"]),  # `replay --rules` takes `run`'s options; captures: reading one
-])
-def test_a_command_imports_no_other_commands_module(command: str, imported: list[str]) -> None:
-    code = ("import sys\nfrom acp_bridge.commands import main\n"
-            f"try:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('acp_bridge.commands.')))")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True).stdout
-    assert out.splitlines()[-1].decode() == repr(imported)
+IMPORTED = {
+    "stats": ["captures", "stats"],
+    "check-config": ["check_config"],
+    "diff": ["captures", "diff"],
+    "drive": ["captures", "drive"],
+    "mcp": ["captures", "mcp"],  # captures: its one way to fail
+    "replay": ["captures", "output_file", "replay", "run"],  # `replay --rules` takes `run`'s options; captures: reading one
+}
+
+# In one fresh interpreter, each command in turn as if it were the first: the commands
+# modules the group's own import left out are forgotten before each.
+IMPORTS_OF_EACH = """\
+import sys
+from acp_bridge.commands import main
+ours = lambda: {m for m in sys.modules if m.startswith('acp_bridge.commands.')}
+with_the_group = ours()
+for command in sys.argv[1:]:
+    for name in ours() - with_the_group:
+        del sys.modules[name]
+    try:
+        main([command, '--help'])
+    except SystemExit:
+        pass
+    print('imports:', command, sorted(m.rsplit('.', 1)[1] for m in ours()))
+"""
+
+
+def test_a_command_imports_no_other_commands_module() -> None:
+    out = subprocess.run([sys.executable, "-c", IMPORTS_OF_EACH, *IMPORTED], check=True, capture_output=True).stdout
+    said = [line.decode() for line in out.splitlines() if line.startswith(b"imports: ")]
+    assert said == [f"imports: {command} {imported!r}" for command, imported in IMPORTED.items()]
