@@ -11,9 +11,7 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from click.testing import CliRunner
 from acp_bridge.capture.files import open_capture, read_lines
 from acp_bridge.capture.reader import CaptureReader, Line, UnreadableCapture, load_record, split_lines
 from acp_bridge.commands import main
+from tests.cli_helpers import peer_on_call
 
 HEADER = b'{"type":"header","format":1,"mono":0}\n'
 MESSAGE = b'{"type":"message","seq":1,"direction":"to-agent","kind":"request","method":"initialize","id":0}\n'
@@ -217,42 +216,17 @@ def test_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path, command: str, kin
     assert ran.peak_mib < 100, ran.peak_mib
 
 
-@contextmanager
-def writer_on_call(fifo: Path, after: float = 10) -> Iterator[None]:
-    """Should a command open `fifo` and wait for a writer, one comes and goes `after` seconds
-    later (and each second from then on): the command reads the FIFO's end and goes on, so a
-    regression fails the test instead of hanging its process."""
-    done = threading.Event()
-
-    def come_and_go() -> None:
-        wait = after
-        while not done.wait(wait):
-            try:
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            except OSError:  # ENXIO: no reader is waiting
-                pass
-            wait = 1
-
-    thread = threading.Thread(target=come_and_go, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()
-
-
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_every_command_refuses_a_fifo_or_a_device(tmp_path: Path, command: str, kind: str) -> None:
     """Each command reads through the one reader, which refuses what is no regular file
-    before reading: asked in this process, of a FIFO (with a writer on call, see above) and
+    before reading: asked in this process, of a FIFO (with a writer on call: `peer_on_call`) and
     of /dev/null (a device like /dev/zero, but one that ends)."""
     path = Path("/dev/null")
     if kind == "fifo":
         path = tmp_path / "fifo.jsonl"
         os.mkfifo(path)
-    with writer_on_call(path):
+    with peer_on_call(path, writer=True):
         result = CliRunner().invoke(main, argv(command, path, tmp_path))
     assert (result.exit_code, result.stdout, result.stderr) == refusal(path)
     assert not (tmp_path / "page.html").exists()

@@ -17,7 +17,7 @@ import trio
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
-from tests.conftest import ROOT, SCRIPTED_AGENT, open_bridge, run_cli
+from tests.conftest import ROOT, SCRIPTED_AGENT, invoke, open_bridge
 from tests.health import scenarios as sc
 
 # A legacy agent as claude-agent-acp 0.101 is: no systemPrompt capability, suggestions only
@@ -187,8 +187,9 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     assert status == 0 and out.startswith(f"{path}: 0 messages, no end record")
 
 
-async def test_check_is_exit_2_through_the_real_cli(tmp_path: Path) -> None:
-    result = await run_cli(["check", str(tmp_path / "missing.jsonl")])
+def test_check_of_a_missing_file_is_exit_2(tmp_path: Path) -> None:
+    """(The real CLI's exit 2 on bad input: tests/replay/test_serve.py, from a real process.)"""
+    result = invoke(["check", str(tmp_path / "missing.jsonl")])
     assert (result.returncode, result.stdout) == (2, b"")
     assert result.stderr.decode().splitlines() == [f"acp-bridge: {tmp_path / 'missing.jsonl'}: cannot read: "
                                                    "No such file or directory"]

@@ -174,8 +174,9 @@ async def test_a_long_turn_with_tools_and_permission_has_no_warning(tmp_path: Pa
 
 
 async def test_the_demo_has_no_warning_and_needs_the_bridge(tmp_path: Path) -> None:
-    demo = await run_cli(["demo", "--dir", str(tmp_path), "--no-color"])
-    assert demo.returncode == 0
+    from acp_bridge.commands.demo import Narrator, run_demo
+
+    assert await run_demo(tmp_path, Narrator(color=False)) == 0  # the demo's own function: its bridge and agent
     capture = tmp_path / "capture.jsonl"
     assert live_codes(capture) == {"legacy-suggestions", "system-prompt-fallback"}
     checked = invoke(["check", str(capture), "--json"])

@@ -4,7 +4,6 @@ watchdog, `check`, `show --findings` and `export`."""
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,14 +42,6 @@ def test_an_update_kind_that_is_no_string_is_no_crash_live_or_after(tmp_path: Pa
     page = tmp_path / "p.html"
     exported = runner.invoke(main, ["export", str(capture), "--html", str(page)])
     assert exported.exit_code == 0 and page.is_file(), exported.output
-
-
-def test_check_refuses_a_fifo_at_once(tmp_path: Path) -> None:
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    done = subprocess.run([sys.executable, "-m", "acp_bridge", "check", str(fifo)], capture_output=True,
-                          timeout=30, check=False)
-    assert (done.returncode, done.stderr.decode()) == (2, f"acp-bridge: {fifo}: not a regular file, so not a capture\n")
 
 
 def test_a_flood_of_new_sessions_logs_and_records_ten_findings_then_counts(tmp_path: Path) -> None:
