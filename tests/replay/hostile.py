@@ -22,6 +22,7 @@ from acp_bridge.replay.report import Reporter
 from acp_bridge.replay.script import build_script
 from acp_bridge.replay.server import ReplayOptions, ReplayServer
 from acp_bridge.shell.run import open_stdio
+from tests.cli_helpers import Served
 
 REPLAY = [sys.executable, "-m", "acp_bridge", "replay"]
 HEADER: dict[str, Any] = {"type": "header", "format": 1, "bridge": "0.1.0", "started": "x", "time": 1.0,
@@ -68,22 +69,6 @@ def basic(path: Path) -> Path:
         msg(7, "to-agent", "response", CLIENT_ALLOWS, "session/request_permission", 7, "S1"),
         msg(8, "to-client", "response", rpc(id=2, result=END_TURN), "session/prompt", 2, "S1"),
     ])
-
-
-class Served:
-    """What a test uses of a replay process, for a replay served in this process: the
-    client's ends of its stdin and stdout, and its exit status once served."""
-
-    def __init__(self, stdin: FdStream, stdout: FdStream) -> None:
-        self.stdin = stdin
-        self.stdout = stdout
-        self.returncode: int | None = None
-        self.ended = trio.Event()
-
-    async def wait(self) -> int:
-        await self.ended.wait()
-        assert self.returncode is not None
-        return self.returncode
 
 
 class Replay:
