@@ -1,9 +1,11 @@
 """Helpers for the command tests that ask a command in this process what a real process was
 started for before: a FIFO's peer on call, so that a command that waits on one fails its test
-instead of hanging the worker, and the bridge run in this process on pipes."""
+instead of hanging the worker; the bridge run in this process on pipes; an extra made
+missing."""
 
 from __future__ import annotations
 
+import importlib.abc
 import logging
 import os
 import sys
@@ -178,3 +180,21 @@ async def run_in_process(args: Sequence[str], stdin: bytes = b"", *, timeout: fl
             await bridge.send(stdin)
             await bridge.close_stdin()
         return Completed(await bridge.proc.wait(), bytes(bridge.received), await bridge.stderr())
+
+
+class _Refuser(importlib.abc.MetaPathFinder):
+    def __init__(self, top: str) -> None:
+        self.top = top
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == self.top or name.startswith(f"{self.top}."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def without_package(top: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Until the test ends, the package `top` cannot be imported in this process, as if its
+    extra were not installed: what of it is imported already is forgotten, and a finder
+    refuses it."""
+    for name in [name for name in sys.modules if name == top or name.startswith(f"{top}.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_Refuser(top), *sys.meta_path])

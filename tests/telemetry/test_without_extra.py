@@ -4,17 +4,16 @@ by a meta path finder that refuses every `opentelemetry` module (and says so on 
 
 from __future__ import annotations
 
-import importlib.abc
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
 from tests.capture.samples import FIXED, HEADER
+from tests.cli_helpers import without_package
 from tests.conftest import agent_cmd, invoke
 
 BLOCKED = """
@@ -54,22 +53,11 @@ def test_otlp_without_the_extra_says_how_to_install_it_before_starting_the_agent
     assert not pidfile.exists()
 
 
-class Blocker(importlib.abc.MetaPathFinder):
-    """BLOCKED's finder, for this process."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "opentelemetry" or name.startswith("opentelemetry."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-
-
 def test_export_otlp_without_the_extra_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """In this process (`export` relays nothing): the extra made missing by the finder, and
-    by forgetting what of it is imported already, until the test ends."""
+    """In this process (`export` relays nothing), the extra made missing as BLOCKED does."""
     capture = tmp_path / "c.jsonl"
     capture.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in [HEADER, *FIXED]))
-    for name in [name for name in sys.modules if name == "opentelemetry" or name.startswith("opentelemetry.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(sys, "meta_path", [Blocker(), *sys.meta_path])
+    without_package("opentelemetry", monkeypatch)
     done = invoke(["export", str(capture), "--otlp"])
     assert done.returncode == 2
     assert done.stderr.decode().endswith(HINT)
