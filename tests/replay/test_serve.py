@@ -1,7 +1,8 @@
 """`acp-bridge replay CAPTURE`: what the client receives, a capture of a replay, divergence,
 --strict, --timing recorded, and bad input. Served in this process on pipes (`serving`), but
-behind a real bridge (a capture of a replay: the replay is the bridge's agent, a process) and
-where what is asked is what the process writes: bad input, a torn last line said."""
+as a real process behind a bridge (a capture of a replay: the replay is the agent, the bridge
+in this process records what the replay's stdout carried) and where what is asked is what
+the process writes: bad input, a torn last line said."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 import trio
 
 from acp_bridge.replay.server import ReplayOptions
-from tests.conftest import ROOT, open_bridge, run_cli
+from tests.cli_helpers import bridge_in_process
+from tests.conftest import ROOT, run_cli
 from tests.golden.record import CAPTURE_CONFIG, CASES
 from tests.replay.drive import GOLDEN, GOLDENS, CaptureClient, comparable, received_by_client, records, sent
 from tests.replay.hostile import FAST, Replay, serving
@@ -50,10 +52,9 @@ async def test_a_capture_of_a_replay_through_the_same_rules_equals_the_original(
     B holds the same records as A (raw, out, verdicts, rules, ids, sessions), but for times."""
     original, again = GOLDEN / f"{name}.jsonl", tmp_path / "again.jsonl"
     args = ["run", "--capture", str(again), *options(name), "--", *REPLAY, "--before-rules", str(original)]
-    with trio.fail_after(30):
-        async with open_bridge(args) as proc:
-            await CaptureClient(proc).play(original)
-            assert await proc.proc.wait() == 0
+    async with bridge_in_process(args, timeout=30) as proc:
+        await CaptureClient(proc).play(original)
+        assert await proc.proc.wait() == 0
     assert [comparable(r) for r in records(again)] == [comparable(r) for r in records(original)]
 
 
@@ -61,11 +62,10 @@ async def test_a_capture_of_the_default_replay_holds_what_the_client_saw(tmp_pat
     """`acp-bridge run --no-suggestions --capture B -- acp-bridge replay A` (no rule at work in
     B's bridge): every message both ways, as the recorded client sent and received it, in order."""
     original, again = GOLDEN / "v1-new-client-unlock.jsonl", tmp_path / "again.jsonl"
-    with trio.fail_after(30):
-        async with open_bridge(["run", "--no-suggestions", "--capture", str(again), "--", *REPLAY,
-                                str(original)]) as proc:
-            await CaptureClient(proc).play(original)
-            assert await proc.proc.wait() == 0
+    async with bridge_in_process(["run", "--no-suggestions", "--capture", str(again), "--", *REPLAY,
+                                  str(original)], timeout=30) as proc:
+        await CaptureClient(proc).play(original)
+        assert await proc.proc.wait() == 0
 
     def seen(path: Path, key: Any) -> list[tuple[Any, ...]]:
         return [(r["direction"], r["kind"], r["method"], r["id"], r["session"], key(r)) for r in records(path)
