@@ -1,6 +1,8 @@
 """The one capture reader: its policy for what is no record (docs/capture-format.md,
-"Reading a capture"), table-driven, then hostile files through the real CLI of every command
-that reads a capture: each is refused or read in bounded memory, and none hangs."""
+"Reading a capture"), table-driven, then hostile files through the CLI of every command that
+reads a capture: each is refused or read in bounded memory, and none hangs. The refusals are
+asked in this process (a FIFO with a writer on call should a command wait for one); what only
+a process can show, its peak memory and that it ends at all on /dev/zero, through the real CLI."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from click.testing import CliRunner
 from acp_bridge.capture.files import open_capture, read_lines
 from acp_bridge.capture.reader import CaptureReader, Line, UnreadableCapture, load_record, split_lines
 from acp_bridge.commands import main
+from tests.cli_helpers import peer_on_call
 
 HEADER = b'{"type":"header","format":1,"mono":0}\n'
 MESSAGE = b'{"type":"message","seq":1,"direction":"to-agent","kind":"request","method":"initialize","id":0}\n'
@@ -195,17 +198,37 @@ def run(args: list[str], tmp_path: Path, timeout: float = 20) -> Ran:
     return Ran(status, out.read_text(), err.read_text(), int(peak.read_text()) / 1024)
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-@pytest.mark.parametrize("kind", ["fifo", "device"])
+def refusal(path: Path) -> tuple[int, str, str]:
+    return (2, "", f"acp-bridge: {path}: not a regular file, so not a capture\n")
+
+
+@pytest.mark.parametrize(("command", "kind"), [("show", "fifo"), ("stats", "device")])
 def test_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path, command: str, kind: str) -> None:
-    """A FIFO without a writer would block the open, and /dev/zero has no line end (`stats`
-    grew past 3 GiB on it): one line, exit 2, nothing read."""
+    """A FIFO without a writer would block the open (`show` hung on one), and /dev/zero has
+    no line end (`stats` grew past 3 GiB on it): one line, exit 2, nothing read; a real
+    process, so that a hang or a growth fails the test, not the suite."""
     path = Path("/dev/zero")
     if kind == "fifo":
         path = tmp_path / "fifo.jsonl"
         os.mkfifo(path)
     ran = run(argv(command, path, tmp_path), tmp_path)
-    assert (ran.status, ran.stdout, ran.stderr) == (2, "", f"acp-bridge: {path}: not a regular file, so not a capture\n")
+    assert (ran.status, ran.stdout, ran.stderr) == refusal(path)
+    assert ran.peak_mib < 100, ran.peak_mib
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_every_command_refuses_a_fifo_or_a_device(tmp_path: Path, command: str, kind: str) -> None:
+    """Each command reads through the one reader, which refuses what is no regular file
+    before reading: asked in this process, of a FIFO (with a writer on call: `peer_on_call`) and
+    of /dev/null (a device like /dev/zero, but one that ends)."""
+    path = Path("/dev/null")
+    if kind == "fifo":
+        path = tmp_path / "fifo.jsonl"
+        os.mkfifo(path)
+    with peer_on_call(path, writer=True):
+        result = CliRunner().invoke(main, argv(command, path, tmp_path))
+    assert (result.exit_code, result.stdout, result.stderr) == refusal(path)
     assert not (tmp_path / "page.html").exists()
 
 

@@ -17,12 +17,11 @@ from typing import Any
 
 import orjson
 import pytest
-import trio
 from click.testing import CliRunner
 
 from acp_bridge.capture.records import dumps, header_record
 from acp_bridge.commands import main
-from tests.conftest import SCRIPTED_AGENT, run_cli
+from tests.conftest import SCRIPTED_AGENT, invoke
 from tests.replay.drive import GOLDEN, GOLDENS
 
 SID = "$sessionId"
@@ -149,10 +148,10 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def test_the_same_agent_drives_with_no_difference(recorded: tuple[Path, Path], tmp_path: Path) -> None:
-    """As a process (`python -m acp_bridge drive`): the report on stdout, on stderr only what
-    could not be sent as it was (the recording was redacted again as it was made)."""
+    """The report on stdout, on stderr only what could not be sent as it was (the recording
+    was redacted again as it was made)."""
     out, cwd = recorded
-    done = trio.run(run_cli, ["drive", str(out), "--cwd", str(cwd), "--json", *agent(script(tmp_path, cwd))])
+    done = invoke(["drive", str(out), "--cwd", str(cwd), "--json", *agent(script(tmp_path, cwd))])
     report = json.loads(done.stdout)
     assert (done.returncode, done.stderr) == (0, b"acp-bridge: drive: session/new: /params/mcpServers/0/env/0/value "
                                                  b"was redacted in the capture; sent as the placeholder\n")

@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.commands import COMMANDS, main
-from tests.conftest import agent_cmd, keeper, run_cli
+from tests.cli_helpers import run_in_process
+from tests.conftest import agent_cmd, keeper
 
 
 def test_version() -> None:
@@ -42,7 +43,7 @@ def test_bare_command_prints_help_and_exits_0() -> None:
 
 
 async def test_dash_dash_alone_is_short_for_run() -> None:
-    result = await run_cli(["--", *agent_cmd("echo", "--exit", "4")], b'{"x":1}\n')
+    result = await run_in_process(["--", *agent_cmd("echo", "--exit", "4")], b'{"x":1}\n')
     assert (result.returncode, result.stdout) == (4, b'{"x":1}\n')
 
 
@@ -120,7 +121,7 @@ def test_the_short_form_reports_usage_errors_in_one_line(args: list[str], messag
 
 async def test_the_short_form_with_options_runs_the_bridge(tmp_path: Path) -> None:
     capture = tmp_path / "x.jsonl"
-    result = await run_cli(["--capture", str(capture), "-v", "--", *agent_cmd("echo")], b'{"x":1}\n')
+    result = await run_in_process(["--capture", str(capture), "-v", "--", *agent_cmd("echo")], b'{"x":1}\n')
     assert (result.returncode, result.stdout) == (0, b'{"x":1}\n'), result.stderr
     assert b"INFO: agent started" in result.stderr
     assert b'"type":"header"' in capture.read_bytes()  # the capture was written
@@ -147,17 +148,34 @@ def test_each_command_is_defined_in_the_module_the_group_names() -> None:
     }
 
 
-@pytest.mark.parametrize(("command", "imported"), [
-    ("stats", ["captures", "stats"]),
-    ("check-config", ["check_config"]),
-    ("diff", ["captures", "diff"]),
-    ("drive", ["captures", "drive"]),
-    ("mcp", ["captures", "mcp"]),  # captures: its one way to fail
-    ("replay", ["captures", "output_file", "replay", "run"]),  # `replay --rules` takes `run`'s options; captures: reading one
-])
-def test_a_command_imports_no_other_commands_module(command: str, imported: list[str]) -> None:
-    code = ("import sys\nfrom acp_bridge.commands import main\n"
-            f"try:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('acp_bridge.commands.')))")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True).stdout
-    assert out.splitlines()[-1].decode() == repr(imported)
+IMPORTED = {
+    "stats": ["captures", "stats"],
+    "check-config": ["check_config"],
+    "diff": ["captures", "diff"],
+    "drive": ["captures", "drive"],
+    "mcp": ["captures", "mcp"],  # captures: its one way to fail
+    "replay": ["captures", "output_file", "replay", "run"],  # `replay --rules` takes `run`'s options; captures: reading one
+}
+
+# In one fresh interpreter, each command in turn as if it were the first: the commands
+# modules the group's own import left out are forgotten before each.
+IMPORTS_OF_EACH = """\
+import sys
+from acp_bridge.commands import main
+ours = lambda: {m for m in sys.modules if m.startswith('acp_bridge.commands.')}
+with_the_group = ours()
+for command in sys.argv[1:]:
+    for name in ours() - with_the_group:
+        del sys.modules[name]
+    try:
+        main([command, '--help'])
+    except SystemExit:
+        pass
+    print('imports:', command, sorted(m.rsplit('.', 1)[1] for m in ours()))
+"""
+
+
+def test_a_command_imports_no_other_commands_module() -> None:
+    out = subprocess.run([sys.executable, "-c", IMPORTS_OF_EACH, *IMPORTED], check=True, capture_output=True).stdout
+    said = [line.decode() for line in out.splitlines() if line.startswith(b"imports: ")]
+    assert said == [f"imports: {command} {imported!r}" for command, imported in IMPORTED.items()]

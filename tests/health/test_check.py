@@ -1,5 +1,5 @@
-"""`acp-bridge check` on real-shaped captures (recorded here through the real bridge with
-scripted agents shaped like the agents in the wild): the migration verdict of each pair,
+"""`acp-bridge check` on real-shaped captures (recorded here through the bridge, in this
+process, with scripted agents shaped like the agents in the wild): the migration verdict of each pair,
 the text, JSON and JUnit outputs, --fail-on, unreadable input, --schema, and `show
 --findings`."""
 
@@ -17,7 +17,8 @@ import trio
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
-from tests.conftest import ROOT, SCRIPTED_AGENT, open_bridge, run_cli
+from tests.cli_helpers import bridge_in_process
+from tests.conftest import ROOT, SCRIPTED_AGENT, invoke
 from tests.health import scenarios as sc
 
 # A legacy agent as claude-agent-acp 0.101 is: no systemPrompt capability, suggestions only
@@ -50,7 +51,7 @@ async def record(tmp: Path, name: str) -> Path:
     script.write_text(json.dumps(agent))
     capture = tmp / f"{name}.jsonl"
     command = [sys.executable, "-u", str(SCRIPTED_AGENT), str(script)]
-    async with open_bridge(["run", "--capture", str(capture), *options, "--", *command]) as bridge:
+    async with bridge_in_process(["run", "--capture", str(capture), *options, "--", *command]) as bridge:
         with trio.fail_after(20):
             await bridge.send(sc.wire(sc.msg(id=0, method="initialize", params=client)))
             await bridge.read_until(b'"id": 0')
@@ -187,8 +188,9 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     assert status == 0 and out.startswith(f"{path}: 0 messages, no end record")
 
 
-async def test_check_is_exit_2_through_the_real_cli(tmp_path: Path) -> None:
-    result = await run_cli(["check", str(tmp_path / "missing.jsonl")])
+def test_check_of_a_missing_file_is_exit_2(tmp_path: Path) -> None:
+    """(The real CLI's exit 2 on bad input: tests/replay/test_serve.py, from a real process.)"""
+    result = invoke(["check", str(tmp_path / "missing.jsonl")])
     assert (result.returncode, result.stdout) == (2, b"")
     assert result.stderr.decode().splitlines() == [f"acp-bridge: {tmp_path / 'missing.jsonl'}: cannot read: "
                                                    "No such file or directory"]

@@ -1,4 +1,5 @@
-"""Every finding, provoked through the real `acp-bridge run` with a scripted agent: seen
+"""Every finding, provoked through `acp-bridge run` (the bridge in this process, its agent a
+scripted one in a process of its own): seen
 live (log and capture records) and again by `acp-bridge check` on the capture; and
 ordinary traffic (a long turn with tool calls and a permission request, the demo, an SDK
 agent) gives none at warning level."""
@@ -15,7 +16,8 @@ import orjson
 import pytest
 import trio
 
-from tests.conftest import SCRIPTED_AGENT, invoke, open_bridge, run_cli
+from tests.cli_helpers import bridge_in_process, run_in_process
+from tests.conftest import SCRIPTED_AGENT, invoke
 from tests.health import scenarios as sc
 
 pytestmark = pytest.mark.xdist_group("health-cli-findings")  # `broken_v1` runs once
@@ -57,7 +59,7 @@ def broken_v1(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     agent = script(tmp, "agent", sc.BROKEN_V1)
 
     async def converse() -> None:
-        async with open_bridge(["run", "-c", str(config), "--capture", str(capture), "--", *agent]) as bridge:
+        async with bridge_in_process(["run", "-c", str(config), "--capture", str(capture), "--", *agent]) as bridge:
             with trio.fail_after(20):
                 for message, wanted in sc.BROKEN_V1_CLIENT:
                     await bridge.send(sc.wire(message))
@@ -130,7 +132,7 @@ async def test_the_system_prompt_fallback_names_its_session_and_request(broken_v
 async def test_v1_shape_on_a_v2_connection(tmp_path: Path) -> None:
     capture = tmp_path / "v2.jsonl"
     agent = script(tmp_path, "v2", sc.BROKEN_V2)
-    result = await run_cli(["run", "--capture", str(capture), "--", *agent], sc.wire(sc.V2_CLIENT_INIT))
+    result = await run_in_process(["run", "--capture", str(capture), "--", *agent], sc.wire(sc.V2_CLIENT_INIT))
     assert result.returncode == 0
     assert result.stderr.decode().splitlines() == [
         "acp-bridge: WARNING: health: v1-shape-on-v2: v1 initialize keys on v2: agentCapabilities"]
@@ -143,7 +145,7 @@ async def test_v1_shape_on_a_v2_connection(tmp_path: Path) -> None:
 async def test_no_health_writes_no_findings(tmp_path: Path) -> None:
     capture = tmp_path / "off.jsonl"
     agent = script(tmp_path, "v2", sc.BROKEN_V2)
-    result = await run_cli(["run", "--no-health", "--capture", str(capture), "--", *agent],
+    result = await run_in_process(["run", "--no-health", "--capture", str(capture), "--", *agent],
                            sc.wire(sc.V2_CLIENT_INIT))
     assert result.returncode == 0 and b"health" not in result.stderr
     assert live_codes(capture) == set()
@@ -152,7 +154,7 @@ async def test_no_health_writes_no_findings(tmp_path: Path) -> None:
 async def test_a_long_turn_with_tools_and_permission_has_no_warning(tmp_path: Path) -> None:
     capture = tmp_path / "long.jsonl"
     agent = script(tmp_path, "long", sc.LONG_TURN)
-    async with open_bridge(["run", "--capture", str(capture), "--system-prompt", "Be brief.", "--", *agent]) as bridge:
+    async with bridge_in_process(["run", "--capture", str(capture), "--system-prompt", "Be brief.", "--", *agent]) as bridge:
         with trio.fail_after(20):
             await bridge.send(sc.wire(sc.msg(id=0, method="initialize", params=sc.NEW_CLIENT)))
             await bridge.read_until(b'"id": 0')
@@ -174,8 +176,9 @@ async def test_a_long_turn_with_tools_and_permission_has_no_warning(tmp_path: Pa
 
 
 async def test_the_demo_has_no_warning_and_needs_the_bridge(tmp_path: Path) -> None:
-    demo = await run_cli(["demo", "--dir", str(tmp_path), "--no-color"])
-    assert demo.returncode == 0
+    from acp_bridge.commands.demo import Narrator, run_demo
+
+    assert await run_demo(tmp_path, Narrator(color=False)) == 0  # the demo's own function: its bridge and agent
     capture = tmp_path / "capture.jsonl"
     assert live_codes(capture) == {"legacy-suggestions", "system-prompt-fallback"}
     checked = invoke(["check", str(capture), "--json"])

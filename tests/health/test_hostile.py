@@ -4,8 +4,6 @@ watchdog, `check`, `show --findings` and `export`."""
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,24 +14,25 @@ from click.testing import CliRunner
 
 from acp_bridge.commands import main
 from acp_bridge.health import watchdog
+from tests.cli_helpers import run_in_process
 from tests.conftest import agent_cmd
 
 ODD_KIND: dict[str, Any] = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "q", "update": {"sessionUpdate": [1]}}}
 
 
-def capture_of(tmp_path: Path, lines: list[dict[str, Any]], *extra: str) -> Path:
-    """Run the bridge over an agent that writes `lines` (an echo agent): its capture."""
+async def capture_of(tmp_path: Path, lines: list[dict[str, Any]], *extra: str) -> Path:
+    """Run the bridge (in this process) over an agent that writes `lines` (an echo agent):
+    its capture."""
     capture = tmp_path / "c.jsonl"
     data = b"".join(orjson.dumps(m) + b"\n" for m in lines)
-    done = subprocess.run([sys.executable, "-m", "acp_bridge", "run", "--capture", str(capture), *extra, "--",
-                           *agent_cmd("echo")], input=data, capture_output=True, timeout=60, check=False)
+    done = await run_in_process(["run", "--capture", str(capture), *extra, "--", *agent_cmd("echo")], data)
     assert done.returncode == 0 and done.stdout == data, done.stderr
     assert b"watchdog failed" not in done.stderr, done.stderr.decode()
     return capture
 
 
-def test_an_update_kind_that_is_no_string_is_no_crash_live_or_after(tmp_path: Path) -> None:
-    capture = capture_of(tmp_path, [ODD_KIND])
+async def test_an_update_kind_that_is_no_string_is_no_crash_live_or_after(tmp_path: Path) -> None:
+    capture = await capture_of(tmp_path, [ODD_KIND])
     runner = CliRunner()
     checked = runner.invoke(main, ["check", str(capture)])
     assert checked.exit_code in (0, 1) and "internal error" not in checked.output, checked.output
@@ -45,15 +44,7 @@ def test_an_update_kind_that_is_no_string_is_no_crash_live_or_after(tmp_path: Pa
     assert exported.exit_code == 0 and page.is_file(), exported.output
 
 
-def test_check_refuses_a_fifo_at_once(tmp_path: Path) -> None:
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    done = subprocess.run([sys.executable, "-m", "acp_bridge", "check", str(fifo)], capture_output=True,
-                          timeout=30, check=False)
-    assert (done.returncode, done.stderr.decode()) == (2, f"acp-bridge: {fifo}: not a regular file, so not a capture\n")
-
-
-def test_a_flood_of_new_sessions_logs_and_records_ten_findings_then_counts(tmp_path: Path) -> None:
+async def test_a_flood_of_new_sessions_logs_and_records_ten_findings_then_counts(tmp_path: Path) -> None:
     # Each update has an "id" member (in its content): a line with one is always parsed, also
     # when a busy machine lets several lines arrive in one read, which would otherwise pass as
     # a run of untouched lines that nothing looks into.
@@ -65,8 +56,7 @@ def test_a_flood_of_new_sessions_logs_and_records_ten_findings_then_counts(tmp_p
     data = b"".join(orjson.dumps(m) + b"\n" for m in ghosts)
     agent = [sys.executable, "-u", "-c", "import sys,time\nfor line in sys.stdin.buffer:\n"
              " sys.stdout.buffer.write(line); sys.stdout.buffer.flush()"]
-    done = subprocess.run([sys.executable, "-m", "acp_bridge", "run", "-v", "--capture", str(capture), "--", *agent],
-                          input=data, capture_output=True, timeout=60, check=False)
+    done = await run_in_process(["run", "-v", "--capture", str(capture), "--", *agent], data)
     assert done.returncode == 0 and done.stdout == data
     warned = [line for line in done.stderr.decode().splitlines() if "update-unknown-session:" in line]
     records = [orjson.loads(line) for line in capture.read_bytes().splitlines()]
@@ -76,8 +66,8 @@ def test_a_flood_of_new_sessions_logs_and_records_ten_findings_then_counts(tmp_p
     assert "health: update-unknown-session came" in done.stderr.decode()
 
 
-def test_junit_replaces_a_symlink_and_never_writes_through_it(tmp_path: Path) -> None:
-    capture = capture_of(tmp_path, [ODD_KIND])
+async def test_junit_replaces_a_symlink_and_never_writes_through_it(tmp_path: Path) -> None:
+    capture = await capture_of(tmp_path, [ODD_KIND])
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
     junit = tmp_path / "j.xml"

@@ -1,22 +1,21 @@
 """`acp-bridge mcp` as any MCP client meets it, with no SDK on this side: one JSON-RPC
 conversation over the real process's stdio (initialize, notifications/initialized,
 tools/list, tools/call), stdout holding nothing but its answers, and the end of stdin
-ending the server with exit 0. And without the `mcp` extra: one line saying how to install
-it, exit 2."""
+ending the server with exit 0. And without the `mcp` extra (asked in this process): one
+line saying how to install it, exit 2."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 import trio
 
-from tests.conftest import TESTS, BridgeProcess, open_bridge
+from tests.cli_helpers import without_package
+from tests.conftest import TESTS, BridgeProcess, invoke, open_bridge
 from tests.mcp.conftest import TOOLS
 
 AIR = "v1-legacy-air-meta.jsonl"
@@ -76,23 +75,11 @@ async def test_a_raw_json_rpc_conversation_then_end_of_stdin_ends_the_server_wit
     assert all(orjson.loads(line)["jsonrpc"] == "2.0" for line in lines)
 
 
-BLOCKED = """
-import sys
-class Blocker:
-    def find_spec(self, name, path=None, target=None):
-        if name == "mcp" or name.startswith("mcp."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-sys.meta_path.insert(0, Blocker())
-sys.argv[0] = "acp-bridge"
-from acp_bridge.commands import main
-main()
-"""
-
-
-def test_without_the_extra_one_line_says_how_to_install_it_and_the_exit_status_is_2(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", BLOCKED, "mcp", str(tmp_path)], capture_output=True, timeout=60,
-                          check=False, env=dict(os.environ))
+def test_without_the_extra_one_line_says_how_to_install_it_and_the_exit_status_is_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process: the command says so before it serves anything."""
+    without_package("mcp", monkeypatch)
+    done = invoke(["mcp", str(tmp_path)])
     assert (done.returncode, done.stdout) == (2, b"")
     assert done.stderr == (b"acp-bridge: mcp needs the MCP Python SDK, which is not installed (mcp.server not "
                            b"found): pip install 'acp-bridge-proxy[mcp]'\n")

@@ -1,4 +1,4 @@
-"""Test helpers: a client that plays a capture's client side against a real process, and
+"""Test helpers: a client that plays a capture's client side against a replay or a bridge, and
 capture records compared without what a second recording may change (times)."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from typing import Any
 
 import orjson
 
+from tests.cli_helpers import Bridge
 from tests.conftest import BridgeProcess
+from tests.replay.hostile import Replay
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 PY = [sys.executable, "-m", "acp_bridge"]
@@ -51,7 +53,7 @@ class CaptureClient:
     request waits for its answer, and an agent request is answered, when it arrives, with the
     client's recorded answer."""
 
-    def __init__(self, proc: BridgeProcess) -> None:
+    def __init__(self, proc: BridgeProcess | Bridge | Replay) -> None:
         self.proc = proc
         self.buffer = b""
         self.lines: list[bytes] = []

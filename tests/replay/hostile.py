@@ -1,8 +1,10 @@
-"""Helpers for the hostile-input tests of serving: small captures made on the spot, and a
-replay process driven a line at a time with its stderr kept."""
+"""Helpers for the tests of serving: small captures made on the spot, and a replay driven a line
+at a time with its stderr kept: as a real process (`replaying`), or served in this process
+(`serving`: what `acp-bridge replay` runs, on pipes, with no interpreter to start)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -12,6 +14,15 @@ from typing import Any
 
 import orjson
 import trio
+from trio.lowlevel import FdStream
+
+from acp_bridge.capture.files import open_capture
+from acp_bridge.commands.replay import STDERR_LINGER
+from acp_bridge.replay.report import Reporter
+from acp_bridge.replay.script import build_script
+from acp_bridge.replay.server import ReplayOptions, ReplayServer
+from acp_bridge.shell.run import open_stdio
+from tests.cli_helpers import Served
 
 REPLAY = [sys.executable, "-m", "acp_bridge", "replay"]
 HEADER: dict[str, Any] = {"type": "header", "format": 1, "bridge": "0.1.0", "started": "x", "time": 1.0,
@@ -61,12 +72,13 @@ def basic(path: Path) -> Path:
 
 
 class Replay:
-    """A replay process: send lines, read its stdout a line at a time, its stderr kept."""
+    """A replay: send lines, read its stdout a line at a time, its stderr kept."""
 
-    def __init__(self, proc: trio.Process) -> None:
+    def __init__(self, proc: trio.Process | Served) -> None:
         self.proc = proc
         self.buffer = b""
         self.err = bytearray()
+        self.stderr_ended = trio.Event()  # all of stderr is in `err`
 
     async def send(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -104,10 +116,24 @@ class Replay:
         await self.proc.stdin.aclose()
         return await self.proc.wait()
 
-    async def keep_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        while chunk := await self.proc.stderr.receive_some(1 << 16):
+    async def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        await self.proc.stdin.aclose()
+
+    async def read_all(self) -> bytes:
+        """What is left of stdout, up to its end."""
+        assert self.proc.stdout is not None
+        rest, self.buffer = self.buffer, b""
+        while chunk := await self.proc.stdout.receive_some(1 << 20):
+            rest += chunk
+        return rest
+
+    async def keep_stderr(self, stderr: trio.abc.ReceiveStream | None = None) -> None:
+        stderr = stderr or (self.proc.stderr if isinstance(self.proc, trio.Process) else None)
+        assert stderr is not None
+        while chunk := await stderr.receive_some(1 << 16):
             self.err += chunk
+        self.stderr_ended.set()
 
     def stderr_lines(self) -> list[str]:
         return bytes(self.err).decode().splitlines()
@@ -135,3 +161,57 @@ async def replaying(args: list[str], *, stderr: Any = subprocess.PIPE, stdout: A
             proc.kill()
         with trio.CancelScope(shield=True):
             await proc.wait()
+
+
+FAST = ReplayOptions()  # the command's defaults
+
+
+@asynccontextmanager
+async def serving(capture: Path, options: ReplayOptions = FAST, *, before_rules: bool = False,
+                  stderr: int | None = None, timeout: float = 20) -> AsyncIterator[Replay]:
+    """`acp-bridge replay CAPTURE` served in this process as the command serves it (the
+    command's stdio opened on pipes, its reporter on a pipe for stderr, or on `stderr`, a
+    descriptor the caller owns): for what the replay answers, not for what its process does
+    (signals, exit, a stdout closed under it: `replaying`). Cancelled at the end if still
+    serving; `Replay.err` holds all it reported."""
+    with open_capture(str(capture), strict=True) as recorded:
+        script = build_script(recorded, before_rules=before_rules)
+    to_replay, from_client = os.pipe()
+    to_client, from_replay = os.pipe()
+    err_read, err_write = os.pipe() if stderr is None else (None, stderr)
+    proc = Served(FdStream(from_client), FdStream(to_client))
+    replay = Replay(proc)
+    report = Reporter(err_write)
+
+    async def serve() -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(report.run)
+                async with open_stdio(to_replay, from_replay) as stream:
+                    server = ReplayServer(script, options, stream, report)
+                    status = await server.run()
+                await report.close(STDERR_LINGER, last=server.summary())
+                nursery.cancel_scope.cancel()
+            proc.returncode = status
+        finally:
+            os.close(to_replay)
+            os.close(from_replay)  # its duplicate is closed: the client reads the end of stdout
+            if err_read is not None:
+                os.close(err_write)
+            proc.ended.set()
+
+    try:
+        with trio.fail_after(timeout):
+            async with trio.open_nursery() as nursery:
+                if err_read is not None:
+                    nursery.start_soon(replay.keep_stderr, FdStream(err_read))
+                async with trio.open_nursery() as serving_nursery:
+                    serving_nursery.start_soon(serve)
+                    try:
+                        yield replay
+                    finally:
+                        serving_nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            await proc.stdin.aclose()
+            await proc.stdout.aclose()

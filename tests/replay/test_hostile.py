@@ -1,7 +1,10 @@
-"""Serving against a hostile or careless client, through the CLI as real processes: lines
-that are not requests the recording can answer, deep and odd ids, a client that does not
-answer the agent's requests or floods requests, an over-long line, a closed stdout, SIGINT,
-and a stderr nobody reads or that is closed. The replay never crashes and never hangs."""
+"""Serving against a hostile or careless client: lines that are not requests the recording can
+answer, deep and odd ids, a client that does not answer the agent's requests or floods
+requests, an over-long line, a closed stdout, SIGINT, and a stderr nobody reads or that is
+closed. The replay never crashes and never hangs. Served in this process on pipes (what
+`acp-bridge replay` runs, `serving`), but where the process is what is tested: a stdout
+closed under it, SIGINT, and a stderr nobody reads (were a write to it to block, it would
+block the test's own process for good)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import orjson
 import pytest
 import trio
 
+from acp_bridge.replay.server import ReplayOptions
 from tests.replay.hostile import (
     CLIENT_ALLOWS,
     END_TURN,
@@ -24,6 +28,7 @@ from tests.replay.hostile import (
     msg,
     replaying,
     rpc,
+    serving,
     write_capture,
 )
 
@@ -62,7 +67,7 @@ INVALID = [
 async def test_a_line_that_is_not_a_request_gets_a_json_rpc_error(tmp_path: Path) -> None:
     """Each is answered at once (the client does not wait forever), each kind said once on
     stderr, and the recording is not used up: initialize then gets the recorded answer."""
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
         for _, line, answer, _ in INVALID:
             await replay.send(line)
             assert await replay.line() == answer
@@ -83,7 +88,7 @@ async def test_a_live_id_comes_back_as_the_client_wrote_it(tmp_path: Path) -> No
     answers = [msg(2 * i + 2, "to-client", "response", rpc(id=0, result=INIT_ANSWER), "initialize", 0)
                for i in range(len(LITERALS))]
     capture = write_capture(tmp_path / "c.jsonl", [r for pair in zip(inits, answers, strict=True) for r in pair])
-    async with replaying([str(capture)]) as replay:
+    async with serving(capture) as replay:
         for literal in LITERALS:
             await replay.send(b'{"jsonrpc":"2.0","id":' + literal + b',"method":"initialize","params":{}}\n')
             assert await replay.line() == (b'{"jsonrpc":"2.0","id":' + literal + b',"result":'
@@ -99,14 +104,14 @@ async def test_a_recorded_answer_nested_past_what_can_be_written_gets_the_live_i
     capture = write_capture(tmp_path / "c.jsonl", [
         msg(1, "to-agent", "request", INIT, "initialize", 0),
         msg(2, "to-client", "response", answer, "initialize", 0)])
-    async with replaying([str(capture)]) as replay:
+    async with serving(capture) as replay:
         await replay.send(rpc(id=5, method="initialize", params={}))
         assert await replay.line() == answer.replace('"id":0', '"id":5').encode()
         assert await replay.finish() == 0
 
 
 async def test_a_non_string_session_shows_as_json_in_the_divergence(tmp_path: Path) -> None:
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
         got = await replay.ask(rpc(id=9, method="session/load", params={"sessionId": {"a": 1}}))
         assert got["error"]["message"] == ('acp-bridge replay: no recorded session/load (session {"a":1}) left to '
                                            "answer it with; the recording expected next: initialize #0")
@@ -129,7 +134,7 @@ async def test_a_client_that_sends_another_request_instead_of_answering_is_not_k
     """The wait for the permission's answer ends: the prompt is answered, then the new
     request; the answer that comes late is consumed. Reported once."""
     set_mode = rpc(id=3, method="session/set_mode", params={"sessionId": "S1"})
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
         await prompted(replay)
         await replay.send(set_mode)
         assert await replay.read() == {"jsonrpc": "2.0", "id": 2, "result": END_TURN}
@@ -149,7 +154,7 @@ async def test_a_request_pipelined_behind_the_prompt_ends_the_wait_too(tmp_path:
     """Sent before the permission request even came: the recorded client answered first,
     so this client went on without answering; its set_mode is not kept waiting."""
     set_mode = rpc(id=3, method="session/set_mode", params={"sessionId": "S1"})
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
         await replay.ask(INIT)
         await replay.ask(NEW)
         await replay.send(PROMPT + set_mode)
@@ -161,7 +166,7 @@ async def test_a_request_pipelined_behind_the_prompt_ends_the_wait_too(tmp_path:
 
 async def test_an_answer_with_the_id_of_another_type_ends_the_wait(tmp_path: Path) -> None:
     """"7" for 7: no answer to what the replay asked, and said so; the prompt is answered."""
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
         await prompted(replay)
         await replay.send(CLIENT_ALLOWS.replace(b'"id":7', b'"id":"7"'))
         assert await replay.read() == {"jsonrpc": "2.0", "id": 2, "result": END_TURN}
@@ -175,7 +180,7 @@ async def test_an_answer_with_the_id_of_another_type_ends_the_wait(tmp_path: Pat
 async def test_a_bad_line_during_the_wait_is_answered_and_the_wait_goes_on(tmp_path: Path) -> None:
     """Not a request the recording answers: its error goes out at once, and the client's
     answer, sent after it, is still the one awaited."""
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
         await prompted(replay)
         await replay.send(b"hello\n")
         assert await replay.line() == error(b"null", -32700, NOT_JSON)
@@ -186,7 +191,7 @@ async def test_a_bad_line_during_the_wait_is_answered_and_the_wait_goes_on(tmp_p
 
 
 async def test_strict_ends_the_replay_when_the_client_does_not_answer(tmp_path: Path) -> None:
-    async with replaying(["--strict", str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl"), ReplayOptions(strict=True)) as replay:
         await prompted(replay)
         await replay.send(rpc(id=3, method="session/set_mode", params={"sessionId": "S1"}))
         assert await replay.proc.wait() == 1
@@ -199,7 +204,7 @@ async def test_a_flood_of_requests_while_an_answer_is_awaited_does_not_deadlock(
     is read and consumed."""
     count = 1100
     flood = b"".join(rpc(id=100 + i, method="nope") for i in range(count))
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
         await prompted(replay)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(replay.send, flood)
@@ -223,7 +228,7 @@ async def test_the_summary_is_the_last_line_even_past_the_report_limit(tmp_path:
     from acp_bridge.replay.report import MAX_LINES
 
     count = MAX_LINES + 5
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
         assert (await replay.ask(INIT))["id"] == 0
         async with trio.open_nursery() as nursery:
             nursery.start_soon(replay.send, b"".join(rpc(id=100 + i, method=f"m{i}") for i in range(count)))
@@ -251,7 +256,7 @@ def concurrent(path: Path) -> Path:
 
 
 async def test_a_left_out_concurrent_request_does_not_keep_the_prompt_unanswered(tmp_path: Path) -> None:
-    async with replaying([str(concurrent(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(concurrent(tmp_path / "c.jsonl")) as replay:
         await replay.ask(INIT)
         assert (await replay.ask(PROMPT))["result"] == END_TURN
         later = rpc(id="m", method="session/set_mode", params={"sessionId": "S1"})
@@ -264,7 +269,7 @@ async def test_a_left_out_concurrent_request_does_not_keep_the_prompt_unanswered
 
 async def test_concurrent_requests_sent_together_are_answered_as_recorded(tmp_path: Path) -> None:
     set_mode = rpc(id=3, method="session/set_mode", params={"sessionId": "S1"})
-    async with replaying([str(concurrent(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(concurrent(tmp_path / "c.jsonl")) as replay:
         await replay.ask(INIT)
         await replay.send(PROMPT + set_mode)
         assert [(await replay.read())["id"] for _ in range(2)] == [3, 2]
@@ -274,7 +279,7 @@ async def test_concurrent_requests_sent_together_are_answered_as_recorded(tmp_pa
 
 async def test_an_answer_nested_past_what_can_be_written_is_reported_as_a_note(tmp_path: Path) -> None:
     deep = b'{"jsonrpc":"2.0","id":7,"result":{"outcome":' + DEEP + b"}}\n"
-    async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
         await prompted(replay)
         await replay.send(deep)
         assert await replay.read() == {"jsonrpc": "2.0", "id": 2, "result": END_TURN}
@@ -287,7 +292,7 @@ async def test_an_answer_nested_past_what_can_be_written_is_reported_as_a_note(t
 async def test_a_request_longer_than_the_replay_reads_gets_an_error(tmp_path: Path) -> None:
     """Over 64 MiB: the id is read from the line's head, the rest streams past."""
     big = b'{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"pad":"' + b"x" * (65 << 20) + b'"}}\n'
-    async with replaying([str(basic(tmp_path / "c.jsonl"))], timeout=60) as replay:
+    async with serving(basic(tmp_path / "c.jsonl"), timeout=60) as replay:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(replay.send, big)
             assert await replay.line() == error(b'"big"', -32600, "acp-bridge replay: the request is longer than "
@@ -310,6 +315,7 @@ async def test_a_closed_stdout_ends_the_replay_quietly(tmp_path: Path) -> None:
 async def test_sigint_ends_the_replay_with_130_and_no_traceback(tmp_path: Path) -> None:
     async with replaying([str(basic(tmp_path / "c.jsonl"))]) as replay:
         await replay.ask(INIT)  # up and serving
+        assert isinstance(replay.proc, trio.Process)
         replay.proc.send_signal(signal.SIGINT)
         assert await replay.proc.wait() == 130
     assert replay.err == b""
@@ -324,23 +330,28 @@ def divergent(count: int) -> bytes:
 async def test_a_stderr_nobody_reads_or_that_is_closed_does_not_stop_the_replay(tmp_path: Path,
                                                                                  stderr_state: str) -> None:
     """300 reports of 500-odd characters into a 4 KiB pipe nobody reads, or into a pipe
-    whose reader is gone: every request is still answered, and the replay exits."""
+    whose reader is gone: every request is still answered, and the replay exits. Nobody
+    reading is tried on a real process: a write that blocked would block this one for good."""
     read_end, write_end = os.pipe()
     fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: the smallest pipe
     if stderr_state == "closed":
         os.close(read_end)
     try:
         count = 300
-        async with replaying([str(basic(tmp_path / "c.jsonl"))], stderr=write_end) as replay:
-            os.close(write_end)
+        capture = basic(tmp_path / "c.jsonl")
+        in_a_process = stderr_state == "never-read"
+        replay_with_stderr = (replaying([str(capture)], stderr=write_end) if in_a_process
+                              else serving(capture, stderr=write_end))
+        async with replay_with_stderr as replay:
+            if in_a_process:
+                os.close(write_end)  # the process has its own
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(replay.send, divergent(count))
                 got = [(await replay.read())["id"] for _ in range(count)]
             assert got == list(range(count))
             assert await replay.finish() == 0
     finally:
-        if stderr_state != "closed":
-            os.close(read_end)
+        os.close(write_end if stderr_state == "closed" else read_end)
 
 
 def test_the_report_lines_are_bounded() -> None:

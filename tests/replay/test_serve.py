@@ -1,11 +1,14 @@
-"""`acp-bridge replay CAPTURE` through the CLI, as real processes: what the client receives,
-a capture of a replay, divergence, --strict, --timing recorded, and bad input."""
+"""`acp-bridge replay CAPTURE`: what the client receives, a capture of a replay, divergence,
+--strict, --timing recorded, and bad input. Served in this process on pipes (`serving`), but
+as a real process behind a bridge (a capture of a replay: the replay is the agent, the bridge
+in this process records what the replay's stdout carried) and where what is asked is what
+the process writes: bad input, a torn last line said."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +16,12 @@ import orjson
 import pytest
 import trio
 
-from tests.conftest import ROOT, open_bridge, run_cli
+from acp_bridge.replay.server import ReplayOptions
+from tests.cli_helpers import bridge_in_process
+from tests.conftest import ROOT, run_cli
 from tests.golden.record import CAPTURE_CONFIG, CASES
 from tests.replay.drive import GOLDEN, GOLDENS, CaptureClient, comparable, received_by_client, records, sent
+from tests.replay.hostile import FAST, Replay, serving
 
 REPLAY = [sys.executable, "-m", "acp_bridge", "replay"]
 
@@ -34,10 +40,9 @@ async def test_the_client_receives_what_the_editor_received(name: str) -> None:
     """By default the replay gives the client, byte for byte, what the recorded client got
     (the bridge's rewrites and its own messages included)."""
     capture = GOLDEN / f"{name}.jsonl"
-    with trio.fail_after(30):
-        async with open_bridge(["replay", str(capture)]) as proc:
-            got = await CaptureClient(proc).play(capture)
-            assert await proc.proc.wait() == 0
+    async with serving(capture, timeout=30) as replay:
+        got = await CaptureClient(replay).play(capture)
+        assert await replay.proc.wait() == 0
     assert [g.decode() for g in got] == received_by_client(capture)
 
 
@@ -47,10 +52,9 @@ async def test_a_capture_of_a_replay_through_the_same_rules_equals_the_original(
     B holds the same records as A (raw, out, verdicts, rules, ids, sessions), but for times."""
     original, again = GOLDEN / f"{name}.jsonl", tmp_path / "again.jsonl"
     args = ["run", "--capture", str(again), *options(name), "--", *REPLAY, "--before-rules", str(original)]
-    with trio.fail_after(30):
-        async with open_bridge(args) as proc:
-            await CaptureClient(proc).play(original)
-            assert await proc.proc.wait() == 0
+    async with bridge_in_process(args, timeout=30) as proc:
+        await CaptureClient(proc).play(original)
+        assert await proc.proc.wait() == 0
     assert [comparable(r) for r in records(again)] == [comparable(r) for r in records(original)]
 
 
@@ -58,11 +62,10 @@ async def test_a_capture_of_the_default_replay_holds_what_the_client_saw(tmp_pat
     """`acp-bridge run --no-suggestions --capture B -- acp-bridge replay A` (no rule at work in
     B's bridge): every message both ways, as the recorded client sent and received it, in order."""
     original, again = GOLDEN / "v1-new-client-unlock.jsonl", tmp_path / "again.jsonl"
-    with trio.fail_after(30):
-        async with open_bridge(["run", "--no-suggestions", "--capture", str(again), "--", *REPLAY,
-                                str(original)]) as proc:
-            await CaptureClient(proc).play(original)
-            assert await proc.proc.wait() == 0
+    async with bridge_in_process(["run", "--no-suggestions", "--capture", str(again), "--", *REPLAY,
+                                  str(original)], timeout=30) as proc:
+        await CaptureClient(proc).play(original)
+        assert await proc.proc.wait() == 0
 
     def seen(path: Path, key: Any) -> list[tuple[Any, ...]]:
         return [(r["direction"], r["kind"], r["method"], r["id"], r["session"], key(r)) for r in records(path)
@@ -78,7 +81,7 @@ def golden_lines(name: str) -> list[dict[str, Any]]:
 
 
 class Session:
-    """A replay process and its stdout, read a line at a time."""
+    """A replay and its stdout, read a line at a time."""
 
     def __init__(self, proc: Any) -> None:
         self.proc = proc
@@ -104,39 +107,13 @@ class Session:
         return msg
 
 
-async def read_stderr(proc: Any, into: bytearray) -> None:
-    while chunk := await proc.stderr.receive_some(1 << 16):
-        into += chunk
-
-
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
 
 
-class Wrapped:
-    """BridgeProcess-like: send and close on a trio.Process."""
-
-    def __init__(self, proc: Any) -> None:
-        self.proc = proc
-
-    async def send(self, data: bytes) -> None:
-        await self.proc.stdin.send_all(data)
-
-
 @pytest.fixture
-async def unlock_replay(request: pytest.FixtureRequest) -> Any:
-    import subprocess
-
-    extra = getattr(request, "param", [])
-    proc = await trio.lowlevel.open_process(
-        [*REPLAY, *extra, str(GOLDEN / "v1-new-client-unlock.jsonl")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        with trio.CancelScope(shield=True):
-            await proc.wait()
+async def unlock_replay(request: pytest.FixtureRequest) -> AsyncIterator[Replay]:
+    async with serving(GOLDEN / "v1-new-client-unlock.jsonl", getattr(request, "param", FAST)) as replay:
+        yield replay
 
 
 EXPECTED_NEW = ("acp-bridge replay: no recorded session/load (session sess_new_1) left to answer it with; "
@@ -144,37 +121,34 @@ EXPECTED_NEW = ("acp-bridge replay: no recorded session/load (session sess_new_1
 
 
 async def test_a_request_with_no_recorded_counterpart_gets_an_error_naming_what_was_expected(
-        unlock_replay: Any) -> None:
+        unlock_replay: Replay) -> None:
     """The error names the next recorded request; stderr says so once, however often it
     happens; the replay stays up and goes on when the client does what was recorded."""
-    err = bytearray()
     with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(read_stderr, unlock_replay, err)
-            session = Session(Wrapped(unlock_replay))
-            assert (await session.ask(INIT))["result"]["agentInfo"]["name"] == "legacy-agent"
-            load = {"jsonrpc": "2.0", "method": "session/load", "params": {"sessionId": "sess_new_1"}}
-            for id_ in (5, 6):
-                answer = await session.ask({**load, "id": id_})
-                assert answer == {"jsonrpc": "2.0", "id": id_, "error": {
-                    "code": -32603, "message": EXPECTED_NEW,
-                    "data": {"expected": {"method": "session/new", "sessionId": None}}}}
-            new = await session.ask({"jsonrpc": "2.0", "id": "n", "method": "session/new",
-                                     "params": {"cwd": "/", "mcpServers": []}})
-            assert new == {"jsonrpc": "2.0", "id": "n", "result": {"sessionId": "sess_new_1"}}
-            await unlock_replay.stdin.aclose()
-            assert await unlock_replay.wait() == 0
-    assert err.decode().splitlines() == [
+        session = Session(unlock_replay)
+        assert (await session.ask(INIT))["result"]["agentInfo"]["name"] == "legacy-agent"
+        load = {"jsonrpc": "2.0", "method": "session/load", "params": {"sessionId": "sess_new_1"}}
+        for id_ in (5, 6):
+            answer = await session.ask({**load, "id": id_})
+            assert answer == {"jsonrpc": "2.0", "id": id_, "error": {
+                "code": -32603, "message": EXPECTED_NEW,
+                "data": {"expected": {"method": "session/new", "sessionId": None}}}}
+        new = await session.ask({"jsonrpc": "2.0", "id": "n", "method": "session/new",
+                                 "params": {"cwd": "/", "mcpServers": []}})
+        assert new == {"jsonrpc": "2.0", "id": "n", "result": {"sessionId": "sess_new_1"}}
+        assert await unlock_replay.finish() == 0
+        await unlock_replay.stderr_ended.wait()
+    assert unlock_replay.stderr_lines() == [
         "acp-bridge replay: divergence: the client sent session/load (session sess_new_1); "
         "the recording expected next: session/new #1",
         "acp-bridge replay: 2 requests had no counterpart in the recording",
     ]
 
 
-async def test_after_the_recording_is_exhausted_requests_get_the_error(unlock_replay: Any) -> None:
+async def test_after_the_recording_is_exhausted_requests_get_the_error(unlock_replay: Replay) -> None:
     capture = GOLDEN / "v1-new-client-unlock.jsonl"
     with trio.fail_after(20):
-        session = Session(Wrapped(unlock_replay))
+        session = Session(unlock_replay)
         for record in records(capture):
             if record["direction"] == "to-agent" and record["kind"] == "request":
                 await session.ask(json.loads(record["raw"]))
@@ -186,16 +160,16 @@ async def test_after_the_recording_is_exhausted_requests_get_the_error(unlock_re
         assert again["error"]["data"] == {"expected": None}
 
 
-@pytest.mark.parametrize("unlock_replay", [["--strict"]], indirect=True)
-async def test_strict_ends_the_replay_at_the_first_divergence(unlock_replay: Any) -> None:
+@pytest.mark.parametrize("unlock_replay", [ReplayOptions(strict=True)], indirect=True)
+async def test_strict_ends_the_replay_at_the_first_divergence(unlock_replay: Replay) -> None:
     """For CI: the divergent request is still answered, then the replay exits 1."""
     with trio.fail_after(20):
-        session = Session(Wrapped(unlock_replay))
+        session = Session(unlock_replay)
         await session.ask(INIT)
         answer = await session.ask({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
                                     "params": {"sessionId": "s"}})
         assert answer["error"]["message"].endswith("the recording expected next: session/new #1")
-        assert await unlock_replay.wait() == 1
+        assert await unlock_replay.proc.wait() == 1
 
 
 def rewritten(tmp_path: Path, name: str, change: Any) -> Path:
@@ -217,12 +191,11 @@ async def test_recorded_timing_keeps_the_gaps_up_to_max_gap(tmp_path: Path) -> N
             if "mono" in r:
                 r["mono"] += gap
     capture = rewritten(tmp_path, "v1-new-client-unlock", delay)
-    with trio.fail_after(30):
-        async with open_bridge(["replay", "--timing", "recorded", "--max-gap", str(max_gap), str(capture)]) as proc:
-            session = Session(proc)
-            start = trio.current_time()
-            await session.ask(INIT)
-            took = trio.current_time() - start
+    async with serving(capture, ReplayOptions(timing="recorded", max_gap=max_gap), timeout=30) as replay:
+        session = Session(replay)
+        start = trio.current_time()
+        await session.ask(INIT)
+        took = trio.current_time() - start
     assert least <= took < most
 
 
@@ -271,19 +244,6 @@ async def test_bad_input_from_a_real_process(tmp_path: Path) -> None:
         2, b"", f"acp-bridge: {path}:1: capture format 2; this acp-bridge reads format 1\n")
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device"])
-async def test_a_capture_that_is_not_a_regular_file_is_refused(tmp_path: Path, kind: str) -> None:
-    """Nothing of it is read (a FIFO without a writer would block the open, /dev/zero has
-    no line end): one line, exit 2."""
-    path = Path("/dev/zero")
-    if kind == "fifo":
-        path = tmp_path / "fifo.jsonl"
-        os.mkfifo(path)
-    done = await run_cli(["replay", str(path)], timeout=20)
-    assert (done.returncode, done.stdout, done.stderr.decode()) == (
-        2, b"", f"acp-bridge: {path}: not a regular file, so not a capture\n")
-
-
 async def test_a_torn_last_line_of_a_killed_bridge_is_ignored_and_said(tmp_path: Path) -> None:
     """No end record and a last line cut short: the capture is served up to its last whole
     record (initialize is answered), and stderr says which line was ignored. --rules too."""
@@ -292,13 +252,11 @@ async def test_a_torn_last_line_of_a_killed_bridge_is_ignored_and_said(tmp_path:
     path = tmp_path / "killed.jsonl"
     path.write_bytes(b"".join(lines[:3]) + lines[3][:40])
     note = f"acp-bridge: {path}:4: the torn last line (the bridge was killed while writing it) was ignored\n"
-    with trio.fail_after(20):
-        async with open_bridge(["replay", str(path)]) as proc:
-            answer = await Session(proc).ask(INIT)
-            assert answer["result"]["agentInfo"]["name"] == "legacy-agent"
-            await proc.close_stdin()
-            assert await proc.proc.wait() == 0
-    done = await run_cli(["replay", str(path)])
+    async with serving(path) as replay:
+        answer = await Session(replay).ask(INIT)
+        assert answer["result"]["agentInfo"]["name"] == "legacy-agent"
+        assert await replay.finish() == 0
+    done = await run_cli(["replay", str(path)])  # the note, said by the command
     assert (done.returncode, done.stdout, done.stderr.decode()) == (0, b"", note)
     status, out, err = invoke(["replay", str(path), "--rules", *options("v1-new-client-unlock")])
     assert (status, err) == (0, note)
@@ -317,18 +275,16 @@ async def test_a_capture_without_its_end_record_replays_up_to_its_last_record(tm
         first = next(i for i, r in enumerate(lines) if r.get("method") == "session/prompt")
         del lines[first + 1:]
     capture = rewritten(tmp_path, "v1-new-client-unlock", cut)
-    with trio.fail_after(20):
-        async with open_bridge(["replay", str(capture)]) as proc:
-            session = Session(proc)
-            await session.ask(INIT)
-            new = await session.ask({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}})
-            assert new["result"] == {"sessionId": "sess_new_1"}
-            answer = await session.ask({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-                                        "params": {"sessionId": "sess_new_1", "prompt": []}})
-            assert answer["error"]["message"] == ("acp-bridge replay: the recording ends before the agent "
-                                                  "answered this request (session/prompt #2 (session sess_new_1))")
-            await proc.close_stdin()
-            assert await proc.proc.wait() == 0
+    async with serving(capture) as proc:
+        session = Session(proc)
+        await session.ask(INIT)
+        new = await session.ask({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}})
+        assert new["result"] == {"sessionId": "sess_new_1"}
+        answer = await session.ask({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                                    "params": {"sessionId": "sess_new_1", "prompt": []}})
+        assert answer["error"]["message"] == ("acp-bridge replay: the recording ends before the agent "
+                                              "answered this request (session/prompt #2 (session sess_new_1))")
+        assert await proc.finish() == 0
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -344,23 +300,20 @@ def test_options_of_the_other_mode_are_a_usage_error(args: list[str], message: s
     assert message in err
 
 
-async def test_an_answer_that_differs_from_the_recorded_one_is_reported_not_fatal(unlock_replay: Any) -> None:
+async def test_an_answer_that_differs_from_the_recorded_one_is_reported_not_fatal(unlock_replay: Replay) -> None:
     """The agent's fs/read_text_file is answered with {} where the recorded client sent the
     file: stderr shows the difference, and the session goes on to its end."""
-    err = bytearray()
     with trio.fail_after(20):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(read_stderr, unlock_replay, err)
-            session = Session(Wrapped(unlock_replay))
-            await session.ask(INIT)
-            await session.ask({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}})
-            for id_ in (2, 3):
-                answer = await session.ask({"jsonrpc": "2.0", "id": id_, "method": "session/prompt",
-                                            "params": {"sessionId": "sess_new_1", "prompt": []}})
-                assert answer["result"] == {"stopReason": "end_turn"}
-            await unlock_replay.stdin.aclose()
-            assert await unlock_replay.wait() == 0
-    assert err.decode().splitlines() == [  # once for each method, then how many
+        session = Session(unlock_replay)
+        await session.ask(INIT)
+        await session.ask({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}})
+        for id_ in (2, 3):
+            answer = await session.ask({"jsonrpc": "2.0", "id": id_, "method": "session/prompt",
+                                        "params": {"sessionId": "sess_new_1", "prompt": []}})
+            assert answer["result"] == {"stopReason": "end_turn"}
+        assert await unlock_replay.finish() == 0
+        await unlock_replay.stderr_ended.wait()
+    assert unlock_replay.stderr_lines() == [  # once for each method, then how many
         'acp-bridge replay: the client\'s answer to fs/read_text_file differs from the recording: '
         '{"/result/content":{"was":"def f():\\n    return 1\\n"}}',
         "acp-bridge replay: 2 answers of the client differed from the recording (the first for each method "
@@ -374,10 +327,9 @@ async def test_answers_carry_the_live_ids() -> None:
     recorded = records(capture)
     answers = {r["id"]: json.loads(sent(r) or "null") for r in recorded
                if r["direction"] == "to-client" and r["kind"] == "response"}
-    with trio.fail_after(20):
-        async with open_bridge(["replay", str(capture)]) as proc:
-            session = Session(proc)
-            for r in recorded:
-                if r["direction"] == "to-agent" and r["kind"] == "request":
-                    msg = {**json.loads(r["raw"]), "id": f"live-{r['id']}"}
-                    assert await session.ask(msg) == {**answers[r["id"]], "id": f"live-{r['id']}"}
+    async with serving(capture) as proc:
+        session = Session(proc)
+        for r in recorded:
+            if r["direction"] == "to-agent" and r["kind"] == "request":
+                msg = {**json.loads(r["raw"]), "id": f"live-{r['id']}"}
+                assert await session.ask(msg) == {**answers[r["id"]], "id": f"live-{r['id']}"}

@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+import pytest
+
 from tests.capture.samples import FIXED, HEADER
-from tests.conftest import agent_cmd
+from tests.cli_helpers import without_package
+from tests.conftest import agent_cmd, invoke
 
 BLOCKED = """
 import sys
@@ -49,11 +53,11 @@ def test_otlp_without_the_extra_says_how_to_install_it_before_starting_the_agent
     assert not pidfile.exists()
 
 
-def test_export_otlp_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
+def test_export_otlp_without_the_extra_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process (`export` relays nothing), the extra made missing as BLOCKED does."""
     capture = tmp_path / "c.jsonl"
-    import orjson
-
     capture.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in [HEADER, *FIXED]))
-    done = without_extra("export", str(capture), "--otlp")
+    without_package("opentelemetry", monkeypatch)
+    done = invoke(["export", str(capture), "--otlp"])
     assert done.returncode == 2
     assert done.stderr.decode().endswith(HINT)
