@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -392,20 +393,44 @@ async def test_two_bridges_on_one_path_write_two_captures(tmp_path: Path) -> Non
         assert {orjson.loads(r["raw"])["params"]["bridge"] for r in mine[1:3]} == {n}
 
 
-RACE = """
-import sys
-from acp_bridge.shell.capture_file import create_new
-for _ in range(25):
-    print(create_new(sys.argv[1])[0], flush=True)
-"""
+def race_for(path: Path, processes: int, each: int) -> list[list[str]]:
+    """`processes` forks of this process, let go at once, each creating `each` captures at
+    `path`: the names each one got. (Forked rather than started: a fresh interpreter
+    importing the package cost 0.4 s of CPU a process, and the race is the same.)"""
+    gate_r, gate_w = os.pipe()
+    outputs = []
+    pids = []
+    with warnings.catch_warnings():  # 3.12+ warns about fork with threads; the child calls no lock
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for _ in range(processes):
+            out_r, out_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: wait for the gate, race, report, and leave without cleanup
+                status = 1
+                try:
+                    os.close(gate_w)
+                    os.read(gate_r, 1)
+                    names = [create_new(str(path))[0] for _ in range(each)]
+                    os.write(out_w, "\n".join(names).encode())
+                    status = 0
+                finally:
+                    os._exit(status)
+            os.close(out_w)
+            outputs.append(out_r)
+            pids.append(pid)
+    os.close(gate_r)
+    os.close(gate_w)  # the gate opens: every child's read returns at once
+    got = []
+    for out_r, pid in zip(outputs, pids, strict=True):
+        with os.fdopen(out_r, "rb") as out:
+            got.append(out.read().decode().split())
+        assert os.waitpid(pid, 0)[1] == 0
+    return got
 
 
 def test_processes_racing_for_one_name_never_share_a_file(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(path)], stdout=subprocess.PIPE)
-             for _ in range(6)]
-    names = [name for proc in procs for name in proc.communicate(timeout=60)[0].decode().split()]
-    assert all(proc.returncode == 0 for proc in procs)
+    names = [name for got in race_for(path, 6, 25) for name in got]
     assert len(names) == 150 and len(set(names)) == 150
     expected = {str(path)} | {str(tmp_path / f"c-{n}.jsonl") for n in range(1, 150)}
     assert set(names) == expected == {str(p) for p in tmp_path.iterdir()}
