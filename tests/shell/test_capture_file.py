@@ -208,7 +208,7 @@ LINES = st.sampled_from([
 ]) | st.text(max_size=20).map(lambda text: line({"jsonrpc": "2.0", "method": "m", "params": {"t": text}}))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)  # the profile's number of examples: 60, or 2,000 deep
 @given(traffic=st.lists(st.tuples(st.sampled_from([A, C]), st.lists(LINES, min_size=1, max_size=12),
                                   st.integers(1, 400)), min_size=1, max_size=6),
        redactor=st.sampled_from([Redactor(), Redactor(secret="secret text"), Redactor(("/params/t",))]),
