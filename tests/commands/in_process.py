@@ -26,6 +26,7 @@ from acp_bridge.commands import main
 from acp_bridge.commands import run as run_command
 from acp_bridge.shell.logs import setup_logging
 from acp_bridge.shell.run import run_bridge
+from tests.conftest import Completed
 
 
 @dataclass
@@ -126,3 +127,15 @@ async def run_in_process(args: Sequence[str], env: dict[str, str] | None = None)
             if handler not in saved_log[0]:
                 handler.close()
         logger.handlers[:], logger.level, logger.propagate = saved_log
+
+
+async def run_cli_in_process(args: Sequence[str], stdin: bytes = b"", *, timeout: float = 60,
+                             env: dict[str, str] | None = None) -> Completed:
+    """`run_cli(["run", ...], stdin)` in this process: write `stdin`, close it, and return
+    the status, all of stdout and the log."""
+    assert args[0] == "run", args
+    with trio.fail_after(timeout):
+        async with run_in_process(args[1:], env) as bridge:
+            await bridge.stdin.send_all(stdin)
+    assert bridge.returncode is not None
+    return Completed(bridge.returncode, bridge.rest, bytes(bridge.stderr))
