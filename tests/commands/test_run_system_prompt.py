@@ -17,7 +17,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -67,10 +67,13 @@ class Client:
 
 @asynccontextmanager
 async def bridge(args: list[str], script: dict[str, Any], tmp_path: Path, env: dict[str, str] | None = None,
-                 timeout: float = 20, process: bool = False) -> AsyncIterator[Client]:
+                 timeout: float = 20, process: bool = False,
+                 preexec_fn: Callable[[], None] | None = None) -> AsyncIterator[Client]:
     """Run `run ARGS -- scripted_agent SCRIPT`, with `env` as the only ACP_BRIDGE_* variables:
-    in this process, or with `process` as `python -m acp_bridge`. On leaving, stdin is closed,
-    stdout read to its end and the exit status kept."""
+    in this process, or with `process` as `python -m acp_bridge` (`preexec_fn` in the
+    bridge's process). On leaving, stdin is closed, stdout read to its end and the exit
+    status kept."""
+    assert process or preexec_fn is None
     script_file = tmp_path / "script.json"
     script_file.write_text(json.dumps(script), encoding="utf-8")
     run_args = ["run", *args, "--", sys.executable, "-u", str(SCRIPTED_AGENT), str(script_file)]
@@ -86,7 +89,7 @@ async def bridge(args: list[str], script: dict[str, Any], tmp_path: Path, env: d
         full_env.update(env or {})
         proc = await trio.lowlevel.open_process(
             [sys.executable, "-m", "acp_bridge", *run_args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=full_env)
+            stderr=subprocess.PIPE, env=full_env, preexec_fn=preexec_fn)
         assert proc.stdin is not None and proc.stdout is not None
         client = Client(proc.stdin, proc.stdout)
         async with trio.open_nursery() as nursery:
