@@ -131,11 +131,19 @@ async def run_in_process(args: Sequence[str], env: dict[str, str] | None = None)
 
 async def run_cli_in_process(args: Sequence[str], stdin: bytes = b"", *, timeout: float = 60,
                              env: dict[str, str] | None = None) -> Completed:
-    """`run_cli(["run", ...], stdin)` in this process: write `stdin`, close it, and return
-    the status, all of stdout and the log."""
+    """`run_cli(["run", ...], stdin)` in this process: write `stdin` and close it while
+    reading stdout (so neither side waits on a full pipe); return the status, all of stdout
+    and the log."""
     assert args[0] == "run", args
+    out = bytearray()
     with trio.fail_after(timeout):
-        async with run_in_process(args[1:], env) as bridge:
-            await bridge.stdin.send_all(stdin)
-    assert bridge.returncode is not None
-    return Completed(bridge.returncode, bridge.rest, bytes(bridge.stderr))
+        async with run_in_process(args[1:], env) as bridge, trio.open_nursery() as nursery:
+            async def feed() -> None:
+                await bridge.stdin.send_all(stdin)
+                await bridge.stdin.aclose()
+
+            nursery.start_soon(feed)
+            while chunk := await bridge.stdout.receive_some(1 << 20):  # to the end: the bridge is done
+                out += chunk
+    assert bridge.returncode is not None and bridge.rest == b""
+    return Completed(bridge.returncode, bytes(out), bytes(bridge.stderr))
