@@ -1,6 +1,9 @@
 """The capture file (shell/capture_file.py) with real trio channels and files, and the capture
 end to end; then through the real CLI, as a hostile neighbour would try it: symbolic links,
-existing files, two bridges on one path, and a SIGKILL right after a line arrived."""
+existing files, two bridges on one path, and a SIGKILL right after a line arrived. (A
+dangling link, an existing file and an uncreatable path: `run` in this process, with a real
+agent, tests/commands/in_process.py; the refusal and the one line said are the capture
+file's, and the real process shows them for a link to a file.)"""
 
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from acp_bridge.core import Direction, Forward, Relay, Verdict
 from acp_bridge.errors import CaptureError
 from acp_bridge.shell.bridge import bridge_streams
 from acp_bridge.shell.capture_file import CaptureFile, create_new, open_capture, start_capture
+from tests.commands.in_process import run_cli_in_process
 from tests.conftest import agent_cmd, line, open_bridge, run_cli
 
 REQ = line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
@@ -292,7 +296,8 @@ async def test_run_with_capture_end_to_end(tmp_path: Path) -> None:
 async def test_unwritable_capture_end_to_end_says_so_once(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    result = await run_cli(["run", "--no-health", "--capture", str(blocker / "c.jsonl"), "--", *agent_cmd("echo")], NOTE + NOTE)
+    result = await run_cli_in_process(["run", "--no-health", "--capture", str(blocker / "c.jsonl"), "--",
+                                       *agent_cmd("echo")], NOTE + NOTE)
     assert result.returncode == 0 and result.stdout == NOTE + NOTE
     [message] = result.stderr.decode().splitlines()
     assert "capture: cannot create" in message and "Not a directory" in message
@@ -324,7 +329,7 @@ async def test_a_symlink_to_a_file_is_refused_and_the_file_untouched(tmp_path: P
 async def test_a_dangling_symlink_is_refused_and_its_target_not_created(tmp_path: Path) -> None:
     link = tmp_path / "c.jsonl"
     link.symlink_to(tmp_path / "planted")
-    result = await run_cli(["run", "--no-health", "--capture", str(link), "--", *agent_cmd("echo")], NOTE)
+    result = await run_cli_in_process(["run", "--no-health", "--capture", str(link), "--", *agent_cmd("echo")], NOTE)
     assert result.returncode == 0 and result.stdout == NOTE
     assert result.stderr.decode().splitlines() == [
         f"acp-bridge: ERROR: capture: refusing {link}: it is a symbolic link; relaying without a capture"]
@@ -348,7 +353,8 @@ async def test_an_existing_capture_is_never_truncated(tmp_path: Path) -> None:
     old = tmp_path / "c.jsonl"
     old.write_bytes(b"yesterday's capture\n")
     old.chmod(0o640)
-    result = await run_cli(["run", "-v", "--no-health", "--capture", str(old), "--", *agent_cmd("echo")], NOTE)
+    result = await run_cli_in_process(["run", "-v", "--no-health", "--capture", str(old), "--", *agent_cmd("echo")],
+                                      NOTE)
     assert result.returncode == 0 and result.stdout == NOTE
     assert old.read_bytes() == b"yesterday's capture\n" and stat.S_IMODE(old.stat().st_mode) == 0o640
     fresh = tmp_path / "c-1.jsonl"
