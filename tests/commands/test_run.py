@@ -1,5 +1,6 @@
 """`acp-bridge run`: its options and their help, and end to end, a real bridge process in front
-of a real agent process.
+of a real agent process (or, where the process is not the subject, `run` in this process on
+real pipes in front of a real agent process: tests/commands/in_process.py).
 
 `run --help` names every ACP_BRIDGE_* variable the code reads and, for each option, its config
 key, and those keys are keys of the file.
@@ -21,6 +22,7 @@ from click.testing import CliRunner
 import acp_bridge
 from acp_bridge.commands import main, run
 from acp_bridge.config.schema import schema
+from tests.commands.in_process import run_cli_in_process
 from tests.conftest import agent_cmd, example, line, run_cli, signal_running_bridge
 
 MIXED = b"".join([
@@ -40,19 +42,21 @@ MIXED = b"".join([
 SUGGESTION = next(line for line in MIXED.split(b"\n") if b"promptSuggestions" in line) + b"\n"
 
 
-@pytest.mark.parametrize(("options", "stream"), [
-    pytest.param(["--no-suggestions"], MIXED, id="every-feature-off"),
-    pytest.param([], MIXED.replace(SUGGESTION, b""), id="defaults-no-rule-applies"),
+@pytest.mark.parametrize(("options", "stream", "process"), [
+    pytest.param(["--no-suggestions"], MIXED, True, id="every-feature-off"),
+    pytest.param([], MIXED.replace(SUGGESTION, b""), False, id="defaults-no-rule-applies"),
 ])
-async def test_mixed_stream_comes_back_byte_exact_through_an_echo_agent(options: list[str], stream: bytes) -> None:
+async def test_mixed_stream_comes_back_byte_exact_through_an_echo_agent(options: list[str], stream: bytes,
+                                                                        process: bool) -> None:
     """Every line, valid or not, is relayed as it came: the agent echoes, the client gets it.
 
     (With the defaults, the legacy suggestion would be withheld from this client, which did
     not advertise suggestions: that is a rule applying, tested in test_run_suggestions.py.)
     The batch's request was never answered (the echo agent sends it back as a request), so
     when the agent exits the bridge answers it, on a line of its own after the torn last one.
+    Every feature off through the real CLI process; the defaults in this process.
     """
-    result = await run_cli(["run", *options, "--", *agent_cmd("echo")], stream)
+    result = await (run_cli if process else run_cli_in_process)(["run", *options, "--", *agent_cmd("echo")], stream)
     assert result.returncode == 0, result.stderr
     answer = (b'{"jsonrpc":"2.0","id":9,"error":{"code":-32603,"message":"agent exited with status 0 '
               b'before answering","data":{"exitStatus":0}}}\n')
@@ -61,7 +65,7 @@ async def test_mixed_stream_comes_back_byte_exact_through_an_echo_agent(options:
 
 async def test_an_8_mib_line_is_relayed_whole() -> None:
     big = b'{"jsonrpc":"2.0","method":"_big","params":"' + b"a" * (8 * 1024 * 1024) + b'"}\n'
-    result = await run_cli(["run", "--", *agent_cmd("echo")], big + b"{}\n")
+    result = await run_cli_in_process(["run", "--", *agent_cmd("echo")], big + b"{}\n")
     assert result.returncode == 0
     assert result.stdout == big + b"{}\n"
 
@@ -70,7 +74,7 @@ async def test_a_line_over_the_parse_limit_is_relayed_whole(tmp_path: Path) -> N
     config = tmp_path / "c.toml"
     config.write_text("[relay]\nparse_limit_mib = 1\n")
     big = b'{"jsonrpc":"2.0","id":1,"method":"x","params":"' + b"b" * (3 * 1024 * 1024) + b'"}\n'
-    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("echo")], big)
+    result = await run_cli_in_process(["run", "-c", str(config), "--", *agent_cmd("echo")], big)
     # Streamed through unparsed, yet known by its id: the echo agent never answers it, so
     # the bridge does when the agent exits.
     answer = (b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"agent exited with status 0 '
@@ -112,7 +116,7 @@ async def test_agent_env_and_cwd_come_from_the_config(tmp_path: Path) -> None:
         f"[agent]\ncommand = {orjson.dumps([sys.executable, '-c', script]).decode()}\n"
         'env = { ACP_TEST_VALUE = "from-config" }\ncwd = "work"\n'
     )
-    result = await run_cli(["run", "-c", str(config)])
+    result = await run_cli_in_process(["run", "-c", str(config)])
     assert result.stdout == f"{work.resolve()}|from-config\n".encode()
 
 
@@ -133,7 +137,7 @@ async def test_a_missing_agent_answers_requests_and_exits_127() -> None:
 
 async def test_an_agent_not_on_path_is_explained_with_what_usually_causes_it() -> None:
     """The usual cause: the editor starts the bridge with its own PATH, not the shell's."""
-    result = await run_cli(["run", "--", "acp-bridge-test-no-such-agent", "--acp"],
+    result = await run_cli_in_process(["run", "--", "acp-bridge-test-no-such-agent", "--acp"],
                            b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n')
     assert result.returncode == 127
     error = orjson.loads(result.stdout)["error"]
@@ -232,7 +236,7 @@ def test_start_hints_name_the_usual_causes(tmp_path: Path) -> None:
 async def test_unlock_that_unlocks_nothing_says_why_at_v() -> None:
     """--unlock-legacy-agent with an editor that does not advertise suggestions: said at -v."""
     init = example("v1-initialize-request-client-plain")
-    result = await run_cli(["run", "-v", "--unlock-legacy-agent", "--", *agent_cmd("echo")], line(init))
+    result = await run_cli_in_process(["run", "-v", "--unlock-legacy-agent", "--", *agent_cmd("echo")], line(init))
     assert result.returncode == 0, result.stderr
     assert result.stderr.count(b"nothing unlocked") == 1
     assert (b'acp-bridge: INFO: --unlock-legacy-agent: nothing unlocked: client "my-client" does not advertise '

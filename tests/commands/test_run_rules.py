@@ -3,7 +3,9 @@
 changing live traffic, its name in the capture, `stats` and `check`, the same table offline
 through `replay --rules`; and a rule that raises, failing open (said once) or, with --strict,
 stopping the bridge with its name. The API's cases are tested in-process (tests/core/,
-tests/config/); here only what needs the real process."""
+tests/config/); here only what needs a real run: `run` in this process with a real agent
+(tests/commands/in_process.py), the real CLI process where the exit is the subject and for
+the SDK agent."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import trio
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
+from tests.commands.in_process import run_cli_in_process
 from tests.commands.test_run_suggestions import Client
 from tests.conftest import ROOT, SCRIPTED_AGENT, TESTS, run_cli
 
@@ -45,10 +48,12 @@ def script(tmp_path: Path, on_prompt: list[dict[str, Any]]) -> Path:
     return path
 
 
-async def bridge(tmp_path: Path, *options: str, on_prompt: list[dict[str, Any]]) -> Any:
+async def bridge(tmp_path: Path, *options: str, on_prompt: list[dict[str, Any]], process: bool = False) -> Any:
+    """`run` in front of the scripted agent: in this process (tests/commands/in_process.py),
+    or with `process` as `python -m acp_bridge`."""
     args = ["run", "--no-health", *options, "--", sys.executable, "-u", str(SCRIPTED_AGENT),
             str(script(tmp_path, on_prompt))]
-    return await run_cli(args, line(INIT) + line(PROMPT), timeout=20)
+    return await (run_cli if process else run_cli_in_process)(args, line(INIT) + line(PROMPT), timeout=20)
 
 
 async def test_the_usage_update_table_live_in_the_capture_and_offline(tmp_path: Path) -> None:
@@ -106,7 +111,8 @@ async def test_a_rule_that_raises_fails_open_said_once_and_stops_the_bridge_unde
     assert [(r["verdict"], r["rules"], r["error"]) for r in records if r.get("verdict") == "error"] == [
         ("error", ["flaky"], "RuntimeError: boom")] * 3
 
-    strict = await bridge(tmp_path, "--rule", str(rule), "--strict", on_prompt=turn)
+    # The process: what stops it is reported by the command, as its exit status and last line.
+    strict = await bridge(tmp_path, "--rule", str(rule), "--strict", on_prompt=turn, process=True)
     stopped = {"code": -32603, "message": "acp-bridge stopped before the agent answered: rule 'flaky' failed: "
                                           "RuntimeError: boom (strict is set)"}
     answered = {msg["id"]: msg for msg in map(orjson.loads, strict.stdout.splitlines())}

@@ -1,7 +1,8 @@
-"""Prompt suggestions through the real CLI: `python -m acp_bridge run -- scripted_agent.py`.
+"""Prompt suggestions through `run -- scripted_agent.py`.
 
-Each test writes a script for tests/agents/scripted_agent.py, runs the bridge as a real
-process, and asserts the exact lines the client received and what the agent was sent
+Each test writes a script for tests/agents/scripted_agent.py, runs the bridge in front of
+it (as a real process for the withdrawal on real pipes; the others run `run` in this
+process, tests/commands/in_process.py, with the agent a real process), and asserts the exact lines the client received and what the agent was sent
 (bridge-rules.md 2). Lines the bridge forwards untouched must come out as the agent wrote
 them (the scripted agent writes `json.dumps` output, with spaces, which orjson would not
 reproduce); lines the bridge writes itself are orjson-encoded. The rule's cases are the tables
@@ -22,7 +23,8 @@ from typing import Any
 import orjson
 import trio
 
-from tests.conftest import SCRIPTED_AGENT, example, run_cli
+from tests.commands.in_process import run_cli_in_process
+from tests.conftest import SCRIPTED_AGENT, example
 
 SID = "sess_1"
 V1_AGENT_INIT = example("v1-initialize-response-agent-no-system-prompt")["result"]
@@ -98,7 +100,7 @@ async def test_new_client_gets_legacy_agent_suggestion_in_new_form(tmp_path: Pat
     path, log = script(tmp_path, [{"send": LEGACY}])
     init = client_init("v1-initialize-request-client-with-suggestions")
     sent = stdin_of(init, SESSION_NEW, prompt(2))
-    done = await run_cli(bridge_args(path, "--unlock-legacy-agent"), sent, timeout=10)
+    done = await run_cli_in_process(bridge_args(path, "--unlock-legacy-agent"), sent, timeout=10)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines(keepends=True) == [*STANDARD_REPLIES, orjson.dumps(NEW) + b"\n"]
     received = log.read_bytes().splitlines(keepends=True)
@@ -112,7 +114,7 @@ async def test_new_client_without_unlock_leaves_initialize_alone(tmp_path: Path)
     """Unlocking is opt-in: without it the agent receives the client's initialize as sent."""
     path, log = script(tmp_path, [])
     sent = stdin_of(client_init("v1-initialize-request-client-with-suggestions"), SESSION_NEW, prompt(2))
-    done = await run_cli(bridge_args(path), sent, timeout=10)
+    done = await run_cli_in_process(bridge_args(path), sent, timeout=10)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines(keepends=True) == STANDARD_REPLIES
     assert log.read_bytes() == sent
@@ -122,7 +124,7 @@ async def test_no_suggestions_leaves_everything_untouched(tmp_path: Path) -> Non
     """`--no-suggestions`: the rule is off, both forms pass byte-exact, initialize included."""
     path, log = script(tmp_path, [{"send": LEGACY}, {"send": NEW}])
     sent = stdin_of(client_init("v1-initialize-request-client-legacy-air"), SESSION_NEW, prompt(2))
-    done = await run_cli(bridge_args(path, "--no-suggestions"), sent, timeout=10)
+    done = await run_cli_in_process(bridge_args(path, "--no-suggestions"), sent, timeout=10)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines(keepends=True) == [*STANDARD_REPLIES, agent_line(LEGACY), agent_line(NEW)]
     assert log.read_bytes() == sent

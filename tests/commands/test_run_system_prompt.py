@@ -1,4 +1,4 @@
-"""System prompt injection end to end: the real CLI in front of a scripted agent.
+"""System prompt injection end to end: `run`'s options in front of a real scripted agent.
 
 The scripted agent logs every line it receives, so each test asserts exactly what the agent
 was sent. The client side is driven one message at a time (send, then wait for the answer):
@@ -6,6 +6,9 @@ the bridge decides the dialect from the agent's `initialize` response, so a clie
 wrote everything at once would race it. The rule's cases are the tables of
 tests/core/rewrites/test_system_prompt.py; here, once each, the ways a run gets the setting
 (option, file, environment, config file and their layers, --strict, -v) and each dialect.
+One runs the real CLI process; the others run `run` in this process (tests/commands/
+in_process.py: the real command's options, `run_bridge` on real pipes, the agent a real
+process), since the process is not what they test.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import orjson
 import trio
 
+from tests.commands.in_process import run_in_process
 from tests.conftest import SCRIPTED_AGENT, example, line
 
 TEXT = "Follow the team style guide."
@@ -37,21 +41,19 @@ AGENT_WITHOUT_CAP = example("v1-initialize-response-agent-no-system-prompt")["re
 class Client:
     """The editor's end of a running bridge: one JSON-RPC message per line."""
 
-    def __init__(self, proc: trio.Process) -> None:
-        self.proc = proc
+    def __init__(self, stdin: trio.abc.SendStream, stdout: trio.abc.ReceiveStream) -> None:
+        self.stdin, self.stdout = stdin, stdout
         self._buffer = b""
         self.stderr = bytearray()
         self.rest = b""  # what stdout carried after the last message read
         self.returncode: int | None = None
 
     async def send(self, msg: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        await self.proc.stdin.send_all(line(msg))
+        await self.stdin.send_all(line(msg))
 
     async def receive(self) -> Any:
-        assert self.proc.stdout is not None
         while b"\n" not in self._buffer:
-            chunk = await self.proc.stdout.receive_some(65536)
+            chunk = await self.stdout.receive_some(65536)
             if not chunk:
                 raise EOFError(f"bridge closed stdout; stderr: {bytes(self.stderr)!r}")
             self._buffer += chunk
@@ -65,21 +67,31 @@ class Client:
 
 @asynccontextmanager
 async def bridge(args: list[str], script: dict[str, Any], tmp_path: Path, env: dict[str, str] | None = None,
-                 preexec_fn: Callable[[], None] | None = None, timeout: float = 20) -> AsyncIterator[Client]:
-    """Run `python -m acp_bridge run ARGS -- scripted_agent SCRIPT` (`preexec_fn` in the
-    bridge's process); on leaving, stdin is closed, stdout read to its end and the exit
+                 timeout: float = 20, process: bool = False,
+                 preexec_fn: Callable[[], None] | None = None) -> AsyncIterator[Client]:
+    """Run `run ARGS -- scripted_agent SCRIPT`, with `env` as the only ACP_BRIDGE_* variables:
+    in this process, or with `process` as `python -m acp_bridge` (`preexec_fn` in the
+    bridge's process). On leaving, stdin is closed, stdout read to its end and the exit
     status kept."""
+    assert process or preexec_fn is None
     script_file = tmp_path / "script.json"
     script_file.write_text(json.dumps(script), encoding="utf-8")
-    cmd = [sys.executable, "-m", "acp_bridge", "run", *args, "--",
-           sys.executable, "-u", str(SCRIPTED_AGENT), str(script_file)]
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_BRIDGE_")}
-    full_env.update(env or {})
+    run_args = ["run", *args, "--", sys.executable, "-u", str(SCRIPTED_AGENT), str(script_file)]
     with trio.fail_after(timeout):
+        if not process:
+            async with run_in_process(run_args[1:], env) as in_process:
+                client = Client(in_process.stdin, in_process.stdout)
+                client.stderr = in_process.stderr
+                yield client
+            client.rest, client.returncode = in_process.rest, in_process.returncode
+            return
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_BRIDGE_")}
+        full_env.update(env or {})
         proc = await trio.lowlevel.open_process(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
-            preexec_fn=preexec_fn)
-        client = Client(proc)
+            [sys.executable, "-m", "acp_bridge", *run_args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=full_env, preexec_fn=preexec_fn)
+        assert proc.stdin is not None and proc.stdout is not None
+        client = Client(proc.stdin, proc.stdout)
         async with trio.open_nursery() as nursery:
             async def drain_stderr() -> None:
                 assert proc.stderr is not None
@@ -90,7 +102,6 @@ async def bridge(args: list[str], script: dict[str, Any], tmp_path: Path, env: d
             try:
                 yield client
             finally:
-                assert proc.stdin is not None and proc.stdout is not None
                 await proc.stdin.aclose()
                 while chunk := await proc.stdout.receive_some(65536):
                     client.rest += chunk
@@ -119,7 +130,9 @@ def new_with(**extra: Any) -> dict[str, Any]:
 
 
 async def test_spec_dialect_via_the_system_prompt_option(tmp_path: Path) -> None:
-    async with bridge(["--system-prompt", TEXT], scripted(tmp_path, AGENT_WITH_CAP), tmp_path) as client:
+    """Through the real CLI process (the others run `run` in this process)."""
+    async with bridge(["--system-prompt", TEXT], scripted(tmp_path, AGENT_WITH_CAP), tmp_path,
+                      process=True) as client:
         assert (await client.call(V1_INIT))["result"] == AGENT_WITH_CAP
         assert await client.call(V1_NEW) == {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "sess_abc123"}}
     assert client.returncode == 0 and client.rest == b""

@@ -3,7 +3,10 @@ real CLI (bridge-rules.md section 5: no fault leaves the editor hanging or orpha
 
 The ladder tests run `terminate` and `stop_when_told` against a fake process that records
 each signal sent to its group and the virtual time it came at (shell/posix.py's senders are
-replaced for it), so every grace is exact and no test waits real seconds for one.
+replaced for it), so every grace is exact and no test waits real seconds for one. Faults
+whose subject is the answer the client gets (an agent that cannot start, one killed
+mid-prompt) run `run` in this process (tests/commands/in_process.py), the agent a real
+process; the exit statuses as the process's are tests/commands/test_run.py's.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import trio.testing
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import describe_exit, exit_status, stop_when_told, terminate
 from acp_bridge.shell.bridge import Bridge
+from tests.commands.in_process import run_cli_in_process
 from tests.conftest import SCRIPTED_AGENT, agent_cmd, line, run_cli, signal_running_bridge
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
@@ -181,7 +185,7 @@ async def test_agent_not_executable_is_answered_and_exits_127(tmp_path: Path) ->
     agent = tmp_path / "agent.sh"
     agent.write_text("#!/bin/sh\n")
     agent.chmod(0o644)
-    result = await run_cli(["run", "--", str(agent)], line(INIT) + line(NEW))
+    result = await run_cli_in_process(["run", "--", str(agent)], line(INIT) + line(NEW))
     assert result.returncode == 127
     answers = [orjson.loads(x) for x in result.stdout.splitlines()]
     assert [a["id"] for a in answers] == [0, 1]
@@ -208,7 +212,7 @@ async def test_agent_killed_by_signal_mid_prompt(tmp_path: Path) -> None:
                     "import os,sys,signal\n"
                     "for l in sys.stdin:\n"
                     "    if 'session/prompt' in l: os.kill(os.getpid(), signal.SIGKILL)\n"]
-    result = await run_cli(["run", "--", *script_agent], line(PROMPT))
+    result = await run_cli_in_process(["run", "--", *script_agent], line(PROMPT))
     assert result.returncode == 128 + signal.SIGKILL
     (answer,) = [orjson.loads(x) for x in result.stdout.splitlines()]
     assert answer["error"]["message"] == "agent died of SIGKILL (status 137) before answering"

@@ -1,6 +1,9 @@
 """The capture file (shell/capture_file.py) with real trio channels and files, and the capture
 end to end; then through the real CLI, as a hostile neighbour would try it: symbolic links,
-existing files, two bridges on one path, and a SIGKILL right after a line arrived."""
+existing files, two bridges on one path, and a SIGKILL right after a line arrived. (A
+dangling link, an existing file and an uncreatable path: `run` in this process, with a real
+agent, tests/commands/in_process.py; the refusal and the one line said are the capture
+file's, and the real process shows them for a link to a file.)"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import signal
 import stat
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,7 @@ from acp_bridge.core import Direction, Forward, Relay, Verdict
 from acp_bridge.errors import CaptureError
 from acp_bridge.shell.bridge import bridge_streams
 from acp_bridge.shell.capture_file import CaptureFile, create_new, open_capture, start_capture
+from tests.commands.in_process import run_cli_in_process
 from tests.conftest import agent_cmd, line, open_bridge, run_cli
 
 REQ = line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
@@ -207,7 +212,7 @@ LINES = st.sampled_from([
 ]) | st.text(max_size=20).map(lambda text: line({"jsonrpc": "2.0", "method": "m", "params": {"t": text}}))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)  # the profile's number of examples: 60, or 2,000 deep
 @given(traffic=st.lists(st.tuples(st.sampled_from([A, C]), st.lists(LINES, min_size=1, max_size=12),
                                   st.integers(1, 400)), min_size=1, max_size=6),
        redactor=st.sampled_from([Redactor(), Redactor(secret="secret text"), Redactor(("/params/t",))]),
@@ -291,7 +296,8 @@ async def test_run_with_capture_end_to_end(tmp_path: Path) -> None:
 async def test_unwritable_capture_end_to_end_says_so_once(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    result = await run_cli(["run", "--no-health", "--capture", str(blocker / "c.jsonl"), "--", *agent_cmd("echo")], NOTE + NOTE)
+    result = await run_cli_in_process(["run", "--no-health", "--capture", str(blocker / "c.jsonl"), "--",
+                                       *agent_cmd("echo")], NOTE + NOTE)
     assert result.returncode == 0 and result.stdout == NOTE + NOTE
     [message] = result.stderr.decode().splitlines()
     assert "capture: cannot create" in message and "Not a directory" in message
@@ -323,7 +329,7 @@ async def test_a_symlink_to_a_file_is_refused_and_the_file_untouched(tmp_path: P
 async def test_a_dangling_symlink_is_refused_and_its_target_not_created(tmp_path: Path) -> None:
     link = tmp_path / "c.jsonl"
     link.symlink_to(tmp_path / "planted")
-    result = await run_cli(["run", "--no-health", "--capture", str(link), "--", *agent_cmd("echo")], NOTE)
+    result = await run_cli_in_process(["run", "--no-health", "--capture", str(link), "--", *agent_cmd("echo")], NOTE)
     assert result.returncode == 0 and result.stdout == NOTE
     assert result.stderr.decode().splitlines() == [
         f"acp-bridge: ERROR: capture: refusing {link}: it is a symbolic link; relaying without a capture"]
@@ -347,7 +353,8 @@ async def test_an_existing_capture_is_never_truncated(tmp_path: Path) -> None:
     old = tmp_path / "c.jsonl"
     old.write_bytes(b"yesterday's capture\n")
     old.chmod(0o640)
-    result = await run_cli(["run", "-v", "--no-health", "--capture", str(old), "--", *agent_cmd("echo")], NOTE)
+    result = await run_cli_in_process(["run", "-v", "--no-health", "--capture", str(old), "--", *agent_cmd("echo")],
+                                      NOTE)
     assert result.returncode == 0 and result.stdout == NOTE
     assert old.read_bytes() == b"yesterday's capture\n" and stat.S_IMODE(old.stat().st_mode) == 0o640
     fresh = tmp_path / "c-1.jsonl"
@@ -392,20 +399,44 @@ async def test_two_bridges_on_one_path_write_two_captures(tmp_path: Path) -> Non
         assert {orjson.loads(r["raw"])["params"]["bridge"] for r in mine[1:3]} == {n}
 
 
-RACE = """
-import sys
-from acp_bridge.shell.capture_file import create_new
-for _ in range(25):
-    print(create_new(sys.argv[1])[0], flush=True)
-"""
+def race_for(path: Path, processes: int, each: int) -> list[list[str]]:
+    """`processes` forks of this process, let go at once, each creating `each` captures at
+    `path`: the names each one got. (Forked rather than started: a fresh interpreter
+    importing the package cost 0.4 s of CPU a process, and the race is the same.)"""
+    gate_r, gate_w = os.pipe()
+    outputs = []
+    pids = []
+    with warnings.catch_warnings():  # 3.12+ warns about fork with threads; the child calls no lock
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for _ in range(processes):
+            out_r, out_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: wait for the gate, race, report, and leave without cleanup
+                status = 1
+                try:
+                    os.close(gate_w)
+                    os.read(gate_r, 1)
+                    names = [create_new(str(path))[0] for _ in range(each)]
+                    os.write(out_w, "\n".join(names).encode())
+                    status = 0
+                finally:
+                    os._exit(status)
+            os.close(out_w)
+            outputs.append(out_r)
+            pids.append(pid)
+    os.close(gate_r)
+    os.close(gate_w)  # the gate opens: every child's read returns at once
+    got = []
+    for out_r, pid in zip(outputs, pids, strict=True):
+        with os.fdopen(out_r, "rb") as out:
+            got.append(out.read().decode().split())
+        assert os.waitpid(pid, 0)[1] == 0
+    return got
 
 
 def test_processes_racing_for_one_name_never_share_a_file(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
-    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(path)], stdout=subprocess.PIPE)
-             for _ in range(6)]
-    names = [name for proc in procs for name in proc.communicate(timeout=60)[0].decode().split()]
-    assert all(proc.returncode == 0 for proc in procs)
+    names = [name for got in race_for(path, 6, 25) for name in got]
     assert len(names) == 150 and len(set(names)) == 150
     expected = {str(path)} | {str(tmp_path / f"c-{n}.jsonl") for n in range(1, 150)}
     assert set(names) == expected == {str(p) for p in tmp_path.iterdir()}

@@ -1,6 +1,8 @@
 """Faults through the real CLI: no fault leaves the editor hanging, loses a message, or
 orphans a process (bridge-rules.md section 5). The agent process's own faults (it cannot
-start, crashes, ignores the end of its input or SIGTERM) are in tests/shell/test_agent.py."""
+start, crashes, ignores the end of its input or SIGTERM) are in tests/shell/test_agent.py.
+What the log says of a banner and of the rules' work is checked with `run` in this process
+(tests/commands/in_process.py), the agent a real process."""
 
 from __future__ import annotations
 
@@ -17,11 +19,12 @@ from acp_bridge.core import Frame, Relay, Rewrite, Session
 from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.shell.run import serve
-from tests.conftest import agent_cmd, line, run_cli
+from tests.commands.in_process import run_cli_in_process
+from tests.conftest import agent_cmd, line
 
 
 async def test_banner_on_agent_stdout_is_forwarded_and_flagged_once() -> None:
-    result = await run_cli(["run", "--", *agent_cmd("banner", "Agent v1 ready")], b"plain text too\n{}\n")
+    result = await run_cli_in_process(["run", "--", *agent_cmd("banner", "Agent v1 ready")], b"plain text too\n{}\n")
     assert result.stdout == b"Agent v1 ready\nplain text too\n{}\n"
     assert result.stderr.count(b"not JSON-RPC") == 1
     assert b"'Agent v1 ready'" in result.stderr
@@ -94,7 +97,7 @@ async def test_verbose_logs_what_the_rules_did(tmp_path: Path) -> None:
     config.write_text("[bridge]\nverbosity = 1\n")
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": 1, "clientCapabilities": {"_meta": {"jetbrains": {"air": {}}}}}}
-    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("answer")], line(init))
+    result = await run_cli_in_process(["run", "-c", str(config), "--", *agent_cmd("answer")], line(init))
     assert b"acp-bridge: INFO: -> rewrite initialize #0 by suggestions" in result.stderr
 
 

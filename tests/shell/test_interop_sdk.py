@@ -1,4 +1,5 @@
-"""Interop: the official Python SDK's client talks to an SDK agent through the bridge."""
+"""Interop: the official Python SDK's client talks to an SDK agent through the bridge (and
+ordinary SDK traffic gives no finding at warning level)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from click.testing import CliRunner
 
+from acp_bridge.commands import main
 from tests.conftest import TESTS, sdk
 
 
@@ -35,30 +38,41 @@ class RecordingClient:
         pass
 
 
-async def converse() -> tuple[Any, Any, Any, RecordingClient, int]:
+async def converse(capture: Path) -> tuple[Any, Any, list[Any], RecordingClient, int]:
+    """Two turns through `run --capture`."""
     acp = sdk()
     client = RecordingClient()
-    bridge = [sys.executable, "-m", "acp_bridge", "run", "--",
+    bridge = [sys.executable, "-m", "acp_bridge", "run", "--capture", str(capture), "--",
               sys.executable, "-u", str(TESTS / "agents" / "sdk_agent.py")]
     async with acp.spawn_agent_process(client, bridge[0], *bridge[1:]) as (conn, process):
         init = await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 30)
         session = await asyncio.wait_for(conn.new_session(cwd="/tmp", mcp_servers=[]), 30)
-        reply = await asyncio.wait_for(
-            conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hello bridge")]), 30)
+        replies = [await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)]), 30)
+                   for text in ("hello bridge", "again")]
         try:
-            await asyncio.wait_for(client.wait_for_updates(2), 10)  # the agent streams two chunks
+            await asyncio.wait_for(client.wait_for_updates(4), 10)  # the agent streams two chunks a turn
         except TimeoutError:
             pass  # the assertions show what did not come
-    return init, session, reply, client, process.returncode
+    return init, session, replies, client, process.returncode
 
 
-def test_sdk_client_and_agent_complete_a_turn_through_the_bridge() -> None:
-    init, session, reply, client, _ = asyncio.run(converse())
+def test_sdk_client_and_agent_complete_a_turn_through_the_bridge_with_no_warning(tmp_path: Path) -> None:
+    """Two turns; ordinary traffic gives no finding at warning level, live (in the capture)
+    or afterwards (`check`)."""
+    capture = tmp_path / "sdk.jsonl"
+    init, session, replies, client, _ = asyncio.run(converse(capture))
     assert init.agent_info is not None and init.agent_info.name == "sdk-echo-agent"
     assert session.session_id == "sess_1"
-    assert reply.stop_reason == "end_turn"
+    assert [reply.stop_reason for reply in replies] == ["end_turn", "end_turn"]
     texts = [update.content.text for sid, update in client.updates if sid == "sess_1"]
-    assert texts == ["echo: ", "hello bridge"]
+    assert texts == ["echo: ", "hello bridge", "echo: ", "again"]
+    records: list[dict[str, Any]] = [orjson.loads(line) for line in capture.read_bytes().splitlines()]
+    assert [r for r in records if r["type"] == "finding"] == []
+    result = CliRunner().invoke(main, ["check", str(capture), "--json"])
+    assert result.exit_code == 0, result.stdout
+    report = orjson.loads(result.stdout)["captures"][0]
+    assert report["findings"] == [] and report["messages"] == 12
+    assert report["verdict"] == "nothing was rewritten: the bridge can be removed"
 
 
 async def converse_open_tool(capture: Path) -> tuple[Any, RecordingClient]:

@@ -1,7 +1,9 @@
 """Reliability through the real CLI: whole lines, an answer for every request, no crash on
 input, no wait on an orphan (issue "Reliability", docs/faults.md).
 
-Each test runs `python -m acp_bridge run` in front of a small agent written for it.
+Each test runs `run` in front of a small agent process written for it: as the real CLI
+process where the process is the subject (signals, exit timing, stalled pipes, a hangup on
+its stdin), otherwise in this process (tests/commands/in_process.py, on real pipes).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 import orjson
 import trio
 
+from tests.commands.in_process import InProcessBridge, run_cli_in_process, run_in_process
 from tests.conftest import BridgeProcess, agent_cmd, line, open_bridge, run_cli
 
 INIT_NEW_CLIENT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -42,18 +45,26 @@ SYSTEM_PROMPT_ECHO = agent(
 )
 
 
+async def read_until(bridge: InProcessBridge, wanted: bytes) -> bytes:
+    """Read the bridge's stdout until `wanted` has come; return everything read."""
+    got = b""
+    while wanted not in got:
+        chunk = await bridge.stdout.receive_some(1 << 20)
+        assert chunk, f"EOF before {wanted!r}; got {got[-300:]!r}"
+        got += chunk
+    return got
+
+
 async def after_initialize(options: list[str], then: bytes) -> bytes:
     """Initialize through the bridge (so the agent's capabilities are known), send `then`,
     close, and return what the client received."""
     with trio.fail_after(30):
-        async with open_bridge(["run", *options, "--", *SYSTEM_PROMPT_ECHO]) as bridge:
-            await bridge.send(line(INIT_NEW_CLIENT))
-            await bridge.read_until(b"\n")
-            await bridge.send(then)
-            await bridge.close_stdin()
-            out = await bridge.read_all()
-            assert await bridge.proc.wait() == 0
-    return out
+        async with run_in_process([*options, "--", *SYSTEM_PROMPT_ECHO]) as bridge:
+            await bridge.stdin.send_all(line(INIT_NEW_CLIENT))
+            first = await read_until(bridge, b"\n")
+            await bridge.stdin.send_all(then)
+    assert bridge.returncode == 0
+    return first + bridge.rest
 
 
 def quick_grace(tmp_path: Path) -> Path:
@@ -79,7 +90,7 @@ def exited(status: int) -> tuple[bytes, bytes]:
 async def test_agent_dying_mid_line_leaves_the_fragment_and_a_whole_answer_line() -> None:
     """The torn fragment goes on as it came; the answer to the request in flight follows on
     a line of its own (before: `..."met{"jsonrpc":"2.0","id":0,"error":...`)."""
-    result = await run_cli(["run", "--", *agent_cmd("crash-after", "1")], line(INIT))
+    result = await run_cli_in_process(["run", "--", *agent_cmd("crash-after", "1")], line(INIT))
     assert result.returncode == 3
     assert result.stdout == line(INIT) + b'{"jsonrpc":"2.0","met' + b"\n" + answer(b"0", *exited(3))
 
@@ -92,7 +103,7 @@ async def test_a_rewritten_last_line_without_newline_is_not_glued_to_what_follow
         "_meta": {"promptSuggestions": {"suggestions": [{"text": "next"}]}}}}}
     init_result = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}\n'
     code = f"next(lines); out({init_result!r}); out({orjson.dumps(update)!r})"
-    result = await run_cli(["run", "--", *agent(code)], line(INIT_NEW_CLIENT))
+    result = await run_cli_in_process(["run", "--", *agent(code)], line(INIT_NEW_CLIENT))
     assert result.returncode == 0, result.stderr
     out = result.stdout.split(b"\n")
     assert out[-1] == b""  # every line whole
@@ -124,13 +135,11 @@ async def test_withdrawal_waits_for_a_long_line_streaming_to_the_client(tmp_path
     prompt = {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
               "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}}
     with trio.fail_after(30):
-        async with open_bridge(["run", "-c", str(config), "--", *agent(code)]) as bridge:
-            await bridge.send(line(INIT_NEW_CLIENT))
-            await bridge.read_until(b"a" * 1000)  # the long line is streaming
-            await bridge.send(line(prompt))
-            await bridge.close_stdin()
-            out = await bridge.read_all()
-    lines = out.split(b"\n")
+        async with run_in_process(["-c", str(config), "--", *agent(code)]) as bridge:
+            await bridge.stdin.send_all(line(INIT_NEW_CLIENT))
+            first = await read_until(bridge, b"a" * 1000)  # the long line is streaming
+            await bridge.stdin.send_all(line(prompt))
+    lines = (first + bridge.rest).split(b"\n")
     assert lines[2] == long_head + b"b" * 100 + b'"}}'
     assert orjson.loads(lines[3])["params"]["update"] == {
         "sessionUpdate": "prompt_suggestions_update", "suggestions": []}
@@ -185,7 +194,7 @@ async def test_json_nested_1000_deep_passes_with_every_feature_off_and_on() -> N
     deep_meta = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"_meta":' + nested(1000) + b"}}\n"
     stream = deep_meta + deep_id
     for options in (["--no-suggestions"], ["--system-prompt", "Be brief."], ["-vv"]):
-        result = await run_cli(["run", *options, "--", *agent_cmd("echo")], stream)
+        result = await run_cli_in_process(["run", *options, "--", *agent_cmd("echo")], stream)
         assert result.returncode == 0, result.stderr
         # Both requests come back (echoed) as they went, then the bridge answers both; the
         # id nested past what can be written back gets JSON-RPC's null id.
@@ -248,7 +257,7 @@ async def test_requests_in_a_batch_long_or_with_a_lone_surrogate_are_answered_wh
     surrogate = b'{"jsonrpc":"2.0","id":"\\ud83d","method":"c","params":{"t":"\\ud83d"}}\n'
     long = b'{"jsonrpc":"2.0","method":"session/prompt","params":{"t":"' + b"p" * (2 << 20) + b'"},"id":13}\n'
     code = "n = 0\nfor l in lines:\n    n += 1\n    if n == 3: sys.exit(5)"
-    result = await run_cli(["run", "-c", str(config), "--", *agent(code)], batch + surrogate + long)
+    result = await run_cli_in_process(["run", "-c", str(config), "--", *agent(code)], batch + surrogate + long)
     assert result.returncode == 5
     message, data = b"agent exited with status 5 before answering", b'{"exitStatus":5}'
     assert sorted(result.stdout.splitlines(keepends=True)) == sorted(
@@ -258,7 +267,7 @@ async def test_requests_in_a_batch_long_or_with_a_lone_surrogate_are_answered_wh
 async def test_requests_the_parser_rejects_are_answered_when_the_agent_cannot_start(tmp_path: Path) -> None:
     batch = b'[{"jsonrpc":"2.0","id":1,"method":"a"}]\n'
     surrogate = b'{"jsonrpc":"2.0","id":2,"method":"c","params":{"t":"\\udc00"}}\n'
-    result = await run_cli(["run", "--", str(tmp_path / "no-such-agent")], batch + surrogate)
+    result = await run_cli_in_process(["run", "--", str(tmp_path / "no-such-agent")], batch + surrogate)
     assert result.returncode == 127
     ids = [orjson.loads(x)["id"] for x in result.stdout.splitlines()]
     assert ids == [1, 2]
@@ -267,7 +276,7 @@ async def test_requests_the_parser_rejects_are_answered_when_the_agent_cannot_st
 async def test_two_requests_with_the_same_id_each_get_an_answer() -> None:
     prompt = b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
     code = "next(lines); next(lines); sys.exit(4)"
-    result = await run_cli(["run", "--", *agent(code)], prompt + prompt)
+    result = await run_cli_in_process(["run", "--", *agent(code)], prompt + prompt)
     assert result.returncode == 4
     assert result.stdout == answer(b"7", *exited(4)) * 2
 

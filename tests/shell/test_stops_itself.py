@@ -1,7 +1,9 @@
 """The bridge stopping itself, through the real CLI: a required capture that can no longer be
 written, a rule that fails under --strict (here: its result cannot be written back). Either
 way the exit status is 1 and every client request in flight is answered first, as when the
-agent dies (bridge-rules 5); and where the capture went when its path was taken."""
+agent dies (bridge-rules 5); and where the capture went when its path was taken. Runs that
+go on (fail open, the fresh capture name) run `run` in this process with a real agent
+(tests/commands/in_process.py); `replay` runs through the click group in this process."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.commands.in_process import run_cli_in_process
 from tests.commands.test_run_system_prompt import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client, bridge
-from tests.conftest import agent_cmd, line, run_cli
+from tests.conftest import agent_cmd, invoke, line
 
 PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
           "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}}
@@ -36,10 +39,13 @@ def limit_file_size() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
 
 
-def running(args: list[str], script: dict[str, Any], tmp_path: Path,
-            file_limit: bool = False) -> AbstractAsyncContextManager[Client]:
-    """The bridge driven by the test as the client (`bridge`), its file size limited when asked."""
-    return bridge(args, script, tmp_path, preexec_fn=limit_file_size if file_limit else None, timeout=30)
+def running(args: list[str], script: dict[str, Any], tmp_path: Path, file_limit: bool = False,
+            process: bool = True) -> AbstractAsyncContextManager[Client]:
+    """The bridge driven by the test as the client (`bridge`): the real CLI process, its file
+    size limited when asked, or, where it goes on and its exit is not the subject, `run` in
+    this process (tests/commands/in_process.py)."""
+    return bridge(args, script, tmp_path, preexec_fn=limit_file_size if file_limit else None, timeout=30,
+                  process=process)
 
 
 def required_capture(tmp_path: Path) -> list[str]:
@@ -83,8 +89,7 @@ def deep_new() -> dict[str, Any]:
 
 async def send_deep_new(client: Client) -> None:
     """The request as one line, written by the stdlib (orjson writes no such line)."""
-    assert client.proc.stdin is not None
-    await client.proc.stdin.send_all(json.dumps(deep_new(), separators=(",", ":")).encode() + b"\n")
+    await client.stdin.send_all(json.dumps(deep_new(), separators=(",", ":")).encode() + b"\n")
 
 
 def spec_agent(tmp_path: Path) -> dict[str, Any]:
@@ -95,7 +100,8 @@ def spec_agent(tmp_path: Path) -> dict[str, Any]:
 async def test_an_unwritable_rule_result_fails_open_without_strict(tmp_path: Path) -> None:
     """The system prompt rule would set `systemPrompt` on a session/new nested 600 deep:
     the result cannot be written, so the request goes on as it came (verdict error)."""
-    async with running(["--no-health", "--system-prompt", TEXT], spec_agent(tmp_path), tmp_path) as client:
+    async with running(["--no-health", "--system-prompt", TEXT], spec_agent(tmp_path), tmp_path,
+                       process=False) as client:
         await client.call(V1_INIT)
         await send_deep_new(client)
         assert await client.receive() == {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s1"}}
@@ -123,15 +129,15 @@ async def test_replay_rules_strict_stops_on_an_unwritable_rule_result(tmp_path: 
     and with --strict stops at the record, exit 1."""
     capture = tmp_path / "cap.jsonl"
     args = ["--no-health", "--system-prompt", TEXT, "--capture", str(capture)]
-    async with running(args, spec_agent(tmp_path), tmp_path) as client:
+    async with running(args, spec_agent(tmp_path), tmp_path, process=False) as client:
         await client.call(V1_INIT)
         await send_deep_new(client)
         await client.receive()
     assert client.returncode == 0
-    loose = await run_cli(["replay", str(capture), "--rules", "--system-prompt", TEXT])
+    loose = invoke(["replay", str(capture), "--rules", "--system-prompt", TEXT])
     assert (loose.returncode, loose.stdout) == (0, f"acp-bridge replay --rules: {capture}: 0 messages "
                                                    f"differ of 4 compared\n".encode())
-    strict = await run_cli(["replay", str(capture), "--rules", "--system-prompt", TEXT, "--strict"])
+    strict = invoke(["replay", str(capture), "--rules", "--system-prompt", TEXT, "--strict"])
     assert (strict.returncode, strict.stdout) == (1, b"")
     assert strict.stderr.decode().splitlines() == [
         f"acp-bridge: {capture}: rule 'system-prompt' failed on the line of record #3: Unencodable: what the rules "
@@ -145,9 +151,10 @@ async def test_a_capture_written_under_a_fresh_name_is_said_at_the_default_level
     that it wrote beside the first one's file, not over it."""
     path = tmp_path / "cap.jsonl"
     note = line({"jsonrpc": "2.0", "method": "n"})
-    first = await run_cli(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")], note)
+    first = await run_cli_in_process(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")], note)
     assert (first.returncode, first.stdout, first.stderr) == (0, note, b"")
-    second = await run_cli(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")], note)
+    second = await run_cli_in_process(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")],
+                                      note)
     assert (second.returncode, second.stdout) == (0, note)
     assert second.stderr.decode().splitlines() == [
         f"acp-bridge: WARNING: capture: {path} exists; writing {tmp_path / 'cap-1.jsonl'}"]

@@ -141,17 +141,50 @@ def check_trace(spans: list[dict[str, Any]]) -> None:
             assert parent["start"] <= span["start"] and span["end"] <= parent["end"], span["name"]
 
 
-def test_run_otlp_sends_the_span_tree_and_export_sends_the_same(tmp_path: Path) -> None:
+# The attributes only content brings ([telemetry] content = true), per span (JSON text parsed).
+CONTENT = {
+    "invoke_agent tool-agent": {
+        "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "read my notes"}]}],
+        "gen_ai.output.messages": [{"role": "assistant", "parts": [{"type": "text", "content": "Reading it."}]}]},
+    "execute_tool read": {
+        "acp.tool_call.title": "Read notes.txt",
+        "gen_ai.tool.call.arguments": {"path": "/tmp/notes.txt", "token": "<redacted>"},
+        "gen_ai.tool.call.result": {"text": "the notes"}},
+    "execute_tool execute": {"acp.tool_call.title": "Run make"},
+}
+CONTENT_JSON = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+
+
+def take_content(spans: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Remove the content attributes from `spans`; return them by span."""
+    taken: dict[str, dict[str, Any]] = {}
+    for span in spans:
+        for key in [k for k in span["attributes"] if k in CONTENT_JSON or k == "acp.tool_call.title"]:
+            value = span["attributes"].pop(key)
+            taken.setdefault(span["name"], {})[key] = orjson.loads(value) if key in CONTENT_JSON else value
+    return taken
+
+
+def test_run_otlp_sends_the_span_tree_and_content_and_export_sends_the_same(tmp_path: Path) -> None:
     """One turn with two tool calls, a permission request and a file read, through a real
-    `acp-bridge run --otlp`; then the capture of that run through `export --otlp`: the same
-    spans, attributes and times (only the ids are new, and the session ends at the capture's end)."""
+    `acp-bridge run` with telemetry and content turned on in its config file: the prompt,
+    the reply and the tools' input and output are sent, with the capture's redaction
+    ([capture] redact) applied first. Then the capture of that run through `export --otlp`:
+    the same spans, attributes and times, without content, which it was not asked for (only
+    the ids are new, and the session ends at the capture's end). (Without content, live:
+    test_hostile_e2e.py's test_without_content_no_title_and_no_secret_leave_the_machine.)"""
     capture = tmp_path / "c.jsonl"
+    config = tmp_path / "bridge.toml"
+    config.write_text('[telemetry]\nenabled = true\ncontent = true\n'
+                      '[capture]\nredact = ["/params/update/rawInput/token"]\n')
     with running_collector() as collector:
-        reply, status = asyncio.run(converse(otel_env(collector), "--otlp", "--capture", str(capture)))
+        reply, status = asyncio.run(converse(otel_env(collector), "-c", str(config), "--capture", str(capture)))
         spans = collector.wait_spans(len(TREE))
         metrics = dict(collector.metrics)
         resources = list(collector.resources)
     assert reply.stop_reason == "end_turn" and status == 0
+    assert "s3cr3t" not in repr(spans)
+    assert take_content(spans) == CONTENT
     check_trace(spans)
     assert {r["service.name"] for r in resources} == {"bridge-under-test"}
     records = [orjson.loads(line) for line in capture.read_bytes().splitlines()]
@@ -176,33 +209,13 @@ def test_run_otlp_sends_the_span_tree_and_export_sends_the_same(tmp_path: Path) 
         assert collector.metrics == {}
     assert done.returncode == 0, done.stderr
     assert done.stderr.decode() == f"acp-bridge: {capture}: sent {len(TREE)} spans to {env['OTEL_EXPORTER_OTLP_ENDPOINT']}\n"
-    check_trace(exported)
+    check_trace(exported)  # exactly ATTRIBUTES: no content
     live, again = by_name(spans), by_name(exported)
     for name in live:
         if name != "session":
             assert (again[name]["start"], again[name]["end"]) == (live[name]["start"], live[name]["end"]), name
     assert again["session"]["start"] == live["session"]["start"]
     assert again["session"]["end"] == int(records[-1]["time"] * 1e9)
-
-
-def test_content_is_sent_only_when_asked_and_redacted_first(tmp_path: Path) -> None:
-    """[telemetry] content = true sends the prompt, the reply and the tools' input and
-    output, with the capture's redaction applied first ([capture] redact)."""
-    config = tmp_path / "bridge.toml"
-    config.write_text('[telemetry]\nenabled = true\ncontent = true\n'
-                      '[capture]\nredact = ["/params/update/rawInput/token"]\n')
-    with running_collector() as collector:
-        reply, status = asyncio.run(converse(otel_env(collector), "-c", str(config)))
-        spans = by_name(collector.wait_spans(len(TREE)))
-    assert reply.stop_reason == "end_turn" and status == 0
-    turn, read = spans["invoke_agent tool-agent"]["attributes"], spans["execute_tool read"]["attributes"]
-    assert orjson.loads(turn["gen_ai.input.messages"]) == [
-        {"role": "user", "parts": [{"type": "text", "content": "read my notes"}]}]
-    assert orjson.loads(turn["gen_ai.output.messages"]) == [
-        {"role": "assistant", "parts": [{"type": "text", "content": "Reading it."}]}]
-    assert orjson.loads(read["gen_ai.tool.call.arguments"]) == {"path": "/tmp/notes.txt", "token": "<redacted>"}
-    assert orjson.loads(read["gen_ai.tool.call.result"]) == {"text": "the notes"}
-    assert "s3cr3t" not in repr(spans)
 
 
 async def demo_turns(env: dict[str, str]) -> int:
