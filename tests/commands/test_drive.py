@@ -217,11 +217,13 @@ def test_a_hanging_agent_is_stopped_after_the_timeout(recorded: tuple[Path, Path
     data = json.loads(hanging.read_text())
     data["on"]["session/prompt"] = [{"send": chunk("Hel")}, {"sleep": 60}]
     hanging.write_text(json.dumps(data))
-    status, lines = drive(out, "--cwd", cwd, "--compare", "none", "--timeout", "0.5", "--junit",
+    # The timeout covers every wait, the agent's start and its answer to initialize included:
+    # long enough for those on a loaded machine, as it is only waited out once.
+    status, lines = drive(out, "--cwd", cwd, "--compare", "none", "--timeout", "2", "--junit",
                           tmp_path / "j.xml", *agent(hanging))
     assert status == 1
     assert lines == [
-        "session 1 turn 1: timed out after 0.5s waiting for the end of the turn (session/prompt #5); "
+        "session 1 turn 1: timed out after 2s waiting for the end of the turn (session/prompt #5); "
         "the agent was stopped",
         "session 1 turn 2: not run: the run ended before it",
         "drive: 2 prompt turn(s) run (not compared): 0 as recorded, 0 differ, 2 failed"]
