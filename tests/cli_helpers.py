@@ -187,6 +187,10 @@ async def bridge_in_process(args: Sequence[str], *, env: dict[str, str] | None =
                     yield bridge
                     await bridge.close_stdin()
                     await bridge.read_all()
+        except BaseExceptionGroup as group:  # the test's failure, or the bridge's, as it was raised
+            if len(group.exceptions) > 1:
+                raise
+            raise group.exceptions[0] from None
         finally:
             with trio.CancelScope(shield=True):
                 await proc.stdin.aclose()
