@@ -1,6 +1,7 @@
-"""Helpers for the command tests that ask a command in this process what a real process was
-started for before: a FIFO's peer on call, so that a command that waits on one fails its test
-instead of hanging the worker; the bridge run in this process on pipes; an extra made
+"""Helpers for the tests that ask a command in this process what a real process was started
+for before: a FIFO's peer on call, so that a command that waits on one fails its test instead
+of hanging the worker; `acp-bridge run` in this process on pipes (`bridge_in_process` and
+`run_cli_in_process`, stand-ins for conftest's `open_bridge` and `run_cli`); an extra made
 missing."""
 
 from __future__ import annotations
@@ -66,15 +67,15 @@ class Served:
         return self.returncode
 
 
-class Bridge:
-    """`BridgeProcess` for a bridge in this process (`bridge_in_process`); `stderr()` is what it
-    said (its log and its one-line errors; the agent's own stderr goes to the test's)."""
+class InProcessBridge:
+    """`BridgeProcess` (tests/conftest.py) for a bridge in this process (`bridge_in_process`):
+    `proc` stands for its process; `stderr` holds its log, as the real formatter wrote it (the
+    agent's own stderr goes to the test's)."""
 
     def __init__(self, proc: Served) -> None:
         self.proc = proc
         self.received = bytearray()
-        self.said = bytearray()
-        self.said_ended = trio.Event()
+        self.stderr = bytearray()
 
     async def send(self, data: bytes) -> None:
         await self.proc.stdin.send_all(data)
@@ -83,6 +84,7 @@ class Bridge:
         await self.proc.stdin.aclose()
 
     async def read_until(self, wanted: bytes) -> bytes:
+        """Read stdout until `wanted` has been received; return everything so far."""
         while wanted not in self.received:
             chunk = await self.proc.stdout.receive_some(1 << 20)
             if not chunk:
@@ -95,26 +97,27 @@ class Bridge:
             self.received += chunk
         return bytes(self.received)
 
-    async def stderr(self) -> bytes:
-        await self.said_ended.wait()
-        return bytes(self.said)
 
-    async def keep_stderr(self, stream: FdStream) -> None:
-        async with stream:
-            while chunk := await stream.receive_some(1 << 16):
-                self.said += chunk
-        self.said_ended.set()
+class KeptLog(logging.Handler):
+    """The bridge's log lines, kept in memory instead of written to fd 2."""
+
+    def __init__(self, into: bytearray, formatter: logging.Formatter | None) -> None:
+        super().__init__()
+        self.into = into
+        self.setFormatter(formatter)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into += (self.format(record) + "\n").encode("utf-8", "replace")
 
 
-@asynccontextmanager
-async def bridge_in_process(args: Sequence[str], *, timeout: float = 20) -> AsyncIterator[Bridge]:
-    """`acp-bridge ARGS` (a `run`, or its short form) with the bridge in this process, its
-    stdio on pipes: the command line read by the real click group, up to the point where
-    `run_and_report` would start the bridge, then `run_bridge` as it would be run. For what
-    the bridge relays and records, not for what its process does (signals, exit by signal,
-    interpreter start). The agent is a real child process; the capture header's argv is
-    `acp-bridge ARGS`. The logging and the process-wide tuning the bridge would set are
-    left as they were."""
+@contextmanager
+def settled(args: Sequence[str], env: dict[str, str] | None = None) -> Iterator[tuple[Any, Any]]:
+    """`acp-bridge ARGS` (a `run`, or its short form) read by the real click group up to the
+    point where `run_and_report` would start the bridge; yields what it would run (its Config
+    and rules). For the life of the block, as a bridge process would have them: `sys.argv`
+    (the capture header's argv), `env` as the only ACP_BRIDGE_* variables, and the log that
+    `run` set up. After it, all three as they were; the process-wide tuning of `run_bridge`
+    (the collector's threshold, the heap) is never applied."""
     from acp_bridge.commands import run as run_command
     from acp_bridge.shell import run as shell_run
 
@@ -125,61 +128,84 @@ async def bridge_in_process(args: Sequence[str], *, timeout: float = 20) -> Asyn
         return 0
 
     logger = logging.getLogger("acp_bridge")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    to_bridge, from_client = os.pipe()
-    to_client, from_bridge = os.pipe()
-    said, says = os.pipe()
-    proc = Served(FdStream(from_client), FdStream(to_client))
-    bridge = Bridge(proc)
+    saved = list(logger.handlers), logger.level, logger.propagate
     try:
         with pytest.MonkeyPatch.context() as patch:
+            for name in [name for name in os.environ if name.startswith("ACP_BRIDGE_")]:
+                patch.delenv(name)
+            for name, value in (env or {}).items():
+                patch.setenv(name, value)
+            patch.setattr(sys, "argv", ["acp-bridge", *args])
             patch.setattr(run_command, "run_and_report", keep)
             patch.setattr(shell_run, "collect_rarely", lambda: None)
             patch.setattr(shell_run, "keep_heap", lambda: None)
-            patch.setattr(sys, "argv", ["acp-bridge", *args])
             told = invoke(args)
             if not asked:
                 raise AssertionError(f"the bridge would not start: {told}")
-            for handler in logger.handlers:
-                if isinstance(handler, StderrHandler):
-                    handler.fd = says
             [(config, rules)] = asked
-
-            async def run() -> None:
-                try:
-                    proc.returncode = await shell_run.run_bridge(config, rules, stdin_fd=to_bridge,
-                                                                 stdout_fd=from_bridge)
-                finally:
-                    for fd in (to_bridge, from_bridge, says):
-                        os.close(fd)
-                    proc.ended.set()
-
-            with trio.fail_after(timeout):
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(bridge.keep_stderr, FdStream(said))
-                    nursery.start_soon(run)
-                    yield bridge
+            yield config, rules
     finally:
         for handler in logger.handlers:
             if handler not in saved[0]:
                 handler.close()
-        logger.handlers[:] = saved[0]
-        logger.setLevel(saved[1])
-        logger.propagate = saved[2]
-        with trio.CancelScope(shield=True):
-            await proc.stdin.aclose()
-            await proc.stdout.aclose()
+        logger.handlers[:], logger.level, logger.propagate = saved
 
 
-async def run_in_process(args: Sequence[str], stdin: bytes = b"", *, timeout: float = 60) -> Completed:
-    """`run_cli` with the bridge in this process (`bridge_in_process`): `stdin` sent and
-    closed, stdout read to its end; the status, stdout and what the bridge said."""
-    async with bridge_in_process(args, timeout=timeout) as bridge:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(bridge.read_all)
-            await bridge.send(stdin)
-            await bridge.close_stdin()
-        return Completed(await bridge.proc.wait(), bytes(bridge.received), await bridge.stderr())
+@asynccontextmanager
+async def bridge_in_process(args: Sequence[str], *, env: dict[str, str] | None = None,
+                            timeout: float = 20) -> AsyncIterator[InProcessBridge]:
+    """`open_bridge` with the bridge in this process, its stdio on pipes: `acp-bridge ARGS`
+    as `settled` reads it, then `run_bridge` as `run_and_report` would run it, in front of a
+    real agent process. For what the bridge relays and records, not for what its process
+    does (signals, exit by signal, interpreter start, fds 0 to 2). On leaving the block, the
+    client's stdin is closed, stdout read to its end into `received` (so the bridge never
+    waits on a full pipe), and the bridge awaited: all of it, and the block, within `timeout`
+    seconds, or the test fails. Saves the 0.3 s of CPU of an interpreter start."""
+    from acp_bridge.shell.run import run_bridge
+
+    with settled(args, env) as (config, rules):
+        to_bridge, from_client = os.pipe()
+        to_client, from_bridge = os.pipe()
+        proc = Served(FdStream(from_client), FdStream(to_client))
+        bridge = InProcessBridge(proc)
+        logger = logging.getLogger("acp_bridge")
+        logger.handlers[:] = [KeptLog(bridge.stderr, handler.formatter) if isinstance(handler, StderrHandler)
+                              else handler for handler in logger.handlers]
+
+        async def run() -> None:
+            try:
+                proc.returncode = await run_bridge(config, rules, stdin_fd=to_bridge, stdout_fd=from_bridge)
+            finally:  # run_bridge relayed on duplicates: these ends close with it
+                os.close(to_bridge)
+                os.close(from_bridge)
+                proc.ended.set()
+
+        try:
+            with trio.fail_after(timeout):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(run)
+                    yield bridge
+                    await bridge.close_stdin()
+                    await bridge.read_all()
+        except BaseExceptionGroup as group:  # the test's failure, or the bridge's, as it was raised
+            if len(group.exceptions) > 1:
+                raise
+            raise group.exceptions[0] from None
+        finally:
+            with trio.CancelScope(shield=True):
+                await proc.stdin.aclose()
+                await proc.stdout.aclose()
+
+
+async def run_cli_in_process(args: Sequence[str], stdin: bytes = b"", *, timeout: float = 60,
+                             env: dict[str, str] | None = None) -> Completed:
+    """`run_cli` with the bridge in this process (`bridge_in_process`): `stdin` written and
+    closed while stdout is read; the status, all of stdout and the bridge's log."""
+    async with bridge_in_process(args, env=env, timeout=timeout) as bridge, trio.open_nursery() as nursery:
+        nursery.start_soon(bridge.read_all)
+        await bridge.send(stdin)
+        await bridge.close_stdin()
+    return Completed(await bridge.proc.wait(), bytes(bridge.received), bytes(bridge.stderr))
 
 
 class _Refuser(importlib.abc.MetaPathFinder):

@@ -18,7 +18,7 @@ from acp_bridge.capture.records import HEAD_BYTES
 from acp_bridge.capture.redaction import REDACTED
 from acp_bridge.commands import main
 from tests.capture.samples import page_rows
-from tests.cli_helpers import run_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.conftest import agent_cmd
 
 MIB = 1024 * 1024
@@ -75,7 +75,7 @@ UNPARSABLE = [
 async def test_secrets_in_lines_that_do_not_parse_never_reach_the_capture(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     stdin = b"".join(UNPARSABLE)
-    result = await run_in_process(["run", "-c", str(limit_config(tmp_path)), "--capture", str(path), "--",
+    result = await run_cli_in_process(["run", "-c", str(limit_config(tmp_path)), "--capture", str(path), "--",
                             *agent_cmd("echo")], stdin)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(stdin)  # the agent got every secret: redaction is the capture's only
@@ -96,7 +96,7 @@ async def test_argv_secrets_are_masked_in_the_header(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     agent = agent_cmd("echo", "-H", "Authorization: Bearer X1", "--header=Authorization: Bearer X2",
                       "--header", "Authorization:Bearer", "X3", "https://user:X4@example.com/p", "--api-key", "X5")
-    result = await run_in_process(["run", "--capture", str(path), "--", *agent], b"")
+    result = await run_cli_in_process(["run", "--capture", str(path), "--", *agent], b"")
     assert result.returncode == 0, result.stderr
     header = records(path)[0]
     assert header["argv"][-9:] == [
@@ -110,7 +110,7 @@ async def test_argv_secrets_are_masked_in_the_header(tmp_path: Path) -> None:
 async def test_a_line_over_the_parse_limit_is_one_record(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     size = 3 * MIB
-    result = await run_in_process(["run", "-c", str(limit_config(tmp_path)), "--capture", str(path), "--",
+    result = await run_cli_in_process(["run", "-c", str(limit_config(tmp_path)), "--capture", str(path), "--",
                             *agent_cmd("huge", str(size))], b"")
     assert result.returncode == 0, result.stderr
     assert result.stdout == b"x" * size + b"\n"
@@ -155,7 +155,7 @@ def odd_capture(tmp_path: Path) -> Path:
 
 async def test_deep_lines_and_big_numbers_are_captured_shown_and_exported(odd_capture: Path, tmp_path: Path) -> None:
     path = odd_capture
-    result = await run_in_process(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")], DEEP + BIG_REQ)
+    result = await run_cli_in_process(["run", "--no-health", "--capture", str(path), "--", *agent_cmd("echo")], DEEP + BIG_REQ)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(DEEP + BIG_REQ)
     kept = records(path)

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.commands import COMMANDS, main
-from tests.cli_helpers import run_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.conftest import agent_cmd, keeper
 
 
@@ -43,7 +43,7 @@ def test_bare_command_prints_help_and_exits_0() -> None:
 
 
 async def test_dash_dash_alone_is_short_for_run() -> None:
-    result = await run_in_process(["--", *agent_cmd("echo", "--exit", "4")], b'{"x":1}\n')
+    result = await run_cli_in_process(["--", *agent_cmd("echo", "--exit", "4")], b'{"x":1}\n')
     assert (result.returncode, result.stdout) == (4, b'{"x":1}\n')
 
 
@@ -121,7 +121,7 @@ def test_the_short_form_reports_usage_errors_in_one_line(args: list[str], messag
 
 async def test_the_short_form_with_options_runs_the_bridge(tmp_path: Path) -> None:
     capture = tmp_path / "x.jsonl"
-    result = await run_in_process(["--capture", str(capture), "-v", "--", *agent_cmd("echo")], b'{"x":1}\n')
+    result = await run_cli_in_process(["--capture", str(capture), "-v", "--", *agent_cmd("echo")], b'{"x":1}\n')
     assert (result.returncode, result.stdout) == (0, b'{"x":1}\n'), result.stderr
     assert b"INFO: agent started" in result.stderr
     assert b'"type":"header"' in capture.read_bytes()  # the capture was written

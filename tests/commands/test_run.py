@@ -1,6 +1,6 @@
 """`acp-bridge run`: its options and their help, and end to end, a real bridge process in front
 of a real agent process (or, where the process is not the subject, `run` in this process on
-real pipes in front of a real agent process: tests/commands/in_process.py).
+real pipes in front of a real agent process: tests/cli_helpers.py).
 
 `run --help` names every ACP_BRIDGE_* variable the code reads and, for each option, its config
 key, and those keys are keys of the file.
@@ -22,7 +22,7 @@ from click.testing import CliRunner
 import acp_bridge
 from acp_bridge.commands import main, run
 from acp_bridge.config.schema import schema
-from tests.commands.in_process import run_cli_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.conftest import agent_cmd, example, line, run_cli, signal_running_bridge
 
 MIXED = b"".join([

@@ -4,7 +4,7 @@ changing live traffic, its name in the capture, `stats` and `check`, the same ta
 through `replay --rules`; and a rule that raises, failing open (said once) or, with --strict,
 stopping the bridge with its name. The API's cases are tested in-process (tests/core/,
 tests/config/); here only what needs a real run: `run` in this process with a real agent
-(tests/commands/in_process.py), the real CLI process where the exit is the subject and for
+(tests/cli_helpers.py), the real CLI process where the exit is the subject and for
 the SDK agent."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import trio
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
-from tests.commands.in_process import run_cli_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.commands.test_run_suggestions import Client
 from tests.conftest import ROOT, SCRIPTED_AGENT, TESTS, run_cli
 
@@ -49,7 +49,7 @@ def script(tmp_path: Path, on_prompt: list[dict[str, Any]]) -> Path:
 
 
 async def bridge(tmp_path: Path, *options: str, on_prompt: list[dict[str, Any]], process: bool = False) -> Any:
-    """`run` in front of the scripted agent: in this process (tests/commands/in_process.py),
+    """`run` in front of the scripted agent: in this process (tests/cli_helpers.py),
     or with `process` as `python -m acp_bridge`."""
     args = ["run", "--no-health", *options, "--", sys.executable, "-u", str(SCRIPTED_AGENT),
             str(script(tmp_path, on_prompt))]

@@ -2,12 +2,13 @@
 
 Each test writes a script for tests/agents/scripted_agent.py, runs the bridge in front of
 it (as a real process for the withdrawal on real pipes; the others run `run` in this
-process, tests/commands/in_process.py, with the agent a real process), and asserts the exact lines the client received and what the agent was sent
-(bridge-rules.md 2). Lines the bridge forwards untouched must come out as the agent wrote
-them (the scripted agent writes `json.dumps` output, with spaces, which orjson would not
-reproduce); lines the bridge writes itself are orjson-encoded. The rule's cases are the tables
-of tests/core/rewrites/test_suggestions.py; here, once each, what only a real run shows: the
-rule on by default, `--unlock-legacy-agent` and its default, `--no-suggestions`, and the
+process, tests/cli_helpers.py, with the agent a real process), and asserts the exact lines
+the client received and what the agent was sent (bridge-rules.md 2). Lines the bridge
+forwards untouched must come out as the agent wrote them (the scripted agent writes
+`json.dumps` output, with spaces, which orjson would not reproduce); lines the bridge writes
+itself are orjson-encoded. The rule's cases are the tables of
+tests/core/rewrites/test_suggestions.py; here, once each, what only a real run shows: the rule
+on by default, `--unlock-legacy-agent` and its default, `--no-suggestions`, and the
 withdrawal's place among the lines on real pipes.
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 import orjson
 import trio
 
-from tests.commands.in_process import run_cli_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.conftest import SCRIPTED_AGENT, example
 
 SID = "sess_1"

@@ -6,9 +6,9 @@ the bridge decides the dialect from the agent's `initialize` response, so a clie
 wrote everything at once would race it. The rule's cases are the tables of
 tests/core/rewrites/test_system_prompt.py; here, once each, the ways a run gets the setting
 (option, file, environment, config file and their layers, --strict, -v) and each dialect.
-One runs the real CLI process; the others run `run` in this process (tests/commands/
-in_process.py: the real command's options, `run_bridge` on real pipes, the agent a real
-process), since the process is not what they test.
+One runs the real CLI process; the others run `run` in this process (tests/cli_helpers.py:
+the real command's options, `run_bridge` on real pipes, the agent a real process), since the
+process is not what they test.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 import trio
 
-from tests.commands.in_process import run_in_process
+from tests.cli_helpers import bridge_in_process
 from tests.conftest import SCRIPTED_AGENT, example, line
 
 TEXT = "Follow the team style guide."
@@ -79,11 +79,11 @@ async def bridge(args: list[str], script: dict[str, Any], tmp_path: Path, env: d
     run_args = ["run", *args, "--", sys.executable, "-u", str(SCRIPTED_AGENT), str(script_file)]
     with trio.fail_after(timeout):
         if not process:
-            async with run_in_process(run_args[1:], env) as in_process:
-                client = Client(in_process.stdin, in_process.stdout)
+            async with bridge_in_process(run_args, env=env, timeout=timeout) as in_process:
+                client = Client(in_process.proc.stdin, in_process.proc.stdout)
                 client.stderr = in_process.stderr
                 yield client
-            client.rest, client.returncode = in_process.rest, in_process.returncode
+            client.rest, client.returncode = bytes(in_process.received), in_process.proc.returncode
             return
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_BRIDGE_")}
         full_env.update(env or {})

@@ -16,7 +16,7 @@ import orjson
 import pytest
 import trio
 
-from tests.cli_helpers import bridge_in_process, run_in_process
+from tests.cli_helpers import bridge_in_process, run_cli_in_process
 from tests.conftest import SCRIPTED_AGENT, invoke
 from tests.health import scenarios as sc
 
@@ -132,7 +132,7 @@ async def test_the_system_prompt_fallback_names_its_session_and_request(broken_v
 async def test_v1_shape_on_a_v2_connection(tmp_path: Path) -> None:
     capture = tmp_path / "v2.jsonl"
     agent = script(tmp_path, "v2", sc.BROKEN_V2)
-    result = await run_in_process(["run", "--capture", str(capture), "--", *agent], sc.wire(sc.V2_CLIENT_INIT))
+    result = await run_cli_in_process(["run", "--capture", str(capture), "--", *agent], sc.wire(sc.V2_CLIENT_INIT))
     assert result.returncode == 0
     assert result.stderr.decode().splitlines() == [
         "acp-bridge: WARNING: health: v1-shape-on-v2: v1 initialize keys on v2: agentCapabilities"]
@@ -145,7 +145,7 @@ async def test_v1_shape_on_a_v2_connection(tmp_path: Path) -> None:
 async def test_no_health_writes_no_findings(tmp_path: Path) -> None:
     capture = tmp_path / "off.jsonl"
     agent = script(tmp_path, "v2", sc.BROKEN_V2)
-    result = await run_in_process(["run", "--no-health", "--capture", str(capture), "--", *agent],
+    result = await run_cli_in_process(["run", "--no-health", "--capture", str(capture), "--", *agent],
                            sc.wire(sc.V2_CLIENT_INIT))
     assert result.returncode == 0 and b"health" not in result.stderr
     assert live_codes(capture) == set()

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from acp_bridge.commands import main
 from acp_bridge.health import watchdog
-from tests.cli_helpers import run_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.conftest import agent_cmd
 
 ODD_KIND: dict[str, Any] = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "q", "update": {"sessionUpdate": [1]}}}
@@ -25,7 +25,7 @@ async def capture_of(tmp_path: Path, lines: list[dict[str, Any]], *extra: str) -
     its capture."""
     capture = tmp_path / "c.jsonl"
     data = b"".join(orjson.dumps(m) + b"\n" for m in lines)
-    done = await run_in_process(["run", "--capture", str(capture), *extra, "--", *agent_cmd("echo")], data)
+    done = await run_cli_in_process(["run", "--capture", str(capture), *extra, "--", *agent_cmd("echo")], data)
     assert done.returncode == 0 and done.stdout == data, done.stderr
     assert b"watchdog failed" not in done.stderr, done.stderr.decode()
     return capture
@@ -56,7 +56,7 @@ async def test_a_flood_of_new_sessions_logs_and_records_ten_findings_then_counts
     data = b"".join(orjson.dumps(m) + b"\n" for m in ghosts)
     agent = [sys.executable, "-u", "-c", "import sys,time\nfor line in sys.stdin.buffer:\n"
              " sys.stdout.buffer.write(line); sys.stdout.buffer.flush()"]
-    done = await run_in_process(["run", "-v", "--capture", str(capture), "--", *agent], data)
+    done = await run_cli_in_process(["run", "-v", "--capture", str(capture), "--", *agent], data)
     assert done.returncode == 0 and done.stdout == data
     warned = [line for line in done.stderr.decode().splitlines() if "update-unknown-session:" in line]
     records = [orjson.loads(line) for line in capture.read_bytes().splitlines()]

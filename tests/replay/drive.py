@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from tests.cli_helpers import Bridge
+from tests.cli_helpers import InProcessBridge
 from tests.conftest import BridgeProcess
 from tests.replay.hostile import Replay
 
@@ -53,7 +53,7 @@ class CaptureClient:
     request waits for its answer, and an agent request is answered, when it arrives, with the
     client's recorded answer."""
 
-    def __init__(self, proc: BridgeProcess | Bridge | Replay) -> None:
+    def __init__(self, proc: BridgeProcess | InProcessBridge | Replay) -> None:
         self.proc = proc
         self.buffer = b""
         self.lines: list[bytes] = []

@@ -5,7 +5,7 @@ The ladder tests run `terminate` and `stop_when_told` against a fake process tha
 each signal sent to its group and the virtual time it came at (shell/posix.py's senders are
 replaced for it), so every grace is exact and no test waits real seconds for one. Faults
 whose subject is the answer the client gets (an agent that cannot start, one killed
-mid-prompt) run `run` in this process (tests/commands/in_process.py), the agent a real
+mid-prompt) run `run` in this process (tests/cli_helpers.py), the agent a real
 process; the exit statuses as the process's are tests/commands/test_run.py's.
 """
 
@@ -28,7 +28,7 @@ import trio.testing
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import describe_exit, exit_status, stop_when_told, terminate
 from acp_bridge.shell.bridge import Bridge
-from tests.commands.in_process import run_cli_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.conftest import SCRIPTED_AGENT, agent_cmd, line, run_cli, signal_running_bridge
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}

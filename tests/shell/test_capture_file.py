@@ -2,7 +2,7 @@
 end to end; then through the real CLI, as a hostile neighbour would try it: symbolic links,
 existing files, two bridges on one path, and a SIGKILL right after a line arrived. (A
 dangling link, an existing file and an uncreatable path: `run` in this process, with a real
-agent, tests/commands/in_process.py; the refusal and the one line said are the capture
+agent, tests/cli_helpers.py; the refusal and the one line said are the capture
 file's, and the real process shows them for a link to a file.)"""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from acp_bridge.core import Direction, Forward, Relay, Verdict
 from acp_bridge.errors import CaptureError
 from acp_bridge.shell.bridge import bridge_streams
 from acp_bridge.shell.capture_file import CaptureFile, create_new, open_capture, start_capture
-from tests.commands.in_process import run_cli_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.conftest import agent_cmd, line, open_bridge, run_cli
 
 REQ = line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {

@@ -2,7 +2,7 @@
 orphans a process (bridge-rules.md section 5). The agent process's own faults (it cannot
 start, crashes, ignores the end of its input or SIGTERM) are in tests/shell/test_agent.py.
 What the log says of a banner and of the rules' work is checked with `run` in this process
-(tests/commands/in_process.py), the agent a real process."""
+(tests/cli_helpers.py), the agent a real process."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from acp_bridge.core import Frame, Relay, Rewrite, Session
 from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.shell.run import serve
-from tests.commands.in_process import run_cli_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.conftest import agent_cmd, line
 
 

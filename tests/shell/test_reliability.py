@@ -3,7 +3,7 @@ input, no wait on an orphan (issue "Reliability", docs/faults.md).
 
 Each test runs `run` in front of a small agent process written for it: as the real CLI
 process where the process is the subject (signals, exit timing, stalled pipes, a hangup on
-its stdin), otherwise in this process (tests/commands/in_process.py, on real pipes).
+its stdin), otherwise in this process (tests/cli_helpers.py, on real pipes).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import trio
 
-from tests.commands.in_process import InProcessBridge, run_cli_in_process, run_in_process
+from tests.cli_helpers import bridge_in_process, run_cli_in_process
 from tests.conftest import BridgeProcess, agent_cmd, line, open_bridge, run_cli
 
 INIT_NEW_CLIENT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -45,26 +45,15 @@ SYSTEM_PROMPT_ECHO = agent(
 )
 
 
-async def read_until(bridge: InProcessBridge, wanted: bytes) -> bytes:
-    """Read the bridge's stdout until `wanted` has come; return everything read."""
-    got = b""
-    while wanted not in got:
-        chunk = await bridge.stdout.receive_some(1 << 20)
-        assert chunk, f"EOF before {wanted!r}; got {got[-300:]!r}"
-        got += chunk
-    return got
-
-
 async def after_initialize(options: list[str], then: bytes) -> bytes:
     """Initialize through the bridge (so the agent's capabilities are known), send `then`,
     close, and return what the client received."""
-    with trio.fail_after(30):
-        async with run_in_process([*options, "--", *SYSTEM_PROMPT_ECHO]) as bridge:
-            await bridge.stdin.send_all(line(INIT_NEW_CLIENT))
-            first = await read_until(bridge, b"\n")
-            await bridge.stdin.send_all(then)
-    assert bridge.returncode == 0
-    return first + bridge.rest
+    async with bridge_in_process(["run", *options, "--", *SYSTEM_PROMPT_ECHO], timeout=30) as bridge:
+        await bridge.send(line(INIT_NEW_CLIENT))
+        await bridge.read_until(b"\n")
+        await bridge.send(then)
+    assert bridge.proc.returncode == 0
+    return bytes(bridge.received)
 
 
 def quick_grace(tmp_path: Path) -> Path:
@@ -134,12 +123,11 @@ async def test_withdrawal_waits_for_a_long_line_streaming_to_the_client(tmp_path
     )
     prompt = {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
               "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}}
-    with trio.fail_after(30):
-        async with run_in_process(["-c", str(config), "--", *agent(code)]) as bridge:
-            await bridge.stdin.send_all(line(INIT_NEW_CLIENT))
-            first = await read_until(bridge, b"a" * 1000)  # the long line is streaming
-            await bridge.stdin.send_all(line(prompt))
-    lines = (first + bridge.rest).split(b"\n")
+    async with bridge_in_process(["run", "-c", str(config), "--", *agent(code)], timeout=30) as bridge:
+        await bridge.send(line(INIT_NEW_CLIENT))
+        await bridge.read_until(b"a" * 1000)  # the long line is streaming
+        await bridge.send(line(prompt))
+    lines = bytes(bridge.received).split(b"\n")
     assert lines[2] == long_head + b"b" * 100 + b'"}}'
     assert orjson.loads(lines[3])["params"]["update"] == {
         "sessionUpdate": "prompt_suggestions_update", "suggestions": []}

@@ -3,7 +3,7 @@ written, a rule that fails under --strict (here: its result cannot be written ba
 way the exit status is 1 and every client request in flight is answered first, as when the
 agent dies (bridge-rules 5); and where the capture went when its path was taken. Runs that
 go on (fail open, the fresh capture name) run `run` in this process with a real agent
-(tests/commands/in_process.py); `replay` runs through the click group in this process."""
+(tests/cli_helpers.py); `replay` runs through the click group in this process."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.commands.in_process import run_cli_in_process
+from tests.cli_helpers import run_cli_in_process
 from tests.commands.test_run_system_prompt import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client, bridge
 from tests.conftest import agent_cmd, invoke, line
 
@@ -43,7 +43,7 @@ def running(args: list[str], script: dict[str, Any], tmp_path: Path, file_limit:
             process: bool = True) -> AbstractAsyncContextManager[Client]:
     """The bridge driven by the test as the client (`bridge`): the real CLI process, its file
     size limited when asked, or, where it goes on and its exit is not the subject, `run` in
-    this process (tests/commands/in_process.py)."""
+    this process (tests/cli_helpers.py)."""
     return bridge(args, script, tmp_path, preexec_fn=limit_file_size if file_limit else None, timeout=30,
                   process=process)
 
