@@ -224,11 +224,14 @@ def _typed(record: Json) -> Json:
     types = _FIELD_TYPES
     wrong = [key for key, value in record.items()
              if (allowed := types.get(key)) is not None and type(value) not in allowed]
-    for key in ("rules", "redacted"):
-        value = record.get(key)
-        if (type(value) is list and not all(type(item) is str for item in value)) or (
-                key == "redacted" and type(value) is str and value != WHOLE):
-            wrong.append(key)
+    # the items of the two lists, only when there are some (most records have `rules: []`)
+    rules = record.get("rules")
+    if rules and type(rules) is list and not all(type(item) is str for item in rules):
+        wrong.append("rules")
+    redacted = record.get("redacted")
+    if redacted is not None and (redacted != WHOLE if type(redacted) is str else
+                                 type(redacted) is list and not all(type(item) is str for item in redacted)):
+        wrong.append("redacted")
     for key in wrong:
         record.pop(key, None)
     return record
