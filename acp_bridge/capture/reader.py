@@ -181,9 +181,10 @@ def split_lines(data: bytes) -> Iterator[bytes]:
         yield Unterminated(last)
 
 
-def load_record(line: bytes) -> Json | None:
+def load_record(line: bytes, *, checked: bool = True) -> Json | None:
     """One capture line back as a record, or None if it is not one. An id beyond 64 bits
-    (written as its digits) is read exactly."""
+    (written as its digits) is read exactly. Without `checked`, fields of the wrong type
+    are left in (for a caller that reads only a few and checks those itself)."""
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -192,7 +193,7 @@ def load_record(line: bytes) -> Json | None:
         return None
     if type(record.get("id")) is float:
         record["id"] = integer_id(line, record["id"])
-    return _typed(record)
+    return check_fields(record) if checked else record
 
 
 _NONE = type(None)
@@ -219,7 +220,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _typed(record: Json) -> Json:
+def check_fields(record: Json) -> Json:
     """`record` without fields of the wrong type, so that no reader trips on one."""
     types = _FIELD_TYPES
     wrong = [key for key, value in record.items()
