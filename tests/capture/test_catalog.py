@@ -251,7 +251,7 @@ def test_fields_of_the_wrong_type_count_for_nothing_in_the_listing(tmp_path: Pat
     `raw_b64` when `raw` is no text, as the reader would have it)."""
     raw = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "clientInfo": {"name": "zed", "version": "1"}}}) + b"\n"
-    lines = (message(True, "initialize", raw=5, raw_b64=base64.b64encode(raw).decode())  # type: ignore[arg-type]
+    lines = (message(True, "initialize", raw=5, raw_b64=base64.b64encode(raw).decode())
              + message(7, ["initialize"]) + message(3.0)  # type: ignore[arg-type]
              + b'{"type":"finding","total":true}\n{"type":"finding","total":0}\n')
     (tmp_path / "c.jsonl").write_bytes(header() + lines)
