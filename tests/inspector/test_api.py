@@ -8,7 +8,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -21,6 +21,7 @@ import pytest
 import trio
 from click.testing import CliRunner
 
+from acp_bridge.capture.catalog import Capture
 from acp_bridge.capture.stats import stats_json
 from acp_bridge.capture.summary import utc_clock
 from acp_bridge.commands import main
@@ -325,9 +326,14 @@ def test_stats_and_findings_come_of_one_read_until_the_capture_grows(tmp_path: P
     capture = tmp_path / "c.jsonl"
     capture.write_bytes(header() + b"".join(message(s) for s in range(1, 4)))
     inspector = Inspector([str(tmp_path)], alive=lambda pid: True, clock=utc_clock)
-    reads = []
+    reads: list[str] = []
     everything = inspector.catalog.everything
-    monkeypatch.setattr(inspector.catalog, "everything", lambda c: reads.append(c.name) or everything(c))
+
+    def counted(capture: Capture) -> Iterator[dict[str, Any]]:
+        reads.append(capture.name)
+        return everything(capture)
+
+    monkeypatch.setattr(inspector.catalog, "everything", counted)
     inspector.listing()
     stats, findings = inspector.report("c.jsonl", "stats"), inspector.report("c.jsonl", "findings")
     assert reads == ["c.jsonl"] and inspector.report("c.jsonl", "stats") is stats
