@@ -34,6 +34,7 @@ from acp_bridge.capture.reader import (
     LongLine,
     UnreadableCapture,
     Unterminated,
+    check_fields,
     known_format,
     load_record,
     record_message,
@@ -115,7 +116,7 @@ class Capture:
                 self.last_seq = max(self.last_seq, seq)
             self.messages += 1
             if record.get("method") == "initialize":
-                self._note_peers(record)
+                self._note_peers(check_fields(record))
         elif kind == "finding":
             self.findings += 1 if not record.get("total") else 0
         elif kind == "end":
@@ -245,7 +246,8 @@ class Catalog:
             file.seek(capture._offset)
             for line, offset in self._lines(file, capture):
                 if capture.header is not None:
-                    if (record := load_record(line)) is not None:
+                    # `_take` checks what it reads: the fields are not checked one by one here
+                    if (record := load_record(line, checked=False)) is not None:
                         capture._take(record, offset)
                 elif line.strip():
                     record = load_record(line)

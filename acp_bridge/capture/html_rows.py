@@ -177,7 +177,7 @@ class RowBuilder:
         if self._fold is not None and (key is None or key != self._fold.key):
             yield from self._flush_fold()
         if key is not None and self._fold is not None:
-            self._fold_more(record, msg)
+            self._fold_more(record, update)
             return
         group, header = self._place(record)
         if header is not None:
@@ -185,7 +185,7 @@ class RowBuilder:
         row = self._row(record, msg, update, group)
         if key is not None:
             self._fold = _Pending(row, key)
-            self._fold_more(record, msg, first=True)
+            self._fold_more(record, update, first=True)
             return
         yield self._numbered(row)
 
@@ -194,26 +194,28 @@ class RowBuilder:
 
     def redact(self, record: Json) -> Json:
         """The record with the capture's redaction applied again to raw and out (a line
-        that could hold a secret and cannot be masked precisely is withheld whole)."""
-        record = dict(record)
+        that could hold a secret and cannot be masked precisely is withheld whole); the
+        record itself when nothing is masked (it is never changed: a masked one is a copy)."""
         if record.get("redacted") == WHOLE:
             return record
         if record.get("truncated"):  # the head of a long line: never parsed, so never masked
             if self.redactor.may_hold_any_secret(record_bytes(record, "raw") or b""):
-                return withhold(record)
+                return withhold(dict(record))
             return record
+        masked: Json | None = None
         for key in ("raw", "out"):
             data = record_bytes(record, key)
-            if data is None:
+            if data is None or self.redactor.passes_unmasked(data):  # most lines: not parsed here
                 continue
-            masked, hits = self.redactor.mask_line(data, record_message(record, key))
+            line, hits = self.redactor.mask_line(data, record_message(record, key))
             if hits is None:
-                return withhold(record)
+                return withhold(masked if masked is not None else dict(record))
             if hits:
-                record.pop(f"{key}_b64", None)
-                record[key] = masked.decode("utf-8", "replace")
-                record["redacted"] = sorted(set(record.get("redacted") or ()) | set(hits))
-        return record
+                masked = masked if masked is not None else dict(record)
+                masked.pop(f"{key}_b64", None)
+                masked[key] = line.decode("utf-8", "replace")
+                masked["redacted"] = sorted(set(masked.get("redacted") or ()) | set(hits))
+        return record if masked is None else masked
 
     # -- groups --------------------------------------------------------------------------
 
@@ -260,7 +262,9 @@ class RowBuilder:
         return row
 
     def _row(self, record: Json, msg: Any, update: dict[str, Any], group: int) -> Json:
-        summary = summarize(record, self.clock)
+        # summarize reads the message `out_b64` holds where the row reads `raw`: then its own
+        summary = summarize(record, self.clock, message=msg) if "out_b64" not in record else \
+            summarize(record, self.clock)
         index = self.count
         direction = "a" if record.get("direction") == "to-agent" else "c"
         mono = record.get("mono", 0.0)
@@ -345,10 +349,10 @@ class RowBuilder:
             return None
         return (id_key(record.get("session")), what, record.get("direction"))
 
-    def _fold_more(self, record: Json, msg: Any, *, first: bool = False) -> None:
+    def _fold_more(self, record: Json, update: dict[str, Any], *, first: bool = False) -> None:
         fold = self._fold
         assert fold is not None
-        text = _text_of(_update(msg).get("content"))
+        text = _text_of(update.get("content"))
         if fold.length < BODY_LIMIT:
             fold.texts.append(text)
         fold.length += len(text)

@@ -181,9 +181,10 @@ def split_lines(data: bytes) -> Iterator[bytes]:
         yield Unterminated(last)
 
 
-def load_record(line: bytes) -> Json | None:
+def load_record(line: bytes, *, checked: bool = True) -> Json | None:
     """One capture line back as a record, or None if it is not one. An id beyond 64 bits
-    (written as its digits) is read exactly."""
+    (written as its digits) is read exactly. Without `checked`, fields of the wrong type
+    are left in (for a caller that reads only a few and checks those itself)."""
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -192,7 +193,7 @@ def load_record(line: bytes) -> Json | None:
         return None
     if type(record.get("id")) is float:
         record["id"] = integer_id(line, record["id"])
-    return _typed(record)
+    return check_fields(record) if checked else record
 
 
 _NONE = type(None)
@@ -219,16 +220,19 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _typed(record: Json) -> Json:
+def check_fields(record: Json) -> Json:
     """`record` without fields of the wrong type, so that no reader trips on one."""
     types = _FIELD_TYPES
     wrong = [key for key, value in record.items()
              if (allowed := types.get(key)) is not None and type(value) not in allowed]
-    for key in ("rules", "redacted"):
-        value = record.get(key)
-        if (type(value) is list and not all(type(item) is str for item in value)) or (
-                key == "redacted" and type(value) is str and value != WHOLE):
-            wrong.append(key)
+    # the items of the two lists, only when there are some (most records have `rules: []`)
+    rules = record.get("rules")
+    if rules and type(rules) is list and not all(type(item) is str for item in rules):
+        wrong.append("rules")
+    redacted = record.get("redacted")
+    if redacted is not None and (redacted != WHOLE if type(redacted) is str else
+                                 type(redacted) is list and not all(type(item) is str for item in redacted)):
+        wrong.append("redacted")
     for key in wrong:
         record.pop(key, None)
     return record

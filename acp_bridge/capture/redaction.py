@@ -200,6 +200,7 @@ class Redactor:
     _keys: tuple[bytes, ...] = field(init=False, repr=False)  # what a masked value hides behind
     _loose: tuple[bytes, ...] = field(init=False, repr=False)  # _keys and _LOOSE
     overlap: int = field(init=False, repr=False)  # bytes a spelled needle can span
+    _spelled_exactly: bool = field(init=False, repr=False)  # see passes_unmasked
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_paths", tuple(parse_pointer(ptr) for ptr in self.pointers))
@@ -218,6 +219,11 @@ class Redactor:
         object.__setattr__(self, "_keys", tuple(dict.fromkeys(keys)))
         object.__setattr__(self, "_loose", tuple(dict.fromkeys(loose)))
         longest = max(map(len, (*loose, *secret_spellings)))
+        # Printable ASCII is spelled in JSON as itself, escaped (\" \\ \/) or as \u00XX, and
+        # `ascii_view` undoes all of these: for such names, not finding one is certain.
+        names = [*_KEYS, *_LOOSE, *map(_pointer_needle, self.pointers)]
+        object.__setattr__(self, "_spelled_exactly", all(
+            name and name.isascii() and name.isprintable() for name in names))
         object.__setattr__(self, "overlap", 6 * longest)
 
     def mask(self, msg: Any, *, text: bool = True) -> tuple[Any, list[str]]:
@@ -293,6 +299,17 @@ class Redactor:
         if _any_in(self._loose, data) or self.shows_secret_text(data):
             return True
         return _BACKSLASH in data and _any_in(self._loose, ascii_view(data))
+
+    def passes_unmasked(self, line: bytes) -> bool:
+        """Does `mask_line` certainly give `line` back as it is, with no hits, whatever it
+        parses to? True when it names nothing that leads to a secret, in any spelling (no
+        masked method, `mcpServers`, `env`, `headers` or configured pointer's last name):
+        a byte search instead of a parse, for the many lines that hold none. With a secret
+        text, or a pointer whose names are not all printable ASCII, never: the spellings of
+        those are not all known here, so every line is masked the exact way."""
+        if self.secret or not self._spelled_exactly:
+            return False
+        return not self.may_hold_any_secret(line)
 
     def mask_line(self, line: bytes, msg: Any) -> tuple[bytes, list[str] | None]:
         """The line with secrets masked and where (the very same bytes and [] if nothing

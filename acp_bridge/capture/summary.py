@@ -109,15 +109,23 @@ def resolve_session(given: str, sessions: Iterable[str]) -> str:
     return candidates[0] if candidates else given
 
 
-def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short: bool = False) -> Summary:
+_UNREAD: Any = object()
+
+
+def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short: bool = False,
+              message: Any = _UNREAD) -> Summary:
     """The one-line summary of a message record (with `short`, a long session id cut short).
-    What came from the wire is made `printable`: a method or session id can hold anything."""
+    What came from the wire is made `printable`: a method or session id can hold anything.
+    `message`: the record's message as the caller has already parsed it (`out` when it is
+    there and not null, else `raw`; None when it is not JSON), so it is not parsed again."""
     direction = record.get("direction")
     arrow = Direction(direction).arrow if direction in ("to-agent", "to-client") else "??"
     kind, verdict = record.get("kind"), record.get("verdict", "")
     method = None if record.get("method") is None else printable(str(record["method"]))
-    sent = record.get("out") is not None or "out_b64" in record
-    msg = record_message(record, "out" if sent else "raw")
+    if message is _UNREAD:
+        sent = record.get("out") is not None or "out_b64" in record
+        message = record_message(record, "out" if sent else "raw")
+    msg = message
     if kind == "request":
         label = f"{method} #{fmt_id(record.get('id'))}"
     elif kind == "notification":

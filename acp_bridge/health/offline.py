@@ -284,14 +284,17 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
                 if migration._awaiting.get(session):
                     migration._awaiting[session] -= 1
                     migration.redundant += 1  # the bridge's withdrawal came first; the agent's would have done
-        out = record_message(record, "out") if verdict == "rewrite" else msg if verdict != "drop" else None
-        if isinstance(out, dict):
-            _suggestions_out(migration, out, written=False)
+        if verdict == "rewrite":
+            out = record_message(record, "out")
+            if isinstance(out, dict):
+                _suggestions_out(migration, out, written=False)
+        elif verdict != "drop" and form is not None:  # it went out as it came
+            _suggestions_out(migration, msg, written=False, form=form)
 
 
-def _suggestions_out(migration: Migration, msg: Json, *, written: bool) -> None:
-    """A suggestion update that reached the client."""
-    form = _suggestion_form(msg)
+def _suggestions_out(migration: Migration, msg: Json, *, written: bool, form: str | None = None) -> None:
+    """A suggestion update that reached the client (`form`: its form, when known)."""
+    form = form or _suggestion_form(msg)
     if form is None:
         return
     if form == "legacy":
@@ -314,10 +317,14 @@ def _suggestions(msg: Any, form: str) -> Any:
 
 
 def _suggestion_form(msg: Any) -> str | None:
-    if p.get_path(msg, "method") != p.SESSION_UPDATE:
+    # get_path spelled out: this runs for every message the agent sends
+    if not isinstance(msg, dict) or msg.get("method") != p.SESSION_UPDATE:
         return None
-    update = p.get_path(msg, "params", "update")
-    kind = p.get_path(update, "sessionUpdate")
+    params = msg.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    if not isinstance(update, dict):
+        return None
+    kind = update.get("sessionUpdate")
     if kind == p.PROMPT_SUGGESTIONS_UPDATE:
         return "new"
     if kind == p.SESSION_INFO_UPDATE and p.get_path(update, p.META, p.PROMPT_SUGGESTIONS) is not None:

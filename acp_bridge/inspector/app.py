@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import orjson
@@ -34,7 +34,7 @@ from starlette.routing import Route
 
 from acp_bridge.capture.catalog import Capture, Catalog, UnknownCapture
 from acp_bridge.capture.html import asset, live_page
-from acp_bridge.capture.stats import stats_json
+from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.core.protocol import Json
 from acp_bridge.health.offline import findings_json
 from acp_bridge.inspector.guard import CSP, Guard
@@ -83,7 +83,7 @@ class Inspector:
         self._lock = trio.Lock()
         self._grown = trio.Event()
         self._seen: object = None
-        self._reports: dict[tuple[str, str], tuple[tuple[object, ...], Json]] = {}
+        self._reports: dict[str, tuple[tuple[object, ...], dict[str, Json]]] = {}
 
     def __repr__(self) -> str:
         return f"<Inspector {self.catalog!r}>"
@@ -111,8 +111,8 @@ class Inspector:
         listed = self.catalog.refresh()
         names = {c.name for c in listed}
         self.timelines.forget(names)  # what was kept for a capture that is gone
-        for key in [key for key in self._reports if key[1] not in names]:
-            del self._reports[key]
+        for name in [name for name in self._reports if name not in names]:
+            del self._reports[name]
         return [(c.name, c.generation, c.last_seq, c.messages, c.findings, c.ended) for c in listed]
 
     async def wait_growth(self, seconds: float) -> None:
@@ -131,21 +131,25 @@ class Inspector:
         return self.catalog.records(capture, after=after, limit=limit)
 
     def report(self, name: str, kind: str) -> Json:
-        """`stats` or `findings` of a capture, computed again only when it has grown."""
+        """`stats` or `findings` of a capture, computed again only when it has grown. The
+        page asks for both at once: both come of one read of the capture."""
         capture = self.catalog.reread(name)
         key = (capture.generation, capture.last_seq, capture.messages, capture.findings, capture.ended)
-        cached = self._reports.get((kind, name))
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        data = self._compute(capture, kind)
-        self._reports[(kind, name)] = (key, data)
-        return data
+        cached = self._reports.get(name)
+        if cached is None or cached[0] != key:
+            cached = self._reports[name] = (key, self._compute(capture))
+        return cached[1][kind]
 
-    def _compute(self, capture: Capture, kind: str) -> Json:
-        records = self.catalog.everything(capture)
-        if kind == "stats":
-            return stats_json(records)
-        return findings_json(capture.name, records)
+    def _compute(self, capture: Capture) -> dict[str, Json]:
+        stats = CaptureStats()
+
+        def counted() -> Iterator[Json]:
+            for record in self.catalog.everything(capture):
+                stats.add(record)
+                yield record
+
+        findings = findings_json(capture.name, counted())
+        return {"stats": stats.as_json(), "findings": findings}
 
 
 def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopback: bool) -> Guard:

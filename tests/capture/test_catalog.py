@@ -3,6 +3,7 @@ incremental index of a capture that grows, shrinks or goes away."""
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
@@ -106,9 +107,9 @@ def test_a_growing_capture_is_read_only_where_it_grew(tmp_path: Path, monkeypatc
     loads: list[bytes] = []
     real = load_record
 
-    def counted(line: bytes) -> Json | None:
+    def counted(line: bytes, *, checked: bool = True) -> Json | None:
         loads.append(line)
-        return real(line)
+        return real(line, checked=checked)
 
     monkeypatch.setattr("acp_bridge.capture.catalog.load_record", counted)
     with path.open("ab") as file:
@@ -242,3 +243,17 @@ def test_reread_everything_and_a_new_generation_when_cut_short(tmp_path: Path) -
     with pytest.raises(UnknownCapture):
         catalog.reread("c.jsonl")
     assert catalog.listed() == []
+
+
+def test_fields_of_the_wrong_type_count_for_nothing_in_the_listing(tmp_path: Path) -> None:
+    """The listing reads its few fields without the reader's check of every field: each is
+    checked where it is read (a seq that is no integer is no seq; peers come from
+    `raw_b64` when `raw` is no text, as the reader would have it)."""
+    raw = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "clientInfo": {"name": "zed", "version": "1"}}}) + b"\n"
+    lines = (message(True, "initialize", raw=5, raw_b64=base64.b64encode(raw).decode())
+             + message(7, ["initialize"]) + message(3.0)  # type: ignore[arg-type]
+             + b'{"type":"finding","total":true}\n{"type":"finding","total":0}\n')
+    (tmp_path / "c.jsonl").write_bytes(header() + lines)
+    [capture] = Catalog([str(tmp_path)]).refresh()
+    assert (capture.messages, capture.last_seq, capture.findings, capture.client) == (3, 7, 1, "zed 1")

@@ -122,6 +122,21 @@ def test_a_field_of_the_wrong_type_is_read_as_absent() -> None:
     assert records[1] == {"type": "message", "direction": "to-agent", "seq": 2}
 
 
+@pytest.mark.parametrize(("fields", "kept"), [
+    pytest.param(b'"rules":[],"redacted":"whole"', {"rules": [], "redacted": "whole"}, id="usual"),
+    pytest.param(b'"rules":["a"],"redacted":["/p"]', {"rules": ["a"], "redacted": ["/p"]}, id="lists-of-strings"),
+    pytest.param(b'"rules":["a",1],"redacted":[]', {"redacted": []}, id="a-rule-not-a-string"),
+    pytest.param(b'"rules":"a","redacted":[null]', {}, id="rules-not-a-list-a-pointer-not-a-string"),
+    pytest.param(b'"redacted":"all"', {}, id="redacted-text-other-than-whole"),
+    pytest.param(b'"redacted":""', {}, id="redacted-empty-text"),
+    pytest.param(b'"redacted":null,"rules":null', {}, id="nulls"),
+    pytest.param(b'"redacted":false,"rules":{}', {}, id="falsy-other-types"),
+])
+def test_the_two_lists_must_hold_strings(fields: bytes, kept: dict[str, object]) -> None:
+    """`rules` and `redacted` (or the text "whole") are dropped when they are not what they say."""
+    assert load_record(b'{"type":"message",' + fields + b"}") == {"type": "message", **kept}
+
+
 def test_load_record_rejects_non_records() -> None:
     assert load_record(b"[1]") is None and load_record(b"{oops") is None and load_record(b'{"a":1}') is None
     assert load_record(b'{"type":"end"}') == {"type": "end"}

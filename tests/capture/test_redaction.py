@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acp_bridge.capture.redaction import (
     PROMPT_REDACTED,
@@ -142,3 +144,85 @@ def test_may_hold_any_secret_sees_spellings_and_configuration() -> None:
         json.dumps(PROMPT).encode(), b"header", b"headers", b"mcp\\u0053ervers")] == [
         False, True, True, True, True, True, False, True, True]
     assert Redactor(("/0",)).may_hold_any_secret(b"anything")  # no name to look for: anything could
+
+
+# -- passes_unmasked: a byte search that stands in for a parse only where it is certain ----
+
+_NAMES = ["mcpServers", "env", "headers", "value", "apiKey", "clé", "a\"b", "token", "params", "method",
+          "x", "list", "0"]
+_METHODS = ["authenticate", "auth/login", "terminal/create", "session/new", "session/update", "n"]
+_POINTERS = ["/params/apiKey", "/params/x/0/token", '/a"b', "/params/list/0", "/params/clé", "/0"]
+
+
+def _escaped(text: str, how: int) -> str:
+    """`text` as a JSON string body, spelled one of the ways a writer may."""
+    if how == 0:
+        return json.dumps(text, ensure_ascii=False)[1:-1]
+    if how == 1:
+        return json.dumps(text)[1:-1]
+    if how == 2:  # every character as \\uXXXX, upper-case hex
+        return "".join(f"\\u{ord(c):04X}" for c in text)
+    return json.dumps(text, ensure_ascii=False)[1:-1].replace("/", "\\/")
+
+
+_json_values = st.recursive(
+    st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["S3CR3T", "v", *_METHODS])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(_NAMES), inner, max_size=4)),
+    max_leaves=12)
+
+
+@st.composite
+def _lines(draw: st.DrawFn) -> bytes:
+    """A JSON object line whose every key and string is spelled by a drawn writer."""
+    def spell(value: Any) -> str:
+        if isinstance(value, dict):
+            return "{" + ",".join(f'"{_escaped(k, draw(st.integers(0, 3)))}":{spell(v)}'
+                                  for k, v in value.items()) + "}"
+        if isinstance(value, list):
+            return "[" + ",".join(spell(v) for v in value) + "]"
+        if isinstance(value, str):
+            return '"' + _escaped(value, draw(st.integers(0, 3))) + '"'
+        return json.dumps(value)
+    message = {"jsonrpc": "2.0", "id": 1, "method": draw(st.sampled_from(_METHODS)),
+               "params": draw(st.dictionaries(st.sampled_from(_NAMES), _json_values, max_size=4))}
+    return spell(message).encode("utf-8", "surrogatepass") + b"\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(line=_lines(), pointers=st.lists(st.sampled_from(_POINTERS), max_size=2, unique=True),
+       secret=st.sampled_from([None, "", "S3CR3T"]))
+def test_a_line_that_passes_unmasked_is_one_that_masking_leaves_alone(
+        line: bytes, pointers: list[str], secret: str | None) -> None:
+    """The shortcut the page's row builder takes never skips a line that masking would change."""
+    redactor = Redactor(tuple(pointers), secret)
+    if redactor.passes_unmasked(line):
+        assert redactor.mask_line(line, parsed(line)) == (line, [])
+
+
+@pytest.mark.parametrize(("redactor", "line", "passes"), [
+    pytest.param(Redactor(), b'{"method":"session/update","params":{"text":"hi"}}', True, id="plain"),
+    pytest.param(Redactor(), b'{"method":"auth\\/login","params":{"t":"S3CR3T"}}', False, id="escaped-slash"),
+    pytest.param(Redactor(), b'{"method":"\\u0061uthenticate","params":{}}', False, id="escaped-method"),
+    pytest.param(Redactor(), b'{"params":{"mcp\\u0053ervers":[]}}', False, id="escaped-key"),
+    pytest.param(Redactor(), b'{"params":{"env":1}}', False, id="env"),
+    pytest.param(Redactor(), b"not json at all", True, id="unparsed-harmless"),
+    pytest.param(Redactor(("/params/apiKey",)), b'{"params":{"a\\u0070iKey":"k"}}', False, id="pointer-escaped"),
+    pytest.param(Redactor(("/params/apiKey",)), b'{"params":{"other":"k"}}', True, id="pointer-absent"),
+    pytest.param(Redactor(("/params/cl\u00e9",)), b'{"params":{"other":"k"}}', False, id="pointer-not-ascii"),
+    pytest.param(Redactor(("/0",)), b'{"params":{}}', False, id="pointer-without-a-name"),
+    pytest.param(Redactor((), PROMPT), b'{"params":{}}', False, id="a-secret-text"),
+    pytest.param(Redactor((), ""), b'{"params":{}}', True, id="an-empty-secret-text-is-none"),
+])
+def test_passes_unmasked(redactor: Redactor, line: bytes, passes: bool) -> None:
+    assert redactor.passes_unmasked(line) is passes
+
+
+def test_a_name_beyond_ascii_spelled_in_upper_case_hex_is_masked_so_never_passed_unmasked() -> None:
+    """Why a pointer naming more than printable ASCII turns the shortcut off: this spelling
+    is none the byte search knows, and the parse finds the value all the same."""
+    redactor = Redactor(("/params/cl\u00e9",))
+    line = b'{"params":{"cl\\u00E9":"k"}}\n'
+    assert not redactor.may_hold_any_secret(line)  # the search alone would let it through
+    assert redactor.mask_line(line, parsed(line))[1] == ["/params/cl\u00e9"]
+    assert not redactor.passes_unmasked(line)

@@ -8,7 +8,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -21,8 +21,12 @@ import pytest
 import trio
 from click.testing import CliRunner
 
+from acp_bridge.capture.catalog import Capture
+from acp_bridge.capture.stats import stats_json
 from acp_bridge.capture.summary import utc_clock
 from acp_bridge.commands import main
+from acp_bridge.health.offline import findings_json
+from acp_bridge.inspector.app import Inspector
 from acp_bridge.inspector.server import address, bind, serve
 
 TOKEN = "test-token-0123456789abcdefghijklmnop"
@@ -314,3 +318,28 @@ async def test_the_command_prints_its_address_alone_and_ends_clean_on_ctrl_c(tmp
             proc.kill()
             await proc.wait()
         await proc.stdout.aclose()
+
+
+def test_stats_and_findings_come_of_one_read_until_the_capture_grows(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page asks for both at once; a 200,000-message capture was read and parsed twice."""
+    capture = tmp_path / "c.jsonl"
+    capture.write_bytes(header() + b"".join(message(s) for s in range(1, 4)))
+    inspector = Inspector([str(tmp_path)], alive=lambda pid: True, clock=utc_clock)
+    reads: list[str] = []
+    everything = inspector.catalog.everything
+
+    def counted(capture: Capture) -> Iterator[dict[str, Any]]:
+        reads.append(capture.name)
+        return everything(capture)
+
+    monkeypatch.setattr(inspector.catalog, "everything", counted)
+    inspector.listing()
+    stats, findings = inspector.report("c.jsonl", "stats"), inspector.report("c.jsonl", "findings")
+    assert reads == ["c.jsonl"] and inspector.report("c.jsonl", "stats") is stats
+    records = list(everything(inspector.catalog.get("c.jsonl")))
+    assert stats == stats_json(records) and findings == findings_json("c.jsonl", records)
+    with capture.open("ab") as file:
+        file.write(message(4))
+    assert inspector.report("c.jsonl", "findings")["messages"] == 4 and reads == ["c.jsonl"] * 2
+    assert inspector.report("c.jsonl", "stats")["messages"] == 4 and reads == ["c.jsonl"] * 2
