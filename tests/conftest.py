@@ -24,6 +24,8 @@ import pytest
 import trio
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ("tests.browser",)  # the one headless browser of the suite, its `browser` fixture
+
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE, set on
 # some machines, CI's among them): the suite starts hundreds of Python processes (the CLI, the
 # agents), each of which would otherwise compile the package anew, and each xdist worker would
