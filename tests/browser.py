@@ -1,8 +1,9 @@
 """One headless Chromium for the suite, driven by Selenium through chromedriver: the export's
 page (tests/capture/test_html.py) and the inspector (tests/inspector/test_browser.py) are
 checked in it. Starting a browser costs seconds of CPU, so the session starts it once, on
-first use, and quits it at the end, whatever the tests did; the modules that use it share
-the xdist group `browser`, so that they run on one worker and it starts once there too.
+first use, and quits it at the end, whatever the tests did; the modules that use it are one
+of the GROUPS of tests/conftest.py, so that they run on one xdist worker and it starts once
+there too.
 
 Registered as a plugin by tests/conftest.py (its `browser` fixture is the suite's).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,25 +25,13 @@ ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"
         "--disable-quic", "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--window-size=1280,900")
 
-F = TypeVar("F", bound=Callable[..., object])
-
-
-def marks(what: str) -> list[pytest.MarkDecorator]:
-    """A browser test's marks (a module's `pytestmark`): skipped, with one reason, without
-    Chromium and chromedriver, and in the xdist group `browser`."""
-    return [pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
-                               reason="chromium and chromedriver are not installed (apt-get install -y chromium "
-                                      f"chromium-driver); {what} is checked in a real headless browser"),
-            pytest.mark.xdist_group("browser")]
-
-
-def in_browser(what: str) -> Callable[[F], F]:
-    """`marks(what)` as one decorator, for a test of a module whose other tests need no browser."""
-    def mark(test: F) -> F:
-        for each in marks(what):
-            test = each(test)
-        return test
-    return mark
+def needs_browser(what: str) -> pytest.MarkDecorator:
+    """A browser test's mark (a test's decorator, or a module's `pytestmark`): skipped, with
+    one reason, without Chromium and chromedriver. (Its module is in the group `browser` of
+    tests/conftest.py's GROUPS, so that the browser starts once.)"""
+    return pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
+                              reason="chromium and chromedriver are not installed (apt-get install -y chromium "
+                                     f"chromium-driver); {what} is checked in a real headless browser")
 
 
 class Browser:
@@ -80,7 +69,7 @@ class Browser:
 
 @pytest.fixture(scope="session")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    assert CHROMIUM is not None and DRIVER is not None, "mark the test with tests.browser.marks"
+    assert CHROMIUM is not None and DRIVER is not None, "mark the test with tests.browser.needs_browser"
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service

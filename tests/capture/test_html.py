@@ -22,7 +22,7 @@ from acp_bridge.commands import main
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
-from tests.browser import Browser, in_browser
+from tests.browser import Browser, needs_browser
 from tests.capture.samples import page_rows
 from tests.conftest import ROOT, example, line
 
@@ -150,9 +150,6 @@ def test_the_page_files_are_package_data() -> None:
         assert asset(name) == (assets / name).read_text(encoding="utf-8")
 
 
-needs_browser = in_browser("the export page")
-
-
 def body_of(dom: str) -> dict[str, str]:
     """The attributes the page's script sets on <body> once it has drawn."""
     tag = re.search(r"<body([^>]*)>", dom)
@@ -166,7 +163,7 @@ def drawn(dom: str) -> str:
     return dom[start:dom.index("</main>", start)]
 
 
-@needs_browser
+@needs_browser("the export page")
 def test_only_the_pages_own_script_runs_in_an_export(tmp_path: Path, browser: Browser) -> None:
     """The policy names page.js by its hash: markup that slipped into the page (were the
     escaping of a message ever to miss) cannot run a script or an event handler, as it
@@ -184,7 +181,7 @@ def test_only_the_pages_own_script_runs_in_an_export(tmp_path: Path, browser: Br
     assert "data-pwned" not in body_of(browser.dom()) and body_of(browser.dom())["data-ready"] == "1"
 
 
-@needs_browser
+@needs_browser("the export page")
 def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path, browser: Browser) -> None:
     """Chromium runs the page's script: rows, previews, before/after with the change
     marked, links both ways, group counts that follow the filter, a turn's timing view."""

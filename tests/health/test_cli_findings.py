@@ -18,8 +18,6 @@ import trio
 from tests.conftest import SCRIPTED_AGENT, invoke, open_bridge, run_cli
 from tests.health import scenarios as sc
 
-pytestmark = pytest.mark.xdist_group("health-cli-findings")  # `broken_v1` runs once
-
 THRESHOLDS = ("[health]\nrequest_seconds = 0.3\nprompt_seconds = 0.3\nclient_request_seconds = 0.3\n"
               "cancel_seconds = 5\n[system_prompt]\ntext = \"Be brief.\"\n")
 

@@ -21,11 +21,11 @@ import orjson
 import pytest
 
 from bench.big_capture import write_capture
-from tests.browser import CHROMIUM, DRIVER, Browser, marks
+from tests.browser import CHROMIUM, DRIVER, Browser, needs_browser
 from tests.conftest import ROOT, SCRIPTED_AGENT
 from tests.inspector.test_api import chunk, header, message
 
-pytestmark = marks("the inspector")
+pytestmark = needs_browser("the inspector")
 
 if CHROMIUM is not None and DRIVER is not None:
     from selenium.webdriver.common.by import By
