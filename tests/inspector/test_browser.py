@@ -63,11 +63,13 @@ def inspector(tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Ite
         browser.driver.get(url)  # the first visit: the token becomes the cookie
         yield Inspector(folder, proc, url, browser)
     finally:
-        browser.driver.get("about:blank")  # the page's requests (a long poll among them) end
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0  # Ctrl-C is a clean end
-        assert proc.stdout.read() == b""  # the address was stdout's one line
-        proc.stdout.close()
+        try:
+            browser.driver.get("about:blank")  # the page's requests (a long poll among them) end
+        finally:
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=20) == 0  # Ctrl-C is a clean end
+            assert proc.stdout.read() == b""  # the address was stdout's one line
+            proc.stdout.close()
 
 
 def test_the_list_newest_first_with_the_live_ones_marked(inspector: Inspector) -> None:
