@@ -1,6 +1,6 @@
 """Benchmark acp-bridge against baselines measured in the same run.
 
-    python -m bench [--lines N] [--json PATH] [--quick] [--skip NAME ...]
+    python -m bench [--lines N] [--rounds N] [--json PATH] [--quick] [--skip NAME ...]
 
 Every figure is a ratio against a baseline from this run on this machine, so the numbers
 travel between machines better than seconds do. The throughput baseline is a relay written
@@ -10,6 +10,12 @@ trio relay are rows of their own. Goals (issue 17): to the client >= 0.75 of the
 60 us and p99 <= 250 us, peak RSS <= 200 MiB for a 64 MiB and a 1 GiB line, start-up <= the
 bare trio relay + 10 ms;
 (issue 14) replay serves a 100k-message capture at >= 100k messages a second.
+
+Each set-up's best of `--rounds` runs (default 3) is kept for the round trips of rows 4 and 11
+(row 11: at most `--repeat`) and, in a run of 100k lines or more, for rows 1/1d, 1e, 2 and
+3/3d (at least `--repeat`); the set-ups a row compares take turns. A smoke pass,
+`--lines 3000 --pairs 30 --repeat 1 --rounds 1`, makes every row from one run of each set-up
+(what tests/bench/test_bench.py runs); its figures say nothing about speed.
 """
 
 from __future__ import annotations
@@ -72,7 +78,7 @@ def q(args: list[str]) -> str:
     return shlex.join(args)
 
 
-def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
+def throughput(tmp: Path, lines: int, repeat: int, rounds: int) -> list[Row]:
     chunks = tmp / "chunks.jsonl"
     to_agent = tmp / "to_agent.jsonl"
     init = tmp / "init.jsonl"
@@ -91,9 +97,9 @@ def throughput(tmp: Path, lines: int, repeat: int) -> list[Row]:
     rows.append(Row("0. C relay (cat | cat | cat) vs direct pipe, to client", round(crelay, 3), round(base, 3), "s",
                     round(base / crelay, 3), "report", True, "what one process in the middle costs"))
     # Rows 1 and 1d (3 and 3d) alternate the bridge with and without the health watchdog, best
-    # of at least three each: the difference is a few percent, less than one run's noise on a
-    # shared machine. (A smoke run of a few thousand lines keeps `repeat`.)
-    rounds = max(repeat, 3) if lines >= 100_000 else repeat
+    # of at least `rounds` each: the difference is a few percent, less than one run's noise on
+    # a shared machine. (A smoke run of a few thousand lines keeps `repeat`.)
+    rounds = max(repeat, rounds) if lines >= 100_000 else repeat
     plain, quiet = timed_pair(f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--', 'cat', str(chunks)])} | cat > /dev/null",
                               f"cat {init} | {q(BRIDGE + ['-c', str(rules), '--no-health', '--', 'cat', str(chunks)])}"
                               " | cat > /dev/null", rounds)
@@ -159,7 +165,7 @@ def ratio_row(name: str, bridge: float, baseline: float, goal: float, note: str 
     return Row(name, round(bridge, 3), round(baseline, 3), "s", round(ratio, 3), f">= {goal:.2f}", ratio >= goal, note)
 
 
-def latency(tmp: Path, pairs: int) -> list[Row]:
+def latency(tmp: Path, pairs: int, rounds: int) -> list[Row]:
     pong = [PY, "-c", w.PONG_AGENT]
 
     def run(cmd: list[str]) -> list[float]:
@@ -171,7 +177,6 @@ def latency(tmp: Path, pairs: int) -> list[Row]:
 
     # Alternate the two set-ups and keep each one's best round: on a shared machine the
     # noise is one-sided (other work only ever adds time).
-    rounds = 3
     direct: dict[float, float] = {}
     bridged: dict[float, float] = {}
     floor: dict[float, float] = {}
@@ -281,12 +286,17 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=1_000_000, help="lines per throughput run")
     parser.add_argument("--pairs", type=int, default=2000, help="round trips for the latency run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per throughput figure (best is kept)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of the alternated measures (best is kept): round trips (rows 4, 11) and, "
+                             "from 100k lines, rows 1/1d, 1e, 2, 3/3d")
     parser.add_argument("--quick", action="store_true", help="100k lines, 1 repeat, no 1 GiB line")
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["throughput", "latency", "memory", "startup", "export", "replay", "telemetry"])
     parser.add_argument("--export-messages", type=int, default=200_000, help="messages in the export run's capture")
     parser.add_argument("--json", type=Path, default=Path("bench/results/latest.json"), help="where to write the table")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.quick:
         args.lines, args.repeat, args.export_messages = 100_000, 1, 50_000
     sizes = [64 << 20] if args.quick else [64 << 20, 1 << 30]
@@ -305,12 +315,12 @@ def main() -> int:
         tmp = Path(tmp_name)
         steps: dict[str, Callable[[], list[Row]]] = {
                  "startup": lambda: startup(10),
-                 "throughput": lambda: throughput(tmp, args.lines, args.repeat),
-                 "latency": lambda: latency(tmp, args.pairs),
+                 "throughput": lambda: throughput(tmp, args.lines, args.repeat, args.rounds),
+                 "latency": lambda: latency(tmp, args.pairs, args.rounds),
                  "memory": lambda: memory(tmp, sizes),
                  "export": lambda: export(tmp, args.export_messages),
                  "replay": lambda: replay_rows(tmp, Row),
-                 "telemetry": lambda: telemetry_rows(tmp, args.lines, args.repeat, args.pairs)}
+                 "telemetry": lambda: telemetry_rows(tmp, args.lines, args.repeat, args.pairs, args.rounds)}
         for name, step in steps.items():
             if name in args.skip:
                 continue

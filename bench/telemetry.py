@@ -46,7 +46,7 @@ def receiver() -> Iterator[str]:
         server.server_close()
 
 
-def telemetry_rows(tmp: Path, lines: int, repeat: int, pairs: int) -> list[Row]:
+def telemetry_rows(tmp: Path, lines: int, repeat: int, pairs: int, rounds: int) -> list[Row]:
     chunks, to_agent, start = tmp / "t-chunks.jsonl", tmp / "t-to-agent.jsonl", tmp / "t-start.jsonl"
     w.write_lines(chunks, lines, w.chunk_line)
     w.write_lines(to_agent, lines, w.to_agent_line)
@@ -73,7 +73,7 @@ def telemetry_rows(tmp: Path, lines: int, repeat: int, pairs: int) -> list[Row]:
                                 goal == "report" or off / on >= 0.90,
                                 f"baseline = the bridge without --otlp; local OTLP/HTTP receiver; {steady:.2f} "
                                 f"without telemetry's {extra * 1000:.0f} ms of start-up and exit"))
-            rows.extend(_latency(pairs, min(3, repeat)))
+            rows.extend(_latency(pairs, min(rounds, repeat)))
         finally:
             os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     return rows

@@ -25,6 +25,8 @@ import pytest
 import trio
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ("tests.browser",)  # the one headless browser of the suite, its `browser` fixture
+
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE, set on
 # some machines, CI's among them): the suite starts hundreds of Python processes (the CLI, the
 # agents), each of which would otherwise compile the package anew, and each xdist worker would
@@ -49,6 +51,18 @@ SLOW_FIRST = (
     "tests/telemetry/test_hostile_e2e.py", "tests/mcp/test_server.py", "tests/capture/test_html.py",
 )
 
+# Modules whose tests share something expensive run on one worker, so that it is made once:
+# a module-scoped fixture, or the suite's one browser (tests/browser.py), which two modules
+# share. Named here, by module, rather than with pytest-xdist's `xdist_group` mark, which
+# groups nothing on pytest 9.2 (pytest-dev/pytest-xdist#1386: the worker's renamed node ids
+# no longer reach the scheduler); `pytest_xdist_make_scheduler` below applies them.
+GROUPS = {
+    "tests/inspector/test_browser.py": "browser", "tests/capture/test_html.py": "browser",
+    "tests/health/test_check.py": "health-check",  # `captures`
+    "tests/health/test_cli_findings.py": "health-cli-findings",  # `broken_v1`
+    "tests/mcp/test_server.py": "mcp-server",
+}
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))  # stable: the rest keep their order
@@ -60,9 +74,9 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     and `-n 0` or `-p no:xdist` runs in one process (for `--pdb`, `-s`, a debugger). Set here
     rather than in addopts, which would make `-p no:xdist` an error about an unknown `-n`.
 
-    `--dist loadgroup`: a test runs on whichever worker is free, but the tests of one
-    `xdist_group` run on one worker, so a module-scoped fixture there runs once, not once a
-    worker. (A worker runs this hook too, with `workerinput` set: it must not start workers.)"""
+    `--dist loadgroup`: a test runs on whichever worker is free, but the tests of one of the
+    `GROUPS` run on one worker, so that what they share is made once, not once a worker.
+    (A worker runs this hook too, with `workerinput` set: it must not start workers.)"""
     if (not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput")
             or config.option.numprocesses is not None or config.option.usepdb):
         return
@@ -76,6 +90,20 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 # never see the SIGINT that some tests send them. A handler is reset to the default at exec.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` with the `GROUPS` of this file: each group is one unit of work
+    (handed to one worker), every other test a unit of its own."""
+    if config.option.dist != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]  # xdist ships no types
+
+    scheduler = LoadScopeScheduling(config, log)  # a unit of work is what `_split_scope` names
+    scheduler._split_scope = lambda nodeid: GROUPS.get(nodeid.partition("::")[0], nodeid)
+    return scheduler
+
 
 settings.register_profile("fast", max_examples=60, deadline=None)
 settings.register_profile("deep", max_examples=2000, deadline=None,

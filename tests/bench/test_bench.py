@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 TRIO_RELAY = [sys.executable, "-m", "bench.trio_relay"]
 
 
-@pytest.mark.parametrize("data", [b"", b'{"jsonrpc":"2.0","method":"x"}\n', bytes(range(256)) * 4096])
+@pytest.mark.parametrize("data", [b"", bytes(range(256)) * 4096])  # nothing; every byte value, lines, 1 MiB
 def test_trio_relay_copies_bytes_exactly(data: bytes) -> None:
     done = subprocess.run(TRIO_RELAY + ["cat"], input=data, capture_output=True, cwd=ROOT, timeout=60, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, data, b"")
@@ -36,11 +36,11 @@ def test_trio_relay_ends_normally_when_the_agent_exits_without_reading() -> None
 
 
 def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
-    """A small pass over the throughput and latency rows: every row, as a ratio of a
-    baseline measured in the same run."""
+    """The bench's smoke pass (one run of each set-up) over every step but start-up, memory
+    and replay: every row, as a ratio of a baseline measured in the same run."""
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "--lines", "3000", "--pairs", "30", "--repeat", "1",
+        [sys.executable, "-m", "bench", "--lines", "3000", "--pairs", "30", "--repeat", "1", "--rounds", "1",
          "--export-messages", "2000", "--skip", "startup", "memory", "replay", "--json", str(out)],
         capture_output=True, cwd=ROOT, timeout=300, check=False,
     )
@@ -65,3 +65,12 @@ def test_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     assert all(row["bridge"] > 0 and row["baseline"] > 0 for row in rows)
     printed = done.stdout.decode()
     assert all(name in printed for name in names)
+
+
+def test_bench_refuses_fewer_than_one_round(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.__main__ import main
+
+    monkeypatch.setattr(sys, "argv", ["python -m bench", "--rounds", "0"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    assert exit_.value.code == 2 and capsys.readouterr().err.endswith("error: --rounds must be at least 1\n")

@@ -7,13 +7,11 @@ import fnmatch
 import os
 import re
 import shutil
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from click.testing import CliRunner
 
 from acp_bridge.capture.html import asset, render
@@ -24,12 +22,12 @@ from acp_bridge.commands import main
 from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
+from tests.browser import Browser, needs_browser
 from tests.capture.samples import page_rows
 from tests.conftest import ROOT, example, line
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 WALL = 1_700_000_000.0
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PROMPT = "Follow the team style guide."
 
 
@@ -152,21 +150,6 @@ def test_the_page_files_are_package_data() -> None:
         assert asset(name) == (assets / name).read_text(encoding="utf-8")
 
 
-def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
-    return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,900", *args],
-        capture_output=True, text=True, timeout=120, check=False,
-    )
-
-
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium); the export page "
-                             "is checked in a real headless browser")
-
-
 def body_of(dom: str) -> dict[str, str]:
     """The attributes the page's script sets on <body> once it has drawn."""
     tag = re.search(r"<body([^>]*)>", dom)
@@ -180,8 +163,8 @@ def drawn(dom: str) -> str:
     return dom[start:dom.index("</main>", start)]
 
 
-@needs_chromium
-def test_only_the_pages_own_script_runs_in_an_export(tmp_path: Path) -> None:
+@needs_browser("the export page")
+def test_only_the_pages_own_script_runs_in_an_export(tmp_path: Path, browser: Browser) -> None:
     """The policy names page.js by its hash: markup that slipped into the page (were the
     escaping of a message ever to miss) cannot run a script or an event handler, as it
     could while the policy allowed any inline script."""
@@ -191,13 +174,15 @@ def test_only_the_pages_own_script_runs_in_an_export(tmp_path: Path) -> None:
     injected = ('<script>document.body.setAttribute("data-pwned","script")</script>'
                 '<img src="x" onerror="document.body.setAttribute(\'data-pwned\',\'handler\')">')
     page.write_text(page.read_text(encoding="utf-8").replace("</body>", injected + "</body>"), encoding="utf-8")
-    dom = chromium("--dump-dom", page.as_uri(), profile=tmp_path / "p")
-    assert body_of(dom.stdout)["data-ready"] == "1"  # page.js, named by its hash, ran
-    assert "data-pwned" not in body_of(dom.stdout)
+    browser.load(page.as_uri())  # page.js, named by its hash, ran: it set data-ready
+    # The image has failed to load, so its error event is due: the next task runs after it.
+    browser.wait(lambda: browser.js("return document.readyState==='complete'&&document.images[0].complete"))
+    browser.driver.execute_async_script("setTimeout(arguments[0], 0)")
+    assert "data-pwned" not in body_of(browser.dom()) and body_of(browser.dom())["data-ready"] == "1"
 
 
-@needs_chromium
-def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path) -> None:
+@needs_browser("the export page")
+def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path, browser: Browser) -> None:
     """Chromium runs the page's script: rows, previews, before/after with the change
     marked, links both ways, group counts that follow the filter, a turn's timing view."""
     capture = sample_capture(tmp_path / "c.jsonl")
@@ -206,7 +191,13 @@ def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     total = len([r for r in read(capture) if r["type"] == "message"])
 
-    dom = chromium("--dump-dom", page.as_uri(), profile=tmp_path / "p1").stdout
+    browser.load(page.as_uri())
+    shot = tmp_path / "shot.png"
+    assert browser.driver.save_screenshot(str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+    if os.environ.get("ACP_BRIDGE_UPDATE_SCREENSHOT"):
+        shutil.copyfile(shot, ROOT / "docs" / "export-screenshot.png")
+    dom = browser.dom()
     assert body_of(dom)["data-ready"] == "1" and body_of(dom)["data-visible"] == str(total)
     rows = drawn(dom)
     # 15 messages in 14 rows (two chunks fold into one), of which the last lies below the
@@ -242,24 +233,20 @@ def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path) -> None:
     assert '<span class="ins">        "text": "&lt;redacted: system prompt&gt;"</span>' in rows
     assert '<span class="del">' not in rows
 
-    dom = chromium("--dump-dom", page.as_uri() + "#q=pins%20tz", profile=tmp_path / "p2").stdout
+    browser.load(page.as_uri() + "#q=pins%20tz")
+    dom = browser.dom()
     assert body_of(dom)["data-visible"] == "1" and f"1 of {total} messages" in dom
     rows = drawn(dom)
     assert rows.count('<div class="row msg') == 1 and rows.count('<section class="row group') == 1
     assert '<span class="cnt">1 of 4 messages</span>' in rows  # the group's count follows the filter
 
-    dom = chromium("--dump-dom", page.as_uri() + "#timing=2", profile=tmp_path / "p3").stdout
+    browser.load(page.as_uri() + "#timing=2")
+    dom = browser.dom()
     timing = drawn(dom).split('<div class="wf">')[1]
     bars = re.findall(r'<i class="wb (\w+)" style="left:([\d.]+)%;width:([\d.]+)%"></i>', timing)
     # Turn 2 runs from 5.0 s to 6.3 s: the prompt until its answer, the bridge's
     # withdrawal at once, the chunk at 0.9 s.
     assert bars == [("req", "0.00", "100.00"), ("note", "0.00", "0.30"), ("note", "69.23", "0.30")]
-
-    shot = tmp_path / "shot.png"
-    chromium(f"--screenshot={shot}", page.as_uri(), profile=tmp_path / "p4")
-    assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
-    if os.environ.get("ACP_BRIDGE_UPDATE_SCREENSHOT"):
-        shutil.copyfile(shot, ROOT / "docs" / "export-screenshot.png")
 
 
 # The 200,000-message page is checked in the browser once, through the inspector, which draws

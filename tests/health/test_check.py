@@ -74,8 +74,6 @@ async def read_more(bridge: Any) -> None:
     bridge.received += chunk
 
 
-pytestmark = pytest.mark.xdist_group("health-check")  # `captures` runs once
-
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("pairs")

@@ -20,8 +20,6 @@ from tests.cli_helpers import bridge_in_process, run_cli_in_process
 from tests.conftest import SCRIPTED_AGENT, invoke
 from tests.health import scenarios as sc
 
-pytestmark = pytest.mark.xdist_group("health-cli-findings")  # `broken_v1` runs once
-
 THRESHOLDS = ("[health]\nrequest_seconds = 0.3\nprompt_seconds = 0.3\nclient_request_seconds = 0.3\n"
               "cancel_seconds = 5\n[system_prompt]\ntext = \"Be brief.\"\n")
 

@@ -1,5 +1,5 @@
 """`acp-bridge ui` in a real browser: Debian's headless Chromium driven by Selenium (with
-chromedriver), one browser session for the module, against the real command.
+chromedriver; the suite's one browser, tests/browser.py), against the real command.
 
 The inspector's page is the export's page (one renderer), so the 200,000-message test here
 is the one that covers both: rows drawn on demand, a jump far down, a filter over all.
@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,54 +21,30 @@ import orjson
 import pytest
 
 from bench.big_capture import write_capture
+from tests.browser import CHROMIUM, DRIVER, Browser, needs_browser
 from tests.conftest import ROOT, SCRIPTED_AGENT
 from tests.inspector.test_api import chunk, header, message
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
-                       reason="chromium and chromedriver are not installed (apt-get install -y chromium "
-                              "chromium-driver); the inspector is checked in a real headless browser"),
-    pytest.mark.xdist_group("inspector-browser"),
-]
+pytestmark = needs_browser("the inspector")
 
 if CHROMIUM is not None and DRIVER is not None:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.remote.webdriver import WebDriver
-    from selenium.webdriver.support.ui import WebDriverWait
 
 
 class Inspector:
-    """The real `acp-bridge ui` over one folder, and the one browser."""
+    """The real `acp-bridge ui` over one folder, in the suite's browser."""
 
-    def __init__(self, folder: Path, proc: subprocess.Popen[bytes], url: str, driver: WebDriver) -> None:
-        self.folder, self.proc, self.url, self.driver = folder, proc, url, driver
+    def __init__(self, folder: Path, proc: subprocess.Popen[bytes], url: str, browser: Browser) -> None:
+        self.folder, self.proc, self.url, self.browser = folder, proc, url, browser
+        self.driver, self.wait, self.js, self.body = browser.driver, browser.wait, browser.js, browser.body
         self.base = url.split("?", maxsplit=1)[0]
 
     def open(self, capture: str = "", extra: str = "") -> None:
-        """The page loaded afresh (a new address that differs only after `#` would not be)."""
-        self.driver.get("about:blank")
-        self.driver.get(self.base + "#" + (f"c={capture}" if capture else "") + extra)
-        self.wait(lambda: self.body("data-ready") == "1")
-
-    def body(self, name: str) -> str | None:
-        value: str | None = self.driver.find_element(By.TAG_NAME, "body").get_attribute(name)
-        return value
-
-    def wait(self, condition: Callable[[], Any], seconds: float = 20) -> Any:
-        return WebDriverWait(self.driver, seconds, poll_frequency=0.05).until(lambda _: condition())
+        """The page loaded afresh, with `capture` chosen."""
+        self.browser.load(self.base + "#" + (f"c={capture}" if capture else "") + extra)
 
     def rows(self) -> str:
         return str(self.js("return document.getElementById('list').innerHTML"))
-
-    def js(self, script: str, *args: Any) -> Any:
-        """Read or act in one step (the page redraws the list and its rows as they come:
-        an element found in one call may be gone by the next)."""
-        return self.driver.execute_script(script, *args)
 
     def listed(self, name: str) -> str:
         return str(self.js("var tr=document.querySelector('tr.cap[data-name=\"'+arguments[0]+'\"]');"
@@ -77,29 +52,24 @@ class Inspector:
 
 
 @pytest.fixture(scope="module")
-def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
+def inspector(tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[Inspector]:
     folder = tmp_path_factory.mktemp("captures")
     proc = subprocess.Popen([sys.executable, "-m", "acp_bridge", "ui", str(folder)], stdout=subprocess.PIPE,
                             cwd=ROOT)
     assert proc.stdout is not None
-    url = proc.stdout.readline().decode().strip()
-    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]{43}", url), url
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--window-size=1280,900",
-                f"--user-data-dir={tmp_path_factory.mktemp('profile')}"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
     try:
-        driver.get(url)  # the first visit: the token becomes the cookie
-        yield Inspector(folder, proc, url, driver)
+        url = proc.stdout.readline().decode().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]{43}", url), url
+        browser.driver.get(url)  # the first visit: the token becomes the cookie
+        yield Inspector(folder, proc, url, browser)
     finally:
-        driver.quit()
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0  # Ctrl-C is a clean end
-        assert proc.stdout.read() == b""  # the address was stdout's one line
-        proc.stdout.close()
+        try:
+            browser.driver.get("about:blank")  # the page's requests (a long poll among them) end
+        finally:
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=20) == 0  # Ctrl-C is a clean end
+            assert proc.stdout.read() == b""  # the address was stdout's one line
+            proc.stdout.close()
 
 
 def test_the_list_newest_first_with_the_live_ones_marked(inspector: Inspector) -> None:

@@ -22,8 +22,6 @@ from acp_bridge.capture.stats import stats_json
 from acp_bridge.health.offline import findings_json
 from tests.mcp.conftest import BIG_TEXT, OUTSIDE_MARK, TOOLS
 
-pytestmark = pytest.mark.xdist_group("mcp-server")
-
 AIR = "v1-legacy-air-meta.jsonl"
 UNLOCK = "v1-new-client-unlock.jsonl"
 V2 = "v2-resume-spec-dialect.jsonl"
