@@ -61,6 +61,8 @@ GROUPS = {
     "tests/health/test_check.py": "health-check",  # `captures`
     "tests/health/test_cli_findings.py": "health-cli-findings",  # `broken_v1`
     "tests/mcp/test_server.py": "mcp-server",
+    # the ACP SDK, imported by the test process itself (`sdk()`, a second of CPU)
+    "tests/shell/test_interop_sdk.py": "sdk", "tests/telemetry/test_e2e.py": "sdk", "tests/replay/test_sdk.py": "sdk",
 }
 
 
