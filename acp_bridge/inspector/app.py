@@ -7,6 +7,7 @@
     GET /api/captures/{name}/rows?after=ROW[&wait=S][&seen=SEQ][&generation=G]  the page's rows from ROW
     GET /api/captures/{name}/stats          what `stats --json` prints
     GET /api/captures/{name}/findings       what `check --json` prints for it
+                                            (both given up when the page that asked goes away)
 
 A name is looked up in the catalog, never made into a path; it may hold a slash (folder/file).
 `wait` makes a long poll: the answer is held (at most MAX_WAIT s) until there is something new.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -44,9 +46,15 @@ MAX_WAIT = 30.0  # seconds a long poll is held at most
 MESSAGES_LIMIT = 1000  # records per answer at most
 ROWS_LIMIT = 4000  # rows per answer at most
 WATCH_EVERY = 0.25  # seconds between two reads of what the captures grew by
+GONE_EVERY = 1024  # records read between two looks at whether the page that asked is gone
 ASSETS = {"page.js": "text/javascript", "page.css": "text/css", "live.js": "text/javascript"}
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+
+
+class Abandoned(Exception):
+    """The page that asked went away before the answer was ready (it moved to another
+    capture): the work stopped, so that what the page asks next does not wait behind it."""
 
 
 class BadQuery(ValueError):
@@ -130,21 +138,27 @@ class Inspector:
         capture = self.catalog.reread(name)
         return self.catalog.records(capture, after=after, limit=limit)
 
-    def report(self, name: str, kind: str) -> Json:
+    def report(self, name: str, kind: str, gone: threading.Event | None = None) -> Json:
         """`stats` or `findings` of a capture, computed again only when it has grown. The
-        page asks for both at once: both come of one read of the capture."""
+        page asks for both at once: both come of one read of the capture.
+
+        Raises:
+            Abandoned: `gone` was set while the capture was being read (nothing is kept).
+        """
         capture = self.catalog.reread(name)
         key = (capture.generation, capture.last_seq, capture.messages, capture.findings, capture.ended)
         cached = self._reports.get(name)
         if cached is None or cached[0] != key:
-            cached = self._reports[name] = (key, self._compute(capture))
+            cached = self._reports[name] = (key, self._compute(capture, gone))
         return cached[1][kind]
 
-    def _compute(self, capture: Capture) -> dict[str, Json]:
+    def _compute(self, capture: Capture, gone: threading.Event | None) -> dict[str, Json]:
         stats = CaptureStats()
 
         def counted() -> Iterator[Json]:
-            for record in self.catalog.everything(capture):
+            for n, record in enumerate(self.catalog.everything(capture)):
+                if gone is not None and n % GONE_EVERY == 0 and gone.is_set():
+                    raise Abandoned(capture.name)
                 stats.add(record)
                 yield record
 
@@ -204,11 +218,38 @@ def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopbac
                 return _json(found)
             await inspector.wait_growth(deadline - trio.current_time())
 
+    async def report(request: Request, kind: str) -> Response:
+        """A capture's `stats` or `findings`: a whole read of it (seconds for a big one),
+        given up if the page goes away meanwhile (its request is cancelled: the connection
+        closes), so that the capture it moved to is not kept waiting behind it."""
+        gone = threading.Event()
+
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        data: Json = {}
+        failure: Exception | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            try:
+                data = await inspector.call(inspector.report, request.path_params["name"], kind, gone)
+            except Exception as exc:  # raised below, alone, for the handlers (not in a nursery's group)
+                failure = exc
+            nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return _json(data)
+
     async def stats(request: Request) -> Response:
-        return _json(await inspector.call(inspector.report, request.path_params["name"], "stats"))
+        return await report(request, "stats")
 
     async def findings(request: Request) -> Response:
-        return _json(await inspector.call(inspector.report, request.path_params["name"], "findings"))
+        return await report(request, "findings")
+
+    async def abandoned(request: Request, exc: Exception) -> Response:
+        return _json({"error": "the page went away before the answer was ready"}, 503)
 
     async def unknown(request: Request, exc: Exception) -> Response:
         return _json({"error": "no such capture"}, 404)
@@ -226,5 +267,5 @@ def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopbac
         Route("/api/captures/{name:path}/stats", stats, methods=["GET"]),
         Route("/api/captures/{name:path}/findings", findings, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={UnknownCapture: unknown, BadQuery: bad})
+    app = Starlette(routes=routes, exception_handlers={UnknownCapture: unknown, BadQuery: bad, Abandoned: abandoned})
     return Guard(app, token=token, host=host, port=port, loopback=loopback)

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from acp_bridge.capture.stats import stats_json
 from acp_bridge.capture.summary import utc_clock
 from acp_bridge.commands import main
 from acp_bridge.health.offline import findings_json
-from acp_bridge.inspector.app import Inspector
+from acp_bridge.inspector.app import GONE_EVERY, Abandoned, Inspector
 from acp_bridge.inspector.server import address, bind, serve
 
 TOKEN = "test-token-0123456789abcdefghijklmnop"
@@ -343,3 +344,57 @@ def test_stats_and_findings_come_of_one_read_until_the_capture_grows(tmp_path: P
         file.write(message(4))
     assert inspector.report("c.jsonl", "findings")["messages"] == 4 and reads == ["c.jsonl"] * 2
     assert inspector.report("c.jsonl", "stats")["messages"] == 4 and reads == ["c.jsonl"] * 2
+
+
+def test_stats_and_findings_stop_reading_when_the_page_is_gone(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page that moves to another capture no longer wants the report it asked for: the
+    read stops within GONE_EVERY records of the signal, nothing is kept, and the next asker
+    gets the whole report."""
+    total = 5 * GONE_EVERY
+    (tmp_path / "c.jsonl").write_bytes(header() + b"".join(message(s) for s in range(1, total + 1)))
+    inspector = Inspector([str(tmp_path)], alive=lambda pid: True, clock=utc_clock)
+    inspector.listing()
+    gone, read = threading.Event(), []
+    everything = inspector.catalog.everything
+
+    def reading(capture: Capture) -> Iterator[dict[str, Any]]:
+        for record in everything(capture):
+            read.append(record.get("seq"))
+            if len(read) == 2 * GONE_EVERY:
+                gone.set()  # the page went away here
+            yield record
+
+    monkeypatch.setattr(inspector.catalog, "everything", reading)
+    with pytest.raises(Abandoned):
+        inspector.report("c.jsonl", "stats", gone)
+    assert 2 * GONE_EVERY <= len(read) <= 3 * GONE_EVERY + 1 and inspector._reports == {}
+    read.clear()
+    assert inspector.report("c.jsonl", "findings", threading.Event())["messages"] == total
+    assert len(read) == total + 1  # and the header
+
+async def test_a_report_is_given_up_when_its_connection_closes(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's fetch is aborted (the connection closes) while the report is read: the
+    reading is told so; an asker that waits gets its answer."""
+    (tmp_path / "c.jsonl").write_bytes(header() + message(1))
+    told: list[bool] = []
+    asked = threading.Event()
+    real = Inspector.report
+
+    def report(self: Inspector, name: str, kind: str, gone: threading.Event | None = None) -> Any:
+        asked.set()
+        if name == "c.jsonl" and kind == "stats" and gone is not None:
+            told.append(gone.wait(20))  # as a long read would look at it
+            raise Abandoned(name)
+        return real(self, name, kind, gone)
+
+    monkeypatch.setattr(Inspector, "report", report)
+    async with running(tmp_path) as server:
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(f"GET /api/captures/c.jsonl/stats?token={TOKEN} HTTP/1.1\r\n"
+                              f"Host: 127.0.0.1:{server.port}\r\n\r\n".encode())
+        await trio.to_thread.run_sync(asked.wait, 20)
+        await stream.aclose()
+        assert (await server.json("/api/captures/c.jsonl/findings"))["messages"] == 1  # after the stats gave up
+    assert told == [True]
