@@ -80,11 +80,11 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     `--dist loadgroup`: a test runs on whichever worker is free, but the tests of one of the
     `GROUPS` run on one worker, so that what they share is made once, not once a worker.
     (A worker runs this hook too, with `workerinput` set: it must not start workers.)"""
-    if (not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput")
-            or config.option.numprocesses is not None or config.option.usepdb):
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput") or config.option.usepdb:
         return
-    config.option.numprocesses = WORKERS
-    if config.option.dist == "no":
+    if config.option.numprocesses is None:
+        config.option.numprocesses = WORKERS
+    if config.option.numprocesses and config.option.dist == "no":  # `-n N` groups too
         config.option.dist = "loadgroup"
 
 
