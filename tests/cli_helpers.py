@@ -21,7 +21,7 @@ import trio
 from trio.lowlevel import FdStream
 
 from acp_bridge.shell.logs import StderrHandler
-from tests.conftest import Completed, invoke
+from tests.conftest import Completed, Driven, invoke
 
 
 @contextmanager
@@ -67,35 +67,15 @@ class Served:
         return self.returncode
 
 
-class InProcessBridge:
+class InProcessBridge(Driven):
     """`BridgeProcess` (tests/conftest.py) for a bridge in this process (`bridge_in_process`):
     `proc` stands for its process; `stderr` holds its log, as the real formatter wrote it (the
     agent's own stderr goes to the test's)."""
 
     def __init__(self, proc: Served) -> None:
+        super().__init__(proc.stdin, proc.stdout)
         self.proc = proc
-        self.received = bytearray()
         self.stderr = bytearray()
-
-    async def send(self, data: bytes) -> None:
-        await self.proc.stdin.send_all(data)
-
-    async def close_stdin(self) -> None:
-        await self.proc.stdin.aclose()
-
-    async def read_until(self, wanted: bytes) -> bytes:
-        """Read stdout until `wanted` has been received; return everything so far."""
-        while wanted not in self.received:
-            chunk = await self.proc.stdout.receive_some(1 << 20)
-            if not chunk:
-                raise AssertionError(f"EOF before {wanted!r}; got {bytes(self.received)[-300:]!r}")
-            self.received += chunk
-        return bytes(self.received)
-
-    async def read_all(self) -> bytes:
-        while chunk := await self.proc.stdout.receive_some(1 << 20):
-            self.received += chunk
-        return bytes(self.received)
 
 
 class KeptLog(logging.Handler):

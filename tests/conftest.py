@@ -183,36 +183,44 @@ def line(msg: dict[str, Any]) -> bytes:
     return orjson.dumps(msg) + b"\n"
 
 
-class BridgeProcess:
-    """A real `python -m acp_bridge` process driven line by line (see `open_bridge`)."""
+class Driven:
+    """A peer driven line by line through its stdin and stdout; `received` holds what came
+    so far. The real bridge process (`BridgeProcess`) and the bridge run in this process
+    (tests/cli_helpers.py `InProcessBridge`) both are one, so a test can switch."""
 
-    def __init__(self, proc: trio.Process) -> None:
-        self.proc = proc
+    def __init__(self, stdin: trio.abc.SendStream, stdout: trio.abc.ReceiveStream) -> None:
+        self._stdin = stdin
+        self._stdout = stdout
         self.received = bytearray()
 
     async def send(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        await self.proc.stdin.send_all(data)
+        await self._stdin.send_all(data)
 
     async def close_stdin(self) -> None:
-        assert self.proc.stdin is not None
-        await self.proc.stdin.aclose()
+        await self._stdin.aclose()
 
     async def read_until(self, wanted: bytes) -> bytes:
         """Read stdout until `wanted` has been received; return everything so far."""
-        assert self.proc.stdout is not None
         while wanted not in self.received:
-            chunk = await self.proc.stdout.receive_some(1 << 20)
+            chunk = await self._stdout.receive_some(1 << 20)
             if not chunk:
                 raise AssertionError(f"EOF before {wanted!r}; got {bytes(self.received)[-300:]!r}")
             self.received += chunk
         return bytes(self.received)
 
     async def read_all(self) -> bytes:
-        assert self.proc.stdout is not None
-        while chunk := await self.proc.stdout.receive_some(1 << 20):
+        while chunk := await self._stdout.receive_some(1 << 20):
             self.received += chunk
         return bytes(self.received)
+
+
+class BridgeProcess(Driven):
+    """A real `python -m acp_bridge` process driven line by line (see `open_bridge`)."""
+
+    def __init__(self, proc: trio.Process) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        super().__init__(proc.stdin, proc.stdout)
+        self.proc = proc
 
 
 async def signal_running_bridge(args: Sequence[str], signum: int, *,
