@@ -38,9 +38,9 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
 
 # Workers for the README's plain `pytest` on the 2-core machines CI and we run on: one more
 # than the cores, since many tests wait (a browser drawing, a long poll, an agent's grace).
-# Measured on one clone, the whole suite (2,187 tests, nothing skipped), alternated: 114 s,
-# 116 s and 123 s with 2 workers; 95 s, 100 s and 110 s with 3; 98 s and 100 s with 4.
-# (With the 1,685 tests of the round before, 2 had been best: 106 s against 113 s with 4.)
+# Measured on one checkout, the whole suite (2,193 tests), each pair alternated: 69 s and 72 s
+# with 3 workers against 81 s and 92 s with 2; 82 s and 73 s with 3 against 78 s and 95 s
+# with 4 (this machine's speed varies by a third from run to run).
 WORKERS = 3
 
 # Modules whose tests take seconds each start first, so that none of them is what the
