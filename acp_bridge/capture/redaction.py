@@ -219,11 +219,14 @@ class Redactor:
         object.__setattr__(self, "_keys", tuple(dict.fromkeys(keys)))
         object.__setattr__(self, "_loose", tuple(dict.fromkeys(loose)))
         longest = max(map(len, (*loose, *secret_spellings)))
-        # Printable ASCII is spelled in JSON as itself, escaped (\" \\ \/) or as \u00XX, and
-        # `ascii_view` undoes all of these: for such names, not finding one is certain.
+        # Printable ASCII is spelled in JSON as itself or as \u00XX (`/` also as \/), and
+        # `ascii_view` undoes these: for such names, not finding one is certain. Not so for `"`
+        # and `\`: each also has a short escape (\" \\) that `ascii_view` keeps, so a name
+        # with two of them, one spelled each way, matches none of its spellings.
         names = [*_KEYS, *_LOOSE, *map(_pointer_needle, self.pointers)]
         object.__setattr__(self, "_spelled_exactly", all(
-            name and name.isascii() and name.isprintable() for name in names))
+            name and name.isascii() and name.isprintable() and '"' not in name and "\\" not in name
+            for name in names))
         object.__setattr__(self, "overlap", 6 * longest)
 
     def mask(self, msg: Any, *, text: bool = True) -> tuple[Any, list[str]]:
@@ -305,8 +308,9 @@ class Redactor:
         parses to? True when it names nothing that leads to a secret, in any spelling (no
         masked method, `mcpServers`, `env`, `headers` or configured pointer's last name):
         a byte search instead of a parse, for the many lines that hold none. With a secret
-        text, or a pointer whose names are not all printable ASCII, never: the spellings of
-        those are not all known here, so every line is masked the exact way."""
+        text, or a pointer whose last name is not printable ASCII without `"` and `\\`,
+        never: the spellings of those are not all known here, so every line is masked the
+        exact way."""
         if self.secret or not self._spelled_exactly:
             return False
         return not self.may_hold_any_secret(line)

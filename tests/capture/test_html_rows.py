@@ -255,6 +255,8 @@ SECRET_NEW = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cw
                  '"params":{"key":"<redacted>"}', ["/params/key"], id="a-pointer-spelled-with-an-escape"),
     pytest.param(("/params/cl\u00e9",), update("plan"), '{"jsonrpc":"2.0","method":"n","params":{"cl\\u00E9":"hunter2"}}\n',
                  '"params":{"cl\u00e9":"<redacted>"}', ["/params/cl\u00e9"], id="a-pointer-beyond-ascii"),
+    pytest.param(('/params/a"b"c',), update("plan"), '{"jsonrpc":"2.0","method":"n","params":{"a\\"b\\u0022c":"hunter2"}}\n',
+                 '"params":{"a\\"b\\"c":"<redacted>"}', ['/params/a"b"c'], id="a-pointer-with-two-quotes-escaped-two-ways"),
 ])
 def test_rows_mask_again_what_the_capture_holds_in_clear(pointers: tuple[str, ...], msg: Any, raw: str | None,
                                                           shown: str, redacted: list[str]) -> None:

@@ -226,3 +226,21 @@ def test_a_name_beyond_ascii_spelled_in_upper_case_hex_is_masked_so_never_passed
     assert not redactor.may_hold_any_secret(line)  # the search alone would let it through
     assert redactor.mask_line(line, parsed(line))[1] == ["/params/cl\u00e9"]
     assert not redactor.passes_unmasked(line)
+
+
+@pytest.mark.parametrize(("name", "spelled"), [
+    pytest.param('a"b"c', 'a\\"b\\u0022c', id="two-quotes-each-escaped-its-own-way"),
+    pytest.param("a\\b\\c", "a\\u005cb\\\\c", id="two-backslashes-each-escaped-its-own-way"),
+    pytest.param('a"b\\c', 'a\\u0022b\\\\c', id="a-quote-and-a-backslash"),
+])
+def test_a_name_with_two_characters_json_escapes_two_ways_is_never_passed_unmasked(name: str, spelled: str) -> None:
+    """`"` and `\\` are each written `\\"` / `\\\\` or as a \\u escape. `ascii_view` undoes
+    the second form only, so a name holding two of them, spelled one each way, is neither of
+    the spellings the byte search knows, and the parse finds the value all the same."""
+    pointer = "/params/" + name.replace("~", "~0").replace("/", "~1")
+    redactor = Redactor((pointer,))
+    line = b'{"jsonrpc":"2.0","method":"n","params":{"' + spelled.encode() + b'":"S3CR3T"}}\n'
+    assert parsed(line)["params"] == {name: SECRET}
+    assert not redactor.may_hold_any_secret(line)  # the search alone would let it through
+    assert redactor.mask_line(line, parsed(line))[1] == [pointer]
+    assert not redactor.passes_unmasked(line)
