@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import tracemalloc
 from typing import Any
@@ -15,7 +16,7 @@ from acp_bridge.capture import html_rows
 from acp_bridge.capture.html import render
 from acp_bridge.capture.html_rows import BODY_LIMIT, RowBuilder, preview
 from acp_bridge.capture.redaction import Redactor
-from acp_bridge.capture.summary import utc_clock
+from acp_bridge.capture.summary import summarize, utc_clock
 from tests.capture.samples import page_rows
 
 
@@ -276,3 +277,19 @@ def test_rows_mask_again_what_the_capture_holds_in_clear(pointers: tuple[str, ..
 def test_a_record_with_nothing_to_mask_is_given_back_itself() -> None:
     given = record(1, update("agent_message_chunk", content=text("hi")))
     assert RowBuilder(Redactor(("/params/key",)), utc_clock).redact(given) is given
+
+
+@pytest.mark.parametrize("extra", [
+    pytest.param({}, id="as-it-came"),
+    pytest.param({"verdict": "rewrite", "out": orjson.dumps(update("plan")).decode()}, id="rewritten"),
+    pytest.param({"verdict": "drop", "out": None}, id="dropped"),
+    pytest.param({"verdict": "rewrite", "out_b64": base64.b64encode(orjson.dumps(update("plan"))).decode()},
+                 id="rewritten-in-base64"),
+    pytest.param({"redacted": "whole"}, id="marked-withheld-yet-holding-its-line"),
+])
+def test_a_rows_label_is_the_summary_show_prints(extra: dict[str, Any]) -> None:
+    """The page reads the message it already parsed into the label; the label is still the
+    one `summarize` reads for itself, whatever fields the record has (even contradictory)."""
+    given = {**record(1, update("agent_message_chunk", content=text("hi"))), **extra}
+    [row] = [row for row in rows_of([given]) if "l" in row]
+    assert row["l"] == summarize(given, utc_clock).label
