@@ -198,12 +198,13 @@ class RowBuilder:
         record itself when nothing is masked (it is never changed: a masked one is a copy)."""
         if record.get("redacted") == WHOLE:
             return record
-        if record.get("truncated"):  # the head of a long line: never parsed, so never masked
+        keys: tuple[str, ...] = ("raw", "out")
+        if record.get("truncated"):  # raw is the head of a long line: never parsed, so never masked
             if self.redactor.may_hold_any_secret(record_bytes(record, "raw") or b""):
                 return withhold(dict(record))
-            return record
+            keys = ("out",)  # whole, if a record has one (the bridge writes none: an edited capture)
         masked: Json | None = None
-        for key in ("raw", "out"):
+        for key in keys:
             data = record_bytes(record, key)
             if data is None or self.redactor.passes_unmasked(data):  # most lines: not parsed here
                 continue

@@ -293,3 +293,15 @@ def test_a_rows_label_is_the_summary_show_prints(extra: dict[str, Any]) -> None:
     given = {**record(1, update("agent_message_chunk", content=text("hi"))), **extra}
     [row] = [row for row in rows_of([given]) if "l" in row]
     assert row["l"] == summarize(given, utc_clock).label
+
+
+def test_the_out_of_a_truncated_record_is_masked_again_too() -> None:
+    """Only `raw` of a truncated record is a head that cannot be parsed; an `out` beside it
+    (which the bridge never writes: an edited capture) is a line like any other."""
+    given = {**record(1, {"jsonrpc": "2.0", "method": "x"}), "kind": "other", "verdict": "opaque", "size": 10**9,
+             "raw": '{"jsonrpc":"2.0","x":"aaaa', "truncated": True,
+             "out": '{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"t":"hunter2"}}\n'}
+    rows = rows_of([given])
+    assert "hunter2" not in orjson.dumps(rows).decode()
+    assert rows[-1]["o"] == '{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"t":"<redacted>"}}'
+    assert rows[-1]["b"].startswith('{"jsonrpc":"2.0","x":"aaaa\n… (the first')
