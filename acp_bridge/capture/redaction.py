@@ -339,8 +339,8 @@ class Redactor:
                     if key in line:
                         keys = True
                         break
-                else:
-                    keys = _BACKSLASH in line and _any_in(self._keys, ascii_view(line))
+                else:  # a name not searched for every way it can be spelled may hide behind any escape
+                    keys = _BACKSLASH in line and (not self._spelled_exactly or _any_in(self._keys, ascii_view(line)))
                 if keys and has_duplicate_keys(line):
                     return WITHHELD, None
                 if maybe and self.shows_secret_text(line) and has_duplicate_keys(line):

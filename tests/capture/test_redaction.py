@@ -244,3 +244,17 @@ def test_a_name_with_two_characters_json_escapes_two_ways_is_never_passed_unmask
     assert not redactor.may_hold_any_secret(line)  # the search alone would let it through
     assert redactor.mask_line(line, parsed(line))[1] == [pointer]
     assert not redactor.passes_unmasked(line)
+
+
+@pytest.mark.parametrize(("pointer", "spelled"), [
+    pytest.param("/params/cl\u00e9", "cl\\u00E9", id="beyond-ascii-in-upper-case-hex"),
+    pytest.param('/params/a"b"c', 'a\\"b\\u0022c', id="two-quotes-each-escaped-its-own-way"),
+])
+def test_a_member_named_twice_is_withheld_however_the_pointer_name_is_spelled(pointer: str, spelled: str) -> None:
+    """orjson keeps the last of two `params`: the first one's value at the pointer is not in
+    the parse, so a line that could name the pointer twice is withheld whole. The search for
+    the name misses these spellings, so with such a name any line with an escape is checked."""
+    line = (b'{"jsonrpc":"2.0","method":"n","params":{"' + spelled.encode() + b'":"S3CR3T"},"params":{}}\n')
+    assert Redactor((pointer,)).mask_line(line, parsed(line)) == (WITHHELD, None)
+    plain = b'{"jsonrpc":"2.0","method":"n","params":{"other":"v"}}\n'
+    assert Redactor((pointer,)).mask_line(plain, parsed(plain)) == (plain, [])
