@@ -299,9 +299,13 @@ class Redactor:
         mentions what leads to one (a masked method, `mcpServers`, `env`, `headers`, a
         configured pointer's last name, also spelled with escapes) or the secret text.
         Errs towards yes: false is certain, true is often wrong."""
-        if _any_in(self._loose, data) or self.shows_secret_text(data):
+        return self._may_name_a_secret(data) or self.shows_secret_text(data)
+
+    def _may_name_a_secret(self, data: bytes) -> bool:
+        if _any_in(self._loose, data):
             return True
-        return _BACKSLASH in data and _any_in(self._loose, ascii_view(data))
+        # a name not searched for every way it can be spelled may hide behind any escape
+        return _BACKSLASH in data and (not self._spelled_exactly or _any_in(self._loose, ascii_view(data)))
 
     def passes_unmasked(self, line: bytes) -> bool:
         """Does `mask_line` certainly give `line` back as it is, with no hits, whatever it
@@ -355,7 +359,7 @@ class Redactor:
         return out, hits
 
     def _mask_unparsed(self, line: bytes) -> tuple[bytes, list[str] | None]:
-        if _any_in(self._loose, line) or (_BACKSLASH in line and _any_in(self._loose, ascii_view(line))):
+        if self._may_name_a_secret(line):
             return WITHHELD, None
         if not self.may_contain_secret_text(line):
             return line, []
