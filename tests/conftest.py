@@ -80,7 +80,9 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     `--dist loadgroup`: a test runs on whichever worker is free, but the tests of one of the
     `GROUPS` run on one worker, so that what they share is made once, not once a worker.
     (A worker runs this hook too, with `workerinput` set: it must not start workers.)"""
-    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput") or config.option.usepdb:
+    # `getoption`: with `-p no:debugging` there is no --pdb, so no `usepdb`
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput") \
+            or config.getoption("usepdb", False):
         return
     if config.option.numprocesses is None:
         config.option.numprocesses = WORKERS

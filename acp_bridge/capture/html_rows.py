@@ -198,12 +198,13 @@ class RowBuilder:
         record itself when nothing is masked (it is never changed: a masked one is a copy)."""
         if record.get("redacted") == WHOLE:
             return record
-        if record.get("truncated"):  # the head of a long line: never parsed, so never masked
+        keys: tuple[str, ...] = ("raw", "out")
+        if record.get("truncated"):  # raw is the head of a long line: never parsed, so never masked
             if self.redactor.may_hold_any_secret(record_bytes(record, "raw") or b""):
                 return withhold(dict(record))
-            return record
+            keys = ("out",)  # whole, if a record has one (the bridge writes none: an edited capture)
         masked: Json | None = None
-        for key in ("raw", "out"):
+        for key in keys:
             data = record_bytes(record, key)
             if data is None or self.redactor.passes_unmasked(data):  # most lines: not parsed here
                 continue
@@ -262,9 +263,10 @@ class RowBuilder:
         return row
 
     def _row(self, record: Json, msg: Any, update: dict[str, Any], group: int) -> Json:
-        # summarize reads the message `out_b64` holds where the row reads `raw`: then its own
-        summary = summarize(record, self.clock, message=msg) if "out_b64" not in record else \
-            summarize(record, self.clock)
+        # summarize reads the message `out_b64` holds where the row reads `raw`, and the line of
+        # a record marked withheld whole where the row reads none: then its own
+        summary = summarize(record, self.clock, message=msg) \
+            if "out_b64" not in record and record.get("redacted") != WHOLE else summarize(record, self.clock)
         index = self.count
         direction = "a" if record.get("direction") == "to-agent" else "c"
         mono = record.get("mono", 0.0)

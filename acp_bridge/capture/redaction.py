@@ -219,11 +219,14 @@ class Redactor:
         object.__setattr__(self, "_keys", tuple(dict.fromkeys(keys)))
         object.__setattr__(self, "_loose", tuple(dict.fromkeys(loose)))
         longest = max(map(len, (*loose, *secret_spellings)))
-        # Printable ASCII is spelled in JSON as itself, escaped (\" \\ \/) or as \u00XX, and
-        # `ascii_view` undoes all of these: for such names, not finding one is certain.
+        # Printable ASCII is spelled in JSON as itself or as \u00XX (`/` also as \/), and
+        # `ascii_view` undoes these: for such names, not finding one is certain. Not so for `"`
+        # and `\`: each also has a short escape (\" \\) that `ascii_view` keeps, so a name
+        # with two of them, one spelled each way, matches none of its spellings.
         names = [*_KEYS, *_LOOSE, *map(_pointer_needle, self.pointers)]
         object.__setattr__(self, "_spelled_exactly", all(
-            name and name.isascii() and name.isprintable() for name in names))
+            name and name.isascii() and name.isprintable() and '"' not in name and "\\" not in name
+            for name in names))
         object.__setattr__(self, "overlap", 6 * longest)
 
     def mask(self, msg: Any, *, text: bool = True) -> tuple[Any, list[str]]:
@@ -296,17 +299,22 @@ class Redactor:
         mentions what leads to one (a masked method, `mcpServers`, `env`, `headers`, a
         configured pointer's last name, also spelled with escapes) or the secret text.
         Errs towards yes: false is certain, true is often wrong."""
-        if _any_in(self._loose, data) or self.shows_secret_text(data):
+        return self._may_name_a_secret(data) or self.shows_secret_text(data)
+
+    def _may_name_a_secret(self, data: bytes) -> bool:
+        if _any_in(self._loose, data):
             return True
-        return _BACKSLASH in data and _any_in(self._loose, ascii_view(data))
+        # a name not searched for every way it can be spelled may hide behind any escape
+        return _BACKSLASH in data and (not self._spelled_exactly or _any_in(self._loose, ascii_view(data)))
 
     def passes_unmasked(self, line: bytes) -> bool:
         """Does `mask_line` certainly give `line` back as it is, with no hits, whatever it
         parses to? True when it names nothing that leads to a secret, in any spelling (no
         masked method, `mcpServers`, `env`, `headers` or configured pointer's last name):
         a byte search instead of a parse, for the many lines that hold none. With a secret
-        text, or a pointer whose names are not all printable ASCII, never: the spellings of
-        those are not all known here, so every line is masked the exact way."""
+        text, or a pointer whose last name is not printable ASCII without `"` and `\\`,
+        never: the spellings of those are not all known here, so every line is masked the
+        exact way."""
         if self.secret or not self._spelled_exactly:
             return False
         return not self.may_hold_any_secret(line)
@@ -335,8 +343,8 @@ class Redactor:
                     if key in line:
                         keys = True
                         break
-                else:
-                    keys = _BACKSLASH in line and _any_in(self._keys, ascii_view(line))
+                else:  # a name not searched for every way it can be spelled may hide behind any escape
+                    keys = _BACKSLASH in line and (not self._spelled_exactly or _any_in(self._keys, ascii_view(line)))
                 if keys and has_duplicate_keys(line):
                     return WITHHELD, None
                 if maybe and self.shows_secret_text(line) and has_duplicate_keys(line):
@@ -351,7 +359,7 @@ class Redactor:
         return out, hits
 
     def _mask_unparsed(self, line: bytes) -> tuple[bytes, list[str] | None]:
-        if _any_in(self._loose, line) or (_BACKSLASH in line and _any_in(self._loose, ascii_view(line))):
+        if self._may_name_a_secret(line):
             return WITHHELD, None
         if not self.may_contain_secret_text(line):
             return line, []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import tracemalloc
 from typing import Any
@@ -15,7 +16,7 @@ from acp_bridge.capture import html_rows
 from acp_bridge.capture.html import render
 from acp_bridge.capture.html_rows import BODY_LIMIT, RowBuilder, preview
 from acp_bridge.capture.redaction import Redactor
-from acp_bridge.capture.summary import utc_clock
+from acp_bridge.capture.summary import summarize, utc_clock
 from tests.capture.samples import page_rows
 
 
@@ -255,6 +256,8 @@ SECRET_NEW = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cw
                  '"params":{"key":"<redacted>"}', ["/params/key"], id="a-pointer-spelled-with-an-escape"),
     pytest.param(("/params/cl\u00e9",), update("plan"), '{"jsonrpc":"2.0","method":"n","params":{"cl\\u00E9":"hunter2"}}\n',
                  '"params":{"cl\u00e9":"<redacted>"}', ["/params/cl\u00e9"], id="a-pointer-beyond-ascii"),
+    pytest.param(('/params/a"b"c',), update("plan"), '{"jsonrpc":"2.0","method":"n","params":{"a\\"b\\u0022c":"hunter2"}}\n',
+                 '"params":{"a\\"b\\"c":"<redacted>"}', ['/params/a"b"c'], id="a-pointer-with-two-quotes-escaped-two-ways"),
 ])
 def test_rows_mask_again_what_the_capture_holds_in_clear(pointers: tuple[str, ...], msg: Any, raw: str | None,
                                                           shown: str, redacted: list[str]) -> None:
@@ -274,3 +277,31 @@ def test_rows_mask_again_what_the_capture_holds_in_clear(pointers: tuple[str, ..
 def test_a_record_with_nothing_to_mask_is_given_back_itself() -> None:
     given = record(1, update("agent_message_chunk", content=text("hi")))
     assert RowBuilder(Redactor(("/params/key",)), utc_clock).redact(given) is given
+
+
+@pytest.mark.parametrize("extra", [
+    pytest.param({}, id="as-it-came"),
+    pytest.param({"verdict": "rewrite", "out": orjson.dumps(update("plan")).decode()}, id="rewritten"),
+    pytest.param({"verdict": "drop", "out": None}, id="dropped"),
+    pytest.param({"verdict": "rewrite", "out_b64": base64.b64encode(orjson.dumps(update("plan"))).decode()},
+                 id="rewritten-in-base64"),
+    pytest.param({"redacted": "whole"}, id="marked-withheld-yet-holding-its-line"),
+])
+def test_a_rows_label_is_the_summary_show_prints(extra: dict[str, Any]) -> None:
+    """The page reads the message it already parsed into the label; the label is still the
+    one `summarize` reads for itself, whatever fields the record has (even contradictory)."""
+    given = {**record(1, update("agent_message_chunk", content=text("hi"))), **extra}
+    [row] = [row for row in rows_of([given]) if "l" in row]
+    assert row["l"] == summarize(given, utc_clock).label
+
+
+def test_the_out_of_a_truncated_record_is_masked_again_too() -> None:
+    """Only `raw` of a truncated record is a head that cannot be parsed; an `out` beside it
+    (which the bridge never writes: an edited capture) is a line like any other."""
+    given = {**record(1, {"jsonrpc": "2.0", "method": "x"}), "kind": "other", "verdict": "opaque", "size": 10**9,
+             "raw": '{"jsonrpc":"2.0","x":"aaaa', "truncated": True,
+             "out": '{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"t":"hunter2"}}\n'}
+    rows = rows_of([given])
+    assert "hunter2" not in orjson.dumps(rows).decode()
+    assert rows[-1]["o"] == '{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"t":"<redacted>"}}'
+    assert rows[-1]["b"].startswith('{"jsonrpc":"2.0","x":"aaaa\n… (the first')

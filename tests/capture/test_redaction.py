@@ -223,6 +223,54 @@ def test_a_name_beyond_ascii_spelled_in_upper_case_hex_is_masked_so_never_passed
     is none the byte search knows, and the parse finds the value all the same."""
     redactor = Redactor(("/params/cl\u00e9",))
     line = b'{"params":{"cl\\u00E9":"k"}}\n'
-    assert not redactor.may_hold_any_secret(line)  # the search alone would let it through
+    assert redactor.may_hold_any_secret(line)  # only because any escape may spell such a name
     assert redactor.mask_line(line, parsed(line))[1] == ["/params/cl\u00e9"]
     assert not redactor.passes_unmasked(line)
+
+
+@pytest.mark.parametrize(("name", "spelled"), [
+    pytest.param('a"b"c', 'a\\"b\\u0022c', id="two-quotes-each-escaped-its-own-way"),
+    pytest.param("a\\b\\c", "a\\u005cb\\\\c", id="two-backslashes-each-escaped-its-own-way"),
+    pytest.param('a"b\\c', 'a\\u0022b\\\\c', id="a-quote-and-a-backslash"),
+])
+def test_a_name_with_two_characters_json_escapes_two_ways_is_never_passed_unmasked(name: str, spelled: str) -> None:
+    """`"` and `\\` are each written `\\"` / `\\\\` or as a \\u escape. `ascii_view` undoes
+    the second form only, so a name holding two of them, spelled one each way, is neither of
+    the spellings the byte search knows, and the parse finds the value all the same."""
+    pointer = "/params/" + name.replace("~", "~0").replace("/", "~1")
+    redactor = Redactor((pointer,))
+    line = b'{"jsonrpc":"2.0","method":"n","params":{"' + spelled.encode() + b'":"S3CR3T"}}\n'
+    assert parsed(line)["params"] == {name: SECRET}
+    assert redactor.may_hold_any_secret(line)  # only because any escape may spell such a name
+    assert redactor.mask_line(line, parsed(line))[1] == [pointer]
+    assert not redactor.passes_unmasked(line)
+
+
+@pytest.mark.parametrize(("pointer", "spelled"), [
+    pytest.param("/params/cl\u00e9", "cl\\u00E9", id="beyond-ascii-in-upper-case-hex"),
+    pytest.param('/params/a"b"c', 'a\\"b\\u0022c', id="two-quotes-each-escaped-its-own-way"),
+])
+def test_a_member_named_twice_is_withheld_however_the_pointer_name_is_spelled(pointer: str, spelled: str) -> None:
+    """orjson keeps the last of two `params`: the first one's value at the pointer is not in
+    the parse, so a line that could name the pointer twice is withheld whole. The search for
+    the name misses these spellings, so with such a name any line with an escape is checked."""
+    line = (b'{"jsonrpc":"2.0","method":"n","params":{"' + spelled.encode() + b'":"S3CR3T"},"params":{}}\n')
+    assert Redactor((pointer,)).mask_line(line, parsed(line)) == (WITHHELD, None)
+    plain = b'{"jsonrpc":"2.0","method":"n","params":{"other":"v"}}\n'
+    assert Redactor((pointer,)).mask_line(plain, parsed(plain)) == (plain, [])
+
+
+@pytest.mark.parametrize(("pointer", "spelled"), [
+    pytest.param("/params/cl\u00e9", "cl\\u00E9", id="beyond-ascii-in-upper-case-hex"),
+    pytest.param('/params/a"b"c', 'a\\"b\\u0022c', id="two-quotes-each-escaped-its-own-way"),
+])
+def test_a_head_or_a_torn_line_that_may_spell_such_a_pointer_name_is_withheld(pointer: str, spelled: str) -> None:
+    """What is never parsed (the head of a long line, a line that does not parse) is only
+    searched: with a pointer name the search cannot spell every way, an escape may be it."""
+    redactor = Redactor((pointer,))
+    head = b'{"jsonrpc":"2.0","method":"n","params":{"' + spelled.encode() + b'":"S3CR3T","pad":"xxxx'
+    assert redactor.may_hold_any_secret(head)
+    assert redactor.mask_line(head, None) == (WITHHELD, None)
+    plain = b'{"jsonrpc":"2.0","method":"n","params":{"other":"xxxx'
+    assert not redactor.may_hold_any_secret(plain)
+    assert redactor.mask_line(plain, None) == (plain, [])

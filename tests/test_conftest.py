@@ -1,0 +1,53 @@
+"""The suite's own start-up (tests/conftest.py): how many xdist workers it asks for, and when."""
+
+from __future__ import annotations
+
+import argparse
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests import conftest
+
+
+class _Plugins:
+    def __init__(self, xdist: bool) -> None:
+        self.xdist = xdist
+
+    def hasplugin(self, name: str) -> bool:
+        return name == "xdist" and self.xdist
+
+
+def _config(*, xdist: bool = True, **option: Any) -> Any:
+    """A stand-in for pytest.Config: only the options the plugins that are loaded define."""
+    namespace = argparse.Namespace(**option)
+    return SimpleNamespace(pluginmanager=_Plugins(xdist), option=namespace,
+                           getoption=lambda name, default=None: getattr(namespace, name, default))
+
+
+@pytest.mark.parametrize(("option", "expected"), [
+    pytest.param({"numprocesses": None, "dist": "no", "usepdb": False}, (conftest.WORKERS, "loadgroup"), id="plain"),
+    pytest.param({"numprocesses": 0, "dist": "no", "usepdb": False}, (0, "no"), id="-n0"),
+    pytest.param({"numprocesses": 2, "dist": "no", "usepdb": False}, (2, "loadgroup"), id="-n2"),
+    pytest.param({"numprocesses": "auto", "dist": "no", "usepdb": False}, ("auto", "loadgroup"), id="-nauto"),
+    pytest.param({"numprocesses": 2, "dist": "load", "usepdb": False}, (2, "load"), id="-n2-dist-load"),
+    pytest.param({"numprocesses": None, "dist": "no", "usepdb": True}, (None, "no"), id="--pdb"),
+    pytest.param({"numprocesses": 0, "dist": "no"}, (0, "no"), id="-n0-p-no:debugging"),
+    pytest.param({"numprocesses": None, "dist": "no"}, (conftest.WORKERS, "loadgroup"), id="-p-no:debugging"),
+])
+def test_the_workers_the_suite_asks_for(option: dict[str, Any], expected: tuple[Any, str]) -> None:
+    """`-p no:debugging` leaves no `--pdb` option (no `usepdb`): the suite still starts."""
+    config = _config(**option)
+    conftest.pytest_cmdline_main(config)
+    assert (config.option.numprocesses, config.option.dist) == expected
+
+
+def test_without_xdist_or_in_a_worker_nothing_is_asked() -> None:
+    config = _config(xdist=False, usepdb=False)
+    conftest.pytest_cmdline_main(config)
+    assert vars(config.option) == {"usepdb": False}
+    worker = _config(numprocesses=None, dist="no", usepdb=False)
+    worker.workerinput = {}
+    conftest.pytest_cmdline_main(worker)
+    assert (worker.option.numprocesses, worker.option.dist) == (None, "no")
