@@ -263,10 +263,12 @@ class RowBuilder:
         return row
 
     def _row(self, record: Json, msg: Any, update: dict[str, Any], group: int) -> Json:
-        # summarize reads the message `out_b64` holds where the row reads `raw`, and the line of
-        # a record marked withheld whole where the row reads none: then its own
-        summary = summarize(record, self.clock, message=msg) \
-            if "out_b64" not in record and record.get("redacted") != WHOLE else summarize(record, self.clock)
+        # The message the row has read, unless summarize reads another: the one `out_b64`
+        # holds (the row reads `raw`), or the line of a record withheld whole (the row none).
+        if "out_b64" in record or record.get("redacted") == WHOLE:
+            summary = summarize(record, self.clock)
+        else:
+            summary = summarize(record, self.clock, message=msg)
         index = self.count
         direction = "a" if record.get("direction") == "to-agent" else "c"
         mono = record.get("mono", 0.0)

@@ -122,10 +122,10 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
     arrow = Direction(direction).arrow if direction in ("to-agent", "to-client") else "??"
     kind, verdict = record.get("kind"), record.get("verdict", "")
     method = None if record.get("method") is None else printable(str(record["method"]))
-    if message is _UNREAD:
-        sent = record.get("out") is not None or "out_b64" in record
-        message = record_message(record, "out" if sent else "raw")
     msg = message
+    if msg is _UNREAD:
+        sent = record.get("out") is not None or "out_b64" in record
+        msg = record_message(record, "out" if sent else "raw")
     if kind == "request":
         label = f"{method} #{fmt_id(record.get('id'))}"
     elif kind == "notification":
