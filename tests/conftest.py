@@ -106,6 +106,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]  # xdist ships no types
 
     scheduler = LoadScopeScheduling(config, log)  # a unit of work is what `_split_scope` names
+    if not callable(getattr(scheduler, "_split_scope", None)):  # a private name: say so if it goes
+        raise pytest.UsageError("tests/conftest.py: this pytest-xdist has no LoadScopeScheduling._split_scope; "
+                                "GROUPS cannot be applied (run with -n 0, or update the hook)")
     scheduler._split_scope = lambda nodeid: GROUPS.get(nodeid.partition("::")[0], nodeid)
     return scheduler
 

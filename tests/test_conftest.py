@@ -51,3 +51,26 @@ def test_without_xdist_or_in_a_worker_nothing_is_asked() -> None:
     worker.workerinput = {}
     conftest.pytest_cmdline_main(worker)
     assert (worker.option.numprocesses, worker.option.dist) == (None, "no")
+
+
+def test_the_scheduler_hands_a_group_to_one_worker_as_one_unit(pytestconfig: pytest.Config,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook's unit of work: a module of `GROUPS` is its group's name, any other test
+    itself; an xdist without the private name it replaces is refused, not silently ungrouped."""
+    import xdist.scheduler  # type: ignore[import-untyped]  # xdist ships no types
+
+    monkeypatch.setattr(pytestconfig.option, "dist", "loadgroup")
+    monkeypatch.setattr(pytestconfig.option, "tx", ["2*popen"])  # the scheduler counts its workers
+    config = pytestconfig
+    scheduler = conftest.pytest_xdist_make_scheduler(config, None)
+    assert scheduler._split_scope("tests/capture/test_html.py::test_x") == "browser"
+    assert scheduler._split_scope("tests/inspector/test_browser.py::test_y[1]") == "browser"
+    assert scheduler._split_scope("tests/core/test_relay.py::test_z") == "tests/core/test_relay.py::test_z"
+    assert conftest.pytest_xdist_make_scheduler(_config(dist="load"), None) is None
+
+    class Renamed(xdist.scheduler.LoadScopeScheduling):  # type: ignore[misc]  # untyped base
+        _split_scope = None
+
+    monkeypatch.setattr(xdist.scheduler, "LoadScopeScheduling", Renamed)
+    with pytest.raises(pytest.UsageError, match="_split_scope"):
+        conftest.pytest_xdist_make_scheduler(config, None)
