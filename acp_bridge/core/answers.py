@@ -1,7 +1,8 @@
 """What the bridge writes itself, and where it lands.
 
 Owns: the JSON-RPC errors the bridge writes for requests it answers instead of the agent (the
-agent is gone, the bridge stops; an id that cannot be written back gets JSON-RPC's null id),
+agent is gone, the bridge stops; an id that cannot be written back gets JSON-RPC's null id)
+or instead of what a rule dropped (a request, or the answer to one: `dropped_answer`),
 `fail_pending`, and placing every message the bridge writes (these answers and what the rules
 emit) between whole lines of its destination. Must never: put one of them inside a line, or
 answer a request twice.
@@ -15,7 +16,7 @@ from typing import Any
 from acp_bridge.core import protocol as p
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.id_scanner import MemberScanner
-from acp_bridge.core.messages import RESPONSE, TO_AGENT, Direction, Frame, Kind, Unencodable, encode
+from acp_bridge.core.messages import RESPONSE, TO_AGENT, TO_CLIENT, Direction, Frame, Kind, Unencodable, encode, id_key
 from acp_bridge.core.session import Pending, Session
 
 
@@ -102,11 +103,38 @@ class Answers:
         return out
 
 
-def answer(id_: Any, message: str, data: Any, source: Frame | None = None) -> Forward:
-    """The bridge's JSON-RPC error for the client request `id_`."""
+def answer(id_: Any, message: str, data: Any, source: Frame | None = None, *,
+           toward: Direction = Direction.TO_CLIENT, rules: tuple[str, ...] = ("bridge",),
+           terminator: bytes = b"\n") -> Forward:
+    """The bridge's JSON-RPC error for the request `id_` (the client's, unless `toward` is
+    the agent), made by `rules` (the bridge's own answers: "bridge")."""
     msg = p.error_response(id_, p.INTERNAL_ERROR, message, data)
     try:
-        encoded = encode(msg, source=source)
+        encoded = encode(msg, terminator, source=source)
     except Unencodable:  # an id nested past what can be written: JSON-RPC's null id
-        encoded = encode(p.error_response(None, p.INTERNAL_ERROR, message, data))
-    return Forward(Direction.TO_CLIENT, encoded, b"", Verdict.EMIT, None, ("bridge",))
+        encoded = encode(p.error_response(None, p.INTERNAL_ERROR, message, data), terminator)
+    return Forward(toward, encoded, b"", Verdict.EMIT, None, rules)
+
+
+def answered_by(emits: Iterable[Any], toward: Direction, request: Pending) -> bool:
+    """Does one of the messages a rule emits toward `toward` answer `request` (a rule that
+    drops a request and answers it itself, as the system prompt's `error` mode does)?"""
+    key = id_key(request.id)
+    for emit in emits:
+        msg = emit.msg
+        if (emit.direction is toward and "method" not in msg and ("result" in msg or "error" in msg)
+                and id_key(msg.get("id")) == key):
+            return True
+    return False
+
+
+def dropped_answer(frame: Frame, request: Pending, rule: str, rules: tuple[str, ...]) -> Forward:
+    """The error that stands in for what rule `rule` dropped: the request `frame`, which its
+    sender would wait for an answer to for ever, or the answer `frame` to `request`."""
+    if frame.kind is Kind.REQUEST:
+        what = f"this request: it was not sent to the {'agent' if frame.direction is TO_AGENT else 'client'}"
+    else:
+        answerer = "agent" if frame.direction is TO_CLIENT else "client"
+        what = f"the {answerer}'s answer to this request ({request.method})"
+    return answer(request.reply_id, f"acp-bridge: rule {rule!r} dropped {what}", {"rule": rule},
+                  toward=request.origin.reverse, rules=rules, terminator=frame.terminator or b"\n")

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acp_bridge.core.answers import Answers
+from acp_bridge.core.answers import Answers, answered_by, dropped_answer
 from acp_bridge.core.chain import Chain, ChainResult, RuleError
 from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OPAQUE, VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
@@ -33,6 +33,7 @@ from acp_bridge.core.messages import (
     classify,
     encode,
 )
+from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
@@ -119,6 +120,7 @@ class Relay:
         self.unencodable = 0  # lines a rule changed that could not be written back
         self._unencodable_said: set[str] = set()  # the rules whose unwritable change was said
         self.failures: dict[str, int] = {}  # per rule: how often it failed (each said once)
+        self._drop_said: set[str] = set()  # the rules whose dropping of a request was said
 
     def __repr__(self) -> str:
         names = ", ".join(rw.name for rw in self.chain.rewrites)
@@ -323,14 +325,34 @@ class Relay:
             self._unencodable(frame, rules, request, str(exc), out)
             return
         if outcome.dropped and request is not None and frame.kind is Kind.REQUEST:
-            self.session.forget(request)  # the bridge answered it, or nobody will
+            self.session.forget(request)  # the bridge answers it, or the rule did
         for direction, message in ahead:  # what must reach its side before this message
             self._answers.emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules), before=True), out)
         if data and not data.endswith(b"\n"):
             self._answers.torn[frame.direction] = True  # an unterminated last line, passed on as it came
         out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))
+        if outcome.dropped and request is not None:
+            self._answer_dropped(frame, request, outcome, out)
         for direction, message in written:
             self._answers.emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules)), out)
+
+    def _answer_dropped(self, frame: Frame, request: Pending, outcome: ChainResult, out: list[Forward]) -> None:
+        """A rule dropped a request, or the answer to one: unless the rule answered it
+        itself, its sender gets an error naming the rule where the line would have been
+        (it would wait for ever otherwise). Said once per rule; dropped notifications are
+        silent, and so is a dropped response that answers nothing the bridge knows of."""
+        if answered_by((*outcome.before, *outcome.emits), request.origin.reverse, request):
+            return
+        rule = outcome.rules[-1]  # a drop ends the chain: the last rule is the one that dropped
+        self._answers.emit(dropped_answer(frame, request, rule, tuple(outcome.rules)), out)
+        if rule not in self._drop_said:
+            self._drop_said.add(rule)
+            sender = "client" if request.origin is TO_AGENT else "agent"
+            what = (f"the {sender}'s request {request.method} #{brief(request.id)}" if frame.kind is REQUEST
+                    else f"the answer to the {sender}'s request {request.method} #{brief(request.id)}")
+            log.warning("rule %r dropped %s; the bridge answered it with an error naming the rule, so that the "
+                        "%s does not wait for ever (further ones by this rule are not reported)",
+                        rule, printable(what, quote_backslash=False), sender)
 
     def _unencodable(self, frame: Frame, rules: list[str], request: Pending | None, why: str,
                      out: list[Forward]) -> None:

@@ -147,3 +147,25 @@ async def test_the_usage_update_table_against_an_sdk_agent(tmp_path: Path) -> No
         "agent_message_chunk", "agent_message_chunk", {"stopReason": "end_turn"}]
     records = [orjson.loads(r) for r in (tmp_path / "c.jsonl").read_bytes().splitlines()]
     assert [(r["verdict"], r["rules"]) for r in records if r.get("rules")] == [("drop", ["no-usage-updates"])]
+
+
+async def test_a_table_that_drops_the_prompt_has_it_answered_said_and_captured(tmp_path: Path) -> None:
+    """The client would wait for its prompt's answer for ever (the agent never got it):
+    the bridge answers it with an error naming the table, once on stderr, in the capture."""
+    config = tmp_path / "c.toml"
+    config.write_text('[[rewrite]]\nname = "no-prompts"\nmethod = "session/prompt"\ndrop = true\n')
+    ran = await bridge(tmp_path, "-c", str(config), "--capture", str(tmp_path / "c.jsonl"),
+                       on_prompt=[{"respond": ANSWERS[1]["result"]}])
+    answer = (b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"acp-bridge: rule \'no-prompts\' dropped '
+              b'this request: it was not sent to the agent","data":{"rule":"no-prompts"}}}\n')
+    # The bridge's answer goes out as the client's read is relayed: before or after the
+    # agent's answer to initialize.
+    assert (ran.returncode, sorted(ran.stdout.splitlines(keepends=True))) == (0, sorted([line(ANSWERS[0]), answer]))
+    assert ran.stderr.decode().splitlines() == [
+        "acp-bridge: WARNING: rule 'no-prompts' dropped the client's request session/prompt #2; the bridge answered "
+        "it with an error naming the rule, so that the client does not wait for ever (further ones by this rule "
+        "are not reported)"]
+    records = [orjson.loads(r) for r in (tmp_path / "c.jsonl").read_bytes().splitlines()]
+    assert [(r["direction"], r["verdict"], r["rules"], r.get("raw"), r.get("out")) for r in records
+            if r.get("rules")] == [("to-agent", "drop", ["no-prompts"], line(PROMPT).decode(), None),
+                                   ("to-client", "emit", ["no-prompts"], None, answer.decode())]
