@@ -199,15 +199,41 @@ def encode(msg: Json, terminator: bytes = b"\n", *, source: Frame | None = None)
             if literals:
                 msg = _with_literals(msg, literals, 0)
         try:
-            return orjson.dumps(msg) + terminator
+            out = orjson.dumps(msg)
         except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
             if "surrogates" not in str(exc):
                 raise
-        # A lone surrogate (read by `_lenient`) that orjson will not write: written as
-        # the escape it came as.
-        return orjson.dumps(_with_escapes(msg, 0)) + terminator
+            # A lone surrogate (read by `_lenient`) that orjson will not write: written as
+            # the escape it came as.
+            out = orjson.dumps(_with_escapes(msg, 0))
     except (TypeError, ValueError, RecursionError) as exc:
         raise Unencodable(str(exc)) from exc
+    # orjson writes NaN and Infinity as null: a value nobody wrote. Only a message with a
+    # null in it can hold one, so the walk is for those only.
+    if b"null" in out:
+        where = non_finite(msg)
+        if where is not None:
+            raise Unencodable(f"NaN or Infinity at {where or '/'}: JSON has no such number")
+    return out + terminator
+
+
+def non_finite(value: Any) -> str | None:
+    """The JSON pointer of the first float in `value` that is NaN or infinite, or None."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend((member, f"{path}/{_token(key)}") for key, member in reversed(item.items()))
+        elif kind is list or kind is tuple:
+            stack.extend((member, f"{path}/{index}") for index, member in reversed(list(enumerate(item))))
+        elif isinstance(item, float) and not math.isfinite(item):
+            return path
+    return None
+
+
+def _token(key: Any) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

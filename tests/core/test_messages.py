@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -112,3 +114,25 @@ def test_encode_refuses_a_lone_surrogate_nested_past_what_can_be_written() -> No
         deep = [deep]
     with pytest.raises(Unencodable):
         encode({"d": deep})
+
+
+@pytest.mark.parametrize(("msg", "where"), [
+    ({"a": float("nan")}, "/a"),
+    ({"a": [1, None, {"b/c~": float("inf")}]}, "/a/2/b~1c~0"),
+    ({"a": [None, "\ud800", -float("inf")]}, "/a/2"),  # the lone surrogate's path too
+    ({"a": [[[[[[float("nan")]]]]]]}, "/a/0/0/0/0/0/0"),
+])
+def test_encode_refuses_nan_and_infinity_where_orjson_would_write_null(msg: dict[str, object], where: str) -> None:
+    with pytest.raises(Unencodable, match=f"^NaN or Infinity at {re.escape(where)}: JSON has no such number$"):
+        encode(msg)
+
+
+def test_encode_walks_no_message_without_a_null(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check's cost: only a message whose encoding holds `null` is walked."""
+    from acp_bridge.core import messages
+
+    walked: list[object] = []
+    monkeypatch.setattr(messages, "non_finite", walked.append)
+    assert encode({"a": [1.5, "null"], "b": None}) == b'{"a":[1.5,"null"],"b":null}\n'
+    assert encode({"a": [1.5, 2]}) == b'{"a":[1.5,2]}\n'
+    assert walked == [{"a": [1.5, "null"], "b": None}]

@@ -4,6 +4,8 @@ what the relay answers when the bridge stops itself."""
 
 from __future__ import annotations
 
+import logging
+
 import orjson
 import pytest
 from hypothesis import given
@@ -642,3 +644,45 @@ def test_an_unsent_request_stays_in_flight_once() -> None:
     relay = Relay(strict=True)
     unsent: list[Forward] = relay.feed(A, PROMPT)
     assert [fwd.data for fwd in relay.fail_pending("stopped", unsent=unsent)] == [stopped()]
+
+
+class NotANumber(Rewrite):
+    """Writes a value JSON cannot carry (NaN, Infinity) into its result, or an emit."""
+
+    name = "not-a-number"
+
+    def __init__(self, value: object, where: str) -> None:
+        self.value, self.where = value, where
+
+    def request(self, frame: Frame, session: Session) -> Replace:
+        assert frame.msg is not None
+        if self.where == "emit":
+            return Replace(frame.msg, then=(Emit(C, {"jsonrpc": "2.0", "method": "n", "params": self.value}),))
+        return Replace({**frame.msg, "params": self.value})
+
+
+@pytest.mark.parametrize("value", [
+    float("nan"), float("inf"), -float("inf"), [1, [2, {"x": float("nan")}]], {"a": {"b": [None, float("-inf")]}},
+    [{"deep": [[[[float("nan")]]]]}],
+])
+@pytest.mark.parametrize("where", ["replace", "emit"])
+def test_nan_or_infinity_in_a_rules_result_is_a_rule_failure(value: object, where: str,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """orjson writes them as null: the peer would get a value nobody wrote. Fail open, said
+    once; strict stops."""
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"m","params":null}\n'
+    relay = Relay([NotANumber(value, where)])
+    with caplog.at_level(logging.WARNING, "acp_bridge.relay"):
+        for _ in range(2):
+            (fwd,) = relay.feed(A, raw)
+            assert (fwd.verdict, fwd.data, fwd.rules) == (Verdict.ERROR, raw, ("not-a-number",))
+            assert fwd.error is not None and fwd.error.startswith("cannot re-encode: NaN or Infinity at /")
+    assert len(caplog.records) == 1
+    with pytest.raises(RuleError, match=r"cannot be written back: NaN or Infinity at /"):
+        Relay([NotANumber(value, where)], strict=True).feed(A, raw)
+
+
+def test_a_null_a_rule_writes_is_no_failure() -> None:
+    (fwd,) = Relay([NotANumber({"a": [None, 1.5]}, "replace")], strict=True).feed(
+        A, b'{"jsonrpc":"2.0","id":1,"method":"m"}\n')
+    assert fwd.data == b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[null,1.5]}}\n'
