@@ -135,21 +135,35 @@ class Relay:
         per-line work: most traffic is streamed chunks that nothing touches, and their cost
         decides the throughput. `tests/core/test_relay.py` proves the run equal, line for
         line, to the per-line path (`bulk=False`).
+
+        Raises:
+            RuleError: strict, and a rule failed; its `sent_first` holds what the chunk made
+                before the line it failed on, to be sent as one line at a time would have been.
         """
+        out: list[Forward] = []
+        try:
+            self._feed(direction, chunk, now, out)
+        except RuleError as exc:
+            exc.sent_first = out
+            raise
+        return out
+
+    def _feed(self, direction: Direction, chunk: bytes, now: float, out: list[Forward]) -> None:
         splitter = self._splitters[direction]
         if not self.bulk:
-            return self._pieces(direction, splitter.feed(chunk), now)
-        out: list[Forward] = []
+            self._pieces(direction, splitter.feed(chunk), now, out)
+            return
         if not splitter.idle:  # finish the line in progress on its own, then look at the rest
             first = chunk.find(b"\n") + 1
             if first == 0:
-                return self._pieces(direction, splitter.feed(chunk), now)
-            out = self._pieces(direction, splitter.feed(chunk[:first]), now)
+                self._pieces(direction, splitter.feed(chunk), now, out)
+                return
+            self._pieces(direction, splitter.feed(chunk[:first]), now, out)
             chunk = chunk[first:]
         end = chunk.rfind(b"\n") + 1
         if end == 0 or end > self.max_line:  # no complete line, or lines that may be too long
-            out.extend(self._pieces(direction, splitter.feed(chunk), now))
-            return out
+            self._pieces(direction, splitter.feed(chunk), now, out)
+            return
         body = chunk if end == len(chunk) else chunk[:end]
         if end < self.run_min:  # a message or two (interactive traffic): nothing to gain from runs
             one = body.find(b"\n") + 1 == end  # the usual case: one message, no copy
@@ -157,8 +171,7 @@ class Relay:
         else:
             self._relay_body(direction, body, now, out)
         if end < len(chunk):
-            out.extend(self._pieces(direction, splitter.feed(chunk[end:]), now))
-        return out
+            self._pieces(direction, splitter.feed(chunk[end:]), now, out)
 
     def _relay_body(self, direction: Direction, body: bytes, now: float, out: list[Forward]) -> None:
         """Complete lines: each one that needs a look goes the per-line way, and the runs of
@@ -217,7 +230,12 @@ class Relay:
         """
         splitter = self._splitters[direction]
         torn = not splitter.idle
-        out = self._pieces(direction, splitter.feed_eof(), now)
+        out: list[Forward] = []
+        try:
+            self._pieces(direction, splitter.feed_eof(), now, out)
+        except RuleError as exc:
+            exc.sent_first = out
+            raise
         if torn:
             written = [f.data for f in out if f.direction is direction and f.data]
             if written and not written[-1].endswith(b"\n"):  # the stream's last line, unterminated
@@ -293,7 +311,7 @@ class Relay:
             outcome = self.chain.run(frame, request, self.session)
         except RuleError as exc:
             if self.strict:
-                self._not_forwarded(frame, request, out)
+                self._not_forwarded(frame, request)
                 raise
             self._rule_failed(exc, frame)
             self._fail_open(frame, [exc.rule], request, exc.detail, out)
@@ -359,7 +377,7 @@ class Relay:
         """What the rules made of `frame` cannot be written: a rule failure like any other
         (the original goes on; strict: a `RuleError` is raised and nothing goes on)."""
         if self.strict:
-            self._not_forwarded(frame, request, out)
+            self._not_forwarded(frame, request)
             if frame.kind is Kind.RESPONSE:
                 what = f"the answer to {request.method if request else '?'} #{brief(frame.id)}"
             else:
@@ -384,11 +402,10 @@ class Relay:
                         "reported; -vv shows each, with its traceback)", exc, frame)
         log.debug("rule %r failed on %r", exc.rule, frame, exc_info=exc.error)
 
-    def _not_forwarded(self, frame: Frame, request: Pending | None, out: list[Forward]) -> None:
-        """Strict, and a rule failed on `frame`: the relay raises, so neither it nor what the
-        chunk made before it (`out`) is forwarded. A response among them answered nobody:
-        its request is in flight again (the bridge answers it as it stops)."""
-        self._answers.in_flight_again(out)
+    def _not_forwarded(self, frame: Frame, request: Pending | None) -> None:
+        """Strict, and a rule failed on `frame`: the relay raises, and `frame` is not
+        forwarded (what the chunk made before it is: `RuleError.sent_first`). A response
+        answered nobody: its request is in flight again (the bridge answers it as it stops)."""
         if frame.kind is RESPONSE and request is not None:
             self.session.track(request)
 

@@ -194,6 +194,8 @@ class Bridge:
                                 else self.relay.feed_eof(direction, mono))
                 except Exception as exc:  # under strict, a rule failed (the relay fails open otherwise)
                     if isinstance(exc, RuleError):  # it names the rule and what it raised
+                        if exc.sent_first:  # the read's lines before the failing one: on their way
+                            await self.deliver(exc.sent_first, wall, mono, pump=direction)
                         await self.stop(f"{exc} (strict is set)")
                     else:
                         await self.stop(f"internal error: {type(exc).__name__}: {exc}")
