@@ -10,7 +10,7 @@ answer a request twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from acp_bridge.core import protocol as p
@@ -35,6 +35,10 @@ class Answers:
         # The line over the parse limit streaming in each direction, with the scanner that
         # reads its members (`Unparsed.opaque` keeps it): None between such lines.
         self.long: dict[Direction, MemberScanner | None] = dict.fromkeys(Direction)
+        # What must reach the client ahead of an answer the bridge gives itself (the relay
+        # asks the rules: such an answer may end a turn, and the tool calls it left open
+        # are closed before it); None: nothing.
+        self.ahead_of_answer: Callable[[Pending, Forward], list[Forward]] | None = None
 
     def emit(self, fwd: Forward, out: list[Forward]) -> None:
         """Place a message the bridge wrote: never inside a line of its destination."""
@@ -99,6 +103,9 @@ class Answers:
             self.session.forget(request)
             fwd = answer(request.reply_id, message, data)
             fwd.request = request
+            if self.ahead_of_answer is not None:
+                for ahead in self.ahead_of_answer(request, fwd):
+                    self.emit(ahead, out)
             self.emit(fwd, out)
         return out
 

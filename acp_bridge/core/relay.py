@@ -116,6 +116,8 @@ class Relay:
         self._needles = tuple(dict.fromkeys(scan_needle(t) for t in self._triggers))
         self._wanted = frozenset(kind for kind in Kind if self.chain.wants(kind))
         self._answers = Answers(self.session)  # what the bridge writes itself, and where
+        if self.chain.wants(RESPONSE):
+            self._answers.ahead_of_answer = self._ahead_of_own_answer
         self._unparsed = Unparsed(self.session, self._answers)
         self.unencodable = 0  # lines a rule changed that could not be written back
         self._unencodable_said: set[str] = set()  # the rules whose unwritable change was said
@@ -421,6 +423,31 @@ class Relay:
         """The agent is gone, or the bridge stops: answer every client request in flight,
         and every later one as it comes (`Answers.fail_pending`)."""
         return self._answers.fail_pending(message, data, unsent=unsent, cut=cut)
+
+    def _ahead_of_own_answer(self, request: Pending, fwd: Forward) -> list[Forward]:
+        """The bridge answers a client request itself (the agent is gone, the bridge stops):
+        what the rules send toward the client ahead of such an answer, as they would ahead
+        of the agent's (its answer to a prompt ends the turn: the tool calls left open are
+        closed first). Their response hooks see the answer; it goes on as the bridge wrote
+        it whatever they make of it, and a rule that fails on it is said, not fatal (the
+        bridge is stopping, and the client must get its answer)."""
+        frame = classify(TO_CLIENT, fwd.data)
+        try:
+            outcome = self.chain.run(frame, request, self.session)
+        except RuleError as exc:
+            self._rule_failed(exc, frame)
+            return []
+        if outcome is None:
+            return []
+        ahead: list[Forward] = []
+        for emit in outcome.before:
+            if emit.direction is TO_CLIENT:
+                try:
+                    data = encode(emit.msg, source=frame)
+                except Unencodable:
+                    continue
+                ahead.append(Forward(TO_CLIENT, data, b"", Verdict.EMIT, None, tuple(outcome.rules), before=True))
+        return ahead
 
     def statistics(self) -> RelayStatistics:
         from acp_bridge.core.statistics import RelayStatistics  # only when asked: start-up

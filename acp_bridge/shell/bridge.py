@@ -41,6 +41,11 @@ STOP_TIMEOUT = 5.0  # ... and for the client to take the answers when the bridge
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
 
 
+def answered(forwards: Sequence[Forward]) -> int:
+    """How many requests `fail_pending`'s forwards answer (a rule may send updates ahead)."""
+    return sum(1 for fwd in forwards if fwd.request is not None)
+
+
 def log_forwards(forwards: Sequence[Forward]) -> None:
     """-v: what the rules did (rewrites, drops, the bridge's own messages, rule failures)
     and unpaired responses; -vv: a line for every message."""
@@ -217,7 +222,7 @@ class Bridge:
         await self.wait_input_drained(Direction.TO_AGENT, self.linger)
         forwards = self.relay.fail_pending(message, data)
         if forwards:
-            log.warning("%s: answered %d request(s) left in flight", message, len(forwards))
+            log.warning("%s: answered %d request(s) left in flight", message, answered(forwards))
             await self.deliver(forwards, time.time(), time.monotonic())
 
     async def stop(self, why: str, unsent: Sequence[Forward] = ()) -> None:
@@ -232,7 +237,7 @@ class Bridge:
                                           unsent=unsent, cut=self.client_mid_line)
         if not answers:
             return
-        log.warning("stopping: answered %d client request(s) left in flight", len(answers))
+        log.warning("stopping: answered %d client request(s) left in flight", answered(answers))
         if self.observer is not None:
             try:
                 self.observer.record(time.time(), time.monotonic(), answers)
