@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from acp_bridge.commands import EXIT_USAGE
+from acp_bridge.commands import EXIT_USAGE, prints_to_stderr
 from acp_bridge.commands.run import resolve_config
 from acp_bridge.commands.run import run as run_command
 from acp_bridge.core.printable import printable
@@ -37,7 +37,8 @@ def rules(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...]
 
     try:
         config = resolve_config(ctx, config_file, agent or _NO_AGENT, options)
-        loaded = load_rules(config)
+        with prints_to_stderr():  # a rule file's own prints: stdout is the listing
+            loaded = load_rules(config)
     except ConfigError as exc:
         click.echo(f"acp-bridge: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
