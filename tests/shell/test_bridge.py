@@ -323,3 +323,21 @@ async def test_under_strict_the_lines_before_the_failing_one_in_the_same_read_go
                b'answered: rule \'fail-on-bad-note\' failed: RuntimeError: bug (strict is set)"}}\n')
     assert rest == answer + update + stopped
     assert [f.data for f in kept.forwards if f.direction is TO_CLIENT] == [answer, update, stopped]
+
+
+async def test_a_strict_stop_is_not_held_up_by_a_client_that_reads_nothing(autojump_clock: object) -> None:
+    """The lines before the failing one are offered to the client for as long as the
+    answers are (STOP_TIMEOUT), not for ever: the bridge still stops."""
+    client_ours, client_bridge = trio.testing.lockstep_stream_pair()
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    request = b'{"jsonrpc":"2.0","id":1,"method":"a"}\n'
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client_ours.send_all, request)
+            with pytest.RaisesGroup(pytest.RaisesExc(RuleError, match="^rule 'fail-on-bad-note' failed"),
+                                    flatten_subgroups=True):
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(bridge_streams, client_bridge, agent_bridge,
+                                     Relay([FailOnBadNote()], strict=True))
+                    assert await agent_ours.receive_some() == request
+                    await agent_ours.send_all(b'{"jsonrpc":"2.0","method":"u"}\n{"jsonrpc":"2.0","method":"bad"}\n')
