@@ -123,14 +123,19 @@ def answer(id_: Any, message: str, data: Any, source: Frame | None = None, *,
     return Forward(toward, encoded, b"", Verdict.EMIT, None, rules)
 
 
-def answered_by(emits: Iterable[Any], toward: Direction, request: Pending) -> bool:
-    """Does one of the messages a rule emits toward `toward` answer `request` (a rule that
-    drops a request and answers it itself, as the system prompt's `error` mode does)?"""
+def answered_by(emits: Iterable[Any], request: Pending) -> bool:
+    """Does a message a rule emits answer `request` toward its sender (a rule that drops a
+    request and answers it itself, as the system prompt's `error` mode does), or send it on
+    in another form (a request with its id toward where it was going)?"""
     key = id_key(request.id)
     for emit in emits:
         msg = emit.msg
-        if (emit.direction is toward and "method" not in msg and ("result" in msg or "error" in msg)
-                and id_key(msg.get("id")) == key):
+        if id_key(msg.get("id")) != key:
+            continue
+        if "method" in msg:
+            if emit.direction is request.origin:
+                return True
+        elif emit.direction is request.origin.reverse and ("result" in msg or "error" in msg):
             return True
     return False
 

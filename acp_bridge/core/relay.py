@@ -361,7 +361,7 @@ class Relay:
         itself, its sender gets an error naming the rule where the line would have been
         (it would wait for ever otherwise). Said once per rule; dropped notifications are
         silent, and so is a dropped response that answers nothing the bridge knows of."""
-        if answered_by((*outcome.before, *outcome.emits), request.origin.reverse, request):
+        if answered_by((*outcome.before, *outcome.emits), request):
             return
         rule = outcome.rules[-1]  # a drop ends the chain: the last rule is the one that dropped
         self._answers.emit(dropped_answer(frame, request, rule, tuple(outcome.rules)), out)

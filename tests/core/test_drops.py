@@ -44,6 +44,16 @@ class AnswerItself(Rewrite):
         return Replace(None, then=(Emit(frame.direction.reverse, answer),))
 
 
+class SendOnRenamed(Rewrite):
+    """Drops a request and sends it on under another method, with its id."""
+
+    name = "send-on-renamed"
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        assert frame.msg is not None
+        return Replace(None, then=(Emit(frame.direction, {**frame.msg, "method": "renamed"}),))
+
+
 class DropAnswers(Rewrite):
     name = "drop-answers"
 
@@ -119,6 +129,27 @@ def test_a_rule_that_answers_what_it_drops_is_not_answered_twice() -> None:
         (A, Verdict.DROP, b"", ("answer-itself",)),
         (C, Verdict.EMIT, b'{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}\n', ("answer-itself",)),
     ]
+
+
+def test_a_request_sent_on_in_another_form_is_not_answered() -> None:
+    relay = Relay([SendOnRenamed()], strict=True)
+    assert shown(relay, A, REQUEST) == [
+        (A, Verdict.DROP, b"", ("send-on-renamed",)),
+        (A, Verdict.EMIT, b'{"jsonrpc":"2.0","id":1,"method":"renamed"}\n', ("send-on-renamed",)),
+    ]
+
+
+def test_an_emit_with_another_id_or_toward_the_other_side_is_no_answer() -> None:
+    class Unrelated(Rewrite):
+        name = "unrelated"
+
+        def request(self, frame: Frame, session: Session) -> Outcome:
+            return Replace(None, then=(Emit(C, {"jsonrpc": "2.0", "id": "1", "result": {}}),
+                                       Emit(A, {"jsonrpc": "2.0", "id": 1, "result": {}})))
+
+    out = shown(Relay([Unrelated()], strict=True), A, REQUEST)
+    assert out[1] == (C, Verdict.EMIT, error(b"1", "unrelated", "this request: it was not sent to the agent"),
+                      ("unrelated",))
 
 
 def test_dropped_notifications_and_unpaired_answers_stay_silent(caplog: pytest.LogCaptureFixture) -> None:
