@@ -218,18 +218,39 @@ def encode(msg: Json, terminator: bytes = b"\n", *, source: Frame | None = None)
 
 
 def non_finite(value: Any) -> str | None:
-    """The JSON pointer of the first float in `value` that is NaN or infinite, or None."""
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, path = stack.pop()
-        kind = type(item)
+    """The JSON pointer of the first float in `value` that is NaN or infinite, or None.
+
+    Looked for without building a path (the usual answer is None); the path is made only
+    for the one found. `value` was written by orjson, so it is nested 254 levels at most.
+    """
+    if not _holds_non_finite(value):
+        return None
+    path = ""
+    while True:
+        kind = type(value)
         if kind is dict:
-            stack.extend((member, f"{path}/{_token(key)}") for key, member in reversed(item.items()))
+            key, value = next((k, v) for k, v in value.items() if _holds_non_finite(v))
+            path += "/" + _token(key)
         elif kind is list or kind is tuple:
-            stack.extend((member, f"{path}/{index}") for index, member in reversed(list(enumerate(item))))
-        elif isinstance(item, float) and not math.isfinite(item):
+            index, value = next((i, v) for i, v in enumerate(value) if _holds_non_finite(v))
+            path += f"/{index}"
+        else:
             return path
-    return None
+
+
+def _holds_non_finite(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        for member in value.values():  # noqa: SIM110 - a loop: any() with a generator costs more
+            if _holds_non_finite(member):
+                return True
+        return False
+    if kind is list or kind is tuple:
+        for member in value:  # noqa: SIM110 - a loop: any() with a generator costs more
+            if _holds_non_finite(member):
+                return True
+        return False
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _token(key: Any) -> str:
