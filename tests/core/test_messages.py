@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -136,3 +138,27 @@ def test_encode_walks_no_message_without_a_null(monkeypatch: pytest.MonkeyPatch)
     assert encode({"a": [1.5, "null"], "b": None}) == b'{"a":[1.5,"null"],"b":null}\n'
     assert encode({"a": [1.5, 2]}) == b'{"a":[1.5,2]}\n'
     assert walked == [{"a": [1.5, "null"], "b": None}]
+
+
+def _finite_everywhere(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(_finite_everywhere(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite_everywhere(v) for v in value)
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(JSONISH)
+def test_encode_refuses_exactly_what_holds_nan_or_infinity(value: object) -> None:
+    """Anywhere in the message, however nested; what it writes reads back equal."""
+    if _finite_everywhere(value):
+        assert orjson.loads(encode({"v": value})) == {"v": value}
+    else:
+        with pytest.raises(Unencodable, match=r"^NaN or Infinity at /v"):
+            encode({"v": value})
