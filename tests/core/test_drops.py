@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import logging
 
+import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from acp_bridge.config import RewriteConfig
 from acp_bridge.core import DROP, PASS, Direction, Emit, Frame, Relay, Replace, Rewrite, Session, Verdict
@@ -175,3 +178,34 @@ def test_a_table_that_drops_a_request_names_itself_in_the_answer() -> None:
     relay = Relay([TableRule(RewriteConfig(name="no-p", method="p", drop=True))], strict=True)
     assert shown(relay, A, REQUEST)[1] == (
         C, Verdict.EMIT, error(b"1", "no-p", "this request: it was not sent to the agent"), ("no-p",))
+
+
+class DropSome(Rewrite):
+    """Drops the requests and the answers whose ids it is given."""
+
+    name = "drop-some"
+
+    def __init__(self, requests: set[int], answers: set[int]) -> None:
+        self.requests, self.answers = requests, answers
+
+    def request(self, frame: Frame, session: Session) -> Outcome:
+        return DROP if frame.id in self.requests else PASS
+
+    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+        return DROP if frame.id in self.answers else PASS
+
+
+@given(st.integers(1, 8), st.sets(st.integers(0, 7)), st.sets(st.integers(0, 7)), st.sets(st.integers(0, 7)),
+       st.booleans())
+def test_every_client_request_gets_exactly_one_answer(count: int, dropped: set[int], answered: set[int],
+                                                      answer_dropped: set[int], strict: bool) -> None:
+    """Whatever the rule drops, and whichever the agent answers before it goes: each client
+    request gets one answer, from the agent, for a drop, or as the agent goes."""
+    relay = Relay([DropSome(dropped, answer_dropped)], strict=strict)
+    out = relay.feed(A, b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"p"}\n' % i for i in range(count)))
+    for i in sorted((answered & set(range(count))) - dropped):  # the agent answers only what it got
+        out += relay.feed(C, b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % i)
+    out += relay.fail_pending("gone")
+    to_client = [orjson.loads(f.data) for f in out if f.direction is C and f.data]
+    assert sorted(msg["id"] for msg in to_client) == list(range(count))
+    assert relay.session.pending(A) == []
