@@ -364,7 +364,9 @@ class Relay:
         if answered_by((*outcome.before, *outcome.emits), request):
             return
         rule = outcome.rules[-1]  # a drop ends the chain: the last rule is the one that dropped
-        self._answers.emit(dropped_answer(frame, request, rule, tuple(outcome.rules)), out)
+        fwd = dropped_answer(frame, request, rule, tuple(outcome.rules))
+        fwd.request = request  # what it answers: the capture's method and latency, the request's span
+        self._answers.emit(fwd, out)
         if rule not in self._drop_said:
             self._drop_said.add(rule)
             sender = "client" if request.origin is TO_AGENT else "agent"

@@ -166,6 +166,7 @@ async def test_a_table_that_drops_the_prompt_has_it_answered_said_and_captured(t
         "it with an error naming the rule, so that the client does not wait for ever (further ones by this rule "
         "are not reported)"]
     records = [orjson.loads(r) for r in (tmp_path / "c.jsonl").read_bytes().splitlines()]
-    assert [(r["direction"], r["verdict"], r["rules"], r.get("raw"), r.get("out")) for r in records
-            if r.get("rules")] == [("to-agent", "drop", ["no-prompts"], line(PROMPT).decode(), None),
-                                   ("to-client", "emit", ["no-prompts"], None, answer.decode())]
+    assert [(r["direction"], r["verdict"], r["method"], r["rules"], r.get("raw"), r.get("out")) for r in records
+            if r.get("rules")] == [
+        ("to-agent", "drop", "session/prompt", ["no-prompts"], line(PROMPT).decode(), None),
+        ("to-client", "emit", "session/prompt", ["no-prompts"], None, answer.decode())]

@@ -88,6 +88,14 @@ def test_a_dropped_client_request_is_answered_and_no_longer_pending(strict: bool
     assert relay.fail_pending("agent exited") == []  # answered once, not again as the agent goes
 
 
+def test_the_answer_carries_the_request_it_answers() -> None:
+    """For the capture (method, latency) and the telemetry (the request's span ends)."""
+    relay = Relay([DropAll()], strict=True)
+    drop, answer = relay.feed(A, REQUEST, now=5.0)
+    assert drop.request is not None and answer.request is drop.request
+    assert (answer.request.method, answer.request.at) == ("p", 5.0)
+
+
 def test_a_dropped_agent_request_is_answered_toward_the_agent() -> None:
     relay = Relay([DropAll()], strict=True)
     assert shown(relay, C, b'{"jsonrpc":"2.0","id":"r","method":"fs/read_text_file"}\n') == [
