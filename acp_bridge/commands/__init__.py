@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, redirect_stdout
 from typing import Any
 
 import click
@@ -52,6 +52,15 @@ def collector_paused() -> Iterator[None]:
     finally:
         gc.freeze()
         gc.enable()
+
+
+def prints_to_stderr() -> AbstractContextManager[Any]:
+    """While it lasts, what Python code prints (a rule file as it loads, a rule's hook) goes
+    to stderr: stdout is the protocol stream (`run`, the served replay) or the command's
+    own output (`replay --rules --json`, `drive --json`, `rules`). The bridge writes its
+    protocol to fd 1 through its own stream, never through `sys.stdout`, so this costs
+    nothing and misses nothing printed in Python; a command's own output is written after."""
+    return redirect_stdout(sys.stderr)
 
 
 class BridgeGroup(click.Group):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from acp_bridge.commands import prints_to_stderr
 from acp_bridge.commands.captures import CAPTURE, dumps_json, fail, reading, say
 from acp_bridge.config import Config, command_problem
 from acp_bridge.config.model import AgentConfig, CaptureConfig, HealthConfig
@@ -114,7 +115,8 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
             return report.stopped is not None
 
         try:
-            run = trio.run(with_agent, config, client)
+            with prints_to_stderr():  # stdout is the report (or its JSON), written after
+                run = trio.run(with_agent, config, client)
         except* BridgeError as group:  # the capture cannot be created, or written
             fail("; ".join(str(exc) for exc in group.exceptions))
         if run.cannot_start is not None:

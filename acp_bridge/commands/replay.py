@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from acp_bridge.commands import EXIT_BRIDGE
+from acp_bridge.commands import EXIT_BRIDGE, prints_to_stderr
 from acp_bridge.commands.captures import fail, reading, say
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 from acp_bridge.commands.run import load_rules, resolve_config
@@ -126,7 +126,9 @@ def replay(ctx: click.Context, /, capture_file: str, before_rules: bool, timing:
     with reading(capture_file, strict=True) as capture:
         script = build_script(capture, before_rules=before_rules)
     say(capture)
-    ctx.exit(_serve(script, ReplayOptions(timing, max_gap, bool(strict))))
+    with prints_to_stderr():  # stdout is the protocol stream toward the client
+        status = _serve(script, ReplayOptions(timing, max_gap, bool(strict)))
+    ctx.exit(status)
 
 
 def _a_number(value: float) -> float:
@@ -184,24 +186,25 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
            as_json: bool, write: str | None) -> int:
     from acp_bridge.replay.rerun import RuleFailed, rerun
 
-    try:
-        config = resolve_config(ctx, config_file, _NO_AGENT, options)
-        rules = load_rules(config)
-        setup_logging(config)
-    except ConfigError as exc:
-        fail(str(exc))
-    except (OSError, ValueError) as exc:
-        fail(f"cannot open the log file: {exc}")
-    try:
-        with reading(capture, strict=True) as recorded:
-            result = rerun(recorded, config, rules, strict=config.strict, max_line=config.relay.parse_limit_mib * MIB,
-                           redact=config.capture.redact, write=write is not None, argv=sys.argv,
-                           pid=os.getpid(), config_digest=config.digest(),
-                           divert_stray=config.relay.stray_output == "stderr")
-        say(recorded)
-    except RuleFailed as exc:
-        click.echo(f"acp-bridge: {capture}: {exc}", err=True)
-        return EXIT_BRIDGE
+    with prints_to_stderr():  # the rules' own prints: stdout is the differences (or JSON), after
+        try:
+            config = resolve_config(ctx, config_file, _NO_AGENT, options)
+            rules = load_rules(config)
+            setup_logging(config)
+        except ConfigError as exc:
+            fail(str(exc))
+        except (OSError, ValueError) as exc:
+            fail(f"cannot open the log file: {exc}")
+        try:
+            with reading(capture, strict=True) as recorded:
+                result = rerun(recorded, config, rules, strict=config.strict,
+                               max_line=config.relay.parse_limit_mib * MIB, redact=config.capture.redact,
+                               write=write is not None, argv=sys.argv, pid=os.getpid(),
+                               config_digest=config.digest(), divert_stray=config.relay.stray_output == "stderr")
+            say(recorded)
+        except RuleFailed as exc:
+            click.echo(f"acp-bridge: {capture}: {exc}", err=True)
+            return EXIT_BRIDGE
     if as_json:
         click.echo(orjson.dumps(result.as_json(), option=orjson.OPT_NON_STR_KEYS).decode())
     else:

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from acp_bridge.commands import EXIT_USAGE
+from acp_bridge.commands import EXIT_USAGE, prints_to_stderr
 from acp_bridge.commands.run import resolve_config
 from acp_bridge.commands.run import run as run_command
 from acp_bridge.core.printable import printable
@@ -32,20 +32,27 @@ def rules(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...]
     they see each message, each with where it comes from. Rule files are loaded (they are
     code) and checked as `run` checks them: exit status 2 and one line if one is bad.
     """
-    from acp_bridge.config.rules import load_rules
+    from acp_bridge.config.rules import BUILT_IN, load_rules
+    from acp_bridge.core.unparsed import STRAY_OUTPUT
 
     try:
         config = resolve_config(ctx, config_file, agent or _NO_AGENT, options)
-        loaded = load_rules(config)
+        with prints_to_stderr():  # a rule file's own prints: stdout is the listing
+            loaded = load_rules(config)
     except ConfigError as exc:
         click.echo(f"acp-bridge: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
-    if not loaded:
+    rows = [(one.rule.name, one.origin) for one in loaded]
+    if config.relay.stray_output == "stderr":
+        # Not a rule object but a repair of the relay's own: it takes an agent line that is
+        # no JSON object out of the stream before any rule would see it, so it comes first.
+        rows.insert(0, (STRAY_OUTPUT, BUILT_IN))
+    if not rows:
         click.echo("no rules: every line goes through as it came")
         return
-    width = max(len(one.rule.name) for one in loaded)
-    for index, one in enumerate(loaded, 1):
-        click.echo(printable(f"{index:>2}. {one.rule.name:<{width}}  {one.origin}", quote_backslash=False))
+    width = max(len(name) for name, _ in rows)
+    for index, (name, origin) in enumerate(rows, 1):
+        click.echo(printable(f"{index:>2}. {name:<{width}}  {origin}", quote_backslash=False))
 
 
 # The run options, as `run` declares them (copies: click keeps state on a parameter).

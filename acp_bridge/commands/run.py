@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE, collector_paused
+from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE, collector_paused, prints_to_stderr
 from acp_bridge.config import Config, command_problem
 from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, effective
 from acp_bridge.config.model import STRAY_OUTPUT_CHOICES
@@ -124,6 +124,11 @@ def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], 
     Example, as an editor's agent command:
       {"command": "acp-bridge", "args": ["run", "--", "claude-agent-acp"]}
     """
+    with prints_to_stderr():  # stdout is the client's protocol stream, from here to the end
+        _run(ctx, config_file, agent, options)
+
+
+def _run(ctx: click.Context, config_file: str | None, agent: tuple[str, ...], options: dict[str, Any]) -> None:
     try:
         config = resolve_config(ctx, config_file, agent, options)
         if config.telemetry.enabled:

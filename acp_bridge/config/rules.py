@@ -122,6 +122,9 @@ def checked_rules(value: Any, where: str) -> list[Rule]:
         raise _error(f"{where}: defines no rules: end it with `rules = [MyRule()]`, a list of rule instances")
     if not isinstance(value, (list, tuple)):
         raise _error(f"{where}: `rules` is {_what(value)}, not a list of rules")
+    if not value:  # most likely a rule commented out, or a list meant to be filled in
+        raise _error(f"{where}: `rules` is empty: a rule file that runs nothing is a mistake; "
+                     "list at least one rule, `rules = [MyRule()]`")
     for index, rule in enumerate(value):
         try:
             problem = rule_problem(rule)

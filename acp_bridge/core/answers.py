@@ -1,7 +1,8 @@
 """What the bridge writes itself, and where it lands.
 
 Owns: the JSON-RPC errors the bridge writes for requests it answers instead of the agent (the
-agent is gone, the bridge stops; an id that cannot be written back gets JSON-RPC's null id),
+agent is gone, the bridge stops; an id that cannot be written back gets JSON-RPC's null id)
+or instead of what a rule dropped (a request, or the answer to one: `dropped_answer`),
 `fail_pending`, and placing every message the bridge writes (these answers and what the rules
 emit) between whole lines of its destination. Must never: put one of them inside a line, or
 answer a request twice.
@@ -9,13 +10,13 @@ answer a request twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.id_scanner import MemberScanner
-from acp_bridge.core.messages import RESPONSE, TO_AGENT, Direction, Frame, Kind, Unencodable, encode
+from acp_bridge.core.messages import RESPONSE, TO_AGENT, TO_CLIENT, Direction, Frame, Kind, Unencodable, encode, id_key
 from acp_bridge.core.session import Pending, Session
 
 
@@ -34,6 +35,10 @@ class Answers:
         # The line over the parse limit streaming in each direction, with the scanner that
         # reads its members (`Unparsed.opaque` keeps it): None between such lines.
         self.long: dict[Direction, MemberScanner | None] = dict.fromkeys(Direction)
+        # What must reach the client ahead of an answer the bridge gives itself (the relay
+        # asks the rules: such an answer may end a turn, and the tool calls it left open
+        # are closed before it); None: nothing.
+        self.ahead_of_answer: Callable[[Pending, Forward], list[Forward]] | None = None
 
     def emit(self, fwd: Forward, out: list[Forward]) -> None:
         """Place a message the bridge wrote: never inside a line of its destination."""
@@ -98,15 +103,50 @@ class Answers:
             self.session.forget(request)
             fwd = answer(request.reply_id, message, data)
             fwd.request = request
+            if self.ahead_of_answer is not None:
+                for ahead in self.ahead_of_answer(request, fwd):
+                    self.emit(ahead, out)
             self.emit(fwd, out)
         return out
 
 
-def answer(id_: Any, message: str, data: Any, source: Frame | None = None) -> Forward:
-    """The bridge's JSON-RPC error for the client request `id_`."""
+def answer(id_: Any, message: str, data: Any, source: Frame | None = None, *,
+           toward: Direction = Direction.TO_CLIENT, rules: tuple[str, ...] = ("bridge",),
+           terminator: bytes = b"\n") -> Forward:
+    """The bridge's JSON-RPC error for the request `id_` (the client's, unless `toward` is
+    the agent), made by `rules` (the bridge's own answers: "bridge")."""
     msg = p.error_response(id_, p.INTERNAL_ERROR, message, data)
     try:
-        encoded = encode(msg, source=source)
+        encoded = encode(msg, terminator, source=source)
     except Unencodable:  # an id nested past what can be written: JSON-RPC's null id
-        encoded = encode(p.error_response(None, p.INTERNAL_ERROR, message, data))
-    return Forward(Direction.TO_CLIENT, encoded, b"", Verdict.EMIT, None, ("bridge",))
+        encoded = encode(p.error_response(None, p.INTERNAL_ERROR, message, data), terminator)
+    return Forward(toward, encoded, b"", Verdict.EMIT, None, rules)
+
+
+def answered_by(emits: Iterable[Any], request: Pending) -> bool:
+    """Does a message a rule emits answer `request` toward its sender (a rule that drops a
+    request and answers it itself, as the system prompt's `error` mode does), or send it on
+    in another form (a request with its id toward where it was going)?"""
+    key = id_key(request.id)
+    for emit in emits:
+        msg = emit.msg
+        if id_key(msg.get("id")) != key:
+            continue
+        if "method" in msg:
+            if emit.direction is request.origin:
+                return True
+        elif emit.direction is request.origin.reverse and ("result" in msg or "error" in msg):
+            return True
+    return False
+
+
+def dropped_answer(frame: Frame, request: Pending, rule: str, rules: tuple[str, ...]) -> Forward:
+    """The error that stands in for what rule `rule` dropped: the request `frame`, which its
+    sender would wait for an answer to for ever, or the answer `frame` to `request`."""
+    if frame.kind is Kind.REQUEST:
+        what = f"this request: it was not sent to the {'agent' if frame.direction is TO_AGENT else 'client'}"
+    else:
+        answerer = "agent" if frame.direction is TO_CLIENT else "client"
+        what = f"the {answerer}'s answer to this request ({request.method})"
+    return answer(request.reply_id, f"acp-bridge: rule {rule!r} dropped {what}", {"rule": rule},
+                  toward=request.origin.reverse, rules=rules, terminator=frame.terminator or b"\n")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core.messages import NOTIFICATION, RESPONSE, Direction, Frame, Kind
 from acp_bridge.core.printable import printable
@@ -19,6 +19,9 @@ from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.core.unparsed import has_escape
 from acp_bridge.errors import BridgeError
+
+if TYPE_CHECKING:
+    from acp_bridge.core.forward import Forward
 
 _HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICATION, "notification"))
 
@@ -40,6 +43,9 @@ class RuleError(BridgeError):
         super().__init__(printable(f"rule {rule!r} failed: {self.detail}", quote_backslash=False))
         self.rule = rule
         self.error = error
+        # What the same input made before the line the rule failed on (the relay fills it
+        # in): sent before the bridge stops, as it would have been one line at a time.
+        self.sent_first: list[Forward] = []
 
 
 def not_an_outcome(result: object) -> TypeError | None:

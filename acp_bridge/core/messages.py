@@ -199,15 +199,62 @@ def encode(msg: Json, terminator: bytes = b"\n", *, source: Frame | None = None)
             if literals:
                 msg = _with_literals(msg, literals, 0)
         try:
-            return orjson.dumps(msg) + terminator
+            out = orjson.dumps(msg)
         except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
             if "surrogates" not in str(exc):
                 raise
-        # A lone surrogate (read by `_lenient`) that orjson will not write: written as
-        # the escape it came as.
-        return orjson.dumps(_with_escapes(msg, 0)) + terminator
+            # A lone surrogate (read by `_lenient`) that orjson will not write: written as
+            # the escape it came as.
+            out = orjson.dumps(_with_escapes(msg, 0))
     except (TypeError, ValueError, RecursionError) as exc:
         raise Unencodable(str(exc)) from exc
+    # orjson writes NaN and Infinity as null: a value nobody wrote. Only a message with a
+    # null in it can hold one, so the walk is for those only.
+    if b"null" in out:
+        where = non_finite(msg)
+        if where is not None:
+            raise Unencodable(f"NaN or Infinity at {where or '/'}: JSON has no such number")
+    return out + terminator
+
+
+def non_finite(value: Any) -> str | None:
+    """The JSON pointer of the first float in `value` that is NaN or infinite, or None.
+
+    Looked for without building a path (the usual answer is None); the path is made only
+    for the one found. `value` was written by orjson, so it is nested 254 levels at most.
+    """
+    if not _holds_non_finite(value):
+        return None
+    path = ""
+    while True:
+        kind = type(value)
+        if kind is dict:
+            key, value = next((k, v) for k, v in value.items() if _holds_non_finite(v))
+            path += "/" + _token(key)
+        elif kind is list or kind is tuple:
+            index, value = next((i, v) for i, v in enumerate(value) if _holds_non_finite(v))
+            path += f"/{index}"
+        else:
+            return path
+
+
+def _holds_non_finite(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        for member in value.values():  # noqa: SIM110 - a loop: any() with a generator costs more
+            if _holds_non_finite(member):
+                return True
+        return False
+    if kind is list or kind is tuple:
+        for member in value:  # noqa: SIM110 - a loop: any() with a generator costs more
+            if _holds_non_finite(member):
+                return True
+        return False
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _token(key: Any) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acp_bridge.core.answers import Answers
+from acp_bridge.core.answers import Answers, answered_by, dropped_answer
 from acp_bridge.core.chain import Chain, ChainResult, RuleError
 from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OPAQUE, VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
@@ -33,6 +33,7 @@ from acp_bridge.core.messages import (
     classify,
     encode,
 )
+from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites.base import Rewrite
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
@@ -115,10 +116,13 @@ class Relay:
         self._needles = tuple(dict.fromkeys(scan_needle(t) for t in self._triggers))
         self._wanted = frozenset(kind for kind in Kind if self.chain.wants(kind))
         self._answers = Answers(self.session)  # what the bridge writes itself, and where
+        if self.chain.wants(RESPONSE):
+            self._answers.ahead_of_answer = self._ahead_of_own_answer
         self._unparsed = Unparsed(self.session, self._answers)
         self.unencodable = 0  # lines a rule changed that could not be written back
         self._unencodable_said: set[str] = set()  # the rules whose unwritable change was said
         self.failures: dict[str, int] = {}  # per rule: how often it failed (each said once)
+        self._drop_said: set[str] = set()  # the rules whose dropping of a request was said
 
     def __repr__(self) -> str:
         names = ", ".join(rw.name for rw in self.chain.rewrites)
@@ -133,21 +137,35 @@ class Relay:
         per-line work: most traffic is streamed chunks that nothing touches, and their cost
         decides the throughput. `tests/core/test_relay.py` proves the run equal, line for
         line, to the per-line path (`bulk=False`).
+
+        Raises:
+            RuleError: strict, and a rule failed; its `sent_first` holds what the chunk made
+                before the line it failed on, to be sent as one line at a time would have been.
         """
+        out: list[Forward] = []
+        try:
+            self._feed(direction, chunk, now, out)
+        except RuleError as exc:
+            exc.sent_first = out
+            raise
+        return out
+
+    def _feed(self, direction: Direction, chunk: bytes, now: float, out: list[Forward]) -> None:
         splitter = self._splitters[direction]
         if not self.bulk:
-            return self._pieces(direction, splitter.feed(chunk), now)
-        out: list[Forward] = []
+            self._pieces(direction, splitter.feed(chunk), now, out)
+            return
         if not splitter.idle:  # finish the line in progress on its own, then look at the rest
             first = chunk.find(b"\n") + 1
             if first == 0:
-                return self._pieces(direction, splitter.feed(chunk), now)
-            out = self._pieces(direction, splitter.feed(chunk[:first]), now)
+                self._pieces(direction, splitter.feed(chunk), now, out)
+                return
+            self._pieces(direction, splitter.feed(chunk[:first]), now, out)
             chunk = chunk[first:]
         end = chunk.rfind(b"\n") + 1
         if end == 0 or end > self.max_line:  # no complete line, or lines that may be too long
-            out.extend(self._pieces(direction, splitter.feed(chunk), now))
-            return out
+            self._pieces(direction, splitter.feed(chunk), now, out)
+            return
         body = chunk if end == len(chunk) else chunk[:end]
         if end < self.run_min:  # a message or two (interactive traffic): nothing to gain from runs
             one = body.find(b"\n") + 1 == end  # the usual case: one message, no copy
@@ -155,8 +173,7 @@ class Relay:
         else:
             self._relay_body(direction, body, now, out)
         if end < len(chunk):
-            out.extend(self._pieces(direction, splitter.feed(chunk[end:]), now))
-        return out
+            self._pieces(direction, splitter.feed(chunk[end:]), now, out)
 
     def _relay_body(self, direction: Direction, body: bytes, now: float, out: list[Forward]) -> None:
         """Complete lines: each one that needs a look goes the per-line way, and the runs of
@@ -215,7 +232,12 @@ class Relay:
         """
         splitter = self._splitters[direction]
         torn = not splitter.idle
-        out = self._pieces(direction, splitter.feed_eof(), now)
+        out: list[Forward] = []
+        try:
+            self._pieces(direction, splitter.feed_eof(), now, out)
+        except RuleError as exc:
+            exc.sent_first = out
+            raise
         if torn:
             written = [f.data for f in out if f.direction is direction and f.data]
             if written and not written[-1].endswith(b"\n"):  # the stream's last line, unterminated
@@ -291,7 +313,7 @@ class Relay:
             outcome = self.chain.run(frame, request, self.session)
         except RuleError as exc:
             if self.strict:
-                self._not_forwarded(frame, request, out)
+                self._not_forwarded(frame, request)
                 raise
             self._rule_failed(exc, frame)
             self._fail_open(frame, [exc.rule], request, exc.detail, out)
@@ -323,21 +345,43 @@ class Relay:
             self._unencodable(frame, rules, request, str(exc), out)
             return
         if outcome.dropped and request is not None and frame.kind is Kind.REQUEST:
-            self.session.forget(request)  # the bridge answered it, or nobody will
+            self.session.forget(request)  # the bridge answers it, or the rule did
         for direction, message in ahead:  # what must reach its side before this message
             self._answers.emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules), before=True), out)
         if data and not data.endswith(b"\n"):
             self._answers.torn[frame.direction] = True  # an unterminated last line, passed on as it came
         out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))
+        if outcome.dropped and request is not None:
+            self._answer_dropped(frame, request, outcome, out)
         for direction, message in written:
             self._answers.emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules)), out)
+
+    def _answer_dropped(self, frame: Frame, request: Pending, outcome: ChainResult, out: list[Forward]) -> None:
+        """A rule dropped a request, or the answer to one: unless the rule answered it
+        itself, its sender gets an error naming the rule where the line would have been
+        (it would wait for ever otherwise). Said once per rule; dropped notifications are
+        silent, and so is a dropped response that answers nothing the bridge knows of."""
+        if answered_by((*outcome.before, *outcome.emits), request):
+            return
+        rule = outcome.rules[-1]  # a drop ends the chain: the last rule is the one that dropped
+        fwd = dropped_answer(frame, request, rule, tuple(outcome.rules))
+        fwd.request = request  # what it answers: the capture's method and latency, the request's span
+        self._answers.emit(fwd, out)
+        if rule not in self._drop_said:
+            self._drop_said.add(rule)
+            sender = "client" if request.origin is TO_AGENT else "agent"
+            what = (f"the {sender}'s request {request.method} #{brief(request.id)}" if frame.kind is REQUEST
+                    else f"the answer to the {sender}'s request {request.method} #{brief(request.id)}")
+            log.warning("rule %r dropped %s; the bridge answered it with an error naming the rule, so that the "
+                        "%s does not wait for ever (further ones by this rule are not reported)",
+                        rule, printable(what, quote_backslash=False), sender)
 
     def _unencodable(self, frame: Frame, rules: list[str], request: Pending | None, why: str,
                      out: list[Forward]) -> None:
         """What the rules made of `frame` cannot be written: a rule failure like any other
         (the original goes on; strict: a `RuleError` is raised and nothing goes on)."""
         if self.strict:
-            self._not_forwarded(frame, request, out)
+            self._not_forwarded(frame, request)
             if frame.kind is Kind.RESPONSE:
                 what = f"the answer to {request.method if request else '?'} #{brief(frame.id)}"
             else:
@@ -362,11 +406,10 @@ class Relay:
                         "reported; -vv shows each, with its traceback)", exc, frame)
         log.debug("rule %r failed on %r", exc.rule, frame, exc_info=exc.error)
 
-    def _not_forwarded(self, frame: Frame, request: Pending | None, out: list[Forward]) -> None:
-        """Strict, and a rule failed on `frame`: the relay raises, so neither it nor what the
-        chunk made before it (`out`) is forwarded. A response among them answered nobody:
-        its request is in flight again (the bridge answers it as it stops)."""
-        self._answers.in_flight_again(out)
+    def _not_forwarded(self, frame: Frame, request: Pending | None) -> None:
+        """Strict, and a rule failed on `frame`: the relay raises, and `frame` is not
+        forwarded (what the chunk made before it is: `RuleError.sent_first`). A response
+        answered nobody: its request is in flight again (the bridge answers it as it stops)."""
         if frame.kind is RESPONSE and request is not None:
             self.session.track(request)
 
@@ -382,6 +425,31 @@ class Relay:
         """The agent is gone, or the bridge stops: answer every client request in flight,
         and every later one as it comes (`Answers.fail_pending`)."""
         return self._answers.fail_pending(message, data, unsent=unsent, cut=cut)
+
+    def _ahead_of_own_answer(self, request: Pending, fwd: Forward) -> list[Forward]:
+        """The bridge answers a client request itself (the agent is gone, the bridge stops):
+        what the rules send toward the client ahead of such an answer, as they would ahead
+        of the agent's (its answer to a prompt ends the turn: the tool calls left open are
+        closed first). Their response hooks see the answer; it goes on as the bridge wrote
+        it whatever they make of it, and a rule that fails on it is said, not fatal (the
+        bridge is stopping, and the client must get its answer)."""
+        frame = classify(TO_CLIENT, fwd.data)
+        try:
+            outcome = self.chain.run(frame, request, self.session)
+        except RuleError as exc:
+            self._rule_failed(exc, frame)
+            return []
+        if outcome is None:
+            return []
+        ahead: list[Forward] = []
+        for emit in outcome.before:
+            if emit.direction is TO_CLIENT:
+                try:
+                    data = encode(emit.msg, source=frame)
+                except Unencodable:
+                    continue
+                ahead.append(Forward(TO_CLIENT, data, b"", Verdict.EMIT, None, tuple(outcome.rules), before=True))
+        return ahead
 
     def statistics(self) -> RelayStatistics:
         from acp_bridge.core.statistics import RelayStatistics  # only when asked: start-up

@@ -41,6 +41,11 @@ STOP_TIMEOUT = 5.0  # ... and for the client to take the answers when the bridge
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
 
 
+def answered(forwards: Sequence[Forward]) -> int:
+    """How many requests `fail_pending`'s forwards answer (a rule may send updates ahead)."""
+    return sum(1 for fwd in forwards if fwd.request is not None)
+
+
 def log_forwards(forwards: Sequence[Forward]) -> None:
     """-v: what the rules did (rewrites, drops, the bridge's own messages, rule failures)
     and unpaired responses; -vv: a line for every message."""
@@ -113,6 +118,23 @@ class Bridge:
             except BridgeError as exc:  # CaptureError: a required capture cannot be written
                 await self.stop(str(exc), forwards)
                 raise
+        to_agent, to_client = self._queue(forwards)
+        others = bool(to_agent or to_client) if pump is None else bool(to_client if pump is TO_AGENT else to_agent)
+        if pump is not None:
+            await self.outlet(pump).flush(just_waited=just_waited)
+        if others:
+            for outlet in (self.to_agent, self.to_client):
+                if pump is not None and outlet is self.outlet(pump):
+                    continue
+                if pump is not None and self.background is not None:
+                    outlet.flush_soon(self.background)
+                else:
+                    await outlet.flush()
+        if log.isEnabledFor(logging.INFO):
+            log_forwards(forwards)
+
+    def _queue(self, forwards: Sequence[Forward]) -> tuple[list[bytes], list[bytes]]:
+        """Queue each forward's bytes on its destination; return what went to each."""
         # Each destination's data in the relay's order, queued at once: no await comes
         # between, so nothing the other pump queues can land in the middle. (One `put` per
         # forward cost an Enum lookup and two calls for every parsed line.)
@@ -134,19 +156,7 @@ class Bridge:
         if to_client:
             self.to_client.put_all(to_client)
             self.client_mid_line = not to_client[-1].endswith(b"\n")
-        others = bool(to_agent or to_client) if pump is None else bool(to_client if pump is TO_AGENT else to_agent)
-        if pump is not None:
-            await self.outlet(pump).flush(just_waited=just_waited)
-        if others:
-            for outlet in (self.to_agent, self.to_client):
-                if pump is not None and outlet is self.outlet(pump):
-                    continue
-                if pump is not None and self.background is not None:
-                    outlet.flush_soon(self.background)
-                else:
-                    await outlet.flush()
-        if log.isEnabledFor(logging.INFO):
-            log_forwards(forwards)
+        return to_agent, to_client
 
     def _divert(self, raw: bytes, *, long: bool = False) -> None:
         text = stray_line(raw, long=long)
@@ -194,7 +204,9 @@ class Bridge:
                                 else self.relay.feed_eof(direction, mono))
                 except Exception as exc:  # under strict, a rule failed (the relay fails open otherwise)
                     if isinstance(exc, RuleError):  # it names the rule and what it raised
-                        await self.stop(f"{exc} (strict is set)")
+                        # The read's lines before the failing one go out first, as they
+                        # would have one line at a time.
+                        await self.stop(f"{exc} (strict is set)", sent_first=exc.sent_first)
                     else:
                         await self.stop(f"internal error: {type(exc).__name__}: {exc}")
                     raise
@@ -215,30 +227,43 @@ class Bridge:
         await self.wait_input_drained(Direction.TO_AGENT, self.linger)
         forwards = self.relay.fail_pending(message, data)
         if forwards:
-            log.warning("%s: answered %d request(s) left in flight", message, len(forwards))
+            log.warning("%s: answered %d request(s) left in flight", message, answered(forwards))
             await self.deliver(forwards, time.time(), time.monotonic())
 
-    async def stop(self, why: str, unsent: Sequence[Forward] = ()) -> None:
+    async def stop(self, why: str, unsent: Sequence[Forward] = (), *, sent_first: Sequence[Forward] = ()) -> None:
         """The bridge stops itself (a required capture failed, a rule failed under strict):
         answer every client request in flight with `why`, as for a gone agent, before the
-        caller raises. `unsent`: the forwards that made it stop, not sent. Nothing else
-        reaches either side after this; once only."""
+        caller raises. `unsent`: the forwards that made it stop, not sent. `sent_first`:
+        forwards to send (and record) ahead of the answers, the lines the read that made
+        it stop held before the failing one; unsent if they cannot be recorded. All of it
+        is offered to each side for `STOP_TIMEOUT` at most. Nothing else reaches either side
+        after this; once only."""
         if self.stopped is not None:
             return
         self.stopped = why
+        if sent_first and self.observer is not None:
+            try:
+                self.observer.record(time.time(), time.monotonic(), sent_first)
+            except BridgeError:  # a required capture: what it cannot record is not sent
+                unsent, sent_first = [*sent_first, *unsent], ()
+        to_agent, _ = self._queue(sent_first)
         answers = self.relay.fail_pending(f"acp-bridge stopped before the agent answered: {why}",
                                           unsent=unsent, cut=self.client_mid_line)
-        if not answers:
+        if answers:
+            log.warning("stopping: answered %d client request(s) left in flight", answered(answers))
+            if self.observer is not None:
+                try:
+                    self.observer.record(time.time(), time.monotonic(), answers)
+                except BridgeError:  # the bridge is stopping for that already: answer anyway
+                    pass
+            self.to_client.put_all([answer.data for answer in answers])
+        elif not sent_first:
             return
-        log.warning("stopping: answered %d client request(s) left in flight", len(answers))
-        if self.observer is not None:
-            try:
-                self.observer.record(time.time(), time.monotonic(), answers)
-            except BridgeError:  # the bridge is stopping for that already: answer anyway
-                pass
-        self.to_client.put_all([answer.data for answer in answers])
         with trio.move_on_after(STOP_TIMEOUT):
             await self.to_client.flush()
+        if to_agent:
+            with trio.move_on_after(STOP_TIMEOUT):
+                await self.to_agent.flush()
 
     async def wait_input_drained(self, direction: Direction, timeout: float) -> None:
         """Wait until the pump reading `direction` has read all that its source had written

@@ -57,7 +57,7 @@ def short_form_options(tmp_path: Path) -> dict[str, list[list[str]]]:
     prompt.write_text("from a file\n")
     log = str(tmp_path / "bridge.log")
     rule = tmp_path / "rule.py"
-    rule.write_text("rules = []\n")
+    rule.write_text("from acp_bridge.rules import Rule\nrules = [Rule()]\n")
     return {
         "config_file": [["-c", str(config)], ["--config", str(config)], [f"--config={config}"], [f"-c{config}"]],
         "capture": [["--capture", "x-{pid}.jsonl"], ["--capture=x.jsonl"]],

@@ -44,6 +44,8 @@ def test_the_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                                                      "name enclosed in double quotes: line 1 column 2 (char 1)"),
     ("empty.py", "", "{path}: defines no rules: end it with `rules = [MyRule()]`, a list of rule instances"),
     ("notlist.py", "rules = {}\n", "{path}: `rules` is a dict, not a list of rules"),
+    ("nothing.py", "rules = []\n", "{path}: `rules` is empty: a rule file that runs nothing is a "
+                                    "mistake; list at least one rule, `rules = [MyRule()]`"),
     ("notrule.py", "rules = [object()]\n", "{path}: rules[0] is a object, not a rule (an instance of "
                                            "acp_bridge.rules.Rule)"),
 ])
@@ -81,3 +83,20 @@ def test_run_refuses_a_bad_rule_before_the_agent_starts(tmp_path: Path, monkeypa
     result = CliRunner().invoke(main, ["run", "--rule", str(missing), "--", "my-agent"])
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"acp-bridge: {missing}: rule file not found\n")
     assert started == []
+
+
+def test_the_stray_output_repair_is_listed_when_on() -> None:
+    """`--stray-output stderr` is a built-in repair like `--close-tool-calls`: listed where it
+    acts, first, since an agent line that is no JSON object is diverted before any rule sees it."""
+    args = ["rules", "--no-suggestions", "--no-commands-mirror", "--close-tool-calls"]
+    on = CliRunner().invoke(main, [*args, "--stray-output", "stderr"])
+    assert (on.exit_code, on.stderr) == (0, "")
+    assert on.stdout.splitlines() == [
+        " 1. stray-output      built-in",
+        " 2. close-tool-calls  built-in",
+    ]
+    assert CliRunner().invoke(main, [*args, "--stray-output", "forward"]).stdout.splitlines() == [
+        " 1. close-tool-calls  built-in",
+    ]
+    assert CliRunner().invoke(main, ["rules", "--no-suggestions", "--no-commands-mirror", "--stray-output",
+                                     "stderr"]).stdout == " 1. stray-output  built-in\n"

@@ -117,3 +117,29 @@ async def test_the_fixes_through_the_cli(tmp_path: Path) -> None:
     without = runner.invoke(main, ["replay", str(capture), "--rules", "--stray-output", "stderr"])
     assert without.exit_code == 1
     assert without.stdout.splitlines()[0].startswith("#10 <- session/update: no longer emitted")
+
+
+async def test_open_tool_calls_are_closed_before_the_bridges_answer_when_the_agent_dies_mid_turn(
+        tmp_path: Path) -> None:
+    """The agent exits during the turn: the bridge's error answer to the prompt ends it, so
+    the tool call left open is closed before that answer, toward the client and in the
+    capture, as the agent's own answer would have had it."""
+    from tests.cli_helpers import run_cli_in_process
+
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"on": {
+        "initialize": [{"respond": example("v1-initialize-response-agent-no-system-prompt")["result"]}],
+        "session/new": [{"respond": {"sessionId": SID}}],
+        "session/prompt": [{"send": RUNNING}, {"exit": 3}],
+    }}))
+    capture = tmp_path / "c.jsonl"
+    result = await run_cli_in_process(
+        ["run", "--no-health", "--close-tool-calls", "--capture", str(capture), "--", sys.executable, "-u",
+         str(SCRIPTED_AGENT), str(path)], b"".join(line(msg) for msg in CLIENT))
+    assert result.returncode == 3, result.stderr
+    *_, running, closed, answer = result.stdout.splitlines(keepends=True)
+    assert (running, closed) == (agent_line(RUNNING), CLOSED)
+    assert orjson.loads(answer)["id"] == 2 and orjson.loads(answer)["error"]["message"].startswith("agent exited")
+    records = [orjson.loads(r) for r in capture.read_bytes().splitlines()]
+    assert [(r["verdict"], r["rules"], r.get("before"), r.get("out")) for r in records if r.get("rules")][-2:] == [
+        ("emit", ["close-tool-calls"], True, CLOSED.decode()), ("emit", ["bridge"], None, answer.decode())]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import re
+
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -112,3 +116,49 @@ def test_encode_refuses_a_lone_surrogate_nested_past_what_can_be_written() -> No
         deep = [deep]
     with pytest.raises(Unencodable):
         encode({"d": deep})
+
+
+@pytest.mark.parametrize(("msg", "where"), [
+    ({"a": float("nan")}, "/a"),
+    ({"a": [1, None, {"b/c~": float("inf")}]}, "/a/2/b~1c~0"),
+    ({"a": [None, "\ud800", -float("inf")]}, "/a/2"),  # the lone surrogate's path too
+    ({"a": [[[[[[float("nan")]]]]]]}, "/a/0/0/0/0/0/0"),
+])
+def test_encode_refuses_nan_and_infinity_where_orjson_would_write_null(msg: dict[str, object], where: str) -> None:
+    with pytest.raises(Unencodable, match=f"^NaN or Infinity at {re.escape(where)}: JSON has no such number$"):
+        encode(msg)
+
+
+def test_encode_walks_no_message_without_a_null(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check's cost: only a message whose encoding holds `null` is walked."""
+    from acp_bridge.core import messages
+
+    walked: list[object] = []
+    monkeypatch.setattr(messages, "non_finite", walked.append)
+    assert encode({"a": [1.5, "null"], "b": None}) == b'{"a":[1.5,"null"],"b":null}\n'
+    assert encode({"a": [1.5, 2]}) == b'{"a":[1.5,2]}\n'
+    assert walked == [{"a": [1.5, "null"], "b": None}]
+
+
+def _finite_everywhere(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(_finite_everywhere(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite_everywhere(v) for v in value)
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(JSONISH)
+def test_encode_refuses_exactly_what_holds_nan_or_infinity(value: object) -> None:
+    """Anywhere in the message, however nested; what it writes reads back equal."""
+    if _finite_everywhere(value):
+        assert orjson.loads(encode({"v": value})) == {"v": value}
+    else:
+        with pytest.raises(Unencodable, match=r"^NaN or Infinity at /v"):
+            encode({"v": value})

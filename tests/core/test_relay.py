@@ -4,6 +4,8 @@ what the relay answers when the bridge stops itself."""
 
 from __future__ import annotations
 
+import logging
+
 import orjson
 import pytest
 from hypothesis import given
@@ -573,14 +575,17 @@ class FailOnSecondAnswer(Rewrite):
         return PASS
 
 
-def test_a_rule_that_raises_on_an_answer_leaves_it_and_the_one_before_it_in_flight() -> None:
-    """Under strict the read that holds them is not forwarded: the requests they answered
-    must still get an answer when the bridge stops."""
+def test_a_rule_that_raises_on_an_answer_leaves_it_in_flight_and_the_one_before_it_to_be_sent() -> None:
+    """Under strict the answer the rule failed on is not forwarded: its request must still
+    get an answer when the bridge stops. The answer before it in the same read goes out
+    first (`sent_first`), as it would have one line at a time, and is not answered again."""
     relay = Relay([FailOnSecondAnswer()], strict=True)
     relay.feed(A, PROMPT + b'{"jsonrpc":"2.0","id":2,"method":"p"}\n')
-    with pytest.raises(RuleError, match=r"^rule 'fail-on-2' failed: RuntimeError: bug$"):
-        relay.feed(C, ANSWER + b'{"jsonrpc":"2.0","id":2,"result":{}}\n')
-    assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(), stopped(b"2")]
+    update = b'{"jsonrpc":"2.0","method":"u"}\n'
+    with pytest.raises(RuleError, match=r"^rule 'fail-on-2' failed: RuntimeError: bug$") as raised:
+        relay.feed(C, ANSWER + update + b'{"jsonrpc":"2.0","id":2,"result":{}}\n')
+    assert [fwd.data for fwd in raised.value.sent_first] == [ANSWER, update]
+    assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(b"2")]
 
 
 def test_a_rewrite_too_deep_to_write_back_raises_under_strict_and_stays_in_flight() -> None:
@@ -593,13 +598,32 @@ def test_a_rewrite_too_deep_to_write_back_raises_under_strict_and_stays_in_fligh
 
 
 def test_an_answer_whose_rewrite_cannot_be_written_is_in_flight_again_under_strict() -> None:
-    """Neither it nor the answer before it in the same read is forwarded: the requests
-    they answered must still get an answer."""
+    """It is not forwarded: the request it answered must still get an answer. The answer
+    before it in the same read is (`sent_first`)."""
     relay = Relay([MarkAnswers()], strict=True)
     relay.feed(A, PROMPT + b'{"jsonrpc":"2.0","id":2,"method":"p"}\n')
-    with pytest.raises(RuleError, match=r"made of the answer to p #2 cannot be written back"):
+    with pytest.raises(RuleError, match=r"made of the answer to p #2 cannot be written back") as raised:
         relay.feed(C, ANSWER + b'{"jsonrpc":"2.0","id":2,"result":' + NESTED + b"}\n")
-    assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(), stopped(b"2")]
+    assert [fwd.data for fwd in raised.value.sent_first] == [b'{"jsonrpc":"2.0","id":1,"result":{"marked":{}}}\n']
+    assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(b"2")]
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_strict_keeps_what_a_long_read_made_before_the_failing_line(bulk: bool) -> None:
+    """A read past the bulk threshold, relayed as runs: the run before the failing line is
+    kept too, and a torn last line fed at EOF keeps what came before it."""
+    chunk = b'{"jsonrpc":"2.0","method":"n","params":{"pad":"' + b"x" * 3000 + b'"}}\n'
+    relay = Relay([FailOnSecondAnswer()], strict=True, bulk=bulk)
+    relay.feed(A, b'{"jsonrpc":"2.0","id":2,"method":"p"}\n')
+    with pytest.raises(RuleError) as raised:
+        relay.feed(C, chunk + b'{"jsonrpc":"2.0","id":2,"result":{}}\n' + chunk)
+    assert b"".join(fwd.data for fwd in raised.value.sent_first) == chunk
+    relay = Relay([FailOnSecondAnswer()], strict=True, bulk=bulk)
+    relay.feed(A, b'{"jsonrpc":"2.0","id":2,"method":"p"}\n')
+    assert relay.feed(C, b'{"jsonrpc":"2.0","id":2,"result":{}}') == []
+    with pytest.raises(RuleError) as raised:
+        relay.feed_eof(C)
+    assert raised.value.sent_first == []
 
 
 class Look(Rewrite):
@@ -642,3 +666,45 @@ def test_an_unsent_request_stays_in_flight_once() -> None:
     relay = Relay(strict=True)
     unsent: list[Forward] = relay.feed(A, PROMPT)
     assert [fwd.data for fwd in relay.fail_pending("stopped", unsent=unsent)] == [stopped()]
+
+
+class NotANumber(Rewrite):
+    """Writes a value JSON cannot carry (NaN, Infinity) into its result, or an emit."""
+
+    name = "not-a-number"
+
+    def __init__(self, value: object, where: str) -> None:
+        self.value, self.where = value, where
+
+    def request(self, frame: Frame, session: Session) -> Replace:
+        assert frame.msg is not None
+        if self.where == "emit":
+            return Replace(frame.msg, then=(Emit(C, {"jsonrpc": "2.0", "method": "n", "params": self.value}),))
+        return Replace({**frame.msg, "params": self.value})
+
+
+@pytest.mark.parametrize("value", [
+    float("nan"), float("inf"), -float("inf"), [1, [2, {"x": float("nan")}]], {"a": {"b": [None, float("-inf")]}},
+    [{"deep": [[[[float("nan")]]]]}],
+])
+@pytest.mark.parametrize("where", ["replace", "emit"])
+def test_nan_or_infinity_in_a_rules_result_is_a_rule_failure(value: object, where: str,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """orjson writes them as null: the peer would get a value nobody wrote. Fail open, said
+    once; strict stops."""
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"m","params":null}\n'
+    relay = Relay([NotANumber(value, where)])
+    with caplog.at_level(logging.WARNING, "acp_bridge.relay"):
+        for _ in range(2):
+            (fwd,) = relay.feed(A, raw)
+            assert (fwd.verdict, fwd.data, fwd.rules) == (Verdict.ERROR, raw, ("not-a-number",))
+            assert fwd.error is not None and fwd.error.startswith("cannot re-encode: NaN or Infinity at /")
+    assert len(caplog.records) == 1
+    with pytest.raises(RuleError, match=r"cannot be written back: NaN or Infinity at /"):
+        Relay([NotANumber(value, where)], strict=True).feed(A, raw)
+
+
+def test_a_null_a_rule_writes_is_no_failure() -> None:
+    (fwd,) = Relay([NotANumber({"a": [None, 1.5]}, "replace")], strict=True).feed(
+        A, b'{"jsonrpc":"2.0","id":1,"method":"m"}\n')
+    assert fwd.data == b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[null,1.5]}}\n'

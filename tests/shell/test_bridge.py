@@ -4,6 +4,9 @@ each stream is still the relay's, whatever the mix of destinations in one read."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
 import pytest
 import trio
 import trio.testing
@@ -15,6 +18,9 @@ from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.shell.bridge import Bridge, bridge_streams
 from acp_bridge.shell.streams import Outlet
+
+if TYPE_CHECKING:
+    from acp_bridge.shell.observers import Observer
 
 TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 
@@ -267,3 +273,71 @@ async def test_a_diverted_line_over_the_parse_limit_is_one_stderr_line_and_nothi
     assert await client_ours.receive_some() == b""
     assert shown == ["acp-bridge: agent stdout (not forwarded): " + "x" * 500 + " ... (a line over the parse limit)",
                      "acp-bridge: agent stdout (not forwarded): banner"]
+
+
+class FailOnBadNote(Rewrite):
+    name = "fail-on-bad-note"
+    triggers = (b'"bad"',)
+
+    def notification(self, frame: Frame, session: Session) -> Outcome:
+        raise RuntimeError("bug")
+
+
+class Kept:
+    """An observer that keeps what the capture would record."""
+
+    def __init__(self) -> None:
+        self.forwards: list[Forward] = []
+
+    def record(self, wall: float, mono: float, forwards: Sequence[Forward]) -> None:
+        self.forwards.extend(forwards)
+
+
+async def test_under_strict_the_lines_before_the_failing_one_in_the_same_read_go_through() -> None:
+    """The agent answers, sends an update, then a line the rule fails on, in one write: the
+    answer and the update reach the client and the capture, as one line at a time would
+    have; only the request left in flight is answered by the bridge as it stops."""
+    first, second = b'{"jsonrpc":"2.0","id":1,"method":"a"}\n', b'{"jsonrpc":"2.0","id":2,"method":"b"}\n'
+    answer, update = b'{"jsonrpc":"2.0","id":1,"result":{}}\n', b'{"jsonrpc":"2.0","method":"u"}\n'
+    client_ours, client_bridge = trio.testing.memory_stream_pair()
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    kept = Kept()
+
+    async def bridge() -> None:
+        with pytest.RaisesGroup(pytest.RaisesExc(RuleError, match="^rule 'fail-on-bad-note' failed"),
+                                flatten_subgroups=True):
+            await bridge_streams(client_bridge, agent_bridge, Relay([FailOnBadNote()], strict=True),
+                                 cast("Observer", kept))
+        await client_bridge.aclose()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge)
+            await client_ours.send_all(first + second)
+            got = b""
+            while got != first + second:
+                got += await agent_ours.receive_some()
+            await agent_ours.send_all(answer + update + b'{"jsonrpc":"2.0","method":"bad"}\n')
+            rest = await read_all(client_ours)
+    stopped = (b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"acp-bridge stopped before the agent '
+               b'answered: rule \'fail-on-bad-note\' failed: RuntimeError: bug (strict is set)"}}\n')
+    assert rest == answer + update + stopped
+    assert [f.data for f in kept.forwards if f.direction is TO_CLIENT] == [answer, update, stopped]
+
+
+async def test_a_strict_stop_is_not_held_up_by_a_client_that_reads_nothing(autojump_clock: object) -> None:
+    """The lines before the failing one are offered to the client for as long as the
+    answers are (STOP_TIMEOUT), not for ever: the bridge still stops."""
+    client_ours, client_bridge = trio.testing.lockstep_stream_pair()
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    request = b'{"jsonrpc":"2.0","id":1,"method":"a"}\n'
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client_ours.send_all, request)
+            with pytest.RaisesGroup(pytest.RaisesExc(RuleError, match="^rule 'fail-on-bad-note' failed"),
+                                    flatten_subgroups=True):
+                async with trio.open_nursery() as inner:
+                    inner.start_soon(bridge_streams, client_bridge, agent_bridge,
+                                     Relay([FailOnBadNote()], strict=True))
+                    assert await agent_ours.receive_some() == request
+                    await agent_ours.send_all(b'{"jsonrpc":"2.0","method":"u"}\n{"jsonrpc":"2.0","method":"bad"}\n')

@@ -33,7 +33,9 @@ def relay(**table: Any) -> Relay:
 
 
 def out(table: dict[str, Any], direction: Direction, line: bytes) -> tuple[Verdict, Any]:
-    (fwd,) = relay(**table).feed(direction, line)
+    fwd, *answer = relay(**table).feed(direction, line)
+    if answer:  # a dropped request: its sender is answered (tests/core/test_drops.py)
+        assert (fwd.verdict, [f.verdict for f in answer]) == (Verdict.DROP, [Verdict.EMIT])
     if fwd.verdict is Verdict.PASS:
         assert fwd.data is line  # untouched: the very bytes
         return fwd.verdict, None

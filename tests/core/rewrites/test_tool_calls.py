@@ -274,3 +274,31 @@ def test_reported_status(update: dict[str, Any], known: str | None, v2: bool, ex
                                                (True, ["suggestions", "commands-mirror", "close-tool-calls"])])
 def test_off_by_default_and_on_by_config(close: bool, names: list[str]) -> None:
     assert [rule.name for rule in build_rewrites(Config(repair=RepairConfig(close_tool_calls=close)))] == names
+
+
+def test_the_bridges_own_answer_to_a_prompt_ends_the_turn_too() -> None:
+    """The agent dies mid-turn (or the bridge stops): the bridge's error answer to the
+    prompt ends the turn, so the calls left open are closed before it, as the agent's own
+    answer would have them; a second prompt of another session too, each before its answer."""
+    relay = Relay([CloseToolCalls()], strict=True)
+    relay.feed(A, line(example("v1-initialize-request-client-plain")))
+    relay.feed(C, line(example("v1-initialize-response-agent-no-system-prompt")))
+    relay.feed(A, prompt(2, "s1") + prompt(3, "s2") + line({"jsonrpc": "2.0", "id": 4, "method": "x"}))
+    relay.feed(C, call("s1", "c1", "in_progress") + call("s1", "c2") + call("s2", "c9", "in_progress"))
+    out = relay.fail_pending("agent died")
+    gone = [b'{"jsonrpc":"2.0","id":%d,"error":{"code":-32603,"message":"agent died"}}\n' % rid for rid in (2, 3, 4)]
+    assert [f.data for f in out] == [closing("s1", "c1", "in_progress"), closing("s1", "c2", "pending"), gone[0],
+                                     closing("s2", "c9", "in_progress"), gone[1], gone[2]]
+    assert [(f.verdict, f.rules, f.before, f.direction) for f in out if f.request is None] == [
+        (Verdict.EMIT, ("close-tool-calls",), True, C)] * 3
+    assert [f.request.id for f in out if f.request is not None] == [2, 3, 4]
+
+
+def test_a_failing_rule_on_the_bridges_own_answer_does_not_keep_it_back() -> None:
+    """The bridge is stopping: a rule that raises on its answer is said, and the answer goes."""
+    from tests.core.test_relay import FailOnSecondAnswer
+
+    relay = Relay([FailOnSecondAnswer()], strict=True)
+    relay.feed(A, prompt(2, "s1"))
+    assert [f.data for f in relay.fail_pending("gone")] == [
+        b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"gone"}}\n']
