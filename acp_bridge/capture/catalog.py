@@ -10,7 +10,9 @@ held before is no longer served); one that disappears leaves the listing.
 
 What counts as a capture: a regular file named `*.jsonl` directly in a given folder (not in
 its subfolders), or a file given by path, whose first record is a header of a known format.
-A symbolic link is followed only when its target stays inside the folder it is in. Names are
+A symbolic link is followed only when its target stays inside the folder it is in; every open
+walks down to the real path the listing found without following any link (`files.open_beneath`),
+so a folder or file swapped for a link after it was listed is not followed out. Names are
 the file names; when two folders hold the same name, the folder's name is put in front.
 
 Must never: write anything, follow a path a caller builds from a name (names are looked up,
@@ -28,7 +30,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from acp_bridge.capture.files import open_regular, read_lines
+from acp_bridge.capture.files import open_beneath, read_lines
 from acp_bridge.capture.reader import (
     MAX_RECORD,
     LongLine,
@@ -223,10 +225,11 @@ class Catalog:
 
     @staticmethod
     def _open(capture: Capture) -> IO[bytes] | None:
-        """The capture's file, opened without following a link at its last step (its target
-        was checked to lie inside its folder); None when it is gone or not a regular file."""
+        """The capture's file (the real path the listing found inside a served folder),
+        opened without following a link at any step: a folder or the file swapped for a link
+        since it was listed is not followed out. None when it is gone, or no regular file."""
         try:
-            return open_regular(capture.path, follow_link=False)
+            return open_beneath(capture.path)
         except UnreadableCapture:
             return None
 

@@ -22,7 +22,7 @@ import pytest
 import trio
 from click.testing import CliRunner
 
-from acp_bridge.capture.catalog import Capture
+from acp_bridge.capture.catalog import Capture, UnknownCapture
 from acp_bridge.capture.stats import stats_json
 from acp_bridge.capture.summary import utc_clock
 from acp_bridge.commands import main
@@ -398,3 +398,22 @@ async def test_a_report_is_given_up_when_its_connection_closes(tmp_path: Path,
         await stream.aclose()
         assert (await server.json("/api/captures/c.jsonl/findings"))["messages"] == 1  # after the stats gave up
     assert told == [True]
+
+
+def test_a_folder_swapped_for_a_link_after_listing_is_not_served(tmp_path: Path) -> None:
+    """While a page polls, the served folder is swapped for a link: the next open is
+    refused (the capture is gone), never followed to the outside capture."""
+    served, outside = tmp_path / "served", tmp_path / "outside"
+    served.mkdir()
+    outside.mkdir()
+    (served / "c.jsonl").write_bytes(header() + message(1))
+    (outside / "c.jsonl").write_bytes(header() + message(1, '{"secret":"outside"}\n'))
+    inspector = Inspector([str(served)], alive=lambda pid: False, clock=utc_clock)
+    assert [c["name"] for c in inspector.listing()] == ["c.jsonl"]
+    assert len(inspector.messages("c.jsonl", 0, 10)) == 1
+    served.rename(tmp_path / "served.old")
+    served.symlink_to(outside)
+    with pytest.raises(UnknownCapture):
+        inspector.messages("c.jsonl", 0, 10)
+    with pytest.raises(UnknownCapture):
+        inspector.timelines.rows("c.jsonl", 0, 10)

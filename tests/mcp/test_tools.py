@@ -232,3 +232,31 @@ def test_the_notes_of_a_diff_are_bounded_too(tmp_path: Path) -> None:
         "(stopped at the answer's size limit after 25 entries; the rest: diff_captures with offset=25)",
         *(f"session {n} is only in B" for n in range(2, 10)),
         "(and 392 more notes: acp-bridge diff prints them all)"]
+
+
+class SwappedAfterListing(Catalog):
+    """A catalog whose served folder is swapped for a link to an outside one right after
+    its first listing, before the captures are opened."""
+
+    def __init__(self, served: Path, outside: Path) -> None:
+        super().__init__([str(served)])
+        self.served, self.outside, self.swapped = served, outside, False
+
+    def _names(self) -> dict[str, str]:
+        named = super()._names()
+        if not self.swapped:
+            self.swapped = True
+            self.served.rename(self.served.with_name("served.old"))
+            self.served.symlink_to(self.outside)
+        return named
+
+
+def test_a_folder_swapped_for_a_link_between_listing_and_opening_is_not_followed(tmp_path: Path) -> None:
+    served, outside = tmp_path / "served", tmp_path / "outside"
+    served.mkdir()
+    outside.mkdir()
+    write(served / "a.jsonl", prompt(1, "s", "inside"))
+    write(outside / "a.jsonl", prompt(1, "s", "outside secret"))
+    tools = Tools(SwappedAfterListing(served, outside))
+    with pytest.raises(BadArgument, match="no capture named"):
+        tools.get_message("a.jsonl", 1)
