@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import os
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import IO, Any
+
+import orjson
 
 from acp_bridge.capture.files import open_beneath, read_lines
 from acp_bridge.capture.reader import (
@@ -41,6 +44,8 @@ from acp_bridge.capture.reader import (
     load_record,
     record_message,
 )
+from acp_bridge.capture.records import mask_record, safe_dumps
+from acp_bridge.capture.redaction import Redactor, valid_pointers
 from acp_bridge.core.protocol import Json
 
 SUFFIX = ".jsonl"
@@ -84,6 +89,7 @@ class Capture:
     _offset: int = 0
     _size: int = 0  # the file's size when it was last read: a torn tail is not read again until it grows
     _index: list[tuple[int, int]] = field(default_factory=list)  # (seq, offset of its line)
+    _redactor: Redactor | None = None  # of the header's pointers, made when first asked for
 
     @property
     def started(self) -> float | None:
@@ -107,6 +113,14 @@ class Capture:
         self.client = self.agent = None
         self.generation = next(_generations)
         self._identity, self._offset, self._size, self._index = identity, 0, 0, []
+        self._redactor = None
+
+    @property
+    def redactor(self) -> Redactor:
+        """The capture's redaction: the default secrets and its header's pointers."""
+        if self._redactor is None:
+            self._redactor = Redactor(valid_pointers((self.header or {}).get("redact")))
+        return self._redactor
 
     def _take(self, record: Json, offset: int) -> None:
         kind = record["type"]
@@ -284,7 +298,8 @@ class Catalog:
 
     def messages(self, capture: Capture, after: int = 0) -> Generator[tuple[bytes, Json], None, None]:
         """Each message of `capture` with `seq > after`, in order, as its stored line (without
-        the newline) and its record, as far as the last refresh read. The file stays open
+        the newline) and its record, masked again by the capture's redaction (as the export
+        masks them: a line masked here is written again), as far as the last refresh read. The file stays open
         while the generator is: close it (`contextlib.closing`) when stopping early."""
         with closing(self._stored(capture, capture.start_of(after))) as lines:
             for line in lines:
@@ -293,15 +308,17 @@ class Catalog:
                     continue
                 seq = record.get("seq")
                 if type(seq) is int and seq > after:
-                    yield line, record
+                    masked = mask_record(capture.redactor, record)
+                    yield (line if masked is record else _written(masked)), masked
 
     def everything(self, capture: Capture) -> Iterator[Json]:
-        """Every record of `capture` (header, messages, findings, end) in file order, as read
-        at the last refresh; nothing when it was replaced or cut short since (as `records`)."""
+        """Every record of `capture` (header, messages, findings, end) in file order, masked
+        again as `messages` masks them, as read at the last refresh; nothing when it was
+        replaced or cut short since (as `records`)."""
         with closing(self._stored(capture, 0)) as lines:
             for line in lines:
                 if (record := load_record(line)) is not None:
-                    yield record
+                    yield mask_record(capture.redactor, record)
 
     def _stored(self, capture: Capture, start: int) -> Generator[bytes, None, None]:
         """The whole lines of `capture` from offset `start` to where the last refresh read,
@@ -322,3 +339,16 @@ class Catalog:
                 offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
                 if not isinstance(line, LongLine):
                     yield line
+
+
+def _written(record: Json) -> bytes:
+    """A record masked here as one line: an id past 64 bits, which orjson will not write,
+    through the stdlib, which writes it exactly."""
+    try:
+        return orjson.dumps(record)
+    except TypeError:
+        try:
+            return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str).encode(
+                "utf-8", "surrogatepass")
+        except (RecursionError, ValueError):  # nested too deep: what cannot be written gives way
+            return safe_dumps(record).rstrip(b"\n")

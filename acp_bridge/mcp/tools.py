@@ -8,8 +8,8 @@ the commands say: `show`'s filters and summaries (`capture.summary`), `check`'s 
 and verdict (`health.offline`), `stats`' counts (`capture.stats`), `diff`'s differences
 (`replay.compare`).
 
-Must never: write anything, open a file the catalog did not list, un-redact (a capture's
-values are served as the capture holds them: masked ones stay masked), or answer beyond
+Must never: write anything, open a file the catalog did not list, un-redact (the catalog
+serves every record masked again as the export masks it: masked ones stay masked), or answer beyond
 `pages.MAX_TEXT`. One call at a time (the catalog is not thread-safe): the server runs them
 in one worker thread.
 """

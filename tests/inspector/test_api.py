@@ -29,6 +29,7 @@ from acp_bridge.commands import main
 from acp_bridge.health.offline import findings_json
 from acp_bridge.inspector.app import GONE_EVERY, Abandoned, Inspector
 from acp_bridge.inspector.server import address, bind, serve
+from tests.capture.hostile import holds_a_secret, hostile_captures
 
 TOKEN = "test-token-0123456789abcdefghijklmnop"
 
@@ -417,3 +418,17 @@ def test_a_folder_swapped_for_a_link_after_listing_is_not_served(tmp_path: Path)
         inspector.messages("c.jsonl", 0, 10)
     with pytest.raises(UnknownCapture):
         inspector.timelines.rows("c.jsonl", 0, 10)
+
+
+async def test_every_api_serves_messages_masked_as_the_export_shows_them(tmp_path: Path) -> None:
+    """The messages API served MCP env values, auth params and header values in clear that
+    the page's rows and `export --html` mask again: every answer now masks them the one way
+    (`records.mask_record`), on the export's own hostile samples."""
+    hostile = hostile_captures(tmp_path)
+    async with running(tmp_path) as server:
+        for capture in hostile:
+            base_url = f"/api/captures/{capture.name}"
+            served = await server.json(f"{base_url}/messages")
+            assert served == orjson.loads(orjson.dumps(capture.shown))
+            for kind in ("rows", "stats", "findings"):
+                assert not holds_a_secret(await server.json(f"{base_url}/{kind}")), kind

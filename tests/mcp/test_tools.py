@@ -18,6 +18,7 @@ from acp_bridge.health import offline
 from acp_bridge.mcp import tools as tools_module
 from acp_bridge.mcp.pages import cut, page, piece, utf8_size
 from acp_bridge.mcp.tools import BadArgument, Tools, line
+from tests.capture.hostile import SECRETS, holds_a_secret, hostile_captures
 from tests.capture.samples import FIXED, HEADER, base
 
 
@@ -260,3 +261,19 @@ def test_a_folder_swapped_for_a_link_between_listing_and_opening_is_not_followed
     tools = Tools(SwappedAfterListing(served, outside))
     with pytest.raises(BadArgument, match="no capture named"):
         tools.get_message("a.jsonl", 1)
+
+
+def test_every_tool_serves_messages_masked_as_the_export_shows_them(tmp_path: Path) -> None:
+    """get_message, show_messages and search served what the capture held in clear: the
+    secrets the export's page masks again (on its own hostile samples) are masked here the
+    same way, and a search for one finds nothing."""
+    hostile = hostile_captures(tmp_path)
+    tools = Tools(Catalog([str(tmp_path)]))
+    for capture in hostile:
+        for shown in capture.shown:
+            assert orjson.loads(tools.get_message(capture.name, int(shown["seq"]))) == shown
+        answers = [tools.show_messages(capture.name, detail=3), tools.capture_summary(capture.name),
+                   tools.find_problems(capture.name)]
+        assert not any(holds_a_secret(answer) for answer in answers), capture.name
+    for secret in SECRETS:
+        assert tools.search(secret.decode()).startswith("(no message in ")
