@@ -6,7 +6,10 @@ line saying how to install it, exit 2."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +24,11 @@ from tests.mcp.conftest import TOOLS
 AIR = "v1-legacy-air-meta.jsonl"
 
 
-async def ask(bridge: BridgeProcess, message: dict[str, Any]) -> dict[str, Any]:
-    """Send one request; its answer, the next line of stdout (each answer is read whole
-    before the next request is sent, so `received` ends with the previous one)."""
-    await bridge.send(orjson.dumps(message) + b"\n")
+async def ask(bridge: BridgeProcess, message: dict[str, Any] | bytes) -> dict[str, Any]:
+    """Send one request (or a line as it is); its answer, the next line of stdout (each
+    answer is read whole before the next request is sent, so `received` ends with the
+    previous one)."""
+    await bridge.send((message if isinstance(message, bytes) else orjson.dumps(message)) + b"\n")
     start = len(bridge.received)
     assert bridge.proc.stdout is not None
     while b"\n" not in bridge.received[start:]:
@@ -83,3 +87,70 @@ def test_without_the_extra_one_line_says_how_to_install_it_and_the_exit_status_i
     assert (done.returncode, done.stdout) == (2, b"")
     assert done.stderr == (b"acp-bridge: mcp needs the MCP Python SDK, which is not installed (mcp.server not "
                            b"found): pip install 'acp-bridge-proxy[mcp]'\n")
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-client", "version": "1"}}}
+
+
+def refused(ident: object, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
+
+
+# (the line sent, the one answer it gets)
+MALFORMED: list[tuple[bytes, dict[str, Any]]] = [
+    (b'{"jsonrpc":"2.0","id":2,"method":"nope/unknown"}',
+     {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "Method not found", "data": "nope/unknown"}}),
+    (b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":"a string"}',
+     refused(3, -32602, "Invalid params: params must be an object")),
+    (b'{"jsonrpc":"2.0","id":"4","method":"tools/call","params":["get_message"]}',
+     refused("4", -32602, "Invalid params: params must be an object")),
+    (b'{"jsonrpc":"2.0","id":5,"method":5}', refused(5, -32600, "Invalid Request: method must be a string")),
+    (b'{"jsonrpc":"1.0","id":6,"method":"ping"}', refused(6, -32600, 'Invalid Request: jsonrpc must be "2.0"')),
+    (b'{"jsonrpc":"2.0","id":true,"method":"ping"}',
+     refused(None, -32600, "Invalid Request: id must be a string or an integer")),
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}',
+     refused(None, -32600, "Invalid Request: id must be a string or an integer")),
+    (b'[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"ping"}]',
+     refused(None, -32600, "Invalid Request: a batch (JSON array); MCP takes one message per line")),
+    (b'[]', refused(None, -32600, "Invalid Request: a batch (JSON array); MCP takes one message per line")),
+    (b'"ping"', refused(None, -32600, "Invalid Request")),
+    (b'{"jsonrpc":"2.0","id":9,"method":"ping"', refused(None, -32700, "Parse error")),
+]
+
+
+async def test_every_malformed_request_is_answered_and_notifications_are_not(tmp_path: Path) -> None:
+    """A request with an unknown method, params that are no object, a batch, an id that is
+    no id: each gets the one JSON-RPC error it is owed (the SDK's transport dropped all but
+    the first unanswered). A malformed notification or response gets nothing: the next
+    answer is the ping's."""
+    with trio.fail_after(60):
+        async with open_bridge(["mcp", str(tmp_path)]) as bridge:
+            assert (await ask(bridge, INITIALIZE))["id"] == 1
+            await bridge.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            for line, answer in MALFORMED:
+                assert await ask(bridge, line) == answer, line
+            for line in (b'{"jsonrpc":"2.0","method":"notifications/x","params":"s"}', b'{"jsonrpc":"2.0","id":3}'):
+                await bridge.send(line + b"\n")
+            assert await ask(bridge, {"jsonrpc": "2.0", "id": 10, "method": "ping"}) == {
+                "jsonrpc": "2.0", "id": 10, "result": {}}
+            await bridge.close_stdin()
+            assert await bridge.proc.wait() == 0
+
+
+def test_with_its_stdout_closed_it_stops_at_once_with_one_line(tmp_path: Path) -> None:
+    """Nobody reads its answers any more: it ran on until stdin closed, then exited 1 with a
+    6 KB traceback. Now the first answer that cannot be written ends it, stdin still open."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with subprocess.Popen([sys.executable, "-m", "acp_bridge", "mcp", str(tmp_path)], stdin=subprocess.PIPE,
+                          stdout=write_end, stderr=subprocess.PIPE) as proc:
+        os.close(write_end)
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(orjson.dumps(INITIALIZE) + b"\n")
+        proc.stdin.flush()
+        try:
+            status = proc.wait(timeout=30)  # stdin stays open: only its own stop ends it
+        finally:
+            proc.kill()
+        assert (status, proc.stderr.read()) == (1, b"acp-bridge: mcp: stdout was closed; stopping\n")
