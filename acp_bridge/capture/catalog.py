@@ -16,7 +16,8 @@ so a folder or file swapped for a link after it was listed is not followed out. 
 the file names; when two folders hold the same name, the folder's name is put in front.
 
 Must never: write anything, follow a path a caller builds from a name (names are looked up,
-never joined), or hold a line longer than the reader's limit. Not thread-safe: one thread
+never joined), or hold a line longer than its limit (`SERVED_RECORD`: a longer one is passed
+over unread, counted in `skipped`). Not thread-safe: one thread
 at a time (the servers run it in a worker thread, one call at a time).
 """
 
@@ -35,7 +36,6 @@ import orjson
 
 from acp_bridge.capture.files import open_beneath, read_lines
 from acp_bridge.capture.reader import (
-    MAX_RECORD,
     LongLine,
     UnreadableCapture,
     Unterminated,
@@ -46,9 +46,15 @@ from acp_bridge.capture.reader import (
 )
 from acp_bridge.capture.records import mask_record, safe_dumps
 from acp_bridge.capture.redaction import Redactor, valid_pointers
+from acp_bridge.core.lines import MIB
 from acp_bridge.core.protocol import Json
 
 SUFFIX = ".jsonl"
+# The longest record the servers read (a longer one is passed over unread and counted, as
+# `show` passes over a line past the reader's limit): four times the relay's default parse
+# limit, the record of a 16 MiB line with what it went out as, both escaped. Whatever a
+# capture holds, a server holds a small multiple of this at most.
+SERVED_RECORD = 64 * MIB
 INDEX_EVERY = 256  # one (seq, offset) pair kept per this many messages
 _generations = itertools.count(1)
 
@@ -77,6 +83,7 @@ class Capture:
     problem: str | None = None  # why it is not read as a capture (then it is not listed)
     messages: int = 0
     findings: int = 0
+    skipped: int = 0  # lines longer than the catalog's limit, passed over unread
     last_seq: int = 0
     ended: bool = False
     client: str | None = None
@@ -109,7 +116,7 @@ class Capture:
 
     def _reset(self, identity: tuple[int, int] | None) -> None:
         self.header, self.problem, self.ended = None, None, False
-        self.messages = self.findings = self.last_seq = 0
+        self.messages = self.findings = self.skipped = self.last_seq = 0
         self.client = self.agent = None
         self.generation = next(_generations)
         self._identity, self._offset, self._size, self._index = identity, 0, 0, []
@@ -163,7 +170,7 @@ class Catalog:
     """
 
     def __init__(self, roots: Sequence[str], *, alive: Callable[[int], bool] = lambda pid: False,
-                 max_line: int = MAX_RECORD) -> None:
+                 max_line: int = SERVED_RECORD) -> None:
         self.roots = [os.path.realpath(root) for root in roots]
         self.alive = alive
         self.max_line = max_line
@@ -286,6 +293,7 @@ class Catalog:
                 if file.tell() == at + line.size:  # no newline yet: still being written
                     return
                 capture._offset = at + line.size + 1
+                capture.skipped += 1
                 continue
             capture._offset += len(line) + 1
             yield line, at

@@ -91,7 +91,8 @@ def build_server(tools: Tools, limiter: anyio.CapacityLimiter) -> MCPServer:
     async def list_captures(limit: Limit = 200, offset: Offset = 0) -> str:
         """The captures, newest first: one JSON object per line with name, started (UTC), client
         and agent (name and version), messages, findings (those the bridge's watchdog wrote
-        while it ran; find_problems computes them all) and live (its bridge is still running)."""
+        while it ran; find_problems computes them all), skipped (lines too long to read, over
+        64 MiB, passed over) and live (its bridge is still running)."""
         return await call(tools.list_captures, limit, offset)
 
     @tool

@@ -145,7 +145,8 @@ class Tools:
             started = (capture.header or {}).get("started")
             return line({"name": capture.name, "started": started if isinstance(started, str) else None,
                          "client": capture.client, "agent": capture.agent, "messages": capture.messages,
-                         "findings": capture.findings, "live": self.catalog.live(capture)})
+                         "findings": capture.findings, "skipped": capture.skipped,
+                         "live": self.catalog.live(capture)})
 
         return page(captures, entry, offset=offset, limit=limit, call="list_captures", max_text=self.max_text,
                     empty="(no captures in " + ", ".join(self.catalog.roots) + ")")

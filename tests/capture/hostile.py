@@ -1,6 +1,7 @@
-"""Captures holding secrets in clear, made of the export's own samples (`IN_CLEAR` of
-test_html_rows, `UNMASKABLE` of test_redaction): what every server of captures must serve
-masked exactly as the export's page shows it."""
+"""Hostile captures for the servers (`ui`, `mcp`): secrets in clear, made of the export's own
+samples (`IN_CLEAR` of test_html_rows, `UNMASKABLE` of test_redaction), which every server of
+captures must serve masked exactly as the export's page shows them; one huge line; and how to
+measure a server's peak memory."""
 
 from __future__ import annotations
 
@@ -69,3 +70,27 @@ def holds_a_secret(served: Any) -> bool:
         return any(holds_a_secret(value) for value in served)
     data = served.encode("utf-8", "surrogatepass") if isinstance(served, str) else served
     return isinstance(data, bytes) and any(secret in data for secret in SECRETS)
+
+
+def one_huge_line(path: Path, size: int) -> None:
+    """A capture whose first message's record is one line of `size` bytes and more (its raw a
+    prompt of `size` x's), between two small ones (seq 2 answers it, seq 3 is a prompt)."""
+    raw = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":"'
+    with path.open("wb") as file:
+        file.write(orjson.dumps(HEADER) + b"\n")
+        file.write(orjson.dumps(record(1, {"jsonrpc": "2.0", "id": 1, "method": "session/prompt"}, "to-agent",
+                                       raw=raw + "x" * size + '"}}\n')) + b"\n")
+        for seq, msg in ((2, {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}),
+                         (3, {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s"}})):
+            file.write(orjson.dumps(record(seq, msg, "to-client" if seq == 2 else "to-agent")) + b"\n")
+
+
+# Linux keeps the high-water mark of the memory a process had before `exec` (see
+# tests/capture/test_reader.py, PEAK_OF): a small Python starts the server and writes its
+# peak, in KiB, to the file named first; SIGTERM to it is passed on to the server.
+PEAK_OF_SERVER = ("import os, signal, subprocess, sys\n"
+                  "child = subprocess.Popen(sys.argv[2:])\n"
+                  "signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))\n"
+                  "_, status, usage = os.wait4(child.pid, 0)\n"
+                  "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+                  "sys.exit(os.waitstatus_to_exitcode(status) % 256)\n")

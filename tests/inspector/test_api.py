@@ -29,7 +29,7 @@ from acp_bridge.commands import main
 from acp_bridge.health.offline import findings_json
 from acp_bridge.inspector.app import GONE_EVERY, Abandoned, Inspector
 from acp_bridge.inspector.server import address, bind, serve
-from tests.capture.hostile import holds_a_secret, hostile_captures
+from tests.capture.hostile import PEAK_OF_SERVER, holds_a_secret, hostile_captures, one_huge_line
 
 TOKEN = "test-token-0123456789abcdefghijklmnop"
 
@@ -432,3 +432,34 @@ async def test_every_api_serves_messages_masked_as_the_export_shows_them(tmp_pat
             assert served == orjson.loads(orjson.dumps(capture.shown))
             for kind in ("rows", "stats", "findings"):
                 assert not holds_a_secret(await server.json(f"{base_url}/{kind}")), kind
+
+
+HUGE = 100 * 1000 * 1000  # the line of the report: the inspector grew to 555 MiB on it
+
+
+def test_one_huge_line_is_passed_over_and_the_inspector_stays_small(tmp_path: Path) -> None:
+    """A capture with one 100 MB line, through every API name of the real command: the line
+    is over the servers' limit (64 MiB), so it is passed over unread and counted; what is
+    around it is served; the process stays far below the line's size (348 MiB for the
+    listing alone, 555 MiB in all, before)."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    one_huge_line(folder / "huge.jsonl", HUGE)
+    peak = tmp_path / "peak"
+    with subprocess.Popen([sys.executable, "-c", PEAK_OF_SERVER, str(peak), sys.executable, "-m", "acp_bridge",
+                           "ui", str(folder)], stdout=subprocess.PIPE) as proc:
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().decode().strip()
+            base, token = url.split("/?token=")
+            with httpx.Client(base_url=base, params={"token": token}, timeout=60) as client:
+                [listed] = client.get("/api/captures").json()
+                assert (listed["messages"], listed["skipped"]) == (2, 1)
+                assert [m["seq"] for m in client.get("/api/captures/huge.jsonl/messages").json()] == [2, 3]
+                for kind in ("rows", "stats", "findings"):
+                    assert client.get(f"/api/captures/huge.jsonl/{kind}").status_code == 200, kind
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+        finally:
+            proc.kill()
+    assert int(peak.read_text()) / 1024 < 100, int(peak.read_text()) / 1024

@@ -17,6 +17,7 @@ import orjson
 import pytest
 import trio
 
+from tests.capture.hostile import PEAK_OF_SERVER, one_huge_line
 from tests.cli_helpers import without_package
 from tests.conftest import TESTS, BridgeProcess, invoke, open_bridge
 from tests.mcp.conftest import TOOLS
@@ -154,3 +155,41 @@ def test_with_its_stdout_closed_it_stops_at_once_with_one_line(tmp_path: Path) -
         finally:
             proc.kill()
         assert (status, proc.stderr.read()) == (1, b"acp-bridge: mcp: stdout was closed; stopping\n")
+
+
+async def test_one_huge_line_is_passed_over_and_the_server_stays_small(tmp_path: Path) -> None:
+    """A capture with one 100 MB line, through every tool of the real server: the line is
+    over the servers' limit (64 MiB), so it is passed over unread and counted; the process
+    stays far below the line's size (it grew to about 700 MiB before)."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    one_huge_line(folder / "huge.jsonl", 100 * 1000 * 1000)
+    peak = tmp_path / "peak"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("list_captures", {}), ("show_messages", {"capture": "huge.jsonl", "detail": 3}),
+        ("get_message", {"capture": "huge.jsonl", "seq": 2}), ("search", {"text": "xxxx"}),
+        ("capture_summary", {"capture": "huge.jsonl"}), ("find_problems", {}),
+        ("diff_captures", {"a": "huge.jsonl", "b": "huge.jsonl"})]
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-c", PEAK_OF_SERVER, str(peak), sys.executable, "-m", "acp_bridge", "mcp", str(folder)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        with trio.fail_after(60):
+            bridge = BridgeProcess(proc)
+            assert (await ask(bridge, INITIALIZE))["id"] == 1
+            await bridge.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            texts = []
+            for n, (tool, arguments) in enumerate(calls):
+                answer = await ask(bridge, {"jsonrpc": "2.0", "id": n + 2, "method": "tools/call",
+                                            "params": {"name": tool, "arguments": arguments}})
+                assert answer["result"]["isError"] is False, answer
+                texts.append(answer["result"]["content"][0]["text"])
+            await bridge.close_stdin()
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert orjson.loads(texts[0])["skipped"] == 1
+    assert texts[3].startswith("(no message in 1 captures holds")
+    assert int(peak.read_text()) / 1024 < 150, int(peak.read_text()) / 1024
