@@ -16,6 +16,7 @@ end the server (the SDK answers any exception as a tool error).
 
 from __future__ import annotations
 
+import collections
 import fcntl
 import inspect
 import json
@@ -38,6 +39,7 @@ from pydantic import Field
 
 from acp_bridge import __version__
 from acp_bridge.capture.catalog import Catalog
+from acp_bridge.core.lines import MIB
 from acp_bridge.mcp.tools import BadArgument, Tools
 
 T = TypeVar("T")
@@ -66,6 +68,7 @@ Detail = Annotated[int, Field(ge=0, le=3, description="0 only messages a rule fa
 Names = Annotated[list[str] | None, Field(description="Only these (any of them).")]
 
 READ_SIZE = 1 << 16  # bytes of stdin read at a time
+MAX_REQUEST = 16 * MIB  # the longest request line read (a tool call's arguments are small)
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False)
 
@@ -244,46 +247,67 @@ def refusal(line: str) -> str | None:
 
 class Requests:
     """The protocol's stdin, line by line, for the SDK's stdio transport: a line it would
-    pass over unanswered is answered here (`refusal`) and not handed on. Read in a worker
-    thread that is abandoned, not waited for, when the server stops (stdout gone): a read
-    that blocks never holds the exit up."""
+    pass over unanswered is answered here (`refusal`) and not handed on, and a line longer
+    than `MAX_REQUEST` is answered -32600 without being held (the SDK's transport held any
+    line whole). Read in a worker thread that is abandoned, not waited for, when the server
+    stops (stdout gone): a read that blocks never holds the exit up."""
 
     def __init__(self, fd: int, output: Output) -> None:
         self.fd = fd
         self.output = output
-        self._held = b""
-        self._lines: list[bytes] = []
+        self._held = bytearray()  # the start of a line not ended yet
+        self._over = False  # that line is longer than MAX_REQUEST: the rest of it is dropped
+        self._lines: collections.deque[bytes | None] = collections.deque()  # None: a line too long
         self._ended = False
 
     def __repr__(self) -> str:
-        return f"<Requests fd={self.fd} held={len(self._held)}>"
+        return f"<Requests fd={self.fd} held={len(self._held)} over={self._over}>"
 
     def __aiter__(self) -> Requests:
         return self
 
+    def _take(self, chunk: bytes) -> None:
+        start = 0
+        while (end := chunk.find(b"\n", start) + 1) > 0:
+            if self._over or len(self._held) + end - start > MAX_REQUEST:
+                self._lines.append(None)
+            else:
+                self._lines.append(bytes(self._held) + chunk[start:end])
+            self._held.clear()
+            self._over = False
+            start = end
+        if not self._over:
+            self._held += chunk[start:]
+            if len(self._held) > MAX_REQUEST:
+                self._held.clear()
+                self._over = True
+
     async def _line(self) -> bytes | None:
+        """The next line, None when it was too long; raises StopAsyncIteration at the end."""
         while not self._lines:
             if self._ended:
-                return None
+                raise StopAsyncIteration
             chunk = await anyio.to_thread.run_sync(os.read, self.fd, READ_SIZE, abandon_on_cancel=True)
-            if not chunk:
-                self._ended = True
-                if self._held:
-                    self._lines.append(self._held)
-                    self._held = b""
+            if chunk:
+                self._take(chunk)
                 continue
-            *whole, self._held = (self._held + chunk).split(b"\n")
-            self._lines.extend(line + b"\n" for line in whole)
-        return self._lines.pop(0)
+            self._ended = True
+            if self._over or self._held:
+                self._lines.append(None if self._over else bytes(self._held))
+        return self._lines.popleft()
 
     async def __anext__(self) -> str:
-        while (data := await self._line()) is not None:
+        while True:
+            data = await self._line()
+            if data is None:
+                await self.output.write(_error(None, mcp_types.INVALID_REQUEST,
+                                               f"Invalid Request: a line longer than {MAX_REQUEST // MIB} MiB"))
+                continue
             line = data.decode("utf-8", "replace")  # as the SDK reads stdin
             answer = refusal(line)
             if answer is None:
                 return line
             await self.output.write(answer)
-        raise StopAsyncIteration
 
 
 @contextmanager

@@ -117,6 +117,8 @@ MALFORMED: list[tuple[bytes, dict[str, Any]]] = [
     (b'[]', refused(None, -32600, "Invalid Request: a batch (JSON array); MCP takes one message per line")),
     (b'"ping"', refused(None, -32600, "Invalid Request")),
     (b'{"jsonrpc":"2.0","id":9,"method":"ping"', refused(None, -32700, "Parse error")),
+    (b'{"jsonrpc":"2.0","id":10,"method":"ping","params":{"p":"' + b"x" * (16 << 20) + b'"}}',
+     refused(None, -32600, "Invalid Request: a line longer than 16 MiB")),
 ]
 
 
