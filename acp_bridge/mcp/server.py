@@ -17,7 +17,6 @@ end the server (the SDK answers any exception as a tool error).
 from __future__ import annotations
 
 import collections
-import fcntl
 import inspect
 import json
 import os
@@ -310,21 +309,53 @@ class Requests:
             await self.output.write(answer)
 
 
+def _above_std(fd: int) -> int:
+    """A private copy of `fd` (above 2, not inherited).
+
+    Raises:
+        OSError: `fd` is closed.
+    """
+    held: list[int] = []  # copies that landed on a closed standard descriptor
+    try:
+        copy = os.dup(fd)
+        while copy <= 2:
+            held.append(copy)
+            copy = os.dup(fd)
+    finally:
+        for extra in held:
+            os.close(extra)
+    return copy
+
+
 @contextmanager
 def claimed_stdio() -> Iterator[tuple[int, int]]:
     """Private copies of fds 0 and 1 for the protocol, fd 0 pointed at /dev/null and fd 1 at
     stderr meanwhile (as the SDK's own transport does), so that nothing else reads the
-    requests or writes between the answers; put back after."""
-    sys.stdout.flush()
-    private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
+    requests or writes between the answers; put back after. A stdin closed before the start
+    reads as empty.
+
+    Raises:
+        StdoutGone: stdout was closed before the start.
+    """
+    if sys.stdout is not None:  # None when fd 1 was closed at the start
+        sys.stdout.flush()
     try:
-        yield private
+        output = _above_std(1)
+    except OSError:
+        raise StdoutGone from None
+    null = os.open(os.devnull, os.O_RDONLY)  # fd 0 itself when stdin was closed: read as empty
+    requests = _above_std(0)
+    if null != 0:
+        os.dup2(null, 0)
+        os.close(null)
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no stderr either: what others write goes nowhere
+        os.dup2(0, 1)
+    try:
+        yield requests, output
     finally:
-        for fd, copy in zip((0, 1), private, strict=True):
+        for fd, copy in ((0, requests), (1, output)):
             os.dup2(copy, fd)
             os.close(copy)
 

@@ -195,3 +195,16 @@ async def test_one_huge_line_is_passed_over_and_the_server_stays_small(tmp_path:
     assert orjson.loads(texts[0])["skipped"] == 1
     assert texts[3].startswith("(no message in 1 captures holds")
     assert int(peak.read_text()) / 1024 < 150, int(peak.read_text()) / 1024
+
+
+@pytest.mark.parametrize(("closed", "expected"), [
+    (">&-", (1, b"acp-bridge: mcp: stdout was closed; stopping\n")),
+    ("<&-", (0, b"")),
+])
+def test_started_with_stdout_or_stdin_closed_it_says_so_or_ends_at_once(tmp_path: Path, closed: str,
+                                                                        expected: tuple[int, bytes]) -> None:
+    """Both ended in a traceback: no stdout is the one line above and exit 1; no stdin is
+    an empty one, so the server ends at once with 0."""
+    done = subprocess.run(["sh", "-c", f'exec "$@" {closed}', "sh", sys.executable, "-m", "acp_bridge", "mcp",
+                           str(tmp_path)], check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (*expected, b"")
