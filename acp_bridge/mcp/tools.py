@@ -33,6 +33,7 @@ from acp_bridge.capture.summary import (
     summarize,
     utc_clock,
 )
+from acp_bridge.core.lines import MIB
 from acp_bridge.core.pointer import parse_pointer
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
@@ -221,6 +222,9 @@ class Tools:
         stored = self._stored(where, seq) if seq >= 1 else None
         if stored is None:
             held = f"its messages are seq 1 to {where.last_seq}" if where.last_seq else "it holds no message"
+            if where.skipped:
+                held += (f"; {where.skipped} line(s) longer than {self.catalog.max_line // MIB} MiB were passed over "
+                         "unread")
             raise BadArgument(f"capture {quoted(where.name)} has no message with seq {seq} ({held})")
         return piece(stored[0].decode("utf-8", "replace"), offset, call="get_message", max_text=self.max_text)
 

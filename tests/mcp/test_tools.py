@@ -277,3 +277,15 @@ def test_every_tool_serves_messages_masked_as_the_export_shows_them(tmp_path: Pa
         assert not any(holds_a_secret(answer) for answer in answers), capture.name
     for secret in SECRETS:
         assert tools.search(secret.decode()).startswith("(no message in ")
+
+
+def test_a_message_on_a_line_over_the_limit_is_said_to_be_passed_over(tmp_path: Path) -> None:
+    """Its seq is asked for (the next message's is one more): the answer says why it is not
+    there, as the listing counts it."""
+    write(tmp_path / "long.jsonl", prompt(1, "s", "x" * (2 << 20)), prompt(2, "s", "short"))
+    tools = Tools(Catalog([str(tmp_path)], max_line=1 << 20))
+    assert orjson.loads(tools.list_captures())["skipped"] == 1
+    with pytest.raises(BadArgument) as raised:
+        tools.get_message("long.jsonl", 1)
+    assert str(raised.value) == ('capture "long.jsonl" has no message with seq 1 (its messages are seq 1 to 2; '
+                                 "1 line(s) longer than 1 MiB were passed over unread)")
