@@ -10,11 +10,14 @@ held before is no longer served); one that disappears leaves the listing.
 
 What counts as a capture: a regular file named `*.jsonl` directly in a given folder (not in
 its subfolders), or a file given by path, whose first record is a header of a known format.
-A symbolic link is followed only when its target stays inside the folder it is in. Names are
+A symbolic link is followed only when its target stays inside the folder it is in; every open
+walks down to the real path the listing found without following any link (`files.open_beneath`),
+so a folder or file swapped for a link after it was listed is not followed out. Names are
 the file names; when two folders hold the same name, the folder's name is put in front.
 
 Must never: write anything, follow a path a caller builds from a name (names are looked up,
-never joined), or hold a line longer than the reader's limit. Not thread-safe: one thread
+never joined), or hold a line longer than its limit (`SERVED_RECORD`: a longer one is passed
+over unread, counted in `skipped`). Not thread-safe: one thread
 at a time (the servers run it in a worker thread, one call at a time).
 """
 
@@ -22,15 +25,17 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import os
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from acp_bridge.capture.files import open_regular, read_lines
+import orjson
+
+from acp_bridge.capture.files import open_beneath, read_lines
 from acp_bridge.capture.reader import (
-    MAX_RECORD,
     LongLine,
     UnreadableCapture,
     Unterminated,
@@ -39,9 +44,17 @@ from acp_bridge.capture.reader import (
     load_record,
     record_message,
 )
+from acp_bridge.capture.records import mask_record, safe_dumps
+from acp_bridge.capture.redaction import Redactor, valid_pointers
+from acp_bridge.core.lines import MIB
 from acp_bridge.core.protocol import Json
 
 SUFFIX = ".jsonl"
+# The longest record the servers read (a longer one is passed over unread and counted, as
+# `show` passes over a line past the reader's limit): four times the relay's default parse
+# limit, the record of a 16 MiB line with what it went out as, both escaped. Whatever a
+# capture holds, a server holds a small multiple of this at most.
+SERVED_RECORD = 64 * MIB
 INDEX_EVERY = 256  # one (seq, offset) pair kept per this many messages
 _generations = itertools.count(1)
 
@@ -70,6 +83,7 @@ class Capture:
     problem: str | None = None  # why it is not read as a capture (then it is not listed)
     messages: int = 0
     findings: int = 0
+    skipped: int = 0  # lines longer than the catalog's limit, passed over unread
     last_seq: int = 0
     ended: bool = False
     client: str | None = None
@@ -82,6 +96,7 @@ class Capture:
     _offset: int = 0
     _size: int = 0  # the file's size when it was last read: a torn tail is not read again until it grows
     _index: list[tuple[int, int]] = field(default_factory=list)  # (seq, offset of its line)
+    _redactor: Redactor | None = None  # of the header's pointers, made when first asked for
 
     @property
     def started(self) -> float | None:
@@ -101,10 +116,18 @@ class Capture:
 
     def _reset(self, identity: tuple[int, int] | None) -> None:
         self.header, self.problem, self.ended = None, None, False
-        self.messages = self.findings = self.last_seq = 0
+        self.messages = self.findings = self.skipped = self.last_seq = 0
         self.client = self.agent = None
         self.generation = next(_generations)
         self._identity, self._offset, self._size, self._index = identity, 0, 0, []
+        self._redactor = None
+
+    @property
+    def redactor(self) -> Redactor:
+        """The capture's redaction: the default secrets and its header's pointers."""
+        if self._redactor is None:
+            self._redactor = Redactor(valid_pointers((self.header or {}).get("redact")))
+        return self._redactor
 
     def _take(self, record: Json, offset: int) -> None:
         kind = record["type"]
@@ -147,7 +170,7 @@ class Catalog:
     """
 
     def __init__(self, roots: Sequence[str], *, alive: Callable[[int], bool] = lambda pid: False,
-                 max_line: int = MAX_RECORD) -> None:
+                 max_line: int = SERVED_RECORD) -> None:
         self.roots = [os.path.realpath(root) for root in roots]
         self.alive = alive
         self.max_line = max_line
@@ -223,10 +246,11 @@ class Catalog:
 
     @staticmethod
     def _open(capture: Capture) -> IO[bytes] | None:
-        """The capture's file, opened without following a link at its last step (its target
-        was checked to lie inside its folder); None when it is gone or not a regular file."""
+        """The capture's file (the real path the listing found inside a served folder),
+        opened without following a link at any step: a folder or the file swapped for a link
+        since it was listed is not followed out. None when it is gone, or no regular file."""
         try:
-            return open_regular(capture.path, follow_link=False)
+            return open_beneath(capture.path)
         except UnreadableCapture:
             return None
 
@@ -269,6 +293,7 @@ class Catalog:
                 if file.tell() == at + line.size:  # no newline yet: still being written
                     return
                 capture._offset = at + line.size + 1
+                capture.skipped += 1
                 continue
             capture._offset += len(line) + 1
             yield line, at
@@ -281,7 +306,8 @@ class Catalog:
 
     def messages(self, capture: Capture, after: int = 0) -> Generator[tuple[bytes, Json], None, None]:
         """Each message of `capture` with `seq > after`, in order, as its stored line (without
-        the newline) and its record, as far as the last refresh read. The file stays open
+        the newline) and its record, masked again by the capture's redaction (as the export
+        masks them: a line masked here is written again), as far as the last refresh read. The file stays open
         while the generator is: close it (`contextlib.closing`) when stopping early."""
         with closing(self._stored(capture, capture.start_of(after))) as lines:
             for line in lines:
@@ -290,15 +316,17 @@ class Catalog:
                     continue
                 seq = record.get("seq")
                 if type(seq) is int and seq > after:
-                    yield line, record
+                    masked = mask_record(capture.redactor, record)
+                    yield (line if masked is record else _written(masked)), masked
 
     def everything(self, capture: Capture) -> Iterator[Json]:
-        """Every record of `capture` (header, messages, findings, end) in file order, as read
-        at the last refresh; nothing when it was replaced or cut short since (as `records`)."""
+        """Every record of `capture` (header, messages, findings, end) in file order, masked
+        again as `messages` masks them, as read at the last refresh; nothing when it was
+        replaced or cut short since (as `records`)."""
         with closing(self._stored(capture, 0)) as lines:
             for line in lines:
                 if (record := load_record(line)) is not None:
-                    yield record
+                    yield mask_record(capture.redactor, record)
 
     def _stored(self, capture: Capture, start: int) -> Generator[bytes, None, None]:
         """The whole lines of `capture` from offset `start` to where the last refresh read,
@@ -319,3 +347,16 @@ class Catalog:
                 offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
                 if not isinstance(line, LongLine):
                     yield line
+
+
+def _written(record: Json) -> bytes:
+    """A record masked here as one line: an id past 64 bits, which orjson will not write,
+    through the stdlib, which writes it exactly."""
+    try:
+        return orjson.dumps(record)
+    except TypeError:
+        try:
+            return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str).encode(
+                "utf-8", "surrogatepass")
+        except (RecursionError, ValueError):  # nested too deep: what cannot be written gives way
+            return safe_dumps(record).rstrip(b"\n")

@@ -49,16 +49,17 @@ def open_capture(path: str, *, strict: bool = True, follow: bool = False,
         yield CaptureReader(path, read_lines(file, follow=follow, max_line=max_line), strict=strict)
 
 
-def open_regular(path: str, *, follow_link: bool = True) -> IO[bytes]:
+def open_regular(path: str, *, follow_link: bool = True, dir_fd: int | None = None) -> IO[bytes]:
     """`path` opened for reading if it is a regular file (without `follow_link`, not through
-    a symbolic link at its last step), checked on the file opened, not on the name.
+    a symbolic link at its last step), checked on the file opened, not on the name. With
+    `dir_fd`, a relative `path` is taken from that folder.
 
     Raises:
         UnreadableCapture: anything else, or a file that cannot be opened.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_link else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except IsADirectoryError:
         raise UnreadableCapture(path, None, "is a directory, not a capture") from None
     except OSError as exc:
@@ -70,6 +71,34 @@ def open_regular(path: str, *, follow_link: bool = True) -> IO[bytes]:
         raise UnreadableCapture(path, None, problem)
     os.set_blocking(fd, True)
     return open(fd, "rb")
+
+
+_FOLDER = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+
+
+def open_beneath(path: str) -> IO[bytes]:
+    """The regular file at the absolute `path`, reached from / one step at a time without
+    following a symbolic link at any step (a folder swapped for a link since the path was
+    found is refused, not followed), as `open_regular` opens it.
+
+    Raises:
+        UnreadableCapture: a step is a link, or missing, or the file is no regular file.
+    """
+    *folders, name = path.split("/")[1:]
+    if not path.startswith("/") or not name or any(step in ("", ".", "..") for step in (*folders, name)):
+        raise UnreadableCapture(path, None, "not a plain absolute path")
+    fd = os.open("/", _FOLDER)
+    try:
+        for step in folders:
+            try:
+                inner = os.open(step, _FOLDER, dir_fd=fd)
+            except OSError as exc:
+                raise UnreadableCapture(path, None, f"cannot read: {exc.strerror or exc}") from None
+            os.close(fd)
+            fd = inner
+        return open_regular(name, follow_link=False, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECONDS,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge.capture.reader import record_bytes, record_message
-from acp_bridge.capture.records import withhold
+from acp_bridge.capture.records import mask_record
 from acp_bridge.capture.redaction import WHOLE, Redactor
 from acp_bridge.capture.summary import WITHHELD_NOTE, short_session, summarize
 from acp_bridge.core import protocol as p
@@ -193,30 +193,9 @@ class RowBuilder:
         yield from self._flush_fold()
 
     def redact(self, record: Json) -> Json:
-        """The record with the capture's redaction applied again to raw and out (a line
-        that could hold a secret and cannot be masked precisely is withheld whole); the
-        record itself when nothing is masked (it is never changed: a masked one is a copy)."""
-        if record.get("redacted") == WHOLE:
-            return record
-        keys: tuple[str, ...] = ("raw", "out")
-        if record.get("truncated"):  # raw is the head of a long line: never parsed, so never masked
-            if self.redactor.may_hold_any_secret(record_bytes(record, "raw") or b""):
-                return withhold(dict(record))
-            keys = ("out",)  # whole, if a record has one (the bridge writes none: an edited capture)
-        masked: Json | None = None
-        for key in keys:
-            data = record_bytes(record, key)
-            if data is None or self.redactor.passes_unmasked(data):  # most lines: not parsed here
-                continue
-            line, hits = self.redactor.mask_line(data, record_message(record, key))
-            if hits is None:
-                return withhold(masked if masked is not None else dict(record))
-            if hits:
-                masked = masked if masked is not None else dict(record)
-                masked.pop(f"{key}_b64", None)
-                masked[key] = line.decode("utf-8", "replace")
-                masked["redacted"] = sorted(set(masked.get("redacted") or ()) | set(hits))
-        return record if masked is None else masked
+        """The record masked again as everything that serves a capture masks it
+        (`records.mask_record`)."""
+        return mask_record(self.redactor, record)
 
     # -- groups --------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from acp_bridge import __version__
-from acp_bridge.capture.reader import FORMAT_VERSION
+from acp_bridge.capture.reader import FORMAT_VERSION, record_bytes, record_message
 from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor
 from acp_bridge.capture.runs import LeanRuns
 from acp_bridge.capture.text_redaction import mask_argv
@@ -159,6 +159,34 @@ def withhold(record: Json) -> Json:
             record[key] = REDACTED
     record["redacted"] = WHOLE
     return record
+
+
+def mask_record(redactor: Redactor, record: Json) -> Json:
+    """The record with the capture's redaction applied again to raw and out, as everything
+    that serves a capture shows it (the export's page, the inspector, the MCP server): a
+    line that could hold a secret and cannot be masked precisely is withheld whole. The
+    record itself when nothing is masked (it is never changed: a masked one is a copy)."""
+    if record.get("redacted") == WHOLE:
+        return record
+    keys: tuple[str, ...] = ("raw", "out")
+    if record.get("truncated"):  # raw is the head of a long line: never parsed, so never masked
+        if redactor.may_hold_any_secret(record_bytes(record, "raw") or b""):
+            return withhold(dict(record))
+        keys = ("out",)  # whole, if a record has one (the bridge writes none: an edited capture)
+    masked: Json | None = None
+    for key in keys:
+        data = record_bytes(record, key)
+        if data is None or redactor.passes_unmasked(data):  # most lines: not parsed here
+            continue
+        line, hits = redactor.mask_line(data, record_message(record, key))
+        if hits is None:
+            return withhold(masked if masked is not None else dict(record))
+        if hits:
+            masked = masked if masked is not None else dict(record)
+            masked.pop(f"{key}_b64", None)
+            masked[key] = line.decode("utf-8", "replace")
+            masked["redacted"] = sorted(set(masked.get("redacted") or ()) | set(hits))
+    return record if masked is None else masked
 
 
 @dataclass(slots=True)

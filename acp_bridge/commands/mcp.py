@@ -21,7 +21,8 @@ def mcp(roots: tuple[str, ...]) -> None:
     given, default the current folder, to an MCP client on stdin/stdout: an agent lists
     them, reads their messages, findings, stats and the migration verdict, searches and
     compares them. Read-only: nothing outside the given folders is read (a link leading out
-    is not followed), nothing is written. It ends when stdin closes (exit 0). Needs the `mcp`
+    is not followed), nothing is written. It ends when stdin closes (exit 0), or at once when
+    stdout is closed (exit 1). Needs the `mcp`
     extra: pip install 'acp-bridge-proxy[mcp]'.
     """
     from acp_bridge.mcp import missing_sdk
@@ -29,10 +30,13 @@ def mcp(roots: tuple[str, ...]) -> None:
     problem = missing_sdk()
     if problem is not None:
         fail(problem)
-    from acp_bridge.mcp.server import serve
+    from acp_bridge.mcp.server import StdoutGone, serve
     from acp_bridge.shell.posix import process_exists
 
     try:
         serve(roots or (".",), alive=process_exists)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
+    except StdoutGone:  # the client stopped reading: nothing more can reach it
+        click.echo("acp-bridge: mcp: stdout was closed; stopping", err=True)
+        raise SystemExit(1) from None

@@ -121,7 +121,7 @@ class Inspector:
         self.timelines.forget(names)  # what was kept for a capture that is gone
         for name in [name for name in self._reports if name not in names]:
             del self._reports[name]
-        return [(c.name, c.generation, c.last_seq, c.messages, c.findings, c.ended) for c in listed]
+        return [(c.name, c.generation, c.last_seq, c.messages, c.findings, c.skipped, c.ended) for c in listed]
 
     async def wait_growth(self, seconds: float) -> None:
         with trio.move_on_after(seconds):
@@ -131,7 +131,7 @@ class Inspector:
 
     def listing(self) -> list[Json]:
         return [{"name": c.name, "live": self.catalog.live(c), "messages": c.messages, "findings": c.findings,
-                 "client": c.client, "agent": c.agent, "started": c.started, "ended": c.ended,
+                 "skipped": c.skipped, "client": c.client, "agent": c.agent, "started": c.started, "ended": c.ended,
                  "last_seq": c.last_seq} for c in self.catalog.refresh()]
 
     def messages(self, name: str, after: int, limit: int) -> list[Json]:

@@ -18,7 +18,6 @@ import orjson
 
 from acp_bridge.capture.catalog import Capture, Catalog
 from acp_bridge.capture.html_rows import RowBuilder
-from acp_bridge.capture.redaction import Redactor, valid_pointers
 from acp_bridge.core.protocol import Json
 
 BLOCK = 2000  # rows per packed block
@@ -65,8 +64,7 @@ class Timeline:
 
     def __init__(self, capture: Capture, clock: Callable[[float], str]) -> None:
         self.generation = capture.generation
-        header = capture.header or {}
-        self.builder = RowBuilder(Redactor(valid_pointers(header.get("redact"))), clock)
+        self.builder = RowBuilder(capture.redactor, clock)  # the catalog's: its records come masked
         self.rows = Rows()
         self.read_to = 0  # the last seq fed to the builder
 

@@ -8,8 +8,8 @@ the commands say: `show`'s filters and summaries (`capture.summary`), `check`'s 
 and verdict (`health.offline`), `stats`' counts (`capture.stats`), `diff`'s differences
 (`replay.compare`).
 
-Must never: write anything, open a file the catalog did not list, un-redact (a capture's
-values are served as the capture holds them: masked ones stay masked), or answer beyond
+Must never: write anything, open a file the catalog did not list, un-redact (the catalog
+serves every record masked again as the export masks it: masked ones stay masked), or answer beyond
 `pages.MAX_TEXT`. One call at a time (the catalog is not thread-safe): the server runs them
 in one worker thread.
 """
@@ -33,6 +33,7 @@ from acp_bridge.capture.summary import (
     summarize,
     utc_clock,
 )
+from acp_bridge.core.lines import MIB
 from acp_bridge.core.pointer import parse_pointer
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
@@ -145,7 +146,8 @@ class Tools:
             started = (capture.header or {}).get("started")
             return line({"name": capture.name, "started": started if isinstance(started, str) else None,
                          "client": capture.client, "agent": capture.agent, "messages": capture.messages,
-                         "findings": capture.findings, "live": self.catalog.live(capture)})
+                         "findings": capture.findings, "skipped": capture.skipped,
+                         "live": self.catalog.live(capture)})
 
         return page(captures, entry, offset=offset, limit=limit, call="list_captures", max_text=self.max_text,
                     empty="(no captures in " + ", ".join(self.catalog.roots) + ")")
@@ -220,6 +222,9 @@ class Tools:
         stored = self._stored(where, seq) if seq >= 1 else None
         if stored is None:
             held = f"its messages are seq 1 to {where.last_seq}" if where.last_seq else "it holds no message"
+            if where.skipped:
+                held += (f"; {where.skipped} line(s) longer than {self.catalog.max_line // MIB} MiB were passed over "
+                         "unread")
             raise BadArgument(f"capture {quoted(where.name)} has no message with seq {seq} ({held})")
         return piece(stored[0].decode("utf-8", "replace"), offset, call="get_message", max_text=self.max_text)
 

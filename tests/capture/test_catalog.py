@@ -257,3 +257,53 @@ def test_fields_of_the_wrong_type_count_for_nothing_in_the_listing(tmp_path: Pat
     (tmp_path / "c.jsonl").write_bytes(header() + lines)
     [capture] = Catalog([str(tmp_path)]).refresh()
     assert (capture.messages, capture.last_seq, capture.findings, capture.client) == (3, 7, 1, "zed 1")
+
+
+SECRET = message(1, raw='{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"outside":"secret"}}\n')
+
+
+def swapped_tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A served folder (a.jsonl; linked.jsonl, a link to sub/b.jsonl) and an outside folder
+    laid out the same, whose captures hold what must never be served."""
+    served, outside = tmp_path / "served", tmp_path / "outside"
+    for folder, body in ((served, message(1)), (outside, SECRET)):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "a.jsonl").write_bytes(header() + body)
+        (folder / "sub" / "b.jsonl").write_bytes(header() + body)
+    (served / "linked.jsonl").symlink_to(served / "sub" / "b.jsonl")
+    return served, outside
+
+
+def swap(served: Path, outside: Path, what: str) -> str:
+    """Replace `what` of the served folder by a link to its outside twin; the name to ask for."""
+    if what == "file":
+        (served / "a.jsonl").unlink()
+        (served / "a.jsonl").symlink_to(outside / "a.jsonl")
+        return "a.jsonl"
+    moved = served / "sub" if what == "subfolder" else served
+    moved.rename(moved.with_name(moved.name + ".old"))
+    moved.symlink_to(outside / "sub" if what == "subfolder" else outside)
+    return "linked.jsonl" if what == "subfolder" else "a.jsonl"
+
+
+@pytest.mark.parametrize("what", ["served folder", "subfolder", "file"])
+def test_a_folder_or_file_swapped_for_a_link_after_listing_is_not_followed(tmp_path: Path, what: str) -> None:
+    """Every open walks down from / without following a link at any step: a path is not
+    trusted because it was listed (a folder swapped under a polling page served an outside
+    capture until the next refresh)."""
+    served, outside = swapped_tree(tmp_path)
+    catalog = Catalog([str(served)])
+    assert sorted(c.name for c in catalog.refresh()) == ["a.jsonl", "linked.jsonl"]
+    name = swap(served, outside, what)
+    with pytest.raises(UnknownCapture):
+        catalog.reread(name)
+    assert name not in [c.name for c in catalog.refresh()]
+
+
+def test_a_capture_given_by_path_is_not_followed_through_a_swapped_folder(tmp_path: Path) -> None:
+    served, outside = swapped_tree(tmp_path)
+    catalog = Catalog([str(served / "a.jsonl")])
+    assert [c.name for c in catalog.refresh()] == ["a.jsonl"]
+    swap(served, outside, "served folder")
+    with pytest.raises(UnknownCapture):
+        catalog.reread("a.jsonl")

@@ -246,7 +246,9 @@ SECRET_NEW = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cw
     {"name": "m", "command": "c", "args": [], "env": [{"name": "K", "value": "hunter2"}]}]}}
 
 
-@pytest.mark.parametrize(("pointers", "msg", "raw", "shown", "redacted"), [
+# Secrets a capture may hold in clear, as (pointers, message, raw line or None: the message's,
+# what the masked line shows, the pointers masked); the servers' tests serve them too.
+IN_CLEAR = [
     pytest.param((), SECRET_NEW, None, '"value":"<redacted>"', ["/params/mcpServers/0/env/0/value"],
                  id="a-default-secret"),
     pytest.param((), {"id": 3}, '{"jsonrpc":"2.0","id":3,"method":"auth\\/login","params":{"k":"hunter2"}}\n',
@@ -258,7 +260,10 @@ SECRET_NEW = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cw
                  '"params":{"cl\u00e9":"<redacted>"}', ["/params/cl\u00e9"], id="a-pointer-beyond-ascii"),
     pytest.param(('/params/a"b"c',), update("plan"), '{"jsonrpc":"2.0","method":"n","params":{"a\\"b\\u0022c":"hunter2"}}\n',
                  '"params":{"a\\"b\\"c":"<redacted>"}', ['/params/a"b"c'], id="a-pointer-with-two-quotes-escaped-two-ways"),
-])
+]
+
+
+@pytest.mark.parametrize(("pointers", "msg", "raw", "shown", "redacted"), IN_CLEAR)
 def test_rows_mask_again_what_the_capture_holds_in_clear(pointers: tuple[str, ...], msg: Any, raw: str | None,
                                                           shown: str, redacted: list[str]) -> None:
     """A capture written by an older bridge, or edited, may hold a secret in clear: its rows

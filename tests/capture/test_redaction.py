@@ -36,7 +36,8 @@ NEW = (b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcp
        b'"command":"c","args":[],"env":[{"name":"K","value":"S3CR3T"}]}]')
 
 
-@pytest.mark.parametrize("line", [
+# Lines holding a secret that no parse can mask precisely (the servers' tests serve them too).
+UNMASKABLE = [
     pytest.param(AUTH + b',"x":"\\ud83d"}}\n', id="lone-surrogate"),
     pytest.param(AUTH + b',"x":NaN}}\n', id="nan"),
     pytest.param(NEW + b',"x":Infinity}}\n', id="infinity-mcp"),
@@ -49,7 +50,10 @@ NEW = (b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcp
     pytest.param(b'    "env": [{"name": "K", "value": "S3CR3T"}],\n', id="pretty-printed-fragment"),
     pytest.param(b'{"jsonrpc":"2.0","id":3,"method":"terminal/create","params":{"env":[{"name":"K","value":'
                  b'"S3CR3T"}],"x":"\\udc00"}}\n', id="terminal-create"),
-])
+]
+
+
+@pytest.mark.parametrize("line", UNMASKABLE)
 def test_a_line_that_does_not_parse_is_withheld_when_it_could_hold_a_secret(line: bytes) -> None:
     assert parsed(line) is None
     assert Redactor().mask_line(line, None) == (WITHHELD, None)

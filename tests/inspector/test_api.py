@@ -22,13 +22,14 @@ import pytest
 import trio
 from click.testing import CliRunner
 
-from acp_bridge.capture.catalog import Capture
+from acp_bridge.capture.catalog import Capture, UnknownCapture
 from acp_bridge.capture.stats import stats_json
 from acp_bridge.capture.summary import utc_clock
 from acp_bridge.commands import main
 from acp_bridge.health.offline import findings_json
 from acp_bridge.inspector.app import GONE_EVERY, Abandoned, Inspector
 from acp_bridge.inspector.server import address, bind, serve
+from tests.capture.hostile import PEAK_OF_SERVER, holds_a_secret, hostile_captures, one_huge_line
 
 TOKEN = "test-token-0123456789abcdefghijklmnop"
 
@@ -398,3 +399,67 @@ async def test_a_report_is_given_up_when_its_connection_closes(tmp_path: Path,
         await stream.aclose()
         assert (await server.json("/api/captures/c.jsonl/findings"))["messages"] == 1  # after the stats gave up
     assert told == [True]
+
+
+def test_a_folder_swapped_for_a_link_after_listing_is_not_served(tmp_path: Path) -> None:
+    """While a page polls, the served folder is swapped for a link: the next open is
+    refused (the capture is gone), never followed to the outside capture."""
+    served, outside = tmp_path / "served", tmp_path / "outside"
+    served.mkdir()
+    outside.mkdir()
+    (served / "c.jsonl").write_bytes(header() + message(1))
+    (outside / "c.jsonl").write_bytes(header() + message(1, '{"secret":"outside"}\n'))
+    inspector = Inspector([str(served)], alive=lambda pid: False, clock=utc_clock)
+    assert [c["name"] for c in inspector.listing()] == ["c.jsonl"]
+    assert len(inspector.messages("c.jsonl", 0, 10)) == 1
+    served.rename(tmp_path / "served.old")
+    served.symlink_to(outside)
+    with pytest.raises(UnknownCapture):
+        inspector.messages("c.jsonl", 0, 10)
+    with pytest.raises(UnknownCapture):
+        inspector.timelines.rows("c.jsonl", 0, 10)
+
+
+async def test_every_api_serves_messages_masked_as_the_export_shows_them(tmp_path: Path) -> None:
+    """The messages API served MCP env values, auth params and header values in clear that
+    the page's rows and `export --html` mask again: every answer now masks them the one way
+    (`records.mask_record`), on the export's own hostile samples."""
+    hostile = hostile_captures(tmp_path)
+    async with running(tmp_path) as server:
+        for capture in hostile:
+            base_url = f"/api/captures/{capture.name}"
+            served = await server.json(f"{base_url}/messages")
+            assert served == orjson.loads(orjson.dumps(capture.shown))
+            for kind in ("rows", "stats", "findings"):
+                assert not holds_a_secret(await server.json(f"{base_url}/{kind}")), kind
+
+
+HUGE = 100 * 1000 * 1000  # the line of the report: the inspector grew to 555 MiB on it
+
+
+def test_one_huge_line_is_passed_over_and_the_inspector_stays_small(tmp_path: Path) -> None:
+    """A capture with one 100 MB line, through every API name of the real command: the line
+    is over the servers' limit (64 MiB), so it is passed over unread and counted; what is
+    around it is served; the process stays far below the line's size (348 MiB for the
+    listing alone, 555 MiB in all, before)."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    one_huge_line(folder / "huge.jsonl", HUGE)
+    peak = tmp_path / "peak"
+    with subprocess.Popen([sys.executable, "-c", PEAK_OF_SERVER, str(peak), sys.executable, "-m", "acp_bridge",
+                           "ui", str(folder)], stdout=subprocess.PIPE) as proc:
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().decode().strip()
+            base, token = url.split("/?token=")
+            with httpx.Client(base_url=base, params={"token": token}, timeout=60) as client:
+                [listed] = client.get("/api/captures").json()
+                assert (listed["messages"], listed["skipped"]) == (2, 1)
+                assert [m["seq"] for m in client.get("/api/captures/huge.jsonl/messages").json()] == [2, 3]
+                for kind in ("rows", "stats", "findings"):
+                    assert client.get(f"/api/captures/huge.jsonl/{kind}").status_code == 200, kind
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+        finally:
+            proc.kill()
+    assert int(peak.read_text()) / 1024 < 100, int(peak.read_text()) / 1024

@@ -144,7 +144,7 @@ def test_list_captures_names_each_capture_newest_first_and_nothing_else(conversa
     assert [e["live"] for e in entries] == [False] * 5 + [True]  # its bridge (the test) still runs
     assert entries[3] == {"name": AIR, "started": "2026-12-01T03:19:43Z", "client": "golden-client 1.0.0",
                           "agent": "@zed-industries/claude-agent-acp 0.23.1", "messages": 19, "findings": 0,
-                          "live": False}
+                          "skipped": 0, "live": False}
     assert entries[1]["client"] == "golden-client 1.0.0"  # v2 names it `info`
     assert (entries[0]["client"], entries[0]["messages"], entries[0]["live"]) == ("demo-client 1.0.0", 16, False)
     assert answer(conversation, "list-page").splitlines() == [

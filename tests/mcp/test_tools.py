@@ -18,6 +18,7 @@ from acp_bridge.health import offline
 from acp_bridge.mcp import tools as tools_module
 from acp_bridge.mcp.pages import cut, page, piece, utf8_size
 from acp_bridge.mcp.tools import BadArgument, Tools, line
+from tests.capture.hostile import SECRETS, holds_a_secret, hostile_captures
 from tests.capture.samples import FIXED, HEADER, base
 
 
@@ -232,3 +233,59 @@ def test_the_notes_of_a_diff_are_bounded_too(tmp_path: Path) -> None:
         "(stopped at the answer's size limit after 25 entries; the rest: diff_captures with offset=25)",
         *(f"session {n} is only in B" for n in range(2, 10)),
         "(and 392 more notes: acp-bridge diff prints them all)"]
+
+
+class SwappedAfterListing(Catalog):
+    """A catalog whose served folder is swapped for a link to an outside one right after
+    its first listing, before the captures are opened."""
+
+    def __init__(self, served: Path, outside: Path) -> None:
+        super().__init__([str(served)])
+        self.served, self.outside, self.swapped = served, outside, False
+
+    def _names(self) -> dict[str, str]:
+        named = super()._names()
+        if not self.swapped:
+            self.swapped = True
+            self.served.rename(self.served.with_name("served.old"))
+            self.served.symlink_to(self.outside)
+        return named
+
+
+def test_a_folder_swapped_for_a_link_between_listing_and_opening_is_not_followed(tmp_path: Path) -> None:
+    served, outside = tmp_path / "served", tmp_path / "outside"
+    served.mkdir()
+    outside.mkdir()
+    write(served / "a.jsonl", prompt(1, "s", "inside"))
+    write(outside / "a.jsonl", prompt(1, "s", "outside secret"))
+    tools = Tools(SwappedAfterListing(served, outside))
+    with pytest.raises(BadArgument, match="no capture named"):
+        tools.get_message("a.jsonl", 1)
+
+
+def test_every_tool_serves_messages_masked_as_the_export_shows_them(tmp_path: Path) -> None:
+    """get_message, show_messages and search served what the capture held in clear: the
+    secrets the export's page masks again (on its own hostile samples) are masked here the
+    same way, and a search for one finds nothing."""
+    hostile = hostile_captures(tmp_path)
+    tools = Tools(Catalog([str(tmp_path)]))
+    for capture in hostile:
+        for shown in capture.shown:
+            assert orjson.loads(tools.get_message(capture.name, int(shown["seq"]))) == shown
+        answers = [tools.show_messages(capture.name, detail=3), tools.capture_summary(capture.name),
+                   tools.find_problems(capture.name)]
+        assert not any(holds_a_secret(answer) for answer in answers), capture.name
+    for secret in SECRETS:
+        assert tools.search(secret.decode()).startswith("(no message in ")
+
+
+def test_a_message_on_a_line_over_the_limit_is_said_to_be_passed_over(tmp_path: Path) -> None:
+    """Its seq is asked for (the next message's is one more): the answer says why it is not
+    there, as the listing counts it."""
+    write(tmp_path / "long.jsonl", prompt(1, "s", "x" * (2 << 20)), prompt(2, "s", "short"))
+    tools = Tools(Catalog([str(tmp_path)], max_line=1 << 20))
+    assert orjson.loads(tools.list_captures())["skipped"] == 1
+    with pytest.raises(BadArgument) as raised:
+        tools.get_message("long.jsonl", 1)
+    assert str(raised.value) == ('capture "long.jsonl" has no message with seq 1 (its messages are seq 1 to 2; '
+                                 "1 line(s) longer than 1 MiB were passed over unread)")

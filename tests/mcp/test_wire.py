@@ -6,7 +6,10 @@ line saying how to install it, exit 2."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ import orjson
 import pytest
 import trio
 
+from tests.capture.hostile import PEAK_OF_SERVER, one_huge_line
 from tests.cli_helpers import without_package
 from tests.conftest import TESTS, BridgeProcess, invoke, open_bridge
 from tests.mcp.conftest import TOOLS
@@ -21,10 +25,11 @@ from tests.mcp.conftest import TOOLS
 AIR = "v1-legacy-air-meta.jsonl"
 
 
-async def ask(bridge: BridgeProcess, message: dict[str, Any]) -> dict[str, Any]:
-    """Send one request; its answer, the next line of stdout (each answer is read whole
-    before the next request is sent, so `received` ends with the previous one)."""
-    await bridge.send(orjson.dumps(message) + b"\n")
+async def ask(bridge: BridgeProcess, message: dict[str, Any] | bytes) -> dict[str, Any]:
+    """Send one request (or a line as it is); its answer, the next line of stdout (each
+    answer is read whole before the next request is sent, so `received` ends with the
+    previous one)."""
+    await bridge.send((message if isinstance(message, bytes) else orjson.dumps(message)) + b"\n")
     start = len(bridge.received)
     assert bridge.proc.stdout is not None
     while b"\n" not in bridge.received[start:]:
@@ -83,3 +88,123 @@ def test_without_the_extra_one_line_says_how_to_install_it_and_the_exit_status_i
     assert (done.returncode, done.stdout) == (2, b"")
     assert done.stderr == (b"acp-bridge: mcp needs the MCP Python SDK, which is not installed (mcp.server not "
                            b"found): pip install 'acp-bridge-proxy[mcp]'\n")
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-client", "version": "1"}}}
+
+
+def refused(ident: object, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
+
+
+# (the line sent, the one answer it gets)
+MALFORMED: list[tuple[bytes, dict[str, Any]]] = [
+    (b'{"jsonrpc":"2.0","id":2,"method":"nope/unknown"}',
+     {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "Method not found", "data": "nope/unknown"}}),
+    (b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":"a string"}',
+     refused(3, -32602, "Invalid params: params must be an object")),
+    (b'{"jsonrpc":"2.0","id":"4","method":"tools/call","params":["get_message"]}',
+     refused("4", -32602, "Invalid params: params must be an object")),
+    (b'{"jsonrpc":"2.0","id":5,"method":5}', refused(5, -32600, "Invalid Request: method must be a string")),
+    (b'{"jsonrpc":"1.0","id":6,"method":"ping"}', refused(6, -32600, 'Invalid Request: jsonrpc must be "2.0"')),
+    (b'{"jsonrpc":"2.0","id":true,"method":"ping"}',
+     refused(None, -32600, "Invalid Request: id must be a string or an integer")),
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}',
+     refused(None, -32600, "Invalid Request: id must be a string or an integer")),
+    (b'[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"ping"}]',
+     refused(None, -32600, "Invalid Request: a batch (JSON array); MCP takes one message per line")),
+    (b'[]', refused(None, -32600, "Invalid Request: a batch (JSON array); MCP takes one message per line")),
+    (b'"ping"', refused(None, -32600, "Invalid Request")),
+    (b'{"jsonrpc":"2.0","id":9,"method":"ping"', refused(None, -32700, "Parse error")),
+    (b'{"jsonrpc":"2.0","id":10,"method":"ping","params":{"p":"' + b"x" * (16 << 20) + b'"}}',
+     refused(None, -32600, "Invalid Request: a line longer than 16 MiB")),
+]
+
+
+async def test_every_malformed_request_is_answered_and_notifications_are_not(tmp_path: Path) -> None:
+    """A request with an unknown method, params that are no object, a batch, an id that is
+    no id: each gets the one JSON-RPC error it is owed (the SDK's transport dropped all but
+    the first unanswered). A malformed notification or response gets nothing: the next
+    answer is the ping's."""
+    with trio.fail_after(60):
+        async with open_bridge(["mcp", str(tmp_path)]) as bridge:
+            assert (await ask(bridge, INITIALIZE))["id"] == 1
+            await bridge.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            for line, answer in MALFORMED:
+                assert await ask(bridge, line) == answer, line
+            for line in (b'{"jsonrpc":"2.0","method":"notifications/x","params":"s"}', b'{"jsonrpc":"2.0","id":3}'):
+                await bridge.send(line + b"\n")
+            assert await ask(bridge, {"jsonrpc": "2.0", "id": 10, "method": "ping"}) == {
+                "jsonrpc": "2.0", "id": 10, "result": {}}
+            await bridge.close_stdin()
+            assert await bridge.proc.wait() == 0
+
+
+def test_with_its_stdout_closed_it_stops_at_once_with_one_line(tmp_path: Path) -> None:
+    """Nobody reads its answers any more: it ran on until stdin closed, then exited 1 with a
+    6 KB traceback. Now the first answer that cannot be written ends it, stdin still open."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with subprocess.Popen([sys.executable, "-m", "acp_bridge", "mcp", str(tmp_path)], stdin=subprocess.PIPE,
+                          stdout=write_end, stderr=subprocess.PIPE) as proc:
+        os.close(write_end)
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(orjson.dumps(INITIALIZE) + b"\n")
+        proc.stdin.flush()
+        try:
+            status = proc.wait(timeout=30)  # stdin stays open: only its own stop ends it
+        finally:
+            proc.kill()
+        assert (status, proc.stderr.read()) == (1, b"acp-bridge: mcp: stdout was closed; stopping\n")
+
+
+async def test_one_huge_line_is_passed_over_and_the_server_stays_small(tmp_path: Path) -> None:
+    """A capture with one 100 MB line, through every tool of the real server: the line is
+    over the servers' limit (64 MiB), so it is passed over unread and counted; the process
+    stays far below the line's size (it grew to about 700 MiB before)."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    one_huge_line(folder / "huge.jsonl", 100 * 1000 * 1000)
+    peak = tmp_path / "peak"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("list_captures", {}), ("show_messages", {"capture": "huge.jsonl", "detail": 3}),
+        ("get_message", {"capture": "huge.jsonl", "seq": 2}), ("search", {"text": "xxxx"}),
+        ("capture_summary", {"capture": "huge.jsonl"}), ("find_problems", {}),
+        ("diff_captures", {"a": "huge.jsonl", "b": "huge.jsonl"})]
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-c", PEAK_OF_SERVER, str(peak), sys.executable, "-m", "acp_bridge", "mcp", str(folder)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        with trio.fail_after(60):
+            bridge = BridgeProcess(proc)
+            assert (await ask(bridge, INITIALIZE))["id"] == 1
+            await bridge.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            texts = []
+            for n, (tool, arguments) in enumerate(calls):
+                answer = await ask(bridge, {"jsonrpc": "2.0", "id": n + 2, "method": "tools/call",
+                                            "params": {"name": tool, "arguments": arguments}})
+                assert answer["result"]["isError"] is False, answer
+                texts.append(answer["result"]["content"][0]["text"])
+            await bridge.close_stdin()
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert orjson.loads(texts[0])["skipped"] == 1
+    assert texts[3].startswith("(no message in 1 captures holds")
+    assert int(peak.read_text()) / 1024 < 150, int(peak.read_text()) / 1024
+
+
+@pytest.mark.parametrize(("closed", "expected"), [
+    (">&-", (1, b"acp-bridge: mcp: stdout was closed; stopping\n")),
+    ("<&-", (0, b"")),
+])
+def test_started_with_stdout_or_stdin_closed_it_says_so_or_ends_at_once(tmp_path: Path, closed: str,
+                                                                        expected: tuple[int, bytes]) -> None:
+    """Both ended in a traceback: no stdout is the one line above and exit 1; no stdin is
+    an empty one, so the server ends at once with 0."""
+    done = subprocess.run(["sh", "-c", f'exec "$@" {closed}', "sh", sys.executable, "-m", "acp_bridge", "mcp",
+                           str(tmp_path)], check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (*expected, b"")

@@ -38,7 +38,9 @@ ELSEWHERE = {
     "acp_bridge.replay.report": {"import select"},  # waits for room on a non-blocking stderr
     "acp_bridge.commands.export": {"import signal"},  # SIGTERM during `export --html`: portable
     # opening a capture without blocking on a FIFO (the one reader; below the shell)
-    "acp_bridge.capture.files": {"os.O_CLOEXEC", "os.O_NONBLOCK", "os.O_NOFOLLOW", "os.set_blocking"},
+    # and walking down to it without following a link at any step (the servers' catalog)
+    "acp_bridge.capture.files": {"os.O_CLOEXEC", "os.O_NONBLOCK", "os.O_NOFOLLOW", "os.set_blocking",
+                                 "os.O_DIRECTORY"},
 }
 
 
