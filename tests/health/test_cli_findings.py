@@ -113,7 +113,7 @@ async def test_check_finds_the_same_afterwards_and_fails_at_warning(broken_v1: t
     assert failed == {c for c in sc.BROKEN_V1_CODES
                       if c not in ("air-only-client", "legacy-suggestions", "suggestions-unadvertised",
                                    "system-prompt-fallback")}
-    assert len(list(suite.iter("testcase"))) == 17  # every code but schema-invalid
+    assert len(list(suite.iter("testcase"))) == 18  # every code but schema-invalid
 
 
 async def test_the_system_prompt_fallback_names_its_session_and_request(broken_v1: tuple[Path, Path]) -> None:

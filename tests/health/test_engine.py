@@ -15,7 +15,7 @@ from acp_bridge.config import HealthConfig
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.session import Pending
 from acp_bridge.health.engine import Engine
-from acp_bridge.health.findings import Finding
+from acp_bridge.health.findings import Finding, Level
 from acp_bridge.health.offline import Report, analyse
 from tests.health import scenarios as sc
 
@@ -30,7 +30,8 @@ class Capture:
         self.records: list[dict[str, Any]] = [{"type": "header", "format": 1, "mono": 0.0}]
 
     def add(self, at: float, direction: str, message: dict[str, Any], *, method: str | None = None,
-            verdict: str = "pass", rules: tuple[str, ...] = (), out: dict[str, Any] | None = None) -> int:
+            verdict: str = "pass", rules: tuple[str, ...] = (), out: dict[str, Any] | None = None,
+            error: str | None = None) -> int:
         kind = ("request" if "id" in message else "notification") if "method" in message else "response"
         params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
         seq = len(self.records)
@@ -42,6 +43,8 @@ class Capture:
             record["raw"] = orjson.dumps(message).decode() + "\n"
         if out is not None:
             record["out"] = orjson.dumps(out).decode() + "\n"
+        if error is not None:
+            record["error"] = error
         self.records.append(record)
         return seq
 
@@ -240,6 +243,31 @@ def test_the_system_prompt_fallback_carries_the_requests_id_and_session() -> Non
             out=prompt(7) | {"params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "S"}]}})
     assert [(f.seq, f.session, f.id, f.method) for f in cap.check(end=1.0).findings
             if f.code == "system-prompt-fallback"] == [(3, None, "n", "session/new"), (7, "s1", 7, "session/prompt")]
+
+
+def test_a_failing_rule_is_one_error_finding_per_rule_with_every_failure_counted() -> None:
+    """Verdict `error` names the rule that failed: one finding per rule (its first failure,
+    whatever the session), every failure counted; a message the rules were not asked about
+    because it could not be written back is one too. The verdict never says the bridge can go."""
+    cap = Capture()
+    opened(cap)
+    first = cap.add(1.0, A, prompt(2), verdict="error", rules=("boom",), error="ValueError: kaboom")
+    for i in range(3, 1000):
+        cap.add(1.0 + i, A, prompt(i, f"s{i % 2}"), verdict="error", rules=("boom",), error="ValueError: kaboom")
+    other = cap.add(2000.0, C, sc.chunk("s1", "x"), verdict="error", rules=("mine",), error="KeyError: 'x'")
+    deep = cap.add(2001.0, A, prompt(5000), verdict="error", error="cannot re-encode: nested deeper than can be "
+                                                                       "written back")
+    report = cap.check(end=2002.0, config=HealthConfig(request_seconds=0, prompt_seconds=0))
+    assert report.counts == {"rule-failed": 1000}
+    assert [(f.code, f.level, f.seq, f.session, f.text) for f in report.findings] == [
+        ("rule-failed", Level.ERROR, first, "s1", "rule 'boom' failed: ValueError: kaboom (the message went on as it came)"),
+        ("rule-failed", Level.ERROR, other, "s1", "rule 'mine' failed: KeyError: 'x' (the message went on as it came)"),
+        ("rule-failed", Level.ERROR, deep, "s1", "the rules could not change a message: cannot re-encode: nested "
+                                                 "deeper than can be written back (the message went on as it came)"),
+    ]
+    assert report.migration.verdict() == ("rules failed (boom 998x, mine 1x, a message they could not change 1x): "
+                                          "what they would have done is not known, so whether the bridge can be "
+                                          "removed is not either; fix them and check a new capture")
 
 
 def test_each_code_and_session_is_told_once_then_counted() -> None:
