@@ -14,9 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
+from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending
@@ -226,7 +229,7 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
     if direction is Direction.TO_CLIENT and record.get("kind") == "other" and verdict in ("other", "diverted"):
         _stray(engine, record, verdict == "diverted", now)
     if verdict == "emit":
-        msg = record_message(record, "out")
+        msg = _exact_message(record, "out")
         if isinstance(msg, dict):
             if "id" in msg and ("result" in msg or "error" in msg):
                 pending = _answer(engine, direction, msg)  # the bridge answered it
@@ -259,7 +262,7 @@ def _stray(engine: Engine, record: Json, diverted: bool, now: float) -> None:
 
 def _message(engine: Engine, migration: Migration, record: Json, direction: Direction, now: float) -> None:
     seq, verdict, rules = record.get("seq"), record.get("verdict"), record.get("rules") or []
-    msg = record_message(record, "raw")
+    msg = _exact_message(record, "raw")
     if not isinstance(msg, dict):
         msg = _from_fields(record)
         if msg is None:
@@ -308,6 +311,21 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
                 _suggestions_out(migration, out, written=False)
         elif verdict != "drop" and form is not None:  # it went out as it came
             _suggestions_out(migration, msg, written=False, form=form)
+
+
+def _exact_message(record: Json, key: str) -> Any:
+    """`record_message`, with an id past 64 bits as written (orjson reads it as a float): a
+    finding names it as the peer wrote it, and the capture's `id` field is read so too."""
+    data = record_bytes(record, key)
+    if data is None:
+        return None
+    try:
+        msg = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if type(msg) is dict and type(msg.get("id")) is float:
+        msg["id"] = integer_id(data, msg["id"])
+    return msg
 
 
 def _suggestions_out(migration: Migration, msg: Json, *, written: bool, form: str | None = None) -> None:

@@ -5,6 +5,7 @@ bound its memory, and the listener a telemetry exporter can hang on it."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import orjson
@@ -312,3 +313,26 @@ def test_answers_are_duplicates_exactly_when_an_id_was_answered_before(ids: list
     report = cap.check(end=60.0, config=HealthConfig(request_seconds=1000))
     assert report.counts == ({"response-duplicate": len(twice & set(range(len(unique))))}
                              if twice & set(range(len(unique))) else {})
+
+
+def test_an_id_past_64_bits_is_kept_as_written_in_a_finding() -> None:
+    """orjson reads an integer past 64 bits as a float: a finding names the id as the peer
+    wrote it, all 100 digits, and a request so numbered pairs with its answer."""
+    long_id = int("9" * 100)
+    cap = Capture()
+    opened(cap)
+    unknown = len(cap.records)
+    cap.records.append({"type": "message", "seq": unknown, "time": 1.0, "mono": 1.0, "direction": C,
+                        "kind": "response", "verdict": "pass", "method": None, "id": long_id, "session": None,
+                        "rules": [], "raw": f'{{"jsonrpc":"2.0","id":{long_id},"result":{{}}}}\n'})
+    asked = len(cap.records)
+    cap.records.append({"type": "message", "seq": asked, "time": 2.0, "mono": 2.0, "direction": A,
+                        "kind": "request", "verdict": "pass", "method": "x/slow", "id": long_id + 1,
+                        "session": None, "rules": [],
+                        "raw": f'{{"jsonrpc":"2.0","id":{long_id + 1},"method":"x/slow","params":{{}}}}\n'})
+    report = cap.check(end=100.0)
+    assert [(f.code, f.seq, f.id, f.text) for f in report.findings] == [
+        ("response-unknown-id", unknown, long_id, f"response for id {long_id}, which no request in flight has"),
+        ("request-unanswered", asked, long_id + 1, f"x/slow {long_id + 1} unanswered by the agent for 98s"),
+    ]
+    assert f'"id": {long_id}}}' in json.dumps(report.as_json())  # what check --json prints
