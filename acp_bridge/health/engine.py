@@ -24,6 +24,7 @@ from typing import Any
 
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
+from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
@@ -195,8 +196,8 @@ class Engine(SessionRules):
             if id(pending) not in self._reused and len(self._reused) < self.max_tracked:
                 self._reused[id(pending)] = pending
                 self.flag("request-id-reused", pending.session_id, at, self.seqs.get(id(pending)),
-                           "request {} reuses id {}, still in flight", pending.method, pending.id,
-                           direction=pending.origin, method=pending.method, id_=pending.id)
+                           "request {} reuses id {}, still in flight", pending.method, _written(pending),
+                           direction=pending.origin, method=pending.method, id_=_written(pending))
 
     def threshold(self, origin: Direction, method: Any) -> float:
         key = (origin, method)
@@ -249,7 +250,7 @@ class Engine(SessionRules):
             self._overdue(pending, prompt, now)
 
     def _overdue(self, pending: Pending, prompt: bool, now: float) -> None:
-        origin, id_, method, at = pending.origin, pending.id, pending.method, pending.at
+        origin, id_, method, at = pending.origin, _written(pending), pending.method, pending.at
         waited = f"{now - at:.0f}"
         if prompt:
             code, text = "prompt-stalled", "session/prompt {} unanswered for {}s, the agent silent for {}s"
@@ -387,6 +388,12 @@ def _session_of(msg: Json) -> Any:
 
 def _session_key(session: Any) -> Any:
     return None if session is None else id_key(session)
+
+
+def _written(pending: Pending) -> Any:
+    """A request's id as its line has it: orjson reads an integer past 64 bits as a float."""
+    id_ = pending.id
+    return integer_id(pending.raw, id_) if type(id_) is float and pending.raw else id_
 
 
 def _plain(value: Any) -> Any:

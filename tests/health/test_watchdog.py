@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import trio
 
-from acp_bridge.capture.records import CaptureEncoder
+from acp_bridge.capture.reader import load_record
+from acp_bridge.capture.records import CaptureEncoder, safe_dumps
 from acp_bridge.config import Config, HealthConfig
 from acp_bridge.core.messages import Direction, Frame, classify
 from acp_bridge.core.relay import Relay
@@ -98,7 +99,6 @@ def test_a_finding_record_that_cannot_be_written_stops_a_required_capture() -> N
     finding the watchdog told that the capture file could not write."""
     import os
 
-    from acp_bridge.capture.records import CaptureEncoder
     from acp_bridge.errors import CaptureError
     from acp_bridge.shell.capture_file import CaptureFile
 
@@ -164,3 +164,17 @@ def test_a_failing_rule_is_logged_once_per_rule_at_error_and_totalled_at_the_end
                   "(session s1)"),
         ("INFO", "health: rule-failed came 6 times"),
     ]
+
+
+def test_a_request_id_past_64_bits_is_named_as_written() -> None:
+    """orjson reads an integer id past 64 bits as a float: the finding names it as the client
+    wrote it, all 100 digits, as `check` does afterwards, and so does its capture record."""
+    relay, dog, told = pair(HealthConfig(request_seconds=1))
+    long_id = int("9" * 100)
+    feed(relay, dog, A, f'{{"jsonrpc":"2.0","id":{long_id},"method":"x/slow","params":{{}}}}\n'.encode(), 0.0)
+    dog.engine.advance(10.0)
+    assert [(f.code, f.id, f.text) for f in told] == [
+        ("request-unanswered", long_id, f"x/slow {long_id} unanswered by the agent for 10s")]
+    line = safe_dumps(told[0].record(0.0))  # as the capture file writes it
+    assert f'"id":{long_id},' in line.decode()
+    assert load_record(line, checked=False) == {**told[0].record(0.0), "id": long_id}
