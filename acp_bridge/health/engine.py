@@ -317,11 +317,10 @@ class Engine(SessionRules):
         if n is not None:  # told already: a rule failing on every line is counted, not formatted
             self.counts[key] = n + 1
             return
-        who = f"rule {rule!r} failed" if rule else "the rules could not change a message"
         why = str(error) if error is not None else "?"
         if len(why) > ERROR_SHOWN:
             why = why[:ERROR_SHOWN] + "…"
-        self.flag(RULE_FAILED, session, at, seq, f"{who}: {{}} (the message went on as it came)", why,
+        self.flag(RULE_FAILED, session, at, seq, f"{failed_rule(rule)}: {{}} (the message went on as it came)", why,
                    direction=direction, method=method, id_=id_, per=key[1])
 
     def system_prompt_sent(self, method: str | None, request: Json | None, out: Any, at: float,
@@ -357,6 +356,11 @@ def rule_key(rule: str | None) -> tuple[str, str | None]:
     """What `rule-failed` is counted by instead of a session: the rule (never a session's
     key, which is a (type, value) pair)."""
     return ("rule", rule)
+
+
+def failed_rule(rule: str | None) -> str:
+    """What failed, as a `rule-failed` finding says it (None: the rules were not asked)."""
+    return f"rule {rule!r} failed" if rule else "the rules could not change a message"
 
 
 def system_prompt_dialect(method: str | None, out: Any) -> str | None:

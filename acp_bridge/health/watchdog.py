@@ -34,6 +34,7 @@ from acp_bridge.core.forward import (
     Forward,
     complete_lines,
 )
+from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import (
     NOTIFICATION,
     REQUEST,
@@ -47,7 +48,7 @@ from acp_bridge.core.messages import (
 )
 from acp_bridge.core.session import Session
 from acp_bridge.errors import CaptureError
-from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, rule_key
+from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, failed_rule
 from acp_bridge.health.findings import CODES, Finding, Level
 
 if TYPE_CHECKING:
@@ -198,9 +199,11 @@ class Watchdog:
             method = request.method if request is not None else None
         else:
             method = frame.method
+        id_ = msg.get("id") if frame.kind is not NOTIFICATION else None
+        if type(id_) is float:  # maybe an integer past 64 bits: as written
+            id_ = integer_id(frame.raw, id_)
         self.engine.rule_failed(", ".join(fwd.rules) or None, fwd.error, _session_of(msg, request), mono, seq,
-                                direction=fwd.direction, method=method,
-                                id_=msg.get("id") if frame.kind is not NOTIFICATION else None)
+                                direction=fwd.direction, method=method, id_=id_)
 
     def _unparsed(self, fwd: Forward, source: Direction, sampled: bool, mono: float,
                   forwards: Sequence[Forward], index: int) -> None:
@@ -317,11 +320,10 @@ class Watchdog:
             return
         for (code, session), count in self.engine.counts.items():
             if count > 1 and (code, session) in self._reported_keys:
-                if code == RULE_FAILED:  # counted by rule, not by session
-                    rule = session[1] if isinstance(session, tuple) and session[:1] == rule_key(None)[:1] else None
-                    who = f"rule {rule!r} failed" if rule else "the rules could not change a message"
-                    self.tell(wall, Finding(code, CODES[code].level, None, f"{who} {count} times in all", mono,
-                                            count=count, total=True))
+                if code == RULE_FAILED:  # counted by rule (`rule_key`), not by session
+                    rule = session[1] if isinstance(session, tuple) else None
+                    self.tell(wall, Finding(code, CODES[code].level, None, f"{failed_rule(rule)} {count} times in all",
+                                            mono, count=count, total=True))
                     continue
                 self.tell(wall, Finding(code, CODES[code].level, _session_text(session),
                                         f"{count} occurrences in all", mono, count=count, total=True))
