@@ -127,7 +127,7 @@ def _encodable(value: Any) -> bool:
 def safe_dumps(record: Json) -> bytes:
     """`dumps`, for a record that may hold what cannot be written (an id nested past 254
     levels, a method with a lone surrogate): those values give way, and it is said in
-    `error`. Never raises."""
+    `error`; an integer id past 64 bits is written with all its digits. Never raises."""
     try:
         return dumps(record)
     except TypeError:
@@ -135,13 +135,16 @@ def safe_dumps(record: Json) -> bytes:
     record = dict(record)
     notes = []
     for key in ("id", "session"):
+        if type(record.get(key)) is int:  # past 64 bits (a finding names an id as written): all its digits
+            record[key] = orjson.Fragment(str(record[key]))
         if key in record and not _encodable(record[key]):
             record[key] = None
             notes.append(f"capture: the {key} cannot be written (nested too deep, or not UTF-8)")
     for key in ("method", "error"):
         if isinstance(record.get(key), str):
             record[key] = printable(record[key])
-    record["rules"] = [printable(str(rule)) for rule in record.get("rules") or ()]
+    if "rules" in record:  # a message's (a finding has none)
+        record["rules"] = [printable(str(rule)) for rule in record.get("rules") or ()]
     if notes:
         record["error"] = "; ".join([record["error"], *notes] if record.get("error") else notes)
     try:

@@ -211,6 +211,8 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
         for difference in result.differences:
             click.echo(difference.text())
         click.echo(f"acp-bridge replay --rules: {capture}: {result.summary()}")
+    for failure in result.failures.values():  # each line went on as it came: no difference, still a failure
+        click.echo(f"acp-bridge replay --rules: {capture}: {failure.text()}", err=True)
     if write is not None and result.capture is not None:
         try:
             # A capture may hold what redaction leaves: private, as `run` makes it.
@@ -220,7 +222,7 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
             fail(f"--write: {exc}")
         except OSError as exc:
             fail(f"{write}: cannot write it: {exc.strerror or exc}")
-    return 1 if result.differences else 0
+    return 1 if result.differences or result.failures else 0
 
 
 # The run options, as `run` declares them (copies: click keeps state on a parameter).

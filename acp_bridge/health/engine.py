@@ -24,6 +24,7 @@ from typing import Any
 
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
+from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
@@ -46,6 +47,9 @@ V1_ONLY_METHODS = frozenset({
 })
 
 Listener = Callable[[Finding], None]
+_UNSET: Any = object()
+RULE_FAILED = "rule-failed"
+ERROR_SHOWN = 200  # characters of a rule's error in its finding
 
 
 class Engine(SessionRules):
@@ -68,6 +72,7 @@ class Engine(SessionRules):
         self.notify = notify
         self.listeners: list[Listener] = []  # called with each finding reported (OpenTelemetry can add one)
         self.counts: dict[tuple[str, Any], int] = {}
+        self.told: tuple[str, Any] = ("", None)  # the count key of the finding being told, for a listener
         self.max_tracked, self.max_sessions, self.max_counted = max_tracked, max_sessions, max_counted
         self.max_closed = max_closed
         self.last_out = -INF  # when the agent last wrote anything (the prompt's clock)
@@ -97,11 +102,13 @@ class Engine(SessionRules):
     # -- findings ---------------------------------------------------------------------------
 
     def flag(self, code: str, session: Any, at: float, seq: int | None, text: str, *args: Any,
-              direction: Direction | None = None, method: str | None = None, id_: Any = None) -> None:
+              direction: Direction | None = None, method: str | None = None, id_: Any = None,
+              per: Any = _UNSET) -> None:
         """Count one occurrence; tell the listeners about the first `notify` of its code and
-        session. With `args`, `text` is a `str.format` template for them (shown briefly),
-        filled in only when a listener is told: most occurrences are only counted."""
-        key: tuple[str, Any] = (code, None if session is None else id_key(session))
+        session (or of its code and `per`, when given: what it is counted by instead). With
+        `args`, `text` is a `str.format` template for them (shown briefly), filled in only when
+        a listener is told: most occurrences are only counted."""
+        key: tuple[str, Any] = (code, (None if session is None else id_key(session)) if per is _UNSET else per)
         n = self.counts.get(key)
         if n is None:
             if len(self.counts) >= self.max_counted:
@@ -117,6 +124,7 @@ class Engine(SessionRules):
             text = text.format(*(_brief(arg) for arg in args))
         finding = Finding(code, CODES[code].level, _plain(session), text, at, seq,
                           None if direction is None else direction.value, method, _plain(id_), n)
+        self.told = key
         for listener in self.listeners:
             listener(finding)
 
@@ -188,8 +196,8 @@ class Engine(SessionRules):
             if id(pending) not in self._reused and len(self._reused) < self.max_tracked:
                 self._reused[id(pending)] = pending
                 self.flag("request-id-reused", pending.session_id, at, self.seqs.get(id(pending)),
-                           "request {} reuses id {}, still in flight", pending.method, pending.id,
-                           direction=pending.origin, method=pending.method, id_=pending.id)
+                           "request {} reuses id {}, still in flight", pending.method, _written(pending),
+                           direction=pending.origin, method=pending.method, id_=_written(pending))
 
     def threshold(self, origin: Direction, method: Any) -> float:
         key = (origin, method)
@@ -242,7 +250,7 @@ class Engine(SessionRules):
             self._overdue(pending, prompt, now)
 
     def _overdue(self, pending: Pending, prompt: bool, now: float) -> None:
-        origin, id_, method, at = pending.origin, pending.id, pending.method, pending.at
+        origin, id_, method, at = pending.origin, _written(pending), pending.method, pending.at
         waited = f"{now - at:.0f}"
         if prompt:
             code, text = "prompt-stalled", "session/prompt {} unanswered for {}s, the agent silent for {}s"
@@ -299,6 +307,22 @@ class Engine(SessionRules):
 
     # -- what the rules did --------------------------------------------------------------------
 
+    def rule_failed(self, rule: str | None, error: Any, session: Any, at: float, seq: int | None = None, *,
+                    direction: Direction | None = None, method: str | None = None, id_: Any = None) -> None:
+        """A rule failed on a message, which went on as it came (verdict `error`; `rule` None:
+        the rules were not asked, since nothing they made of it could be written back). One
+        finding per rule, whatever the sessions; every failure is counted."""
+        key = (RULE_FAILED, rule_key(rule))
+        n = self.counts.get(key)
+        if n is not None:  # told already: a rule failing on every line is counted, not formatted
+            self.counts[key] = n + 1
+            return
+        why = str(error) if error is not None else "?"
+        if len(why) > ERROR_SHOWN:
+            why = why[:ERROR_SHOWN] + "…"
+        self.flag(RULE_FAILED, session, at, seq, f"{failed_rule(rule)}: {{}} (the message went on as it came)", why,
+                   direction=direction, method=method, id_=id_, per=key[1])
+
     def system_prompt_sent(self, method: str | None, request: Json | None, out: Any, at: float,
                            seq: int | None) -> None:
         """The system-prompt rule rewrote `request` into `out`: note the dialect when it is not
@@ -323,10 +347,20 @@ class Engine(SessionRules):
         return out
 
 
-_UNSET: Any = object()
 _UNKNOWN_ID = ("response-unknown-id", None)
 # Methods whose requests or answers teach the engine something (capabilities, sessions).
 SPECIAL = frozenset({p.INITIALIZE, p.SESSION_CLOSE, *SESSION_OPENERS, *SESSION_REOPENERS, *V1_ONLY_METHODS})
+
+
+def rule_key(rule: str | None) -> tuple[str, str | None]:
+    """What `rule-failed` is counted by instead of a session: the rule (never a session's
+    key, which is a (type, value) pair)."""
+    return ("rule", rule)
+
+
+def failed_rule(rule: str | None) -> str:
+    """What failed, as a `rule-failed` finding says it (None: the rules were not asked)."""
+    return f"rule {rule!r} failed" if rule else "the rules could not change a message"
 
 
 def system_prompt_dialect(method: str | None, out: Any) -> str | None:
@@ -358,6 +392,12 @@ def _session_of(msg: Json) -> Any:
 
 def _session_key(session: Any) -> Any:
     return None if session is None else id_key(session)
+
+
+def _written(pending: Pending) -> Any:
+    """A request's id as its line has it: orjson reads an integer past 64 bits as a float."""
+    id_ = pending.id
+    return integer_id(pending.raw, id_) if type(id_) is float and pending.raw else id_
 
 
 def _plain(value: Any) -> Any:

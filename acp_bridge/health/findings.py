@@ -80,6 +80,13 @@ _ALL = (
          "shell's echo) (`check` only; live, the bridge warns on stderr)",
          "agents must log to stderr: a strict client may fail on such a line; [relay] "
          "stray_output = \"stderr\" keeps such lines from the client"),
+    Code("rule-failed", Level.ERROR,
+         "a rule raised, or what the rules made of a message cannot be written back (nested too "
+         "deep); the message went on as it came, unchanged (verdict error in the capture); one "
+         "finding per rule, with every failure counted",
+         "fix the rule it names (`acp-bridge replay CAPTURE --rules --strict -vv` stops at its first "
+         "failure, with the traceback); until then it does nothing for such messages. One that names "
+         "no rule is a message nested too deep for any change to it to be written back"),
     Code("schema-invalid", Level.ERROR,
          "a message does not validate against the official ACP JSON schema of the negotiated "
          "version (only `check --schema`)",

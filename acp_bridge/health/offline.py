@@ -14,9 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
+from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending
@@ -30,6 +33,7 @@ KEPT_PER_CODE = 1000  # ... and per code across sessions (a peer may name a new 
 # in flight, and a capture with many unanswered requests would otherwise take quadratic time.
 SCAN_EVERY = 1.0
 INF = float("inf")
+UNWRITABLE = "(cannot be written back)"  # `failed_by_rule`'s name for a message no rule was asked about
 _DIRECTIONS = {"to-agent": Direction.TO_AGENT, "to-client": Direction.TO_CLIENT}
 
 
@@ -47,6 +51,9 @@ class Migration:
     taken_out: int = 0  # agent suggestion updates not forwarded as they came
     dialects: Counter[str] = field(default_factory=Counter)  # spec, meta, first-prompt, refused
     changed: Counter[str] = field(default_factory=Counter)  # messages changed or written, per rule
+    # Messages a rule failed on (verdict error), per rule ("": what the rules made of it
+    # could not be written back, so they were not asked).
+    failed: Counter[str] = field(default_factory=Counter)
     # Changes the pair does not need: the bridge's withdrawal on a prompt when the agent then
     # withdrew as well, and the agent's own withdrawals the bridge held back as repeats.
     redundant: int = 0
@@ -60,6 +67,7 @@ class Migration:
             "bridge_wrote": self.written, "withdrawals": self.withdrawals, "taken_out": self.taken_out,
             "system_prompt": dict(self.dialects), "changed_by_rule": dict(self.changed),
             "needed_by_rule": dict(self.needed()),
+            "failed_by_rule": {rule or UNWRITABLE: n for rule, n in self.failed.items()},
         }
 
     def needed(self) -> Counter[str]:
@@ -69,8 +77,14 @@ class Migration:
         return +needed
 
     def verdict(self) -> str:
-        """One sentence: does this pair still need the bridge, and why."""
+        """One sentence: does this pair still need the bridge, and why. Never that it can be
+        removed while a rule failed: what the rule would have done is not known."""
+        failed = ", ".join(f"{rule or 'a message they could not change'} {n}x"
+                           for rule, n in sorted(self.failed.items(), key=lambda item: (not item[0], item[0])))
         if not self.needed():
+            if failed:
+                return (f"rules failed ({failed}): what they would have done is not known, so whether the "
+                        "bridge can be removed is not either; fix them and check a new capture")
             return "nothing was rewritten: the bridge can be removed"
         reasons = []
         if self.agent_legacy and self.client_form in ("new", "both"):
@@ -99,6 +113,8 @@ class Migration:
         if not reasons:
             rules = ", ".join(f"{rule} {n}x" for rule, n in sorted(self.needed().items()))
             reasons.append(f"it changed or wrote messages ({rules})")
+        if failed:
+            reasons.append(f"and rules failed ({failed}), so it may need it for more")
         return "this pair still needs the bridge because " + "; ".join(reasons)
 
 
@@ -205,10 +221,15 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
         for rule in rules:
             if rule != "bridge":  # answers for an agent that is gone: no migration matter
                 migration.changed[rule] += 1
+    elif verdict == "error":  # went on as it came: still a message of its kind below
+        failed = ", ".join(str(rule) for rule in rules)  # the rule that raised, or those that made it unwritable
+        migration.failed[failed] += 1
+        engine.rule_failed(failed or None, record.get("error"), record.get("session"), now, seq,
+                           direction=direction, method=record.get("method"), id_=record.get("id"))
     if direction is Direction.TO_CLIENT and record.get("kind") == "other" and verdict in ("other", "diverted"):
         _stray(engine, record, verdict == "diverted", now)
     if verdict == "emit":
-        msg = record_message(record, "out")
+        msg = _exact_message(record, "out")
         if isinstance(msg, dict):
             if "id" in msg and ("result" in msg or "error" in msg):
                 pending = _answer(engine, direction, msg)  # the bridge answered it
@@ -241,7 +262,7 @@ def _stray(engine: Engine, record: Json, diverted: bool, now: float) -> None:
 
 def _message(engine: Engine, migration: Migration, record: Json, direction: Direction, now: float) -> None:
     seq, verdict, rules = record.get("seq"), record.get("verdict"), record.get("rules") or []
-    msg = record_message(record, "raw")
+    msg = _exact_message(record, "raw")
     if not isinstance(msg, dict):
         msg = _from_fields(record)
         if msg is None:
@@ -290,6 +311,21 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
                 _suggestions_out(migration, out, written=False)
         elif verdict != "drop" and form is not None:  # it went out as it came
             _suggestions_out(migration, msg, written=False, form=form)
+
+
+def _exact_message(record: Json, key: str) -> Any:
+    """`record_message`, with an id past 64 bits as written (orjson reads it as a float): a
+    finding names it as the peer wrote it, and the capture's `id` field is read so too."""
+    data = record_bytes(record, key)
+    if data is None:
+        return None
+    try:
+        msg = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if type(msg) is dict and type(msg.get("id")) is float:
+        msg["id"] = integer_id(data, msg["id"])
+    return msg
 
 
 def _suggestions_out(migration: Migration, msg: Json, *, written: bool, form: str | None = None) -> None:

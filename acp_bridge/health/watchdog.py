@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING
 import trio
 
 from acp_bridge.config import Config
-from acp_bridge.core.forward import VERDICT_EMIT, VERDICT_OPAQUE, VERDICT_REWRITE, Forward, complete_lines
+from acp_bridge.core.forward import (
+    VERDICT_EMIT,
+    VERDICT_ERROR,
+    VERDICT_OPAQUE,
+    VERDICT_REWRITE,
+    Forward,
+    complete_lines,
+)
+from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import (
     NOTIFICATION,
     REQUEST,
@@ -40,13 +48,13 @@ from acp_bridge.core.messages import (
 )
 from acp_bridge.core.session import Session
 from acp_bridge.errors import CaptureError
-from acp_bridge.health.engine import SPECIAL, Engine, _session_key
+from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, failed_rule
 from acp_bridge.health.findings import CODES, Finding, Level
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from acp_bridge.core.session import Session
+    from acp_bridge.core.session import Pending, Session
 
 log = logging.getLogger("acp_bridge.health")
 
@@ -164,6 +172,10 @@ class Watchdog:
                     seq = self._seq_before(forwards, index) + 1
                 if kind is NOTIFICATION:
                     engine.notification(fwd.direction, frame.msg, mono, seq)  # type: ignore[arg-type]
+            if fwd.verdict is VERDICT_ERROR:  # a rule failed on it; it went on as it came
+                if base is not None:
+                    seq = self._seq_before(forwards, index) + 1
+                self._rule_failed(fwd, mono, seq)
             if fwd.rules and fwd.verdict is VERDICT_REWRITE and "system-prompt" in fwd.rules:
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
@@ -177,6 +189,21 @@ class Watchdog:
             due = mono + engine.min_threshold  # nothing new is due sooner; the timer's scan tells exactly
             if due < self._wake:
                 engine.soonest = min(engine.soonest, due)
+
+    def _rule_failed(self, fwd: Forward, mono: float, seq: int | None) -> None:
+        """A rule failed on `fwd`'s message (rare: nothing here is on the hot path)."""
+        frame, request = fwd.frame, fwd.request
+        assert frame is not None
+        msg = frame.msg if isinstance(frame.msg, dict) else {}
+        if frame.kind is RESPONSE:
+            method = request.method if request is not None else None
+        else:
+            method = frame.method
+        id_ = msg.get("id") if frame.kind is not NOTIFICATION else None
+        if type(id_) is float:  # maybe an integer past 64 bits: as written
+            id_ = integer_id(frame.raw, id_)
+        self.engine.rule_failed(", ".join(fwd.rules) or None, fwd.error, _session_of(msg, request), mono, seq,
+                                direction=fwd.direction, method=method, id_=id_)
 
     def _unparsed(self, fwd: Forward, source: Direction, sampled: bool, mono: float,
                   forwards: Sequence[Forward], index: int) -> None:
@@ -235,7 +262,7 @@ class Watchdog:
         self._reported_by_code[finding.code] = reported
         if reported > REPORTED_PER_CODE:
             return
-        self._reported_keys.add((finding.code, _session_key(finding.session)))
+        self._reported_keys.add(self.engine.told)
         session = finding.session
         if session is not None and not isinstance(session, (str, int)):
             session = brief(session)  # a peer's object: bounded in depth and length
@@ -293,8 +320,24 @@ class Watchdog:
             return
         for (code, session), count in self.engine.counts.items():
             if count > 1 and (code, session) in self._reported_keys:
+                if code == RULE_FAILED:  # counted by rule (`rule_key`), not by session
+                    rule = session[1] if isinstance(session, tuple) else None
+                    self.tell(wall, Finding(code, CODES[code].level, None, f"{failed_rule(rule)} {count} times in all",
+                                            mono, count=count, total=True))
+                    continue
                 self.tell(wall, Finding(code, CODES[code].level, _session_text(session),
                                         f"{count} occurrences in all", mono, count=count, total=True))
+
+
+def _session_of(msg: object, request: Pending | None) -> object:
+    """The ACP session of a message a rule failed on, as its capture record names it."""
+    params = msg.get("params") if isinstance(msg, dict) else None
+    session = params.get("sessionId") if isinstance(params, dict) else None
+    if session is None and isinstance(msg, dict) and isinstance(msg.get("result"), dict):
+        session = msg["result"].get("sessionId")
+    if session is None and request is not None:
+        session = request.session_id
+    return session if isinstance(session, (str, int)) and not isinstance(session, bool) else None
 
 
 def _session_text(key: object) -> object:

@@ -21,6 +21,7 @@ does not list. The door (token, Host, Origin, methods) is `guard.py`, around all
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
@@ -64,8 +65,11 @@ class BadQuery(ValueError):
 def _json(data: Any, status: int = 200) -> Response:
     try:
         body = orjson.dumps(data)
-    except TypeError:  # a record holding what orjson will not write (an int past 64 bits)
-        body = orjson.dumps(data, default=str)
+    except TypeError:  # a record or finding holding what orjson will not write (an id past 64 bits)
+        try:  # the stdlib writes such an integer with all its digits, as the capture holds it
+            body = json.dumps(data, separators=(",", ":"), default=str).encode()
+        except (RecursionError, ValueError):
+            body = orjson.dumps(data, default=str)
     return Response(body, status, media_type="application/json")
 
 

@@ -22,6 +22,7 @@ from acp_bridge.capture.reader import CaptureReader, sent_bytes
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import WHOLE, Redactor, valid_pointers
 from acp_bridge.core.chain import RuleError
+from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.lines import MIB
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.printable import printable
@@ -70,11 +71,40 @@ class Difference:
 
 
 @dataclass
+class Failure:
+    """A rule that failed (open) on re-run lines: how often, and the first time."""
+
+    rule: str  # "": what the rules made of a line could not be written back (they were not asked)
+    seq: Any  # the first line's recorded seq
+    error: str
+    count: int = 1
+
+    def text(self) -> str:
+        who = f"rule {self.rule!r} failed" if self.rule else "the rules could not change a message"
+        times = f"{self.count} message{'s' if self.count != 1 else ''}"
+        return printable(f"{who} on {times}, first on record #{self.seq}: {self.error}", quote_backslash=False)
+
+    def as_json(self) -> Json:
+        return {"rule": self.rule or None, "count": self.count, "seq": self.seq, "error": self.error}
+
+
+@dataclass
 class Rerun:
     differences: list[Difference] = field(default_factory=list)
     compared: int = 0  # messages compared (recorded lines re-run, and messages the bridge wrote)
     not_rerun: int = 0  # lines recorded only in part or withheld whole: kept as they were
     capture: bytearray | None = None  # the re-run as a capture, when asked for
+    failures: dict[str, Failure] = field(default_factory=dict)  # rules that failed, by name
+
+    def failed(self, forwards: Sequence[Forward], seq: Any) -> None:
+        """Note the rules that failed on one re-run line (verdict error: it went on as it came)."""
+        for fwd in forwards:
+            if fwd.verdict is Verdict.ERROR:
+                rule = ", ".join(fwd.rules)
+                if rule in self.failures:
+                    self.failures[rule].count += 1
+                else:
+                    self.failures[rule] = Failure(rule, seq, fwd.error or "?")
 
     def summary(self) -> str:
         differ = len(self.differences)
@@ -88,7 +118,8 @@ class Rerun:
     def as_json(self) -> Json:
         return {"differences": [d.as_json() for d in self.differences],
                 "summary": {"differ": len(self.differences), "compared": self.compared,
-                            "not_rerun": self.not_rerun}}
+                            "not_rerun": self.not_rerun},
+                "failures": [f.as_json() for f in self.failures.values()]}
 
 
 def _parse(data: bytes | None) -> Any:
@@ -205,6 +236,7 @@ def rerun(capture: CaptureReader, rules: RuleSettings, rewrites: Sequence[Rewrit
                 forwards += relay.feed_eof(direction, mono)
         except Exception as exc:  # only with strict: the relay fails open otherwise
             raise RuleFailed(record.get("seq"), exc) from exc
+        result.failed(forwards, record.get("seq"))
         encoded = encoder.encode_batch(wall, mono, forwards)
         new = [orjson.loads(line) for line in encoded.split(b"\n") if line]
         own = [n for n in new if n.get("verdict") != "emit"]

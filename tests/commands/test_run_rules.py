@@ -170,3 +170,47 @@ async def test_a_table_that_drops_the_prompt_has_it_answered_said_and_captured(t
             if r.get("rules")] == [
         ("to-agent", "drop", "session/prompt", ["no-prompts"], line(PROMPT).decode(), None),
         ("to-client", "emit", "session/prompt", ["no-prompts"], None, answer.decode())]
+
+
+async def test_a_rule_that_fails_is_visible_afterwards(tmp_path: Path) -> None:
+    """What a new user meets after a rule failed on every chunk: the health log says so at
+    error, the capture holds the finding, `check` fails with it and will not say the bridge can
+    go, `replay --rules` exits 1 naming the rule, and the exported page counts it."""
+    rule = tmp_path / "flaky.py"
+    rule.write_text(RAISING)
+    capture = tmp_path / "c.jsonl"
+    turn: list[dict[str, Any]] = [{"send": CHUNK}, {"send": CHUNK}, {"send": CHUNK}, {"respond": ANSWERS[1]["result"]}]
+    run = await run_cli_in_process(["run", "--rule", str(rule), "--capture", str(capture), "--", sys.executable, "-u",
+                                    str(SCRIPTED_AGENT), str(script(tmp_path, turn))],
+                                   line(INIT) + line(PROMPT), timeout=20)
+    assert run.returncode == 0
+    assert ("acp-bridge: ERROR: health: rule-failed: rule 'flaky' failed: RuntimeError: boom (the message went on "
+            "as it came) (session s)") in run.stderr.decode().splitlines()
+    records = [orjson.loads(r) for r in capture.read_bytes().splitlines()]
+    errors = [r["seq"] for r in records if r.get("verdict") == "error"]
+    assert len(errors) == 3
+    assert [(r["code"], r["level"], r["about"], r["count"], r.get("total")) for r in records
+            if r.get("code") == "rule-failed"] == [("rule-failed", "error", errors[0], 1, None),
+                                           ("rule-failed", "error", None, 3, True)]
+
+    check = CliRunner().invoke(main, ["check", str(capture), "--fail-on", "error"])  # the session is a ghost: warnings
+    assert check.exit_code == 1
+    assert f"  error   rule-failed (3x)  seq {errors[0]}" in check.stdout.splitlines()
+    assert ("  verdict: rules failed (flaky 3x): what they would have done is not known, so whether the bridge "
+            "can be removed is not either; fix them and check a new capture") in check.stdout.splitlines()
+
+    replay = CliRunner().invoke(main, ["replay", str(capture), "--rules", "--rule", str(rule)])
+    assert replay.exit_code == 1
+    assert replay.stdout == f"acp-bridge replay --rules: {capture}: 0 messages differ of 7 compared\n"
+    assert replay.stderr.splitlines()[-1] == (
+        f"acp-bridge replay --rules: {capture}: rule 'flaky' failed on 3 messages, first on record "
+        f"#{errors[0]}: RuntimeError: boom")
+
+    page = tmp_path / "c.html"
+    assert CliRunner().invoke(main, ["export", str(capture), "--html", str(page)]).exit_code == 0
+    html = page.read_text()
+    summary = orjson.loads(html.split('class="summary">', 1)[1].split("</script>", 1)[0])[0]
+    marks = orjson.loads(html.split('class="findings">', 1)[1].split("</script>", 1)[0])
+    assert summary["findings"] == len(marks)
+    assert [m for m in marks if m[2] == "rule-failed"] == [
+        [errors[0], "error", "rule-failed", "rule 'flaky' failed: RuntimeError: boom (the message went on as it came)"]]

@@ -150,7 +150,7 @@ def test_fail_on_and_junit_over_several_captures(captures: dict[str, Path], tmp_
     good = str(captures["new-agent-new-client"])
     assert check(good, str(broken), "--junit", str(junit))[0] == 1
     suites = ET.parse(junit).getroot()
-    assert suites.get("tests") == "34" and suites.get("failures") == "2"
+    assert suites.get("tests") == "36" and suites.get("failures") == "2"
     failures = [(s.get("name"), c.get("name")) for s in suites for c in s.iter("testcase") if c.find("failure") is not None]
     assert failures == [(str(broken), "response-unknown-id"), (str(broken), "update-unknown-session")]
     assert check(good, str(broken), "--fail-on", "error")[0] == 1

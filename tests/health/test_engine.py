@@ -5,6 +5,7 @@ bound its memory, and the listener a telemetry exporter can hang on it."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import orjson
@@ -15,7 +16,7 @@ from acp_bridge.config import HealthConfig
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.session import Pending
 from acp_bridge.health.engine import Engine
-from acp_bridge.health.findings import Finding
+from acp_bridge.health.findings import Finding, Level
 from acp_bridge.health.offline import Report, analyse
 from tests.health import scenarios as sc
 
@@ -30,7 +31,8 @@ class Capture:
         self.records: list[dict[str, Any]] = [{"type": "header", "format": 1, "mono": 0.0}]
 
     def add(self, at: float, direction: str, message: dict[str, Any], *, method: str | None = None,
-            verdict: str = "pass", rules: tuple[str, ...] = (), out: dict[str, Any] | None = None) -> int:
+            verdict: str = "pass", rules: tuple[str, ...] = (), out: dict[str, Any] | None = None,
+            error: str | None = None) -> int:
         kind = ("request" if "id" in message else "notification") if "method" in message else "response"
         params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
         seq = len(self.records)
@@ -42,6 +44,8 @@ class Capture:
             record["raw"] = orjson.dumps(message).decode() + "\n"
         if out is not None:
             record["out"] = orjson.dumps(out).decode() + "\n"
+        if error is not None:
+            record["error"] = error
         self.records.append(record)
         return seq
 
@@ -242,6 +246,31 @@ def test_the_system_prompt_fallback_carries_the_requests_id_and_session() -> Non
             if f.code == "system-prompt-fallback"] == [(3, None, "n", "session/new"), (7, "s1", 7, "session/prompt")]
 
 
+def test_a_failing_rule_is_one_error_finding_per_rule_with_every_failure_counted() -> None:
+    """Verdict `error` names the rule that failed: one finding per rule (its first failure,
+    whatever the session), every failure counted; a message the rules were not asked about
+    because it could not be written back is one too. The verdict never says the bridge can go."""
+    cap = Capture()
+    opened(cap)
+    first = cap.add(1.0, A, prompt(2), verdict="error", rules=("boom",), error="ValueError: kaboom")
+    for i in range(3, 1000):
+        cap.add(1.0 + i, A, prompt(i, f"s{i % 2}"), verdict="error", rules=("boom",), error="ValueError: kaboom")
+    other = cap.add(2000.0, C, sc.chunk("s1", "x"), verdict="error", rules=("mine",), error="KeyError: 'x'")
+    deep = cap.add(2001.0, A, prompt(5000), verdict="error", error="cannot re-encode: nested deeper than can be "
+                                                                       "written back")
+    report = cap.check(end=2002.0, config=HealthConfig(request_seconds=0, prompt_seconds=0))
+    assert report.counts == {"rule-failed": 1000}
+    assert [(f.code, f.level, f.seq, f.session, f.text) for f in report.findings] == [
+        ("rule-failed", Level.ERROR, first, "s1", "rule 'boom' failed: ValueError: kaboom (the message went on as it came)"),
+        ("rule-failed", Level.ERROR, other, "s1", "rule 'mine' failed: KeyError: 'x' (the message went on as it came)"),
+        ("rule-failed", Level.ERROR, deep, "s1", "the rules could not change a message: cannot re-encode: nested "
+                                                 "deeper than can be written back (the message went on as it came)"),
+    ]
+    assert report.migration.verdict() == ("rules failed (boom 998x, mine 1x, a message they could not change 1x): "
+                                          "what they would have done is not known, so whether the bridge can be "
+                                          "removed is not either; fix them and check a new capture")
+
+
 def test_each_code_and_session_is_told_once_then_counted() -> None:
     told: list[Finding] = []
     engine = Engine(FAST, notify=1)
@@ -284,3 +313,26 @@ def test_answers_are_duplicates_exactly_when_an_id_was_answered_before(ids: list
     report = cap.check(end=60.0, config=HealthConfig(request_seconds=1000))
     assert report.counts == ({"response-duplicate": len(twice & set(range(len(unique))))}
                              if twice & set(range(len(unique))) else {})
+
+
+def test_an_id_past_64_bits_is_kept_as_written_in_a_finding() -> None:
+    """orjson reads an integer past 64 bits as a float: a finding names the id as the peer
+    wrote it, all 100 digits, and a request so numbered pairs with its answer."""
+    long_id = int("9" * 100)
+    cap = Capture()
+    opened(cap)
+    unknown = len(cap.records)
+    cap.records.append({"type": "message", "seq": unknown, "time": 1.0, "mono": 1.0, "direction": C,
+                        "kind": "response", "verdict": "pass", "method": None, "id": long_id, "session": None,
+                        "rules": [], "raw": f'{{"jsonrpc":"2.0","id":{long_id},"result":{{}}}}\n'})
+    asked = len(cap.records)
+    cap.records.append({"type": "message", "seq": asked, "time": 2.0, "mono": 2.0, "direction": A,
+                        "kind": "request", "verdict": "pass", "method": "x/slow", "id": long_id + 1,
+                        "session": None, "rules": [],
+                        "raw": f'{{"jsonrpc":"2.0","id":{long_id + 1},"method":"x/slow","params":{{}}}}\n'})
+    report = cap.check(end=100.0)
+    assert [(f.code, f.seq, f.id, f.text) for f in report.findings] == [
+        ("response-unknown-id", unknown, long_id, f"response for id {long_id}, which no request in flight has"),
+        ("request-unanswered", asked, long_id + 1, f"x/slow {long_id + 1} unanswered by the agent for 98s"),
+    ]
+    assert f'"id": {long_id}}}' in json.dumps(report.as_json())  # what check --json prints

@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 import trio
 
+from acp_bridge.capture.reader import load_record
+from acp_bridge.capture.records import CaptureEncoder, safe_dumps
 from acp_bridge.config import Config, HealthConfig
 from acp_bridge.core.messages import Direction, Frame, classify
 from acp_bridge.core.relay import Relay
 from acp_bridge.health import watchdog as wd
-from acp_bridge.health.findings import Finding
+from acp_bridge.health.findings import Finding, Level
+from acp_bridge.rules import Message, Outcome, Rule, SessionFacts
 from tests.health import scenarios as sc
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
@@ -96,7 +99,6 @@ def test_a_finding_record_that_cannot_be_written_stops_a_required_capture() -> N
     finding the watchdog told that the capture file could not write."""
     import os
 
-    from acp_bridge.capture.records import CaptureEncoder
     from acp_bridge.errors import CaptureError
     from acp_bridge.shell.capture_file import CaptureFile
 
@@ -107,3 +109,72 @@ def test_a_finding_record_that_cannot_be_written_stops_a_required_capture() -> N
         feed(relay, dog, C, sc.wire(sc.chunk("ghost", "x")))
     assert capture.closed
     assert not dog.off
+
+
+class _Boom(Rule):
+    """Raises on every request."""
+
+    name = "boom"
+
+    def request(self, msg: Message, session: SessionFacts) -> Outcome:
+        raise ValueError("kaboom")
+
+
+class _Mine(Rule):
+    """Raises on every chunk."""
+
+    name = "mine"
+    triggers = (b'"agent_message_chunk"',)
+
+    def notification(self, msg: Message, session: SessionFacts) -> Outcome:
+        raise KeyError("x")
+
+
+def test_a_failing_rule_is_logged_once_per_rule_at_error_and_totalled_at_the_end(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Verdict `error` is the finding `rule-failed`: logged and told once per rule, whatever
+    the sessions, every failure counted; at the end, each rule's total."""
+    relay = Relay([_Boom(), _Mine()])
+    told: list[tuple[float, Finding]] = []
+    encoder = CaptureEncoder()
+    dog = wd.Watchdog(Config(), relay.session, tell=lambda wall, f: told.append((wall, f)),
+                      last_seq=lambda: encoder.seq)
+    with caplog.at_level(logging.INFO, logger="acp_bridge.health"):
+        for i in range(1, 6):
+            forwards = relay.feed(A, sc.wire(sc.msg(id=i, method="session/prompt",
+                                                    params={"sessionId": f"s{i % 2}", "prompt": []})), float(i))
+            encoder.encode_batch(0.0, float(i), forwards)
+            dog.record(0.0, float(i), forwards)
+        forwards = relay.feed(C, sc.wire(sc.chunk("s1", "x")), 6.0)
+        encoder.encode_batch(0.0, 6.0, forwards)
+        dog.record(0.0, 6.0, forwards)
+        dog.close(0.0, 7.0)
+    assert [(f.code, f.level, f.seq, f.session, f.method, f.id, f.text, f.count, f.total) for _, f in told
+            if f.code == "rule-failed"] == [
+        ("rule-failed", Level.ERROR, 1, "s1", "session/prompt", 1,
+         "rule 'boom' failed: ValueError: kaboom (the message went on as it came)", 1, False),
+        ("rule-failed", Level.ERROR, 6, "s1", "session/update", None,
+         "rule 'mine' failed: KeyError: 'x' (the message went on as it came)", 1, False),
+        ("rule-failed", Level.ERROR, None, None, None, None, "rule 'boom' failed 5 times in all", 5, True),
+    ]
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if "rule-failed" in r.getMessage()] == [
+        ("ERROR", "health: rule-failed: rule 'boom' failed: ValueError: kaboom (the message went on as it came) "
+                  "(session s1)"),
+        ("ERROR", "health: rule-failed: rule 'mine' failed: KeyError: 'x' (the message went on as it came) "
+                  "(session s1)"),
+        ("INFO", "health: rule-failed came 6 times"),
+    ]
+
+
+def test_a_request_id_past_64_bits_is_named_as_written() -> None:
+    """orjson reads an integer id past 64 bits as a float: the finding names it as the client
+    wrote it, all 100 digits, as `check` does afterwards, and so does its capture record."""
+    relay, dog, told = pair(HealthConfig(request_seconds=1))
+    long_id = int("9" * 100)
+    feed(relay, dog, A, f'{{"jsonrpc":"2.0","id":{long_id},"method":"x/slow","params":{{}}}}\n'.encode(), 0.0)
+    dog.engine.advance(10.0)
+    assert [(f.code, f.id, f.text) for f in told] == [
+        ("request-unanswered", long_id, f"x/slow {long_id} unanswered by the agent for 10s")]
+    line = safe_dumps(told[0].record(0.0))  # as the capture file writes it
+    assert f'"id":{long_id},' in line.decode()
+    assert load_record(line, checked=False) == {**told[0].record(0.0), "id": long_id}

@@ -463,3 +463,27 @@ def test_one_huge_line_is_passed_over_and_the_inspector_stays_small(tmp_path: Pa
         finally:
             proc.kill()
     assert int(peak.read_text()) / 1024 < 100, int(peak.read_text()) / 1024
+
+
+async def test_a_failed_rule_and_an_id_past_64_bits_are_findings_served_as_written(tmp_path: Path) -> None:
+    """A rule's error is an error finding with its count, and the verdict keeps the bridge; a
+    response for a 100-digit id nobody asked names it with all its digits (orjson cannot
+    write such an integer: the answer is still JSON, not a server error)."""
+    big = "9" * 100
+    raw = f'{{"jsonrpc":"2.0","id":{big},"result":{{}}}}\n'
+    unknown = (b'{"type":"message","seq":3,"time":103.0,"mono":3.0,"direction":"to-client","kind":"response",'
+               b'"verdict":"pass","method":null,"id":' + big.encode() + b',"session":null,"rules":[],"size":'
+               + str(len(raw)).encode() + b',"raw":' + orjson.dumps(raw) + b"}\n")
+    failed = b"".join(message(seq, f'{{"jsonrpc":"2.0","id":{seq},"method":"session/prompt"}}\n', verdict="error",
+                              rules=["boom"], error="ValueError: kaboom") for seq in (1, 2))
+    (tmp_path / "c.jsonl").write_bytes(header() + failed + unknown)
+    async with running(tmp_path) as server:
+        response = await server.get("/api/captures/c.jsonl/findings")
+        assert response.status_code == 200
+        assert f'"id":{big}}}' in response.text
+        report = response.json()
+        assert [(f["code"], f["level"], f["count"], [o["seq"] for o in f["occurrences"]])
+                for f in report["findings"]] == [("response-unknown-id", "error", 1, [3]),
+                                                 ("rule-failed", "error", 2, [1])]
+        assert report["verdict"].startswith("rules failed (boom 2x)")
+        assert (await server.get("/api/captures/c.jsonl/messages")).status_code == 200

@@ -289,3 +289,19 @@ def test_a_message_on_a_line_over_the_limit_is_said_to_be_passed_over(tmp_path: 
         tools.get_message("long.jsonl", 1)
     assert str(raised.value) == ('capture "long.jsonl" has no message with seq 1 (its messages are seq 1 to 2; '
                                  "1 line(s) longer than 1 MiB were passed over unread)")
+
+
+def test_a_rule_that_failed_is_a_problem_and_keeps_the_bridge(tmp_path: Path) -> None:
+    """Verdict `error` on 3 prompts: one error finding naming the rule, with its count, and
+    a verdict that does not say the bridge can be removed."""
+    failed = [{**prompt(seq, "s", "hi"), "verdict": "error", "rules": ["boom"], "error": "ValueError: kaboom"}
+              for seq in (1, 2, 3)]
+    write(tmp_path / "c.jsonl", *failed)
+    tools = Tools(Catalog([str(tmp_path)]))
+    assert tools.find_problems("c.jsonl").splitlines()[0] == (
+        '{"capture":"c.jsonl","level":"error","code":"rule-failed","seq":1,"session":"s","message":"rule \'boom\' '
+        'failed: ValueError: kaboom (the message went on as it came)","excerpt":' + json.dumps(
+            str(failed[0]["raw"]).rstrip("\n"), ensure_ascii=False, separators=(",", ":")) + "}")
+    summary = json.loads(tools.capture_summary("c.jsonl"))
+    assert [(f["code"], f["level"], f["count"]) for f in summary["check"]["findings"]] == [("rule-failed", "error", 3)]
+    assert summary["verdict"].startswith("rules failed (boom 3x)")

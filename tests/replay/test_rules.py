@@ -96,6 +96,7 @@ def test_other_options_show_as_differences_in_json() -> None:
              "diff": {"": {"now": stale}}},
         ],
         "summary": {"differ": 4, "compared": 12, "not_rerun": 0},
+        "failures": [],
     }
 
 
@@ -168,8 +169,13 @@ def test_a_failing_rule_fails_open_and_with_strict_stops(monkeypatch: pytest.Mon
         raise RuntimeError("boom")
 
     monkeypatch.setattr(system_prompt, "inject_setup", broken)
-    status, out, _ = rerun("v2-resume-spec-dialect")
+    status, out, err = rerun("v2-resume-spec-dialect")
     assert status == 1 and out.splitlines()[0].startswith('#3 -> session/new: changed {"/params/systemPrompt":{"was":')
+    assert err == (f"acp-bridge replay --rules: {GOLDEN}/v2-resume-spec-dialect.jsonl: rule 'system-prompt' failed "
+                   "on 4 messages, first on record #3: RuntimeError: boom\n")
+    status, out, _ = rerun("v2-resume-spec-dialect", "--json")
+    assert (status, json.loads(out)["failures"]) == (
+        1, [{"rule": "system-prompt", "count": 4, "seq": 3, "error": "RuntimeError: boom"}])
     status, out, err = rerun("v2-resume-spec-dialect", "--strict")
     assert (status, out) == (1, "")
     assert err.endswith("v2-resume-spec-dialect.jsonl: rule 'system-prompt' failed on the line of record #3: RuntimeError: boom\n")

@@ -125,8 +125,8 @@ async def test_an_unwritable_rule_result_stops_the_bridge_under_strict(tmp_path:
 
 
 async def test_replay_rules_strict_stops_on_an_unwritable_rule_result(tmp_path: Path) -> None:
-    """A capture of that session re-run with the same rules: fails open (nothing differs),
-    and with --strict stops at the record, exit 1."""
+    """A capture of that session re-run with the same rules: fails open (nothing differs, but
+    the failure is said and the exit status is 1), and with --strict stops at the record, exit 1."""
     capture = tmp_path / "cap.jsonl"
     args = ["--no-health", "--system-prompt", TEXT, "--capture", str(capture)]
     async with running(args, spec_agent(tmp_path), tmp_path, process=False) as client:
@@ -135,8 +135,11 @@ async def test_replay_rules_strict_stops_on_an_unwritable_rule_result(tmp_path: 
         await client.receive()
     assert client.returncode == 0
     loose = invoke(["replay", str(capture), "--rules", "--system-prompt", TEXT])
-    assert (loose.returncode, loose.stdout) == (0, f"acp-bridge replay --rules: {capture}: 0 messages "
+    assert (loose.returncode, loose.stdout) == (1, f"acp-bridge replay --rules: {capture}: 0 messages "
                                                    f"differ of 4 compared\n".encode())
+    assert loose.stderr.decode().splitlines()[-1] == (
+        f"acp-bridge replay --rules: {capture}: the rules could not change a message on 1 message, first on "
+        "record #3: cannot re-encode: nested deeper than can be written back")
     strict = invoke(["replay", str(capture), "--rules", "--system-prompt", TEXT, "--strict"])
     assert (strict.returncode, strict.stdout) == (1, b"")
     assert strict.stderr.decode().splitlines() == [
