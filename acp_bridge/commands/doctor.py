@@ -136,7 +136,7 @@ def _check_editor(editor: str, settings: str | None, as_json: bool) -> int:
         present = sf.Document(loaded.text or "", str(path)).entries()
     except sf.SettingsError as exc:
         fail(str(exc))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, entry in present.items():
         through = e.bridged(entry)
         commands: list[str] = []
@@ -156,7 +156,9 @@ def _check_editor(editor: str, settings: str | None, as_json: bool) -> int:
         click.echo(_dump({"editor": editor, "settings": str(path), "exists": loaded.text is not None,
                           "entries": rows, "ok": ok}))
         return 0 if ok else EXIT_PROBLEMS
-    show = lambda text: printable(str(text), quote_backslash=False)  # noqa: E731
+    def show(text: Any) -> str:
+        return printable(str(text), quote_backslash=False)
+
     if loaded.text is None:
         click.echo(f"{show(path)}: no such file (no agent entries)")
     elif not rows:

@@ -13,7 +13,6 @@ while the bridge runs.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -179,7 +178,8 @@ async def _converse(talk: _Conversation, probe: Probe, protocol: int, with_sessi
     if not with_session or not isinstance(result, dict):
         return
     with trio.move_on_after(timeout) as waited:
-        await talk.send(SESSION_NEW, p.SESSION_NEW, {"cwd": os.path.realpath(folder), "mcpServers": []})
+        cwd = str(await trio.Path(folder).resolve())  # ACP wants an absolute path, links resolved
+        await talk.send(SESSION_NEW, p.SESSION_NEW, {"cwd": cwd, "mcpServers": []})
         probe.session = await talk.wait_answer(SESSION_NEW)
         if probe.session is None:
             await talk.proc.wait()

@@ -27,7 +27,7 @@ Json = dict[str, Any]
 
 # Agents known to predict suggestions only for a JetBrains AIR client (by their agentInfo
 # name; docs/suggestions.md): for any other client, `--unlock-legacy-agent` makes them predict.
-LEGACY_PREDICTORS = ("claude-agent-acp", "codex-acp")
+LEGACY_PREDICTORS = ("claude-agent-acp", "codex-acp", "demo-legacy-agent")
 # The clients whose suggestions the report predicts: what each puts in `initialize`.
 CLIENT_KINDS: tuple[tuple[str, Json], ...] = (
     ("a client that reads the new update", {"session": {p.PROMPT_SUGGESTIONS: {}}}),
