@@ -55,6 +55,7 @@ class _Conversation:
         self.arrived = trio.Event()
         self.eof = trio.Event()
         self.stderr = bytearray()
+        self.stopping = False  # the probe is stopping the bridge: what it answers now is its own doing
 
     def now(self) -> float:
         return trio.current_time() - self.start
@@ -70,7 +71,7 @@ class _Conversation:
     async def wait_answer(self, id_: int) -> Json | None:
         """The answer to request `id_`, or None once stdout has ended without it."""
         while id_ not in self.answers:
-            if self.eof.is_set():
+            if self.eof.is_set() or self.probe.not_acp:  # nothing ACP will come, or it has already failed
                 return None
             self.arrived = trio.Event()
             await self.arrived.wait()
@@ -99,6 +100,8 @@ class _Conversation:
         self.arrived.set()
 
     def line(self, raw: bytes) -> None:
+        if self.stopping:
+            return
         text = raw.rstrip(b"\r").decode("utf-8", "replace")
         try:
             msg = orjson.loads(raw)
@@ -111,6 +114,7 @@ class _Conversation:
             return
         if msg.get("jsonrpc") != "2.0":
             self.probe.not_acp.append(text)
+            self.arrived.set()
             return
         method = msg.get("method")
         if method is None and isinstance(msg.get("id"), int) and ("result" in msg or "error" in msg):
@@ -151,11 +155,11 @@ async def run_probe(command: Sequence[str], agent: Sequence[str], *, protocol: i
             with tempfile.TemporaryDirectory(prefix="acp-doctor-") as folder:
                 await _converse(talk, probe, protocol, with_session, timeout, version, folder)
         finally:
+            talk.stopping = True
             with trio.CancelScope(shield=True):
                 await _stop(proc)
-                probe.stderr_tail = bytes(talk.stderr).decode("utf-8", "replace")
-                if talk.eof.is_set() and proc.returncode is not None and probe.initialize is None:
-                    probe.exited = proc.returncode
+                if not probe.stderr_tail:
+                    probe.stderr_tail = bytes(talk.stderr).decode("utf-8", "replace")
             nursery.cancel_scope.cancel()
     return probe
 
@@ -164,15 +168,16 @@ async def _converse(talk: _Conversation, probe: Probe, protocol: int, with_sessi
                     version: str, folder: str) -> None:
     with trio.move_on_after(timeout) as waited:
         await talk.send(INITIALIZE, p.INITIALIZE, client_initialize(protocol, version))
-        probe.initialize = await talk.wait_answer(INITIALIZE)
+        probe.initialize = _agents_own(probe, await talk.wait_answer(INITIALIZE))
         if probe.initialize is not None:
             probe.initialize_at = talk.now()
     if waited.cancelled_caught:
         probe.timed_out = f"{timeout:g} s, waiting for the answer to initialize"
         return
-    if probe.initialize is None:  # stdout ended: the bridge says why on stderr
-        await talk.proc.wait()
-        probe.exited = talk.proc.returncode
+    if probe.initialize is None:
+        if probe.exited is None and probe.start_error is None and talk.eof.is_set():  # stdout ended
+            await talk.proc.wait()
+            probe.exited = talk.proc.returncode
         return
     result = probe.initialize.get("result")
     if not with_session or not isinstance(result, dict):
@@ -180,10 +185,11 @@ async def _converse(talk: _Conversation, probe: Probe, protocol: int, with_sessi
     with trio.move_on_after(timeout) as waited:
         cwd = str(await trio.Path(folder).resolve())  # ACP wants an absolute path, links resolved
         await talk.send(SESSION_NEW, p.SESSION_NEW, {"cwd": cwd, "mcpServers": []})
-        probe.session = await talk.wait_answer(SESSION_NEW)
+        probe.session = _agents_own(probe, await talk.wait_answer(SESSION_NEW))
         if probe.session is None:
-            await talk.proc.wait()
-            probe.exited = talk.proc.returncode
+            if probe.exited is None and talk.eof.is_set():
+                await talk.proc.wait()
+                probe.exited = talk.proc.returncode
             return
         probe.session_at = talk.now()
         listed = p.get_path(probe.session, "result", "availableCommands")
@@ -204,6 +210,27 @@ async def _converse(talk: _Conversation, probe: Probe, protocol: int, with_sessi
     if waited.cancelled_caught:
         probe.timed_out = f"{timeout:g} s, waiting for the answer to " + (
             "session/new" if probe.session is None else "session/close")
+
+
+def _agents_own(probe: Probe, answer: Json | None) -> Json | None:
+    """`answer`, unless the bridge made it because the agent is gone (bridge-rules 5: its
+    `data` holds the exit status and stderr) or could not start (the command and the
+    reason): then that is noted on `probe`, and None returned."""
+    data = p.get_path(answer, "error", "data")
+    if not isinstance(data, dict):
+        return answer
+    status = data.get("exitStatus")
+    if isinstance(status, int) and not isinstance(status, bool):
+        probe.exited = status
+        if isinstance(data.get("stderr"), str):
+            probe.stderr_tail = data["stderr"]
+        return None
+    if isinstance(data.get("reason"), str) and "command" in data:
+        probe.started = False
+        hint = data.get("hint")
+        probe.start_error = data["reason"] + (f" ({hint})" if isinstance(hint, str) else "")
+        return None
+    return answer
 
 
 async def _stop(proc: trio.Process) -> None:
