@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from acp_bridge.shell.posix import process_exists
-from tests.conftest import FAKE_AGENT, ROOT, invoke
+from tests.conftest import ROOT, invoke
 
 PYTHON = os.path.abspath(sys.executable)
 AGENTS = Path(__file__).parent.parent / "agents"
@@ -89,17 +89,16 @@ def test_a_banner_on_stdout_is_found_and_the_fix_is_stray_output_stderr() -> Non
     assert status == 0 and facts["stray_stdout"] == []
 
 
-def test_an_agent_that_never_answers_is_reported_after_the_timeout_and_is_gone(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_agent_that_never_answers_is_reported_after_the_timeout_and_is_gone(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
-    monkeypatch.setenv("FAKE_AGENT_PIDFILE", str(pidfile))
-    status, facts = doctor("--timeout", "0.5", "--", PYTHON, str(FAKE_AGENT), "ignore-eof")
+    status, facts = doctor("--timeout", "1", "--", "/bin/sh", "-c", f"echo $$ > {pidfile}; exec sleep 600")
     assert status == 1
     assert facts["problems"] == [{
-        "problem": "it answered nothing within the timeout (0.5 s, waiting for the answer to initialize)",
+        "problem": "it answered nothing within the timeout (1 s, waiting for the answer to initialize)",
         "fix": "check that the command starts the agent's ACP mode (it may be waiting for a terminal), or give "
                "it longer with --timeout"}]
-    assert not process_exists(int(pidfile.read_text()))  # stopped (and reaped by the bridge) before doctor returned
+    # Under load the bridge may be stopped before it started the agent; either way none is left.
+    assert not pidfile.exists() or not process_exists(int(pidfile.read_text()))
 
 
 def test_an_agent_that_exits_at_once_is_reported_with_its_stderr() -> None:
