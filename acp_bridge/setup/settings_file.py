@@ -400,8 +400,8 @@ def _replace(target: Path, data: bytes, mode: int) -> None:
         fd = os.open(partial, CREATE_NEW, mode)
         with os.fdopen(fd, "wb") as file:
             file.write(data)
-            os.fchmod(file.fileno(), mode)  # the umask narrowed what os.open was given
             os.fsync(file.fileno())
+        os.chmod(partial, mode)  # the umask narrowed what os.open was given; the file is ours, just made
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)

@@ -167,3 +167,19 @@ def test_a_file_that_is_not_utf8_is_refused_with_its_line(tmp_path: Path) -> Non
     path.write_bytes(b'{\n"a": "\xff"\n}')
     with pytest.raises(sf.SettingsError, match=r"settings.json:2: not UTF-8"):
         sf.load(path)
+
+
+def test_a_file_too_big_for_settings_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    with open(path, "wb") as file:
+        file.truncate(sf.MAX_BYTES + 1)  # sparse: nothing of it is written or read
+    with pytest.raises(sf.SettingsError, match=r"is 16777217 bytes, more than a settings file holds"):
+        sf.load(path)
+
+
+def test_a_hundred_digit_number_and_unicode_escapes_elsewhere_in_the_file_stay_as_written() -> None:
+    text = '{\n  "big": 1234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890,\n  "e": "\\u00e9",\n}\n'
+    doc = sf.Document(text, "s")
+    doc.set_entry("x", {"command": "c"})
+    assert doc.text().startswith(text.split("}\n")[0].rstrip(",\n"))
+    assert '"e": "\\u00e9",' in doc.text()
