@@ -181,5 +181,5 @@ def test_a_hundred_digit_number_and_unicode_escapes_elsewhere_in_the_file_stay_a
     text = '{\n  "big": 1234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890,\n  "e": "\\u00e9",\n}\n'
     doc = sf.Document(text, "s")
     doc.set_entry("x", {"command": "c"})
-    assert doc.text().startswith(text.split("}\n")[0].rstrip(",\n"))
+    assert doc.text().startswith(text.split(",\n}", 1)[0] + ",")
     assert '"e": "\\u00e9",' in doc.text()
