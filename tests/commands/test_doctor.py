@@ -151,3 +151,11 @@ def test_editor_lists_the_entries_and_whether_their_commands_start(tmp_path: Pat
                                   ["doctor", "--editor", "zed", "--", "a"], ["doctor", "--protocol", "3", "--", "a"]])
 def test_usage_errors_are_exit_2(args: list[str]) -> None:
     assert invoke(args).returncode == 2
+
+
+def test_an_agent_that_answers_another_protocol_version_is_told_to_try_it() -> None:
+    status, facts = doctor("--protocol", "2", "--stray-output", "stderr", "--", *DOCTOR_AGENT, "banner")
+    assert status == 1
+    assert facts["protocol_asked"] == 2 and facts["protocol_version"] == 1
+    assert facts["problems"] == [{"problem": "it answers protocol version 1 to a client that asked for 2",
+                                  "fix": "clients that speak only version 2 will disconnect; try --protocol 1"}]
