@@ -189,6 +189,9 @@ def setup(ctx: click.Context, /, editor: str, agent: tuple[str, ...], name: str 
             document.remove_key(entry_name, key)
         if to_set or to_remove:
             changes.append(f"changed {entry_name!r}")
+            if not agent:  # `-- AGENT` says its entry itself
+                args = new.get("args", [])
+                _say(f"{entry_name!r}: {sf.words([new['command'], *(args if isinstance(args, list) else [])])}")
 
     if agent:
         program, warning = resolve_program(agent[0])

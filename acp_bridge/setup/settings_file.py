@@ -152,7 +152,10 @@ def _key_text(key: Any) -> str:
 
     if hasattr(key, "name"):  # an unquoted JSON5 identifier
         return str(key.name)
-    return str(json5.loads(key.raw_value))
+    raw = str(key.raw_value)
+    if "\\" not in raw:  # no escape: the text between the quotes is the key (no parse per key)
+        return raw[1:-1]
+    return str(json5.loads(raw))
 
 
 def _render(value: Any, unit: str, level: int) -> str:

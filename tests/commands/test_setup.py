@@ -194,3 +194,10 @@ def test_without_the_library_setup_says_how_to_get_it(zed: Path, monkeypatch: py
     assert done.stderr.decode() == (
         "acp-bridge: setup: acp-bridge setup edits the settings with json-five, which is not installed "
         "(json5.model not found): pip install 'acp-bridge-proxy[setup]'\n")
+
+
+def test_the_wrap_dry_run_says_the_entry_it_would_write(zed: Path) -> None:
+    done = invoke(["setup", "zed", "--settings", str(zed), "--wrap", "My agent"])
+    assert done.returncode == 0
+    assert done.stdout.decode().splitlines()[0] == f"'My agent': {' '.join(bridge_command())} run -- my-agent --acp"
+    assert zed.read_bytes() == ZED
