@@ -287,9 +287,14 @@ class Document:
         return _parse(_render(value, self.unit, level), "the new value").value
 
     def _replace(self, obj: Any, index: int, value: Any, level: int) -> None:
+        from json5.model import JSONArray
+
         old = obj.values[index]
         new = self._node(value, level)
         new.wsc_before, new.wsc_after = list(old.wsc_before), list(old.wsc_after)
+        if (isinstance(old, JSONArray) and isinstance(new, JSONArray) and old.trailing_comma is not None
+                and new.values and not isinstance(value[-1], (dict, list))):
+            new.trailing_comma = old.trailing_comma  # `["--acp",]` stays written so, on one line
         obj.values[index] = new
 
     def _insert(self, obj: Any, key: str, value: Any, level: int) -> None:

@@ -201,3 +201,15 @@ def test_the_wrap_dry_run_says_the_entry_it_would_write(zed: Path) -> None:
     assert done.returncode == 0
     assert done.stdout.decode().splitlines()[0] == f"'My agent': {' '.join(bridge_command())} run -- my-agent --acp"
     assert zed.read_bytes() == ZED
+
+
+def test_an_entry_on_one_line_with_trailing_commas_comes_back_byte_for_byte(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    original = b'{\n  "agent_servers": {\n    "A": {"command": "a", "args": ["--acp",], "env": {}}, // mine\n  },\n}\n'
+    path.write_bytes(original)
+    assert invoke(["setup", "zed", "--settings", str(path), "--wrap", "A", "--write"]).returncode == 0
+    assert path.read_bytes() == original.replace(
+        b'"command": "a", "args": ["--acp",]',
+        f'"command": "{bridge_command()[0]}", "args": [{"".join(f"{chr(34)}{w}{chr(34)}, " for w in bridge_command()[1:])}"run", "--", "a", "--acp",]'.encode())
+    assert invoke(["setup", "zed", "--settings", str(path), "--unwrap", "A", "--write"]).returncode == 0
+    assert path.read_bytes() == original
