@@ -50,6 +50,7 @@ SLOW_FIRST = (
     "tests/telemetry/test_endpoint_secrets.py", "tests/telemetry/test_e2e.py", "tests/shell/test_reliability.py",
     "tests/telemetry/test_hostile_e2e.py", "tests/mcp/test_server.py", "tests/capture/test_html.py",
     "tests/shell/test_closed_sessions.py", "tests/replay/test_sdk.py", "tests/commands/test_demo.py",
+    "tests/commands/test_doctor.py",
 )
 
 # Modules whose tests share something expensive run on one worker, so that it is made once:

@@ -1,7 +1,7 @@
 """The package's parts import one way, with no circles (docs/how-it-works.md, "Layers"):
 
     leaves (errors, extras, config.model) <- core <- capture <- {health, telemetry, replay, config}
-        <- {shell, demo, inspector, mcp} <- commands <- __main__
+        <- {shell, demo, inspector, mcp} <- setup <- commands <- __main__
 
 Every import counts, including those inside functions and under TYPE_CHECKING: a lazy import
 is still a dependency. Only `commands` imports click.
@@ -26,8 +26,9 @@ RANK = {
     "acp_bridge.capture": 2, "acp_bridge.rules": 2,
     "acp_bridge.health": 3, "acp_bridge.telemetry": 3, "acp_bridge.replay": 3, "acp_bridge.config": 3,
     "acp_bridge.shell": 4, "acp_bridge.demo": 4, "acp_bridge.inspector": 4, "acp_bridge.mcp": 4,
-    "acp_bridge.commands": 5,
-    "acp_bridge.__main__": 6,
+    "acp_bridge.setup": 5,
+    "acp_bridge.commands": 6,
+    "acp_bridge.__main__": 7,
 }
 
 

@@ -43,3 +43,6 @@ def test_readme_says_how_to_install_for_an_editor() -> None:
     section = _section(README, "Install for your editor")
     for needed in ("pipx install .", "uv tool install .", ".venv/bin/acp-bridge", "command -v"):
         assert needed in section, needed
+    commands = re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+    assert [line.split("#")[0].split()[:2] for line in commands[0].splitlines()] == [
+        ["acp-bridge", "setup"], ["acp-bridge", "doctor"]]

@@ -1,5 +1,5 @@
 """The command line: `acp-bridge run | check-config | show | stats | export | check | replay | diff |
-drive | demo | ui | mcp`.
+drive | demo | ui | mcp | setup | doctor`.
 
 Owns: the command group, the short form `acp-bridge [RUN OPTIONS] -- AGENT`, usage errors
 as one line, and loading each command's module only when that command is asked for: `run`
@@ -38,6 +38,8 @@ COMMANDS = {
     "demo": "demo",
     "ui": "ui",
     "mcp": "mcp",
+    "setup": "setup",
+    "doctor": "doctor",
 }
 
 

@@ -145,6 +145,8 @@ def test_each_command_is_defined_in_the_module_the_group_names() -> None:
         "demo": "acp_bridge.commands.demo",
         "ui": "acp_bridge.commands.ui",
         "mcp": "acp_bridge.commands.mcp",
+        "setup": "acp_bridge.commands.setup",
+        "doctor": "acp_bridge.commands.doctor",
     }
 
 
@@ -155,6 +157,8 @@ IMPORTED = {
     "drive": ["captures", "drive"],
     "mcp": ["captures", "mcp"],  # captures: its one way to fail
     "replay": ["captures", "output_file", "replay", "run"],  # `replay --rules` takes `run`'s options; captures: reading one
+    "setup": ["run", "setup"],  # `run`'s options, copied
+    "doctor": ["doctor", "run", "setup"],  # `run`'s options and config layering; setup's paths of the bridge and agent
 }
 
 # In one fresh interpreter, each command in turn as if it were the first: the commands

@@ -1,0 +1,270 @@
+"""`acp-bridge setup EDITOR`: the editor's agent settings made to start the agent through the
+bridge (docs/editors.md).
+
+Owns: the command's options (the run options are `run`'s own declarations, copied, their
+environment variables left out: only what is typed goes into the entry), the bridge's and
+the agent's absolute paths, the dry run (the entry and a diff on stdout) against `--write`
+(the change made, said on stdout), and the exit statuses: 0 done or nothing to do, 1 a
+requested entry not found, 2 usage or a file that cannot be used. Must never: write the
+settings without `--write`, or write the settings of an editor whose settings are code.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from acp_bridge.commands import EXIT_USAGE
+from acp_bridge.commands.run import run as run_command
+from acp_bridge.core.printable import printable
+from acp_bridge.setup import entries as e
+
+EXIT_NOT_FOUND = 1
+ALL = "\0all"  # what `--wrap`/`--unwrap` hold when given without a name (then --all says which)
+# Run options whose values are paths: made absolute, since the editor starts the bridge in a
+# working directory of its own.
+PATH_OPTIONS = frozenset({"config_file", "capture", "system_prompt_file", "log_file", "rule_files"})
+
+
+def fail(message: str, status: int = EXIT_USAGE) -> None:
+    click.echo(f"acp-bridge: setup: {message}", err=True)
+    raise SystemExit(status)
+
+
+def bridge_command() -> list[str]:
+    """How an editor starts this bridge, by absolute path: the installed console script that is
+    running (or the one beside this interpreter), else this interpreter with `-m acp_bridge`."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == e.BRIDGE_PROGRAM and os.access(argv0, os.X_OK):
+        return [os.path.abspath(argv0)]
+    beside = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), e.BRIDGE_PROGRAM)
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return [beside]
+    return [os.path.abspath(sys.executable), "-m", e.MODULE]
+
+
+def resolve_program(command: str) -> tuple[str, str | None]:
+    """(the path to write, a warning or None): a name looked up on PATH as a shell does, a
+    relative path made absolute; one that cannot be found is written as given."""
+    if os.sep in command:
+        path = os.path.abspath(command)
+        if not os.path.isfile(path):
+            return path, f"{path} does not exist; written as given"
+        if not os.access(path, os.X_OK):
+            return path, f"{path} is not executable; written as given"
+        return path, None
+    found = shutil.which(command)
+    if found is None:
+        return command, (f"{command!r} is not on PATH; written as given (the editor must find it on its own "
+                         "PATH, or give its full path)")
+    return os.path.abspath(found), None
+
+
+def run_args(ctx: click.Context, options: dict[str, Any]) -> list[str]:
+    """The run options typed on this command line, as `run` arguments, paths made absolute."""
+    out: list[str] = []
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name not in options or param.name is None:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is None or source.name != "COMMANDLINE":
+            continue
+        value = options[param.name]
+        longest = max(param.opts, key=len)
+        if param.count:
+            out.append("-" + param.opts[0].lstrip("-")[0] * int(value) if len(param.opts[0]) == 2
+                       else longest)
+        elif param.is_flag:
+            if value:
+                out.append(longest)
+        else:
+            for item in (value if param.multiple else (value,)):
+                text = str(item)
+                out += [longest, os.path.abspath(text) if param.name in PATH_OPTIONS else text]
+    return out
+
+
+def _say(text: str) -> None:
+    click.echo(printable(text, quote_backslash=False))
+
+
+@click.command("setup", context_settings={"ignore_unknown_options": False})
+@click.argument("editor", type=click.Choice(e.EDITORS))
+@click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARG...]]")
+@click.option("--name", metavar="NAME", help="The entry's name, the label the editor shows (default: the "
+                                             "agent's program name, then \"(acp-bridge)\").")
+@click.option("--settings", metavar="FILE", type=click.Path(dir_okay=False),
+              help="The settings file to edit, instead of the one the editor uses on this platform.")
+@click.option("--write", is_flag=True, help="Change the file (a backup beside it first). Without it, print "
+                                           "what would change and write nothing.")
+@click.option("--wrap", metavar="NAME", is_flag=False, flag_value=ALL,
+              help="Turn the existing entry NAME into one that starts it through the bridge, keeping its "
+                   "command, args and env (--wrap --all: every entry that does not go through it yet).")
+@click.option("--unwrap", metavar="NAME", is_flag=False, flag_value=ALL,
+              help="Give back the entry NAME as it was before --wrap (--unwrap --all: every wrapped entry).")
+@click.option("--all", "every", is_flag=True, help="With --wrap or --unwrap: every entry.")
+@click.pass_context
+def setup(ctx: click.Context, /, editor: str, agent: tuple[str, ...], name: str | None, settings: str | None,
+          write: bool, wrap: str | None, unwrap: str | None, every: bool, **options: Any) -> None:
+    """Put the bridge in front of an agent in EDITOR's settings.
+
+    EDITOR is zed (agent_servers in Zed's settings.json) or jetbrains (agent_servers in
+    ~/.jetbrains/acp.json, read by AI Assistant and AIR): those files are edited in place,
+    comments, order, indentation and trailing commas kept. For neovim-codecompanion,
+    neovim-avante and emacs-agent-shell, whose settings are code, the snippet to paste is
+    printed. The entry starts the bridge and the agent by absolute path, with the RUN
+    OPTIONS given here (see `acp-bridge run --help`).
+
+    Without --write nothing is written: the entry and a diff of the file are printed. Exit
+    status 0: done, or nothing to do; 1: a requested entry is not there; 2: a usage error,
+    or a settings file that cannot be read.
+    """
+    config_file = options.pop("config_file", None)
+    options["config_file"] = config_file
+    modes = [flag for flag, given in (("-- AGENT", bool(agent)), ("--wrap", wrap is not None),
+                                      ("--unwrap", unwrap is not None)) if given]
+    if len(modes) != 1:
+        raise click.UsageError("give one of -- AGENT, --wrap NAME|--all or --unwrap NAME|--all", ctx)
+    for chosen in (wrap, unwrap):
+        if chosen == ALL and not every:
+            raise click.UsageError("--wrap/--unwrap: give NAME or --all", ctx)
+        if chosen not in (None, ALL) and every:
+            raise click.UsageError("--all: not with a NAME", ctx)
+    if every and wrap is None and unwrap is None:
+        raise click.UsageError("--all: only with --wrap or --unwrap", ctx)
+    typed = run_args(ctx, options)
+    if unwrap is not None and typed:
+        raise click.UsageError("--unwrap: takes no run options", ctx)
+    if agent:
+        from acp_bridge.config import command_problem
+
+        if (problem := command_problem(agent)) is not None:
+            fail(f"the agent command after -- {problem}")
+    if editor in e.PRINTED:
+        if not agent:
+            raise click.UsageError(f"{editor}: its settings are code; give the agent: -- AGENT [ARG...]", ctx)
+        if settings is not None or write:
+            raise click.UsageError(f"{editor}: its settings are code; --settings and --write do not apply "
+                                   "(the snippet is printed to paste)", ctx)
+        program, warning = resolve_program(agent[0])
+        if warning:
+            click.echo(f"acp-bridge: setup: {warning}", err=True)
+        command = [*bridge_command(), e.RUN, *typed, e.SEPARATOR, program, *agent[1:]]
+        where, text = e.snippet(editor, name or e.default_name(agent), command, agent)
+        _say(f"Paste this {where}:\n")
+        click.echo(text, nl=False)
+        return
+
+    from acp_bridge.setup import settings_file as sf
+
+    if (problem := sf.missing_library()) is not None:
+        fail(problem)
+    path = Path(settings) if settings is not None else sf.settings_path(editor, dict(os.environ),
+                                                                          os.path.expanduser("~"))
+    try:
+        loaded = sf.load(path)
+        document = sf.Document(loaded.text or "", str(path))
+    except sf.SettingsError as exc:
+        fail(str(exc))
+    present = document.entries()
+    status = 0
+    changes: list[str] = []
+    bridge = bridge_command()
+
+    def apply(entry_name: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        if old is None:
+            document.set_entry(entry_name, new)
+            changes.append(f"added {entry_name!r}")
+            return
+        to_set, to_remove = e.changed_keys(old, new)
+        for key, value in to_set.items():
+            document.set_key(entry_name, key, value)
+        for key in to_remove:
+            document.remove_key(entry_name, key)
+        if to_set or to_remove:
+            changes.append(f"changed {entry_name!r}")
+            if not agent:  # `-- AGENT` says its entry itself
+                args = new.get("args", [])
+                _say(f"{entry_name!r}: {sf.words([new['command'], *(args if isinstance(args, list) else [])])}")
+
+    if agent:
+        program, warning = resolve_program(agent[0])
+        if warning:
+            click.echo(f"acp-bridge: setup: {warning}", err=True)
+        entry_name = name or e.default_name(agent)
+        old = present.get(entry_name)
+        env = old.get("env") if isinstance(old, dict) and isinstance(old.get("env"), dict) else None
+        new = e.build_entry(editor, bridge, typed, [program, *agent[1:]], env)
+        if isinstance(old, dict):  # the editor's own keys of an entry set up before stay
+            new = _merged(old, new)
+        apply(entry_name, old if isinstance(old, dict) else None, new)
+        _say(f"{entry_name!r}: {sf.words([new['command'], *new['args']])}")
+    else:
+        chosen_name = wrap if wrap is not None else unwrap
+        names = list(present) if chosen_name == ALL else [str(chosen_name)]
+        for entry_name in names:
+            old = present.get(entry_name)
+            if not isinstance(old, dict):
+                click.echo(f"acp-bridge: setup: no agent entry {entry_name!r} in {path}"
+                           + (f" (there: {', '.join(map(repr, present))})" if present else ""), err=True)
+                status = EXIT_NOT_FOUND
+                continue
+            through = e.bridged(old)
+            try:
+                if wrap is not None:
+                    if through is not None:
+                        _say(f"{entry_name!r} already goes through the bridge")
+                        continue
+                    apply(entry_name, old, e.wrap(old, bridge, typed, entry_name, editor))
+                else:
+                    if through is None:
+                        if chosen_name != ALL:
+                            _say(f"{entry_name!r} does not go through the bridge; nothing to unwrap")
+                        continue
+                    apply(entry_name, old, e.unwrap(old, entry_name))
+            except e.CannotWrap as exc:
+                click.echo(f"acp-bridge: setup: {exc}", err=True)
+                if chosen_name != ALL:
+                    status = EXIT_NOT_FOUND
+    after = document.text()
+    if after == (loaded.text or "") or not changes:
+        _say(f"{path}: nothing to change")
+        raise SystemExit(status)
+    if not write:
+        click.echo(sf.diff(loaded.text or "", after, str(path)), nl=False)
+        _say(f"{'; '.join(changes)} (not written: add --write to change {path})")
+        raise SystemExit(status)
+    try:
+        backup = sf.write(loaded, after)
+    except sf.SettingsError as exc:
+        fail(str(exc))
+    shown = f"{path}" + (f" (the file {loaded.target})" if loaded.target != Path(os.path.abspath(path)) else "")
+    _say(f"{'; '.join(changes)} in {shown}" + (f"; the original is kept in {backup}" if backup else ""))
+    raise SystemExit(status)
+
+
+def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """`new` over an entry set up before: its keys in their old order, the editor's own keys
+    that `new` does not set kept, new keys after them."""
+    out = {key: new.get(key, value) for key, value in old.items()}
+    out.update({key: value for key, value in new.items() if key not in out})
+    return out
+
+
+def _without_envvar(param: click.Parameter) -> click.Parameter:
+    copied = copy.copy(param)
+    if isinstance(copied, click.Option):
+        copied.envvar = None
+        copied.show_envvar = False
+    return copied
+
+
+# The run options, as `run` declares them (copies: click keeps state on a parameter), without
+# their ACP_BRIDGE_* variables: the entry holds what was typed, not this shell's environment.
+setup.params.extend(_without_envvar(param) for param in run_command.params if isinstance(param, click.Option))

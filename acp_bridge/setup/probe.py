@@ -1,0 +1,252 @@
+"""`acp-bridge doctor -- AGENT`: the bridge started in front of the agent as an editor starts
+it, and spoken to as a client: `initialize`, and with a session `session/new` in a fresh
+folder, then `session/close` where the agent offers it.
+
+Owns: starting `acp-bridge run [RUN OPTIONS] -- AGENT` as a child process in a process group
+of its own, writing the requests, reading its stdout line by line (protocol lines answered to
+their requests, the rest kept as stray output), keeping the tail of its stderr, the timeout,
+and stopping it: stdin closed and SIGTERM, which the bridge passes on to the agent and
+follows with its own stop ladder, then SIGKILL to what is left of the bridge's group. Must
+never: answer the agent's requests (a probe has no files or terminals to offer), or return
+while the bridge runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import orjson
+import trio
+
+from acp_bridge.core import protocol as p
+from acp_bridge.setup.report import Json, Probe
+from acp_bridge.shell import posix
+
+STDERR_TAIL = 4096
+MAX_LINE = 16 * 1024 * 1024  # a line longer than this is kept only in part
+LINGER = 0.3  # after session/new, how long commands an agent sends next may take to arrive
+STOP_WAIT = 12.0  # the bridge's own ladder: grace, SIGTERM, grace, SIGKILL (5 s each by default)
+INITIALIZE, SESSION_NEW, CLOSE = 1, 2, 3
+
+
+def client_initialize(protocol: int, version: str) -> Json:
+    key, info = ("capabilities", "info") if protocol >= 2 else ("clientCapabilities", "clientInfo")
+    caps: Json = {} if protocol >= 2 else {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
+    return {"protocolVersion": protocol, key: caps, info: {"name": "acp-bridge-doctor", "version": version}}
+
+
+def offers_close(result: Any) -> bool:
+    caps = p.agent_capabilities(result)
+    for path in (("sessionCapabilities", "close"), ("session", "close")):
+        value = p.get_path(caps, *path)
+        if value is not None and value is not False:
+            return True
+    return False
+
+
+class _Conversation:
+    def __init__(self, probe: Probe, proc: trio.Process, start: float) -> None:
+        self.probe, self.proc, self.start = probe, proc, start
+        self.answers: dict[int, Json] = {}
+        self.arrived = trio.Event()
+        self.eof = trio.Event()
+        self.stderr = bytearray()
+        self.stopping = False  # the probe is stopping the bridge: what it answers now is its own doing
+
+    def now(self) -> float:
+        return trio.current_time() - self.start
+
+    async def send(self, id_: int, method: str, params: Json) -> None:
+        assert self.proc.stdin is not None
+        line = orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}) + b"\n"
+        try:
+            await self.proc.stdin.send_all(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async def wait_answer(self, id_: int) -> Json | None:
+        """The answer to request `id_`, or None once stdout has ended without it."""
+        while id_ not in self.answers:
+            if self.eof.is_set() or self.probe.not_acp:  # nothing ACP will come, or it has already failed
+                return None
+            self.arrived = trio.Event()
+            await self.arrived.wait()
+        return self.answers[id_]
+
+    async def read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        pending = b""
+        try:
+            while True:
+                chunk = await self.proc.stdout.receive_some(65536)
+                if not chunk:
+                    break
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    self.line(line)
+                if len(pending) > MAX_LINE:
+                    self.line(pending[:MAX_LINE])
+                    pending = b""
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        if pending:
+            self.line(pending)
+        self.eof.set()
+        self.arrived.set()
+
+    def line(self, raw: bytes) -> None:
+        if self.stopping:
+            return
+        text = raw.rstrip(b"\r").decode("utf-8", "replace")
+        try:
+            msg = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            if text.strip() or raw:
+                self.probe.stray.append(text)
+            return
+        if not isinstance(msg, dict):
+            self.probe.stray.append(text)
+            return
+        if msg.get("jsonrpc") != "2.0":
+            self.probe.not_acp.append(text)
+            self.arrived.set()
+            return
+        method = msg.get("method")
+        if method is None and isinstance(msg.get("id"), int) and ("result" in msg or "error" in msg):
+            self.answers[msg["id"]] = msg
+            self.arrived.set()
+            return
+        if method == p.SESSION_UPDATE:
+            update = p.get_path(msg, "params", "update")
+            if p.get_path(update, "sessionUpdate") == "available_commands_update":
+                commands = p.get_path(update, "availableCommands")
+                if isinstance(commands, list):
+                    self.probe.commands = [c for c in commands if isinstance(c, dict)]
+
+    async def read_stderr(self) -> None:
+        stream = self.proc.stderr
+        assert stream is not None
+        try:
+            while chunk := await stream.receive_some(65536):
+                self.stderr += chunk
+                del self.stderr[:-STDERR_TAIL]
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+
+async def run_probe(command: Sequence[str], agent: Sequence[str], *, protocol: int, with_session: bool,
+                    timeout: float, version: str, env: dict[str, str] | None = None) -> Probe:
+    """Start `command` (the bridge's `run`, ending with `-- AGENT...`) and talk to it."""
+    probe = Probe(command=list(agent), protocol=protocol)
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        proc: trio.Process = await nursery.start(partial(
+            trio.run_process, list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, check=False, env=env, **posix.OWN_PROCESS_GROUP))
+        talk = _Conversation(probe, proc, start)
+        nursery.start_soon(talk.read_stdout)
+        nursery.start_soon(talk.read_stderr)
+        try:
+            with tempfile.TemporaryDirectory(prefix="acp-doctor-") as folder:
+                await _converse(talk, probe, protocol, with_session, timeout, version, folder)
+        finally:
+            talk.stopping = True
+            with trio.CancelScope(shield=True):
+                await _stop(proc)
+                if not probe.stderr_tail:
+                    probe.stderr_tail = bytes(talk.stderr).decode("utf-8", "replace")
+            nursery.cancel_scope.cancel()
+    return probe
+
+
+async def _converse(talk: _Conversation, probe: Probe, protocol: int, with_session: bool, timeout: float,
+                    version: str, folder: str) -> None:
+    with trio.move_on_after(timeout) as waited:
+        await talk.send(INITIALIZE, p.INITIALIZE, client_initialize(protocol, version))
+        probe.initialize = _agents_own(probe, await talk.wait_answer(INITIALIZE))
+        if probe.initialize is not None:
+            probe.initialize_at = talk.now()
+    if waited.cancelled_caught:
+        probe.timed_out = f"{timeout:g} s, waiting for the answer to initialize"
+        return
+    if probe.initialize is None:
+        if probe.exited is None and probe.start_error is None and talk.eof.is_set():  # stdout ended
+            await talk.proc.wait()
+            probe.exited = talk.proc.returncode
+        return
+    result = probe.initialize.get("result")
+    if not with_session or not isinstance(result, dict):
+        return
+    with trio.move_on_after(timeout) as waited:
+        cwd = str(await trio.Path(folder).resolve())  # ACP wants an absolute path, links resolved
+        await talk.send(SESSION_NEW, p.SESSION_NEW, {"cwd": cwd, "mcpServers": []})
+        probe.session = _agents_own(probe, await talk.wait_answer(SESSION_NEW))
+        if probe.session is None:
+            if probe.exited is None and talk.eof.is_set():
+                await talk.proc.wait()
+                probe.exited = talk.proc.returncode
+            return
+        probe.session_at = talk.now()
+        listed = p.get_path(probe.session, "result", "availableCommands")
+        if isinstance(listed, list) and not probe.commands:
+            probe.commands = [c for c in listed if isinstance(c, dict)]
+        session_id = p.get_path(probe.session, "result", "sessionId")
+        if session_id is None:
+            return
+        if offers_close(result):
+            await talk.send(CLOSE, p.SESSION_CLOSE, {"sessionId": session_id})
+            answer = await talk.wait_answer(CLOSE)
+            probe.closed = answer is not None and "result" in answer
+        else:
+            with trio.move_on_after(LINGER):  # commands usually follow the answer at once
+                while not probe.commands and not talk.eof.is_set():
+                    talk.arrived = trio.Event()
+                    await talk.arrived.wait()
+    if waited.cancelled_caught:
+        probe.timed_out = f"{timeout:g} s, waiting for the answer to " + (
+            "session/new" if probe.session is None else "session/close")
+
+
+def _agents_own(probe: Probe, answer: Json | None) -> Json | None:
+    """`answer`, unless the bridge made it because the agent is gone (bridge-rules 5: its
+    `data` holds the exit status and stderr) or could not start (the command and the
+    reason): then that is noted on `probe`, and None returned."""
+    data = p.get_path(answer, "error", "data")
+    if not isinstance(data, dict):
+        return answer
+    status = data.get("exitStatus")
+    if isinstance(status, int) and not isinstance(status, bool):
+        probe.exited = status
+        if isinstance(data.get("stderr"), str):
+            probe.stderr_tail = data["stderr"]
+        return None
+    if isinstance(data.get("reason"), str) and "command" in data:
+        probe.started = False
+        hint = data.get("hint")
+        probe.start_error = data["reason"] + (f" ({hint})" if isinstance(hint, str) else "")
+        return None
+    return answer
+
+
+async def _stop(proc: trio.Process) -> None:
+    """Stdin closed, SIGTERM (the bridge passes it on and stops the agent by its ladder), and
+    SIGKILL to the bridge's group if it is still there after the ladder's time."""
+    if proc.stdin is not None:
+        try:
+            await proc.stdin.aclose()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+    if proc.returncode is None:
+        posix.terminate_group(proc)
+        with trio.move_on_after(STOP_WAIT):
+            await proc.wait()
+    if proc.returncode is None:
+        posix.kill_group(proc)
+        await proc.wait()
+    else:
+        posix.kill_group(proc, leftovers=True)

@@ -1,0 +1,215 @@
+"""`acp-bridge setup` through the real click group, on copies of realistic settings files:
+the dry run writes nothing, --write changes the file once (a second run changes nothing),
+wrap and unwrap give the file back byte for byte, and bad input leaves the file as it was."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import json5
+import pytest
+
+from acp_bridge.commands.setup import bridge_command
+from tests.cli_helpers import without_package
+from tests.conftest import invoke
+
+FILES = Path(__file__).parent.parent / "setup" / "files"
+ZED = (FILES / "zed_default.json").read_bytes()
+JETBRAINS = (FILES / "jetbrains_acp.json").read_bytes()
+PYTHON = os.path.abspath(sys.executable)
+
+
+@pytest.fixture
+def zed(tmp_path: Path) -> Path:
+    path = tmp_path / "settings.json"
+    path.write_bytes(ZED)
+    return path
+
+
+def files_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_the_dry_run_prints_the_entry_and_the_diff_and_writes_nothing(zed: Path) -> None:
+    done = invoke(["setup", "zed", "--settings", str(zed), "--", PYTHON, "-m", "agent"])
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    bridge = bridge_command()
+    assert f"'python{sys.version_info.major}" in out or "(acp-bridge)" in out
+    assert f'+      "command": "{bridge[0]}",\n' in out
+    assert f'+      "args": [{", ".join(f"{w!r}".replace(chr(39), chr(34)) for w in [*bridge[1:], "run", "--", PYTHON, "-m", "agent"])}],\n' in out
+    assert out.startswith(f"'{os.path.basename(PYTHON)} (acp-bridge)': ")
+    assert "(not written: add --write to change" in out
+    assert zed.read_bytes() == ZED and files_in(zed.parent) == ["settings.json"]
+
+
+def test_write_adds_the_entry_once_and_a_second_run_changes_nothing(zed: Path) -> None:
+    args = ["setup", "zed", "--settings", str(zed), "--name", "Mine", "--write", "--", PYTHON, "-m", "agent"]
+    done = invoke(args)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().endswith(f"added 'Mine' in {zed}; the original is kept in {zed}.acp-bridge.bak\n")
+    written = zed.read_bytes()
+    entry = json5.loads(written.decode())["agent_servers"]["Mine"]
+    assert entry == {"type": "custom", "command": bridge_command()[0],
+                     "args": [*bridge_command()[1:], "run", "--", PYTHON, "-m", "agent"], "env": {}}
+    assert (zed.parent / "settings.json.acp-bridge.bak").read_bytes() == ZED
+    again = invoke(args)
+    assert again.returncode == 0 and again.stdout.decode().endswith(f"{zed}: nothing to change\n")
+    assert zed.read_bytes() == written
+
+
+def test_wrap_then_unwrap_gives_the_file_back_byte_for_byte(zed: Path) -> None:
+    wrapped = invoke(["setup", "zed", "--settings", str(zed), "--wrap", "My agent", "--capture", "cap.jsonl",
+                      "--write"])
+    assert wrapped.returncode == 0, wrapped.stderr
+    entry = json5.loads(zed.read_text(encoding="utf-8"))["agent_servers"]["My agent"]
+    assert entry == {"type": "custom", "command": bridge_command()[0],
+                     "args": [*bridge_command()[1:], "run", "--capture", os.path.abspath("cap.jsonl"), "--",
+                              "my-agent", "--acp"],
+                     "env": {"MY_AGENT_KEY": "k-123"}}
+    assert '"env": {"MY_AGENT_KEY": "k-123"}, // the key it needs\n' in zed.read_text(encoding="utf-8")
+    unwrapped = invoke(["setup", "zed", "--settings", str(zed), "--unwrap", "My agent", "--write"])
+    assert unwrapped.returncode == 0, unwrapped.stderr
+    assert zed.read_bytes() == ZED
+
+
+def test_wrap_all_skips_a_registry_entry_saying_how_to_wrap_it(zed: Path) -> None:
+    done = invoke(["setup", "zed", "--settings", str(zed), "--wrap", "--all", "--write"])
+    assert done.returncode == 0
+    assert "'claude-acp' names no command (\"type\": \"registry\"" in done.stderr.decode()
+    assert "acp-bridge setup zed --name claude-acp -- COMMAND [ARG...]" in done.stderr.decode()
+    servers = json5.loads(zed.read_text(encoding="utf-8"))["agent_servers"]
+    assert servers["claude-acp"] == {"type": "registry"}
+    assert servers["My agent"]["command"] == bridge_command()[0]
+    second = invoke(["setup", "zed", "--settings", str(zed), "--wrap", "--all", "--write"])
+    assert "'My agent' already goes through the bridge" in second.stdout.decode()
+    back = invoke(["setup", "zed", "--settings", str(zed), "--unwrap", "--all", "--write"])
+    assert back.returncode == 0 and zed.read_bytes() == ZED
+
+
+@pytest.mark.parametrize("flag", ["--wrap", "--unwrap"])
+def test_a_requested_entry_that_is_not_there_is_exit_1(zed: Path, flag: str) -> None:
+    done = invoke(["setup", "zed", "--settings", str(zed), flag, "Nope", "--write"])
+    assert done.returncode == 1
+    assert done.stderr.decode() == (f"acp-bridge: setup: no agent entry 'Nope' in {zed} "
+                                    "(there: 'claude-acp', 'My agent')\n")
+    assert zed.read_bytes() == ZED
+
+
+def test_a_file_that_does_not_parse_is_exit_2_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_bytes(b'{\n  "theme": "x",\n  "agent_servers": {\n    "a" {}\n  }\n}\n')
+    before = path.read_bytes()
+    done = invoke(["setup", "zed", "--settings", str(path), "--write", "--", PYTHON])
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith(f"acp-bridge: setup: {path}:4: Syntax Error. Was expecting COLON")
+    assert path.read_bytes() == before and files_in(tmp_path) == ["settings.json"]
+
+
+def test_a_missing_file_is_made_only_with_write(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "acp.json"
+    dry = invoke(["setup", "jetbrains", "--settings", str(path), "--", PYTHON])
+    assert dry.returncode == 0 and not path.parent.exists()
+    done = invoke(["setup", "jetbrains", "--settings", str(path), "--write", "--", PYTHON])
+    assert done.returncode == 0, done.stderr
+    assert json5.loads(path.read_text(encoding="utf-8")) == {"agent_servers": {
+        f"{os.path.basename(PYTHON)} (acp-bridge)": {"command": bridge_command()[0],
+                                                     "args": [*bridge_command()[1:], "run", "--", PYTHON],
+                                                     "env": {}}}}
+
+
+def test_jetbrains_acp_json_gets_its_entry_without_a_type(tmp_path: Path) -> None:
+    path = tmp_path / "acp.json"
+    path.write_bytes(JETBRAINS)
+    done = invoke(["setup", "jetbrains", "--settings", str(path), "--name", "B", "--write", "--", PYTHON])
+    assert done.returncode == 0, done.stderr
+    servers = json5.loads(path.read_text(encoding="utf-8"))["agent_servers"]
+    assert list(servers) == ["Example Agent", "B"] and "type" not in servers["B"]
+    assert path.read_text(encoding="utf-8").startswith(JETBRAINS.decode().split('      "use_idea_mcp"')[0])
+
+
+def test_a_symlinked_settings_file_is_edited_at_its_target(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "zed.json"
+    real.parent.mkdir()
+    real.write_bytes(ZED)
+    link = tmp_path / "settings.json"
+    link.symlink_to(real)
+    done = invoke(["setup", "zed", "--settings", str(link), "--name", "S", "--write", "--", PYTHON])
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert "S" in json5.loads(real.read_text(encoding="utf-8"))["agent_servers"]
+    assert (real.parent / "zed.json.acp-bridge.bak").read_bytes() == ZED
+    assert f"(the file {real})" in done.stdout.decode()
+
+
+def test_run_options_go_into_the_entry_with_absolute_paths_and_not_from_the_environment(
+        zed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACP_BRIDGE_CAPTURE", "/from/env.jsonl")
+    done = invoke(["setup", "zed", "--settings", str(zed), "--name", "R", "--write", "-c", "b.toml",
+                   "--system-prompt-file", "p.md", "--stray-output", "stderr", "-vv", "--strict", "--", PYTHON])
+    assert done.returncode == 0, done.stderr
+    args = json5.loads(zed.read_text(encoding="utf-8"))["agent_servers"]["R"]["args"]
+    assert args == [*bridge_command()[1:], "run", "--config", os.path.abspath("b.toml"), "--system-prompt-file",
+                    os.path.abspath("p.md"), "--stray-output", "stderr", "--strict", "-vv", "--", PYTHON]
+
+
+def test_an_agent_not_on_path_is_said_and_written_as_given(zed: Path) -> None:
+    done = invoke(["setup", "zed", "--settings", str(zed), "--", "no-such-agent-xyz", "--acp"])
+    assert done.returncode == 0
+    assert "'no-such-agent-xyz' is not on PATH; written as given" in done.stderr.decode()
+    assert '"--", "no-such-agent-xyz", "--acp"]' in done.stdout.decode()
+
+
+@pytest.mark.parametrize(("editor", "needle"), [
+    ("neovim-codecompanion", 'require("codecompanion.adapters").extend('),
+    ("neovim-avante", "acp_providers = {"),
+    ("emacs-agent-shell", "(setq agent-shell-"),
+])
+def test_editors_whose_settings_are_code_get_a_snippet_and_nothing_is_written(editor: str, needle: str) -> None:
+    done = invoke(["setup", editor, "--", PYTHON])
+    assert done.returncode == 0, done.stderr
+    assert needle in done.stdout.decode() and done.stdout.decode().startswith("Paste this ")
+    refused = invoke(["setup", editor, "--write", "--", PYTHON])
+    assert refused.returncode == 2 and "the snippet is printed to paste" in refused.stderr.decode()
+
+
+@pytest.mark.parametrize("args", [
+    ["setup", "zed"],
+    ["setup", "zed", "--wrap"],
+    ["setup", "zed", "--all"],
+    ["setup", "zed", "--wrap", "a", "--unwrap", "b"],
+    ["setup", "zed", "--unwrap", "a", "--capture", "c"],
+    ["setup", "vscode", "--", "a"],
+])
+def test_usage_errors_are_exit_2(args: list[str]) -> None:
+    assert invoke(args).returncode == 2
+
+
+def test_without_the_library_setup_says_how_to_get_it(zed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    without_package("json5", monkeypatch)
+    done = invoke(["setup", "zed", "--settings", str(zed), "--", PYTHON])
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        "acp-bridge: setup: acp-bridge setup edits the settings with json-five, which is not installed "
+        "(json5.model not found): pip install 'acp-bridge-proxy[setup]'\n")
+
+
+def test_the_wrap_dry_run_says_the_entry_it_would_write(zed: Path) -> None:
+    done = invoke(["setup", "zed", "--settings", str(zed), "--wrap", "My agent"])
+    assert done.returncode == 0
+    assert done.stdout.decode().splitlines()[0] == f"'My agent': {' '.join(bridge_command())} run -- my-agent --acp"
+    assert zed.read_bytes() == ZED
+
+
+def test_an_entry_on_one_line_with_trailing_commas_comes_back_byte_for_byte(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    original = b'{\n  "agent_servers": {\n    "A": {"command": "a", "args": ["--acp",], "env": {}}, // mine\n  },\n}\n'
+    path.write_bytes(original)
+    assert invoke(["setup", "zed", "--settings", str(path), "--wrap", "A", "--write"]).returncode == 0
+    assert path.read_bytes() == original.replace(
+        b'"command": "a", "args": ["--acp",]',
+        f'"command": "{bridge_command()[0]}", "args": [{"".join(f"{chr(34)}{w}{chr(34)}, " for w in bridge_command()[1:])}"run", "--", "a", "--acp",]'.encode())
+    assert invoke(["setup", "zed", "--settings", str(path), "--unwrap", "A", "--write"]).returncode == 0
+    assert path.read_bytes() == original
