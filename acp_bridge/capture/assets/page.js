@@ -10,7 +10,7 @@ var list=document.getElementById('list'), box=document.getElementById('q'), coun
 var dirBox=document.getElementById('dir');
 var resp, became={}, members={}, msgRows=[], total=0, pend=-1;
 var open, timing, hgt, shown;
-var sel=-1, paneOpen=false, paused=false, loader=null, kept={row:-1,n:0,records:null};  // the detail pane's state
+var sel=-1, paneOpen=false, loader=null, kept={row:-1,n:0,records:null};  // the detail pane's state
 function grow(n){  // the per-row arrays, room for n rows (doubling, so appends stay cheap)
   if(n<=cap)return;
   var c=Math.max(1024,cap*2,n), r2=new Int32Array(c).fill(-1), o2=new Uint8Array(c), t2=new Uint8Array(c),
@@ -376,7 +376,7 @@ function folded(i){
   var out=[h,'<div class="members">'];
   kept.records.forEach(function(rec,k){
     var raw=typeof rec.raw==='string'?rec.raw.replace(/\r?\n$/,''):'', text='';
-    try{var u=JSON.parse(raw).params.update;text=u.content.text;}catch(e){text='';}
+    try{text=JSON.parse(raw).params.update.content.text;}catch(e){} if(typeof text!=='string')text='';
     out.push('<div class="member" data-k="'+k+'"><span class="t"'+(typeof rec.time==='number'?' title="'+iso(rec.time)+'"':'')+'>'+
       (typeof rec.time==='number'?clock(new Date(rec.time*1000)):'')+'</span> <span class="sq">#'+esc(rec.seq)+'</span> '+
       '<span class="pv">'+esc(text)+'</span><pre class="rawline" hidden>'+esc(raw||'(not text)')+'</pre></div>');
