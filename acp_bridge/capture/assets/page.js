@@ -9,19 +9,21 @@ var N=0, H=22, OVER=600, cap=0;
 var list=document.getElementById('list'), box=document.getElementById('q'), count=document.getElementById('count');
 var dirBox=document.getElementById('dir');
 var resp, became={}, members={}, msgRows=[], total=0, pend=-1;
-var open, timing, hgt, shown;
+var open, timing, hgt, shown, days;  // days: how many midnights before the row (its clock wrapped)
 var sel=-1, paneOpen=false, loader=null, kept={row:-1,n:0,records:null};  // the detail pane's state
 function grow(n){  // the per-row arrays, room for n rows (doubling, so appends stay cheap)
   if(n<=cap)return;
   var c=Math.max(1024,cap*2,n), r2=new Int32Array(c).fill(-1), o2=new Uint8Array(c), t2=new Uint8Array(c),
-      h2=new Float32Array(c), s2=new Uint8Array(c).fill(1);
-  if(cap){r2.set(resp);o2.set(open);t2.set(timing);h2.set(hgt);s2.set(shown);}
-  resp=r2;open=o2;timing=t2;hgt=h2;shown=s2;cap=c;
+      h2=new Float32Array(c), s2=new Uint8Array(c).fill(1), d2=new Uint16Array(c);
+  if(cap){r2.set(resp);o2.set(open);t2.set(timing);h2.set(hgt);s2.set(shown);d2.set(days);}
+  resp=r2;open=o2;timing=t2;hgt=h2;shown=s2;days=d2;cap=c;
 }
 grow(0);
 function add(r){  // a row at the end: the links and counts it brings
   var i=N++; grow(N); rows[i]=r;
   if(r.h){members[i]=[];return;}
+  var last=msgRows.length?msgRows[msgRows.length-1]:-1;
+  days[i]=last<0?0:days[last]+(wrapped(rows[last].t,r.t)?1:0);
   msgRows.push(i); total+=r.n||1;
   if(members[r.g])members[r.g].push(i);
   if(r.q!==undefined)resp[r.q]=i;
@@ -41,6 +43,24 @@ var vis=new Int32Array(0), tops=new Float64Array(1), low=null, shownCount={};
 
 function esc(s){return String(s).replace(/[&<>"]/g,function(c){return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
 function secs(x){return x<1?(x*1000).toFixed(1)+' ms':x.toFixed(2)+' s';}
+// A row's time is its local HH:MM:SS.mmm; the date is counted from the capture's start, a day
+// more each time the clock goes from the afternoon back to the morning (midnight passed).
+function wrapped(a,b){return typeof a==='string'&&typeof b==='string'&&a>='12'&&b<'12'&&a.charAt(2)===':'&&b.charAt(2)===':';}
+function dayOf(i){  // the row's local date (a Date at its midnight), or null when the start is unknown
+  var s=new Date(String(info.started)); if(isNaN(s.getTime())||typeof rows[i].t!=='string')return null;
+  var first=rows[msgRows[0]], d=days[i]+(wrapped(clock(s),first.t)?1:0);
+  return new Date(s.getFullYear(),s.getMonth(),s.getDate()+d);
+}
+function when(i,full){  // the row's time: the date in front where it changes (or `full`), the ISO UTC time as tooltip
+  var r=rows[i], t=esc(r.t), day=dayOf(i), m=/^(\d\d):(\d\d):(\d\d)\.(\d{3})$/.exec(r.t);
+  if(!day||!m)return '<span class="t">'+t+'</span>';
+  var at=new Date(day.getFullYear(),day.getMonth(),day.getDate(),+m[1],+m[2],+m[3],+m[4]);
+  if(full)return '<span class="t" title="'+at.toISOString()+'">'+ymd(at)+' '+t+'</span>';
+  var k=msgRows.length&&i!==msgRows[0]?prevMsg(i):-1, changed=k>=0&&days[k]!==days[i];
+  return '<span class="t" title="'+at.toISOString()+'">'+(changed?'<span class="day">'+ymd(at)+'</span>':'')+t+'</span>';
+}
+function ymd(d){return d.getFullYear()+'-'+pad(d.getMonth()+1)+'-'+pad(d.getDate());}
+function prevMsg(i){for(var j=i-1;j>=0;j--)if(!rows[j].h)return j;return -1;}
 // One way to write a time everywhere: local HH:MM:SS.mmm (the rows' own, as `show` prints
 // them), the date in front where a day is named, and the ISO time in UTC as the tooltip.
 function pad(n,w){n=String(n);while(n.length<(w||2))n='0'+n;return n;}
@@ -49,7 +69,7 @@ function iso(t){var d=new Date(t*1000);return isNaN(d.getTime())?'':d.toISOStrin
 function stamp(when){  // epoch seconds or an ISO text: the date and time, local, with the UTC tooltip
   var d=typeof when==='number'?new Date(when*1000):new Date(String(when));
   if(when===null||when===undefined||when===''||isNaN(d.getTime()))return esc(when===undefined||when===null?'':when);
-  return '<span class="ts" title="'+d.toISOString()+'">'+d.getFullYear()+'-'+pad(d.getMonth()+1)+'-'+pad(d.getDate())+' '+clock(d)+'</span>';
+  return '<span class="ts" title="'+d.toISOString()+'">'+ymd(d)+' '+clock(d)+'</span>';
 }
 
 // JSON indented by walking its text: numbers stay exactly as written (JSON.parse would round
@@ -128,7 +148,7 @@ function summaryLine(i){
   if(resp[i]>=0){var a=rows[resp[i]];links+=' '+jump(resp[i],'→ answered '+(a.lat!==undefined?'in '+secs(a.lat):seqOf(resp[i])));}
   if(r.f!==undefined)links+=' '+jump(r.f,(rows[r.f].v==='drop'?'in place of ':'on ')+seqOf(r.f));
   (became[i]||[]).forEach(function(j){links+=' '+jump(j,'became '+seqOf(j));});
-  return '<div class="sum" data-i="'+i+'"><span class="t">'+esc(r.t)+'</span>'+lane(r)+'<span class="what"><b>'+esc(r.l)+'</b>'+
+  return '<div class="sum" data-i="'+i+'">'+when(i)+lane(r)+'<span class="what"><b>'+esc(r.l)+'</b>'+
     (r.ss?' <span class="sess">'+esc(r.ss)+'</span>':'')+' <span class="size">'+esc(r.z)+'</span>'+
     (r.mk||[]).map(function(m){return ' <span class="mark '+esc(r.v)+'">'+esc(m)+'</span>';}).join('')+
     (found[i]||[]).map(function(f){return ' <span class="fd '+esc(f[1])+'" title="'+esc(f[3])+'">'+esc(f[2])+'</span>';}).join('')+
@@ -339,7 +359,7 @@ function sent(r){return r.v==='emit'?(r.o||''):(r.o!==undefined&&r.o!==null?r.o:
 function detail(i){
   var r=rows[i], h=[], links=[];
   h.push('<div class="ph"><b>'+esc(r.l)+'</b><button class="x" data-act="close" title="close (Esc)">✕</button></div>');
-  h.push('<p class="meta">#'+esc(r.s)+(r.s2!==undefined?'–#'+esc(r.s2):'')+' · <span class="t">'+esc(r.t)+'</span> · '+whereTo(r)+
+  h.push('<p class="meta">#'+esc(r.s)+(r.s2!==undefined?'–#'+esc(r.s2):'')+' · '+when(i,true)+' · '+whereTo(r)+
     (r.v==='emit'?' (written by the bridge)':'')+' · '+esc(r.k)+' · '+esc(r.v)+' · '+esc(r.z)+(r.ss?' · session '+esc(r.ss):'')+'</p>');
   h.push('<p class="acts"><button data-act="json">copy JSON</button> <button data-act="raw">copy raw line</button>'+
     ' <button data-act="show">copy show command</button></p>');
