@@ -14,8 +14,8 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -277,7 +277,7 @@ def test_one_time_format_and_a_list_that_folds(inspector: Inspector) -> None:
 
     # a row's time: local HH:MM:SS.mmm, the date where it changes (midnight), the UTC time as tooltip
     midnight = time.mktime((2026, 12, 7, 0, 0, 0, 0, 0, -1))
-    started = datetime.fromtimestamp(midnight - 1, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = datetime.fromtimestamp(midnight - 1, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     (inspector.folder / "midnight.jsonl").write_bytes(orjson.dumps({
         "type": "header", "format": 1, "time": midnight - 1, "mono": 0, "pid": 1 << 30, "bridge": "0.1.0",
         "started": started, "config": "c"}) + b"\n" + message(1, time=midnight - 0.5) + message(2, time=midnight + 0.25))
@@ -285,8 +285,10 @@ def test_one_time_format_and_a_list_that_folds(inspector: Inspector) -> None:
     inspector.wait(lambda: inspector.body("data-visible") == "2")
     cells = inspector.js("return [].map.call(document.querySelectorAll('#list .sum .t'),function(t){"
                          "return [t.textContent,t.title];})")
-    assert cells == [["23:59:59.500", datetime.fromtimestamp(midnight - 0.5, timezone.utc).isoformat()[:23] + "Z"],
-                     ["2026-12-0700:00:00.250", datetime.fromtimestamp(midnight + 0.25, timezone.utc).isoformat()[:23] + "Z"]]
+    def utc(wall: float) -> str:
+        return datetime.fromtimestamp(wall, UTC).isoformat()[:23] + "Z"
+
+    assert cells == [["23:59:59.500", utc(midnight - 0.5)], ["2026-12-0700:00:00.250", utc(midnight + 0.25)]]
 
     inspector.js("document.querySelector('#captures button.fold').click()")
     assert inspector.body("data-captures-folded") == "1"
