@@ -82,8 +82,12 @@ class BridgeGroup(click.Group):
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "acp-bridge"
             message = exc.format_message()
-            if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.ctx.command.name == "run":
-                words = agent_line(self.agent_words(args[args.index("run") + 1:], exc.option_name))
+            # an option neither `run` nor the group has, nor is close to: most likely the
+            # agent's (the short form `acp-bridge [RUN OPTIONS] -- AGENT` included)
+            if isinstance(exc, click.NoSuchOption) and not exc.possibilities and exc.ctx is not None \
+                    and exc.ctx.command in (self, self.load("run")):
+                start = args.index("run") + 1 if exc.ctx.command is not self else 0
+                words = agent_line(self.agent_words(args[start:], exc.option_name))
                 message += (" If it is the agent's, put the agent's command line after `--`: "
                             f"acp-bridge run [OPTIONS] -- {words}")
             click.echo(f"acp-bridge: {message} (see '{where} --help')", err=True)

@@ -123,11 +123,13 @@ AFTER_DASHES = "If it is the agent's, put the agent's command line after `--`: a
     (["run", "-c", "f.toml", "--capture=x", "-cg.toml", "-q", "my-agent", "--acp", "x"], "my-agent --acp x"),
     (["run", "--acp", "--", "my-agent"], "my-agent --acp"),
     (["run", "-v", "--acp"], "AGENT --acp"),
+    (["--acp", "--", "my-agent"], "my-agent --acp"),  # not an option of run: the group's usage error
 ])
 def test_an_unknown_option_of_run_shows_the_agent_after_dashes(args: list[str], agent: str) -> None:
     result = CliRunner().invoke(main, args, prog_name="acp-bridge")
+    where = "acp-bridge run" if args[0] != "--acp" else "acp-bridge"
     assert (result.exit_code, result.stderr) == (
-        2, f"acp-bridge: No such option '--acp'. {AFTER_DASHES}{agent} (see 'acp-bridge run --help')\n")
+        2, f"acp-bridge: No such option '--acp'. {AFTER_DASHES}{agent} (see '{where} --help')\n")
 
 
 def test_the_command_listing_shows_each_summary_whole() -> None:
@@ -159,7 +161,8 @@ def test_a_command_without_a_summary_is_listed_with_its_first_sentence_whole(mon
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--capture"], "acp-bridge: Option '--capture' requires an argument."),
-    (["--bogus", "--", "x"], "acp-bridge: No such option"),
+    (["--bogus", "--", "x"], f"acp-bridge: No such option '--bogus'. {AFTER_DASHES}x --bogus (see"),
+    (["run", "--verbos", "--", "x"], "acp-bridge: No such option '--verbos'. Did you mean '--verbose'? (see"),
     (["-v"], "acp-bridge: no agent command"),
 ])
 def test_the_short_form_reports_usage_errors_in_one_line(args: list[str], message: str) -> None:
