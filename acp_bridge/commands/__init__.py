@@ -65,6 +65,15 @@ def prints_to_stderr() -> AbstractContextManager[Any]:
     return redirect_stdout(sys.stderr)
 
 
+def agent_line(words: list[str]) -> str:
+    """`words` as one shell line to show in a message (quoted, control characters escaped)."""
+    import shlex
+
+    from acp_bridge.core.printable import printable
+
+    return printable(shlex.join(words), quote_backslash=False)
+
+
 class BridgeGroup(click.Group):
     """The command group, each command imported from its module when it is asked for."""
 
@@ -83,7 +92,16 @@ class BridgeGroup(click.Group):
             sys.exit(0)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "acp-bridge"
-            click.echo(f"acp-bridge: {exc.format_message()} (see '{where} --help')", err=True)
+            message = exc.format_message()
+            # an option neither `run` nor the group has, nor is close to: most likely the
+            # agent's (the short form `acp-bridge [RUN OPTIONS] -- AGENT` included)
+            if isinstance(exc, click.NoSuchOption) and not exc.possibilities and exc.ctx is not None \
+                    and exc.ctx.command in (self, self.load("run")):
+                start = args.index("run") + 1 if exc.ctx.command is not self else 0
+                words = agent_line(self.agent_words(args[start:], exc.option_name))
+                message += (" If it is the agent's, put the agent's command line after `--`: "
+                            f"acp-bridge run [OPTIONS] -- {words}")
+            click.echo(f"acp-bridge: {message} (see '{where} --help')", err=True)
             sys.exit(EXIT_USAGE)
         except click.ClickException as exc:
             exc.show()
@@ -102,6 +120,40 @@ class BridgeGroup(click.Group):
                  for name in (*param.opts, *param.secondary_opts)}
         return (arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]) in names
 
+    def agent_words(self, args: list[str], unknown: str) -> list[str]:
+        """The agent's command line a user most likely meant in `run`'s `args`, where click
+        found the option `unknown` that `run` does not have: from the first word that is not
+        an option of `run` (nor an option's value), or else what follows `--`, with `unknown`
+        added where it is not among them. `run my-agent --acp` gives `my-agent --acp`."""
+        takes_value = {name for param in self.load("run").params if isinstance(param, click.Option)
+                       and not param.is_flag and not param.count for name in param.opts}
+        words: list[str] = []
+        for at, arg in enumerate(args):
+            if arg == "--":
+                words = args[at + 1:]
+                break
+            if (arg == "-" or not arg.startswith("-")) and (at == 0 or args[at - 1] not in takes_value):
+                words = [word for word in args[at:] if word != "--"]
+                break
+        if unknown not in words:
+            words = [*words, unknown]
+        return words if words[0] != unknown else ["AGENT", *words]
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                            list[str]]:
+        """As click's, but an unknown command gets the commands it is close to (`stat`: did you
+        mean `stats`?), or else the line that runs it as the agent."""
+        name = args[0]
+        if name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            import difflib
+
+            close = difflib.get_close_matches(name, COMMANDS, n=3, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {' or '.join(repr(c) for c in close)}?")
+            ctx.fail(f"No such command {name!r}. To run it as the agent: "
+                     f"acp-bridge -- {agent_line(args)}")
+        return super().resolve_command(ctx, args)
+
     def load(self, name: str) -> click.Command:
         """The command `name` (one of COMMANDS), its module imported the first time."""
         if name not in self.commands:
@@ -110,6 +162,14 @@ class BridgeGroup(click.Group):
                 imported = __import__(f"{__name__}.{module}", fromlist=[module])
             self.add_command(getattr(imported, module), name)
         return self.commands[name]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """As click's, but a command's summary is never cut mid-sentence: its `short_help`, or
+        else the whole first sentence of its help, wrapped."""
+        rows = [(name, command.get_short_help_str(limit=sys.maxsize)) for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

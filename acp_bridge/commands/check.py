@@ -28,7 +28,7 @@ EXIT_FINDINGS, EXIT_UNREADABLE = 1, 2
 SEQS_SHOWN = 12
 
 
-@click.command()
+@click.command(short_help="Check captures for problems and whether the bridge is needed.")
 @click.argument("captures", nargs=-1, required=True, type=click.Path(), metavar="CAPTURE...")
 @click.option("--fail-on", type=click.Choice(["warning", "error"]), default="warning", show_default=True,
               help="Exit 1 when a finding at or above this level is found.")
@@ -149,8 +149,8 @@ def report_text(report: Report) -> list[str]:
         lines.append(f"          {CODES[code].advice}")
     migration = report.migration
     lines.append(f"  suggestions: the client reads {_form(migration.client_form)}; the agent sent "
-                 f"legacy {migration.agent_legacy}x, new {migration.agent_new}x; the client received "
-                 f"legacy {migration.client_legacy}x, new {migration.client_new}x; the bridge wrote "
+                 f"{migration.agent_legacy} legacy and {migration.agent_new} new; the client received "
+                 f"{migration.client_legacy} legacy and {migration.client_new} new; the bridge wrote "
                  f"{migration.written} (withdrawals: {migration.withdrawals}) and took out {migration.taken_out}")
     dialects = ", ".join(f"{d} {n}x" for d, n in sorted(migration.dialects.items())) or "none injected"
     lines.append(f"  system prompt: {dialects}")

@@ -15,7 +15,7 @@ from acp_bridge.config.layers import load_config
 from acp_bridge.errors import ConfigError
 
 
-@click.command("check-config")
+@click.command("check-config", short_help="Validate a config FILE and print the effective settings.")
 @click.argument("file", type=click.Path(dir_okay=False))
 def check_config(file: str) -> None:
     """Validate a config FILE and print the effective settings as JSON.

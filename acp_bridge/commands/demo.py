@@ -6,13 +6,13 @@ Owns: the command, the demo script and its narration. Must never: need anything 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from acp_bridge.core import LineSplitter
 from acp_bridge.core.printable import printable
 
 SYSTEM_PROMPT = "Answer in one sentence. Never touch files outside src/."
+DEFAULT_DIR = "acp-bridge-demo"  # in the current folder, where a newcomer looks for what it made
 TIMEOUT = 20
 POLL = 0.01  # how often to look at the agent's log while waiting for an entry
 
@@ -106,9 +107,35 @@ class Narrator:
         click.echo(click.style(text, bold=True) if self.color else text)
 
 
+def fresh_names(folder: Path) -> tuple[Path, Path]:
+    """The capture and the agent's log of a new run in `folder` (made if missing):
+    `capture.jsonl` and `agent.jsonl`, or `capture-N.jsonl` and `agent-N.jsonl` for the first
+    N where neither exists. The log is created here (so a second demo in the same folder
+    takes the next N), the capture is left for the bridge: a run never reads the log of an
+    earlier one, and the path printed is the one the bridge wrote."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(10_000):
+        suffix = f"-{n}" if n else ""
+        capture, agent_log = folder / f"capture{suffix}.jsonl", folder / f"agent{suffix}.jsonl"
+        if os.path.lexists(capture):
+            continue
+        try:
+            os.close(os.open(agent_log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        return capture, agent_log
+    raise FileExistsError(f"{folder} holds 10,000 demo captures already")
+
+
+def has_ui_extra() -> bool:
+    """Is the inspector's extra installed (without importing it)?"""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("starlette", "hypercorn"))
+
+
 async def run_demo(workdir: Path, narrator: Narrator) -> int:
-    capture = workdir / "capture.jsonl"
-    agent_log = workdir / "agent.jsonl"
+    capture, agent_log = fresh_names(workdir)
     command = [
         sys.executable, "-m", "acp_bridge", "run", "--unlock-legacy-agent",
         "--system-prompt", SYSTEM_PROMPT, "--capture", str(capture), "--",
@@ -128,7 +155,7 @@ async def run_demo(workdir: Path, narrator: Narrator) -> int:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_read_all, proc.stderr, stderr, stderr_done)
         try:
-            await _converse(client, workdir, agent_log, narrator)
+            await _converse(client, Path(await trio.Path(workdir).absolute()), agent_log, narrator)
         finally:
             await proc.stdin.aclose() if proc.stdin else None
             with trio.move_on_after(TIMEOUT):
@@ -153,6 +180,9 @@ async def run_demo(workdir: Path, narrator: Narrator) -> int:
     narrator.say("", f"summarise it:  {program} stats {quoted}")
     narrator.say("", f"share it:      {program} export {quoted} --html demo.html")
     narrator.say("", f"check it:      {program} check {quoted}")
+    narrator.say("", f"browse it:     {program} ui {shlex.quote(str(workdir))} --open"
+                 + ("" if has_ui_extra() else "  (needs the ui extra: pip install 'acp-bridge-proxy[ui]')"))
+    narrator.say("", f"Each run adds its capture to {workdir}; `demo --dir DIR` puts it elsewhere.")
     click.echo("")
     return 0 if proc.returncode == 0 else 1
 
@@ -244,22 +274,29 @@ async def agent_sent(path: Path, match: Callable[[dict[str, Any]], bool], timeou
 
 
 @click.command()
-@click.option("--dir", "workdir", type=click.Path(file_okay=False), default=None,
-              help="Keep the capture and the agent's log in this folder (default: a new temporary folder).")
+@click.option("--dir", "workdir", type=click.Path(file_okay=False), default=DEFAULT_DIR, show_default=True,
+              metavar="DIR",
+              help="Write the capture and the agent's log in this folder (made if missing); each run adds "
+                   "a fresh capture, earlier ones are kept.")
 @click.option("--color/--no-color", default=None, help="Colour the narration (default: when stdout is a terminal).")
-def demo(workdir: str | None, color: bool | None) -> None:
+def demo(workdir: str, color: bool | None) -> None:
     """Show the bridge at work, with nothing else installed.
 
     A scripted client that advertises the new prompt-suggestions capability talks to a
     bundled legacy agent (legacy suggestion channel only, no systemPrompt capability)
     through a real `acp-bridge run`. You see the legacy suggestion arrive, the standard
     update the client receives instead, the withdrawal on the next prompt, the system
-    prompt injected, and where the capture was written.
+    prompt injected, and the commands that read the capture, which is kept in
+    ./acp-bridge-demo/ (or the folder `--dir` names).
     """
     narrator = Narrator(sys.stdout.isatty() if color is None else color)
-    if workdir:
-        folder = Path(workdir)
+    folder = Path(workdir)
+    try:  # refused before anything starts: a folder that cannot be made or written in
         folder.mkdir(parents=True, exist_ok=True)
-    else:
-        folder = Path(tempfile.mkdtemp(prefix="acp-bridge-demo-"))
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "permission denied")
+    except OSError as exc:
+        from acp_bridge.commands.captures import fail
+
+        fail(f"the demo cannot write in {workdir}: {exc.strerror or exc}; choose a folder with --dir DIR", 1)
     raise SystemExit(trio.run(run_demo, folder, narrator))

@@ -15,7 +15,7 @@ from acp_bridge.core.pointer import parse_pointer
 EXIT_DIFFERENT = 1
 
 
-@click.command()
+@click.command(short_help="Compare two captures, session by session and turn by turn.")
 @click.argument("a", type=CAPTURE)
 @click.argument("b", type=CAPTURE)
 @click.option("--ignore", "ignore", multiple=True, metavar="POINTER",

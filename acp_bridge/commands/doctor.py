@@ -47,7 +47,7 @@ def _dump(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
 
 
-@click.command("doctor")
+@click.command("doctor", short_help="Start an agent through the bridge and say whether it works.")
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARG...]")
 @click.option("--protocol", type=click.Choice(["1", "2"]), default="1", show_default=True,
               help="The ACP protocol version to ask for in initialize.")

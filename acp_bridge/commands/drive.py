@@ -48,7 +48,7 @@ def _a_template(ctx: click.Context, param: click.Parameter, value: str | None) -
     return value
 
 
-@click.command()
+@click.command(short_help="Play a capture's client side to AGENT and compare.")
 @click.argument("capture", type=CAPTURE)
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARG...]")
 @click.option("--cwd", type=click.Path(exists=True, file_okay=False), metavar="DIR",

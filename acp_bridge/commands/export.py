@@ -17,7 +17,7 @@ from acp_bridge.commands.captures import CAPTURE, capture_report, fail, finding_
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
 
 
-@click.command()
+@click.command(short_help="Write a capture as one self-contained HTML page.")
 @click.argument("capture", type=CAPTURE)
 @click.option("--html", "out", type=click.Path(),
               metavar="OUT.html", help="Write the page to OUT.html (replaced whole once written).")

@@ -14,7 +14,7 @@ import click
 from acp_bridge.commands.captures import fail
 
 
-@click.command()
+@click.command(short_help="Serve captures to an MCP client on stdin/stdout.")
 @click.argument("roots", nargs=-1, type=click.Path(exists=True), metavar="[DIR|CAPTURE]...")
 def mcp(roots: tuple[str, ...]) -> None:
     """Serve the captures in DIR (each `*.jsonl` capture directly in it) and the CAPTURE files

@@ -55,7 +55,8 @@ In CI (exit 1 when the rules' output differs):
 """
 
 
-@click.command("replay", epilog=REPLAY_EPILOG)
+@click.command("replay", epilog=REPLAY_EPILOG,
+               short_help="Serve a capture as the agent it recorded, or re-run the rules.")
 @click.argument("capture_file", metavar="CAPTURE", type=click.Path(dir_okay=False))
 @click.option("--before-rules", is_flag=True,
               help="Replay what the agent sent (the capture's raw lines) instead of what the client "

@@ -24,7 +24,7 @@ from acp_bridge.errors import ConfigError
 _NO_AGENT = ("acp-bridge-rules",)  # `resolve_config` wants an agent command; none is started
 
 
-@click.command("rules")
+@click.command("rules", short_help="List the rules `run` would apply, in their order.")
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARG...]]")
 @click.pass_context
 def rules(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], **options: Any) -> None:

@@ -53,7 +53,8 @@ what a file sets.
 """
 
 
-@click.command(context_settings={"ignore_unknown_options": False}, epilog=RUN_EPILOG)
+@click.command(context_settings={"ignore_unknown_options": False}, epilog=RUN_EPILOG,
+               short_help="Run AGENT behind the bridge, relaying stdio to it.")
 @click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_CONFIG",
               cls=RunOption, help="TOML config file (see configs/ for ready-made ones).")
 @click.option("--capture", metavar="PATH", envvar="ACP_BRIDGE_CAPTURE", cls=RunOption,

@@ -94,7 +94,8 @@ def _say(text: str) -> None:
     click.echo(printable(text, quote_backslash=False))
 
 
-@click.command("setup", context_settings={"ignore_unknown_options": False})
+@click.command("setup", context_settings={"ignore_unknown_options": False},
+               short_help="Put the bridge in front of an agent in an editor's settings.")
 @click.argument("editor", type=click.Choice(e.EDITORS))
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARG...]]")
 @click.option("--name", metavar="NAME", help="The entry's name, the label the editor shows (default: the "

@@ -42,7 +42,7 @@ def styled(summary: Summary) -> str:
     return " ".join(parts)
 
 
-@click.command()
+@click.command(short_help="Print a capture, one line per message.")
 @click.argument("capture", type=click.Path(dir_okay=False))
 @click.option("-f", "--follow", is_flag=True,
               help="Keep reading as the capture grows, until its end record (Ctrl-C stops); "

@@ -13,7 +13,7 @@ from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.commands.captures import CAPTURE, reading, say
 
 
-@click.command()
+@click.command(short_help="Summarise a capture: messages, bytes, latency, rules.")
 @click.argument("capture", type=CAPTURE)
 @click.option("--json", "as_json", is_flag=True, help="Print the same figures as JSON (latencies in seconds).")
 def stats(capture: str, as_json: bool) -> None:

@@ -20,7 +20,7 @@ from acp_bridge.commands.captures import fail
 INSTALL = "acp-bridge: the inspector needs the ui extra: pip install 'acp-bridge-proxy[ui]'"
 
 
-@click.command()
+@click.command(short_help="Serve a live inspector of captures in the browser.")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True), metavar="[DIR|CAPTURE]...")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="The port to listen on (0: a free one).")

@@ -251,3 +251,40 @@ def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path, browser: Bro
 
 # The 200,000-message page is checked in the browser once, through the inspector, which draws
 # this same page (tests/inspector/test_browser.py::test_a_capture_of_200000_messages).
+
+
+@needs_browser("the export page")
+def test_the_exported_page_shows_a_message_in_the_pane_beside_the_list(tmp_path: Path, browser: Browser) -> None:
+    """The export has the inspector's pane and keys: a click opens a message beside the list
+    (JSON, raw line, the other half of its pair); a run of chunks shows the text the page
+    keeps, its messages being in the capture only; Enter, Escape and the arrow keys work."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    capture = sample_capture(tmp_path / "c.jsonl")
+    page = tmp_path / "export.html"
+    assert CliRunner().invoke(main, ["export", str(capture), "--html", str(page)]).exit_code == 0
+    browser.load(page.as_uri())
+    read_pane = ("var p=document.getElementById('pane');if(p.hidden)return null;"
+                 "var t=function(s){return [].map.call(p.querySelectorAll(s),function(e){return e.textContent;});};"
+                 "return [document.body.getAttribute('data-pane'),t('.ph b')[0],t('.pair'),t('.tree summary'),"
+                 "t('pre.rawline'),t('h4')];")
+    assert browser.js(read_pane) is None
+    browser.js("document.querySelector('#list [data-i=\"6\"] .sum').click()")
+    seq, title, links, tree, raw, heads = browser.wait(lambda: browser.js(read_pane))
+    assert (seq, title, links) == ("5", "session/prompt #2", ["response: #8 #2 session/prompt ok 1.10s"])
+    assert tree[:2] == ["{4}", "params: {2}"] and raw[0].startswith('{"jsonrpc":"2.0","id":2,"method":"session/prompt"')
+    # the prompt carries the injected system prompt: what the rule changed, before and after
+    assert heads == ["what the rules did", "before (from the client)", "after (to the agent)", "JSON (as it went out)",
+                     "raw line (as it came)"]
+
+    keys = ActionChains(browser.driver)
+    keys.send_keys(Keys.ARROW_DOWN).perform()  # the open pane follows the selection: the folded chunks
+    seq, title, links, tree, raw, heads = browser.wait(lambda: (browser.js(read_pane) or [""])[0] == "6"
+                                                       and browser.js(read_pane))
+    assert title == "session/update agent_message_chunk ×2" and heads == ["2 messages folded into this row"]
+    assert raw == ["The test depends on the local timezone; CI runs in UTC."]
+    keys.send_keys(Keys.ESCAPE).perform()
+    assert browser.wait(lambda: browser.js(read_pane) is None)
+    keys.send_keys(Keys.ENTER).perform()
+    assert browser.wait(lambda: browser.js(read_pane))[0] == "6"

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 import trio
 
 from acp_bridge.commands.demo import Narrator, agent_received, agent_sent, bridge_program, run_demo
@@ -42,8 +43,9 @@ async def test_demo_shows_the_conversion_the_withdrawal_and_the_injection(tmp_pa
     # process (the program it names starts), the others, which name the same program, in
     # this process (what follows the program is a command line that works).
     printed = [line.split(":  ", 1)[1] for line in out.splitlines()
-               if line.strip().startswith(("read it with:", "summarise it:", "share it:", "check it:"))]
-    assert len(printed) == 4
+               if line.strip().startswith(("read it with:", "summarise it:", "share it:", "check it:", "browse it:"))]
+    assert len(printed) == 5
+    assert shlex.split(printed.pop())[-3:] == ["ui", str(demo_dir), "--open"]  # a server: not started here
     first = shlex.split(printed[0])
     program = first[:first.index("show")]
     assert program[0] != "acp-bridge" and Path(program[0]).is_absolute(), printed[0]
@@ -60,6 +62,39 @@ async def test_demo_shows_the_conversion_the_withdrawal_and_the_injection(tmp_pa
         assert done.returncode == 0, (command, done.stderr)
         assert done.stdout or (tmp_path / "demo.html").is_file(), command
     assert (tmp_path / "demo.html").stat().st_size > 1000
+
+
+def test_the_demo_keeps_each_run_in_acp_bridge_demo_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --dir the capture lands where a newcomer looks, ./acp-bridge-demo/, and a second
+    run adds its own: the path printed is the one the bridge wrote (it once printed
+    capture.jsonl while the bridge, finding it taken, wrote capture-1.jsonl), and the second
+    run reads its own agent's log, not the first one's."""
+    monkeypatch.chdir(tmp_path)
+    outputs = [invoke(["demo", "--no-color"]) for _ in range(2)]
+    assert [done.returncode for done in outputs] == [0, 0], [done.stderr for done in outputs]
+    for done, name in zip(outputs, ["capture.jsonl", "capture-1.jsonl"], strict=True):
+        tail = done.stdout.decode().rstrip("\n").splitlines()[-7:]
+        assert tail[0] == f" bridge  every line both ways was recorded in acp-bridge-demo/{name}"
+        assert tail[-2].endswith(" ui acp-bridge-demo --open")
+        assert tail[-1] == "         Each run adds its capture to acp-bridge-demo; `demo --dir DIR` puts it elsewhere."
+    folder = tmp_path / "acp-bridge-demo"
+    assert sorted(path.name for path in folder.iterdir()) == ["agent-1.jsonl", "agent.jsonl", "capture-1.jsonl",
+                                                              "capture.jsonl"]
+    assert (folder / "agent.jsonl").read_bytes().count(b"\n") == (folder / "agent-1.jsonl").read_bytes().count(b"\n")
+    assert (folder / "capture-1.jsonl").read_bytes().count(b'"type":"header"') == 1
+
+
+def test_a_demo_folder_that_cannot_be_written_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    done = invoke(["demo", "--dir", str(tmp_path / "file" / "sub")])
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr.decode() == (f"acp-bridge: the demo cannot write in {tmp_path / 'file' / 'sub'}: Not a directory; "
+                                    "choose a folder with --dir DIR\n")
+
+
+def test_the_help_names_the_folder_and_dir() -> None:
+    out = invoke(["demo", "--help"]).stdout.decode()
+    assert "--dir DIR" in out and "[default: acp-bridge-demo]" in out
 
 
 def in_folder(folder: Path, args: list[str]) -> Completed:

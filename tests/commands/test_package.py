@@ -28,7 +28,13 @@ def test_version() -> None:
     (["run", "--system-prompt-mode", "loud", "--", "x"],
      "acp-bridge: Invalid value for '--system-prompt-mode': 'loud' is not one of 'append', 'override'. "
      "(see 'acp-bridge run --help')\n"),
-    (["nope"], "acp-bridge: No such command 'nope'. (see 'acp-bridge --help')\n"),
+    (["nope"], "acp-bridge: No such command 'nope'. To run it as the agent: acp-bridge -- nope "
+     "(see 'acp-bridge --help')\n"),
+    # typing habits: a command almost spelled, an agent's name where a command goes
+    (["stat"], "acp-bridge: No such command 'stat'. Did you mean 'stats'? (see 'acp-bridge --help')\n"),
+    (["chek", "x.jsonl"], "acp-bridge: No such command 'chek'. Did you mean 'check'? (see 'acp-bridge --help')\n"),
+    (["my-agent", "--acp", "a b", "\x1b"], "acp-bridge: No such command 'my-agent'. To run it as the agent: "
+     "acp-bridge -- my-agent --acp 'a b' '\\u001b' (see 'acp-bridge --help')\n"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, args, prog_name="acp-bridge")
@@ -108,9 +114,57 @@ def test_the_short_form_takes_every_run_option(tmp_path: Path, monkeypatch: pyte
         1, "x.jsonl", True, ("my-agent",))
 
 
+AFTER_DASHES = "If it is the agent's, put the agent's command line after `--`: acp-bridge run [OPTIONS] -- "
+
+
+@pytest.mark.parametrize(("args", "agent"), [
+    (["run", "my-agent", "--acp"], "my-agent --acp"),
+    (["-v", "my-agent", "--acp"], "my-agent --acp"),  # the short form
+    (["run", "-c", "f.toml", "--capture=x", "-cg.toml", "-q", "my-agent", "--acp", "x"], "my-agent --acp x"),
+    (["run", "--acp", "--", "my-agent"], "my-agent --acp"),
+    (["run", "-v", "--acp"], "AGENT --acp"),
+    (["--acp", "--", "my-agent"], "my-agent --acp"),  # not an option of run: the group's usage error
+])
+def test_an_unknown_option_of_run_shows_the_agent_after_dashes(args: list[str], agent: str) -> None:
+    result = CliRunner().invoke(main, args, prog_name="acp-bridge")
+    where = "acp-bridge run" if args[0] != "--acp" else "acp-bridge"
+    assert (result.exit_code, result.stderr) == (
+        2, f"acp-bridge: No such option '--acp'. {AFTER_DASHES}{agent} (see '{where} --help')\n")
+
+
+def test_the_command_listing_shows_each_summary_whole() -> None:
+    result = CliRunner().invoke(main, ["--help"], prog_name="acp-bridge", terminal_width=80)
+    assert result.stdout.split("Commands:\n")[1] == (
+        "  check         Check captures for problems and whether the bridge is needed.\n"
+        "  check-config  Validate a config FILE and print the effective settings.\n"
+        "  demo          Show the bridge at work, with nothing else installed.\n"
+        "  diff          Compare two captures, session by session and turn by turn.\n"
+        "  doctor        Start an agent through the bridge and say whether it works.\n"
+        "  drive         Play a capture's client side to AGENT and compare.\n"
+        "  export        Write a capture as one self-contained HTML page.\n"
+        "  mcp           Serve captures to an MCP client on stdin/stdout.\n"
+        "  replay        Serve a capture as the agent it recorded, or re-run the rules.\n"
+        "  rules         List the rules `run` would apply, in their order.\n"
+        "  run           Run AGENT behind the bridge, relaying stdio to it.\n"
+        "  setup         Put the bridge in front of an agent in an editor's settings.\n"
+        "  show          Print a capture, one line per message.\n"
+        "  stats         Summarise a capture: messages, bytes, latency, rules.\n"
+        "  ui            Serve a live inspector of captures in the browser.\n")
+
+
+def test_a_command_without_a_summary_is_listed_with_its_first_sentence_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(main.get_command(click.Context(main), "check"), "short_help", None)
+    result = CliRunner().invoke(main, ["--help"], prog_name="acp-bridge", terminal_width=80)
+    assert result.stdout.split("Commands:\n")[1].startswith(
+        "  check         Check captures for protocol problems and say whether each pair\n"
+        "                still needs the bridge.\n"
+        "  check-config  ")
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--capture"], "acp-bridge: Option '--capture' requires an argument."),
-    (["--bogus", "--", "x"], "acp-bridge: No such option"),
+    (["--bogus", "--", "x"], f"acp-bridge: No such option '--bogus'. {AFTER_DASHES}x --bogus (see"),
+    (["run", "--verbos", "--", "x"], "acp-bridge: No such option '--verbos'. Did you mean '--verbose'? (see"),
     (["-v"], "acp-bridge: no agent command"),
 ])
 def test_the_short_form_reports_usage_errors_in_one_line(args: list[str], message: str) -> None:

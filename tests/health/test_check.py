@@ -117,6 +117,9 @@ def test_text_report_groups_by_finding_with_the_seqs_to_show(captures: dict[str,
                         "@agentclientprotocol/claude-agent-acp 0.101.0")
     assert "  info    legacy-suggestions (2x)  seq 8, 14" in lines
     assert "  info    system-prompt-fallback (1x)  seq 3" in lines
+    # counts as plain numbers: "legacy 0x" read like a hex number
+    assert lines[-4] == ("  suggestions: the client reads the new form; the agent sent 2 legacy and 0 new; the client "
+                         "received 0 legacy and 3 new; the bridge wrote 3 (withdrawals: 1) and took out 2")
     assert lines[-2].startswith("  verdict: this pair still needs the bridge because")
     assert lines[-1] == f"  to see them in place: acp-bridge show {path} --findings"
 

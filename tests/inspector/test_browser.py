@@ -13,7 +13,9 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -135,11 +137,10 @@ def test_a_capture_grows_while_a_real_bridge_writes_it(inspector: Inspector, tmp
                 "function(b){return b.textContent==='session/new #1';})[0];return b&&b.closest('.msg');")
         inspector.js(find[:-1] + ".querySelector('.sum').click()")
         summaries = inspector.wait(lambda: inspector.js(
-            f"var row=(function(){{{find}}})();return row&&[].map.call(row.querySelectorAll('.tree summary'),"
-            "function(s){return s.textContent;});"))
+            "return [].map.call(document.querySelectorAll('#pane .tree summary'),function(s){return s.textContent;});"))
         assert summaries == ["{4}", "params: {2}"]  # an empty list is a leaf, not a branch
-        raw = inspector.js(f"return (function(){{{find}}})().querySelector('pre.raw').textContent")
-        assert '"cwd": "/w"' in raw
+        raw = inspector.js("return document.querySelector('#pane pre.rawline').textContent")
+        assert raw == '{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}'
     finally:
         bridge.stdin.close()
         assert bridge.wait(timeout=20) == 0
@@ -171,6 +172,131 @@ def test_chunks_fold_into_one_row_that_grows_and_a_filter(inspector: Inspector) 
     box.clear()
     box.send_keys("update:agent_message_chunk world")
     inspector.wait(lambda: inspector.body("data-visible") == "3")
+
+
+def pane(inspector: Inspector) -> Any:
+    """What the detail pane shows, read in one step: the seq it holds, its title, its links,
+    its tree's branches, its raw line, its folded members."""
+    return inspector.js(
+        "var p=document.getElementById('pane');if(p.hidden)return null;"
+        "var t=function(s){return [].map.call(p.querySelectorAll(s),function(e){return e.textContent;});};"
+        "return {seq:document.body.getAttribute('data-pane'),title:p.querySelector('.ph b').textContent,"
+        "links:t('.pair'),tree:t('.tree summary'),raw:t('pre.rawline'),members:t('.member .pv')};")
+
+
+def key(inspector: Inspector, name: str) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(inspector.driver).send_keys(name).perform()
+
+
+def test_the_detail_pane_keys_and_folded_members(inspector: Inspector) -> None:
+    """A click opens the message beside the list (its JSON, raw line, and the other half of
+    its request/response pair, one click away); Enter opens, Escape closes, the arrow keys
+    move the selection, `/` goes to the filter; a run of chunks unfolds into its messages,
+    fetched from the API; the copy buttons copy what they say."""
+    from selenium.webdriver.common.keys import Keys
+
+    new = '{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w"}}\n'
+    answer = '{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}\n'
+    (inspector.folder / "pane.jsonl").write_bytes(
+        header(7.0) + message(1, new, method="session/new", id=1)
+        + message(2, answer, method="session/new", id=1, kind="response", direction="to-client", latency=0.25)
+        + chunk(3, "Hel") + chunk(4, "lo, wor") + chunk(5, "ld"))
+    inspector.open("pane.jsonl")
+    inspector.wait(lambda: inspector.body("data-live-ready") == "1")
+    assert pane(inspector) is None
+    inspector.js("document.querySelector('#m1 .sum').click()")
+    shown = inspector.wait(lambda: pane(inspector))
+    assert shown == {"seq": "1", "title": "session/new #1", "links": ["response: #2 #1 session/new ok 250.0ms"],
+                     "tree": ["{4}", "params: {1}"], "raw": [new.strip()], "members": []}
+    assert inspector.js("return document.body.classList.contains('paned')&&"
+                        "document.getElementById('list').getBoundingClientRect().right<="
+                        "document.getElementById('pane').getBoundingClientRect().left")  # beside, not over
+    assert inspector.js("return document.querySelector('#m1').offsetHeight") < 30  # the row did not open inline
+    inspector.js("document.querySelector('#pane .pair a.jump').click()")  # to the answer, and back
+    assert inspector.wait(lambda: (pane(inspector) or {}).get("seq") == "2")
+    assert pane(inspector)["links"] == ["request: #1 session/new #1"]
+
+    inspector.js("document.querySelector('#pane button[data-act=raw]').click()")
+    assert inspector.body("data-copied") == answer.strip()
+    inspector.js("document.querySelector('#pane button[data-act=show]').click()")
+    assert inspector.body("data-copied") == ("acp-bridge show pane.jsonl --detail 3 --direction to-client "
+                                             "--method session/new   # #2")
+
+    key(inspector, Keys.ESCAPE)
+    assert inspector.wait(lambda: pane(inspector) is None)
+    key(inspector, Keys.ARROW_DOWN)  # from #2 to the folded row, selected, the pane still closed
+    assert inspector.wait(lambda: inspector.body("data-sel") == "3") and pane(inspector) is None
+    assert inspector.js("return document.querySelector('[aria-selected=true]').id") == "m3"
+    key(inspector, Keys.ENTER)
+    shown = inspector.wait(lambda: (pane(inspector) or {}).get("members") and pane(inspector))
+    assert shown["title"] == "session/update agent_message_chunk ×3"
+    assert shown["members"] == ["Hel", "lo, wor", "ld"]  # unfolded: its three messages
+    key(inspector, Keys.ARROW_UP)
+    key(inspector, Keys.ARROW_UP)
+    assert inspector.wait(lambda: (pane(inspector) or {}).get("seq") == "1")  # the open pane follows
+    key(inspector, "/")
+    assert inspector.js("return document.activeElement.id") == "q"
+    key(inspector, "sessionId")
+    assert inspector.wait(lambda: inspector.body("data-visible") == "1")
+
+
+def test_pause_holds_new_rows_until_resume(inspector: Inspector) -> None:
+    """Paused, the rows that come are fetched but not shown; resumed, they appear."""
+    capture = inspector.folder / "paused.jsonl"
+    capture.write_bytes(header(8.0) + message(1))
+    inspector.open("paused.jsonl")
+    inspector.wait(lambda: inspector.body("data-visible") == "1")
+    inspector.js("document.getElementById('pause').click()")
+    assert inspector.body("data-paused") == "1"
+    with capture.open("ab") as file:
+        file.write(message(2) + message(3))
+    inspector.wait(lambda: inspector.body("data-held") == "4")  # has them (two turns: 4 rows), and holds them
+    assert inspector.body("data-visible") == "1" and "#3 session/prompt" not in inspector.rows()
+    inspector.js("document.getElementById('pause').click()")
+    assert inspector.wait(lambda: inspector.body("data-visible") == "3")
+    assert inspector.body("data-paused") == "0"
+
+
+def test_one_time_format_and_a_list_that_folds(inspector: Inspector) -> None:
+    """Times read one way everywhere (local date and HH:MM:SS.mmm, the ISO UTC time as the
+    tooltip); the list of captures folds to one line, and stays folded across a reload."""
+    (inspector.folder / "times.jsonl").write_bytes(orjson.dumps({
+        "type": "header", "format": 1, "time": 1796531664.25, "mono": 0, "pid": 1 << 30, "bridge": "0.1.0",
+        "started": "2026-12-06T04:34:24Z", "config": "c"}) + b"\n" + message(1))
+    inspector.open("times.jsonl")
+    inspector.wait(lambda: inspector.body("data-visible") == "1")
+    listed, meta = inspector.wait(lambda: inspector.js(
+        "var c=document.querySelector('tr.cap[data-name=\"times.jsonl\"] .ts'),m=document.querySelector('#meta .ts');"
+        "return c&&m&&[[c.textContent,c.title],[m.textContent,m.title]]"))
+    assert listed[1] == "2026-12-06T04:34:24.250Z" and meta[1] == "2026-12-06T04:34:24.000Z"
+    for text in (listed[0], meta[0]):
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}", text), text
+    assert listed[0].endswith(":24.250") and meta[0].endswith(":24.000")
+
+    # a row's time: local HH:MM:SS.mmm, the date where it changes (midnight), the UTC time as tooltip
+    midnight = time.mktime((2026, 12, 7, 0, 0, 0, 0, 0, -1))
+    started = datetime.fromtimestamp(midnight - 1, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    (inspector.folder / "midnight.jsonl").write_bytes(orjson.dumps({
+        "type": "header", "format": 1, "time": midnight - 1, "mono": 0, "pid": 1 << 30, "bridge": "0.1.0",
+        "started": started, "config": "c"}) + b"\n" + message(1, time=midnight - 0.5) + message(2, time=midnight + 0.25))
+    inspector.open("midnight.jsonl")
+    inspector.wait(lambda: inspector.body("data-visible") == "2")
+    cells = inspector.js("return [].map.call(document.querySelectorAll('#list .sum .t'),function(t){"
+                         "return [t.textContent,t.title];})")
+    def utc(wall: float) -> str:
+        return datetime.fromtimestamp(wall, UTC).isoformat()[:23] + "Z"
+
+    assert cells == [["23:59:59.500", utc(midnight - 0.5)], ["2026-12-0700:00:00.250", utc(midnight + 0.25)]]
+
+    inspector.js("document.querySelector('#captures button.fold').click()")
+    assert inspector.body("data-captures-folded") == "1"
+    assert inspector.js("return document.querySelectorAll('#captures tr').length") == 0
+    inspector.open("times.jsonl")
+    inspector.wait(lambda: inspector.body("data-captures-folded") == "1")
+    inspector.js("document.querySelector('#captures button.fold').click()")
+    assert inspector.wait(lambda: inspector.js("return document.querySelectorAll('#captures tr.cap').length") > 1)
 
 
 def test_a_rewritten_session_and_its_reports(inspector: Inspector, tmp_path: Path) -> None:

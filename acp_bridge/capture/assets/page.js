@@ -9,18 +9,21 @@ var N=0, H=22, OVER=600, cap=0;
 var list=document.getElementById('list'), box=document.getElementById('q'), count=document.getElementById('count');
 var dirBox=document.getElementById('dir');
 var resp, became={}, members={}, msgRows=[], total=0, pend=-1;
-var open, timing, hgt, shown;
+var open, timing, hgt, shown, days;  // days: how many midnights before the row (its clock wrapped)
+var sel=-1, paneOpen=false, loader=null, kept={row:-1,n:0,records:null};  // the detail pane's state
 function grow(n){  // the per-row arrays, room for n rows (doubling, so appends stay cheap)
   if(n<=cap)return;
   var c=Math.max(1024,cap*2,n), r2=new Int32Array(c).fill(-1), o2=new Uint8Array(c), t2=new Uint8Array(c),
-      h2=new Float32Array(c), s2=new Uint8Array(c).fill(1);
-  if(cap){r2.set(resp);o2.set(open);t2.set(timing);h2.set(hgt);s2.set(shown);}
-  resp=r2;open=o2;timing=t2;hgt=h2;shown=s2;cap=c;
+      h2=new Float32Array(c), s2=new Uint8Array(c).fill(1), d2=new Uint16Array(c);
+  if(cap){r2.set(resp);o2.set(open);t2.set(timing);h2.set(hgt);s2.set(shown);d2.set(days);}
+  resp=r2;open=o2;timing=t2;hgt=h2;shown=s2;days=d2;cap=c;
 }
 grow(0);
 function add(r){  // a row at the end: the links and counts it brings
   var i=N++; grow(N); rows[i]=r;
   if(r.h){members[i]=[];return;}
+  var last=msgRows.length?msgRows[msgRows.length-1]:-1;
+  days[i]=last<0?0:days[last]+(wrapped(rows[last].t,r.t)?1:0);
   msgRows.push(i); total+=r.n||1;
   if(members[r.g])members[r.g].push(i);
   if(r.q!==undefined)resp[r.q]=i;
@@ -40,6 +43,34 @@ var vis=new Int32Array(0), tops=new Float64Array(1), low=null, shownCount={};
 
 function esc(s){return String(s).replace(/[&<>"]/g,function(c){return {'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
 function secs(x){return x<1?(x*1000).toFixed(1)+' ms':x.toFixed(2)+' s';}
+// A row's time is its local HH:MM:SS.mmm; the date is counted from the capture's start, a day
+// more each time the clock goes from the afternoon back to the morning (midnight passed).
+function wrapped(a,b){return typeof a==='string'&&typeof b==='string'&&a>='12'&&b<'12'&&a.charAt(2)===':'&&b.charAt(2)===':';}
+function dayOf(i){  // the row's local date (a Date at its midnight), or null when the start is unknown
+  var s=new Date(String(info.started)); if(isNaN(s.getTime())||typeof rows[i].t!=='string')return null;
+  var first=rows[msgRows[0]], d=days[i]+(wrapped(clock(s),first.t)?1:0);
+  return new Date(s.getFullYear(),s.getMonth(),s.getDate()+d);
+}
+function when(i,full){  // the row's time: the date in front where it changes (or `full`), the ISO UTC time as tooltip
+  var r=rows[i], t=esc(r.t), day=dayOf(i), m=/^(\d\d):(\d\d):(\d\d)\.(\d{3})$/.exec(r.t);
+  if(!day||!m)return '<span class="t">'+t+'</span>';
+  var at=new Date(day.getFullYear(),day.getMonth(),day.getDate(),+m[1],+m[2],+m[3],+m[4]);
+  if(full)return '<span class="t" title="'+at.toISOString()+'">'+ymd(at)+' '+t+'</span>';
+  var k=msgRows.length&&i!==msgRows[0]?prevMsg(i):-1, changed=k>=0&&days[k]!==days[i];
+  return '<span class="t" title="'+at.toISOString()+'">'+(changed?'<span class="day">'+ymd(at)+'</span>':'')+t+'</span>';
+}
+function ymd(d){return d.getFullYear()+'-'+pad(d.getMonth()+1)+'-'+pad(d.getDate());}
+function prevMsg(i){for(var j=i-1;j>=0;j--)if(!rows[j].h)return j;return -1;}
+// One way to write a time everywhere: local HH:MM:SS.mmm (the rows' own, as `show` prints
+// them), the date in front where a day is named, and the ISO time in UTC as the tooltip.
+function pad(n,w){n=String(n);while(n.length<(w||2))n='0'+n;return n;}
+function clock(d){return pad(d.getHours())+':'+pad(d.getMinutes())+':'+pad(d.getSeconds())+'.'+pad(d.getMilliseconds(),3);}
+function iso(t){var d=new Date(t*1000);return isNaN(d.getTime())?'':d.toISOString();}
+function stamp(when){  // epoch seconds or an ISO text: the date and time, local, with the UTC tooltip
+  var d=typeof when==='number'?new Date(when*1000):new Date(String(when));
+  if(when===null||when===undefined||when===''||isNaN(d.getTime()))return esc(when===undefined||when===null?'':when);
+  return '<span class="ts" title="'+d.toISOString()+'">'+ymd(d)+' '+clock(d)+'</span>';
+}
 
 // JSON indented by walking its text: numbers stay exactly as written (JSON.parse would round
 // a 100-digit one); a line that is not JSON, or was cut, is indented as far as it goes. The
@@ -117,7 +148,7 @@ function summaryLine(i){
   if(resp[i]>=0){var a=rows[resp[i]];links+=' '+jump(resp[i],'→ answered '+(a.lat!==undefined?'in '+secs(a.lat):seqOf(resp[i])));}
   if(r.f!==undefined)links+=' '+jump(r.f,(rows[r.f].v==='drop'?'in place of ':'on ')+seqOf(r.f));
   (became[i]||[]).forEach(function(j){links+=' '+jump(j,'became '+seqOf(j));});
-  return '<div class="sum" data-i="'+i+'"><span class="t">'+esc(r.t)+'</span>'+lane(r)+'<span class="what"><b>'+esc(r.l)+'</b>'+
+  return '<div class="sum" data-i="'+i+'">'+when(i)+lane(r)+'<span class="what"><b>'+esc(r.l)+'</b>'+
     (r.ss?' <span class="sess">'+esc(r.ss)+'</span>':'')+' <span class="size">'+esc(r.z)+'</span>'+
     (r.mk||[]).map(function(m){return ' <span class="mark '+esc(r.v)+'">'+esc(m)+'</span>';}).join('')+
     (found[i]||[]).map(function(f){return ' <span class="fd '+esc(f[1])+'" title="'+esc(f[3])+'">'+esc(f[2])+'</span>';}).join('')+
@@ -208,7 +239,8 @@ function draw(){
   for(k=first;k<vis.length&&tops[k]<y+window.innerHeight+OVER;k++){
     var j=vis[k], r=rows[j];
     html.push(r.h?'<section class="row group '+r.h+'" data-i="'+j+'" style="top:'+tops[k]+'px">'+heading(j)+'</section>':
-      '<div class="row msg '+esc(r.v)+(open[j]?' open':'')+'" id="m'+r.s+'" data-i="'+j+'" style="top:'+tops[k]+'px">'+summaryLine(j)+(open[j]?body(j):'')+'</div>');
+      '<div class="row msg '+esc(r.v)+(open[j]?' open':'')+'" id="m'+r.s+'" data-i="'+j+'"'+(j===sel?' aria-selected="true"':'')+
+      ' style="top:'+tops[k]+'px">'+summaryLine(j)+(open[j]?body(j):'')+'</div>');
   }
   list.innerHTML=html.join('');
   drawn=k-first; shownFrom=first;
@@ -278,22 +310,134 @@ if(dirBox)dirBox.addEventListener('change',apply);
 window.addEventListener('scroll',redraw,{passive:true});
 window.addEventListener('resize',redraw);
 
-function go(j){
+function at(j){var lo=0,hi=vis.length;while(lo<hi){var mid=(lo+hi)>>1;if(vis[mid]<j)lo=mid+1;else hi=mid;}return lo;}
+function go(j){  // a link followed: the row shown in place, selected, and (a message) in the pane
   if(!shown[j]){box.value='';apply();}
-  if(!rows[j].h)open[j]=1;
   hgt[j]=0; layout();
-  var k=0,lo=0,hi=vis.length;while(lo<hi){var mid=(lo+hi)>>1;if(vis[mid]<j)lo=mid+1;else hi=mid;}k=lo;
   var base=list.getBoundingClientRect().top+window.scrollY;
-  window.scrollTo(0,Math.max(0,base+tops[k]-document.querySelector('header').offsetHeight-40));
-  draw();
+  window.scrollTo(0,Math.max(0,base+tops[at(j)]-document.querySelector('header').offsetHeight-40));
+  if(rows[j].h)draw(); else select(j,true);
   var el=list.querySelector('[data-i="'+j+'"]'); if(el){el.classList.add('flash');}
   document.body.setAttribute('data-at',String(rows[j].s||''));
+}
+function reveal(j){  // scroll just enough that row j is on screen, below the sticky header
+  var base=list.getBoundingClientRect().top+window.scrollY, k=at(j), top=base+tops[k], bottom=base+tops[k+1];
+  var head=document.querySelector('.heads').getBoundingClientRect().bottom;
+  if(top-window.scrollY<head)window.scrollTo(0,Math.max(0,top-head));
+  else if(bottom-window.scrollY>window.innerHeight)window.scrollTo(0,bottom-window.innerHeight);
+}
+function select(j,show){  // row j selected (and shown in the pane when `show` or the pane is open)
+  sel=j; document.body.setAttribute('data-sel',String(j>=0?rows[j].s:''));
+  if(show||paneOpen)openPane(); draw();
+}
+function step(by){  // the next (by=1) or previous (-1) message row on screen, from the selection
+  if(!vis.length)return;
+  var k=sel>=0?at(sel):(by>0?-1:vis.length);
+  if(sel>=0&&vis[k]!==sel)k=by>0?k-1:k;  // the selection was filtered out: from where it would be
+  for(k+=by;k>=0&&k<vis.length;k+=by)if(!rows[vis[k]].h){select(vis[k],false);reveal(vis[k]);draw();return;}
 }
 list.addEventListener('click',function(ev){
   var a=ev.target.closest('a.jump'); if(a){ev.preventDefault();go(+a.getAttribute('data-go'));return;}
   var b=ev.target.closest('button.tm'); if(b){var t=+b.getAttribute('data-t');timing[t]^=1;hgt[t]=0;layout();draw();return;}
   if(ev.target.closest('.tree'))return;
-  var s=ev.target.closest('.sum'); if(s&&!window.getSelection().toString()){var i=+s.getAttribute('data-i');open[i]^=1;hgt[i]=0;layout();draw();}
+  var s=ev.target.closest('.sum'); if(s&&!window.getSelection().toString())select(+s.getAttribute('data-i'),true);
+});
+
+// -- the detail pane: the message selected, beside the list -----------------------------------
+var pane=document.getElementById('pane');
+function openPane(){
+  if(sel<0||!pane)return;
+  paneOpen=true; pane.hidden=false; document.body.classList.add('paned');
+  pane.innerHTML=detail(sel); document.body.setAttribute('data-pane',String(rows[sel].s));
+}
+function closePane(){
+  paneOpen=false; if(pane){pane.hidden=true;pane.innerHTML='';}
+  document.body.classList.remove('paned'); document.body.removeAttribute('data-pane');
+}
+function whereTo(r){return r.d==='a'?'client → agent':'agent → client';}
+function sent(r){return r.v==='emit'?(r.o||''):(r.o!==undefined&&r.o!==null?r.o:r.b);}
+function detail(i){
+  var r=rows[i], h=[], links=[];
+  h.push('<div class="ph"><b>'+esc(r.l)+'</b><button class="x" data-act="close" title="close (Esc)">✕</button></div>');
+  h.push('<p class="meta">#'+esc(r.s)+(r.s2!==undefined?'–#'+esc(r.s2):'')+' · '+when(i,true)+' · '+whereTo(r)+
+    (r.v==='emit'?' (written by the bridge)':'')+' · '+esc(r.k)+' · '+esc(r.v)+' · '+esc(r.z)+(r.ss?' · session '+esc(r.ss):'')+'</p>');
+  h.push('<p class="acts"><button data-act="json">copy JSON</button> <button data-act="raw">copy raw line</button>'+
+    ' <button data-act="show">copy show command</button></p>');
+  if(r.q!==undefined)links.push('request: '+jump(r.q,seqOf(r.q)+' '+rows[r.q].l));  // (a response's label has the latency)
+  if(resp[i]>=0)links.push('response: '+jump(resp[i],seqOf(resp[i])+' '+rows[resp[i]].l));
+  if(r.f!==undefined)links.push((rows[r.f].v==='drop'?'sent in place of ':'sent on ')+jump(r.f,seqOf(r.f)+' '+rows[r.f].l));
+  (became[i]||[]).forEach(function(j){links.push('became '+jump(j,seqOf(j)+' '+rows[j].l));});
+  if(links.length)h.push('<div class="pair">'+links.join('<br>')+'</div>');
+  if(r.mk)h.push('<h4>what the rules did</h4><p>'+r.mk.map(function(m){return '<span class="mark '+esc(r.v)+'">'+esc(m)+'</span>';}).join(' ')+'</p>');
+  if(r.v==='emit'||'o' in r)h.push(body(i).replace(/ style="[^"]*"/g,''));  // before and after, the change marked
+  else if(r.e)h.push('<p class="err">'+esc(r.e)+'</p>');
+  if(!r.mk&&!('o' in r))(found[i]||[]).forEach(function(f){h.push('<p class="fd '+esc(f[1])+'">'+esc(f[1])+' '+esc(f[2])+': '+esc(f[3])+'</p>');});
+  if(r.n){h.push(folded(i));return h.join('');}
+  var t=sent(r), tr=tree(t);
+  h.push('<h4>JSON'+(r.o!==undefined&&r.o!==null&&r.v!=='emit'?' (as it went out)':'')+'</h4>'+(tr?'<div class="tree">'+tr+'</div>':'<p class="more">(not JSON)</p>'));
+  h.push('<h4>raw line'+(r.o!==undefined&&r.v!=='emit'?' (as it came)':'')+'</h4><pre class="rawline">'+esc(r.v==='emit'?(r.o||''):r.b)+'</pre>');
+  return h.join('');
+}
+// A run of chunks: its messages one by one when the page can fetch them (the live page's
+// loader, from the messages API, when the pane opens it), else the joined text the row keeps.
+var MEMBERS=2000;
+function folded(i){
+  var r=rows[i], h='<h4>'+r.n+' messages folded into this row</h4>';
+  if(!loader)return h+'<p class="more">#'+r.s+' to #'+r.s2+': the exported page keeps their text joined; '+
+    '`acp-bridge show` or the inspector lists each.</p><pre class="rawline">'+esc(r.b)+'</pre>';
+  if(kept.row!==i||kept.n!==r.n){
+    kept={row:i,n:r.n,records:null};
+    loader(r.s,r.s2,Math.min(r.n,MEMBERS)).then(function(recs){
+      if(kept.row===i&&kept.n===r.n){kept.records=recs;if(paneOpen&&sel===i)openPane();}
+    },function(){if(kept.row===i){kept.records=[];kept.error=1;if(paneOpen&&sel===i)openPane();}});
+  }
+  if(!kept.records)return h+'<p class="more">loading…</p>';
+  if(kept.error)return h+'<p class="err">could not load them</p><pre class="rawline">'+esc(r.b)+'</pre>';
+  var out=[h,'<div class="members">'];
+  kept.records.forEach(function(rec,k){
+    var raw=typeof rec.raw==='string'?rec.raw.replace(/\r?\n$/,''):'', text='';
+    try{text=JSON.parse(raw).params.update.content.text;}catch(e){} if(typeof text!=='string')text='';
+    out.push('<div class="member" data-k="'+k+'"><span class="t"'+(typeof rec.time==='number'?' title="'+iso(rec.time)+'"':'')+'>'+
+      (typeof rec.time==='number'?clock(new Date(rec.time*1000)):'')+'</span> <span class="sq">#'+esc(rec.seq)+'</span> '+
+      '<span class="pv">'+esc(text)+'</span><pre class="rawline" hidden>'+esc(raw||'(not text)')+'</pre></div>');
+  });
+  if(r.n>kept.records.length)out.push('<p class="more">… '+(r.n-kept.records.length)+' more</p>');
+  out.push('</div>');
+  return out.join('');
+}
+function showCommand(r){
+  var name=String(info.title||'CAPTURE'), q=/^[\w.\/-]+$/.test(name)?name:"'"+name.replace(/'/g,"'\\''")+"'";
+  var m=methodOf(r), c='acp-bridge show '+q+' --detail 3 --direction '+(r.d==='a'?'to-agent':'to-client');
+  if(m&&/^[\w\/.-]+$/.test(m))c+=' --method '+m;
+  if(r.u&&/^\w+$/.test(r.u))c+=' --update '+r.u;
+  return c+'   # #'+r.s;
+}
+function copy(text){  // the clipboard, or (a file:// page may not have it) a selected text area
+  document.body.setAttribute('data-copied',text);
+  try{if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(text).catch(fallback);return;}}catch(e){}
+  fallback();
+  function fallback(){var ta=document.createElement('textarea');ta.value=text;document.body.appendChild(ta);ta.select();
+    try{document.execCommand('copy');}catch(e){} ta.remove();}
+}
+if(pane)pane.addEventListener('click',function(ev){
+  var a=ev.target.closest('a.jump'); if(a){ev.preventDefault();go(+a.getAttribute('data-go'));return;}
+  var m=ev.target.closest('.member'); if(m&&!ev.target.closest('pre')){var p=m.querySelector('pre');p.hidden=!p.hidden;return;}
+  var b=ev.target.closest('button[data-act]'); if(!b||sel<0)return;
+  var r=rows[sel], act=b.getAttribute('data-act');
+  if(act==='close'){closePane();draw();}
+  else if(act==='json')copy(indent(sent(r)));
+  else if(act==='raw')copy(r.v==='emit'?(r.o||''):r.b);
+  else if(act==='show')copy(showCommand(r));
+  if(act!=='close'){var label=b.textContent;b.textContent='copied';setTimeout(function(){b.textContent=label;},900);}
+});
+document.addEventListener('keydown',function(ev){
+  var typing=/^(INPUT|SELECT|TEXTAREA)$/.test((ev.target&&ev.target.tagName)||'');
+  if(ev.key==='Escape'){if(typing)ev.target.blur();else if(paneOpen){closePane();draw();}return;}
+  if(typing||ev.altKey||ev.ctrlKey||ev.metaKey)return;
+  if(ev.key==='/'){ev.preventDefault();box.focus();box.select();}
+  else if(ev.key==='ArrowDown'||ev.key==='j'){ev.preventDefault();step(1);}
+  else if(ev.key==='ArrowUp'||ev.key==='k'){ev.preventDefault();step(-1);}
+  else if(ev.key==='Enter'&&sel>=0){ev.preventDefault();if(!rows[sel].h)openPane();}
 });
 
 var found={};  // row -> its findings
@@ -303,8 +447,8 @@ function mark(){
   marks.forEach(function(f){var j=seqRow(f[0]);if(j>=0&&rows[j].s<=f[0])(found[j]=found[j]||[]).push(f);});
 }
 function meta(){
-  document.getElementById('meta').textContent=info.messages+' messages · '+info.turns+' turns · '+N+' rows · '+
-    marks.length+' findings · bridge '+info.bridge+' · started '+info.started;
+  document.getElementById('meta').innerHTML=esc(info.messages+' messages · '+info.turns+' turns · '+N+' rows · '+
+    marks.length+' findings · bridge '+info.bridge)+' · started '+stamp(info.started);
 }
 function atBottom(){return window.innerHeight+window.scrollY>=document.body.scrollHeight-4;}
 // The latency table of `stats` and the findings and verdict of `check` (either may be absent).
@@ -332,16 +476,20 @@ var api={
     more.forEach(add);
     if(pending){add(pending);pend=N-1;}
     mark(); apply(); meta();
+    if(paneOpen&&sel>=N)closePane(); else if(paneOpen&&sel===pend)openPane();  // a run of chunks that grew
     if(follow)window.scrollTo(0,document.body.scrollHeight);
     return true;
   },
   reset:function(summary){
     rows=[];N=0;cap=0;grow(0);became={};members={};msgRows=[];total=0;pend=-1;found={};low=null;
+    sel=-1;kept={row:-1,n:0,records:null};closePane();
     info=summary;marks=[];window.scrollTo(0,0);apply();meta();
   },
   marks:function(m){marks=m;mark();apply();meta();},
   summary:function(s){info=s;meta();},
   rows:function(){return N-(pend>=0?1:0);},
+  loader:function(f){loader=f;},  // (start seq, end seq, how many) -> a promise of their records
+  stamp:stamp,
   go:function(seq){var j=seqRow(seq);if(j>=0)go(j);},
   side:side
 };
