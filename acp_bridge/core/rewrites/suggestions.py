@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief
+from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief, id_key
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.settings import SuggestionsSettings
@@ -38,6 +38,10 @@ log = logging.getLogger("acp_bridge.suggestions")
 # Requests after `initialize` that change what the client holds: a new prompt withdraws the
 # list, a history replay empties it (bridge-rules 2.4; `is_replay` tells which load/resume does).
 _SESSION_REQUESTS = frozenset({p.SESSION_PROMPT, p.SESSION_LOAD, p.SESSION_RESUME})
+# Sessions whose suggestion state is kept at once (the agent names the sessions, and may
+# name a million); past it, the session used longest ago is forgotten: a later prompt there
+# withdraws nothing.
+MAX_SESSIONS = 1024
 
 
 @dataclass(slots=True)
@@ -135,6 +139,10 @@ class PromptSuggestions(Rewrite):
         # only with `initialize`, and every prompt asks (the caps object is held, so its
         # identity cannot be reused).
         self._form_of: tuple[object, str | None] = (object(), None)
+        # The sessions this rule holds state for, used longest ago first: id_key -> the id
+        # (Session forgets one on `session/close` without telling: such keys are found
+        # stale and let go).
+        self._holding: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"<PromptSuggestions unlock_legacy_agent={self.config.unlock_legacy_agent}>"
@@ -153,12 +161,43 @@ class PromptSuggestions(Rewrite):
         session_id = p.get_path(params, "sessionId")
         if form is None or session_id is None:
             return PASS
+        state = self._existing(session, session_id)
+        if state is None:  # nothing offered there, nothing to withdraw
+            return PASS
         if method == p.SESSION_PROMPT:
-            state = session.state_for(SuggestionsState, session_id)
             return self._withdraw_on_prompt(frame.msg, state, form, session_id)
         if is_replay(method, params, session.v2):
-            session.state_for(SuggestionsState, session_id).offered = []  # a replayed session starts with an empty list
+            state.offered = []  # a replayed session starts with an empty list
         return PASS
+
+    def _existing(self, session: Session, session_id: Any) -> SuggestionsState | None:
+        """This session's state if it has one (now the one used last), without making it."""
+        state = session.existing_state(SuggestionsState, session_id)
+        if state is not None:
+            key = id_key(session_id)
+            self._holding[key] = self._holding.pop(key, session_id)
+        return state
+
+    def _state(self, session: Session, session_id: Any) -> SuggestionsState:
+        """This session's state, made on first use, within MAX_SESSIONS sessions."""
+        state = self._existing(session, session_id)
+        if state is None:
+            self._make_room(session)
+            state = session.state_for(SuggestionsState, session_id)
+            self._holding[id_key(session_id)] = session_id
+        return state
+
+    def _make_room(self, session: Session) -> None:
+        """Below MAX_SESSIONS sessions held: the stale keys let go, else the one used
+        longest ago."""
+        if len(self._holding) < MAX_SESSIONS:
+            return
+        self._holding = {key: sid for key, sid in self._holding.items()
+                         if session.existing_state(SuggestionsState, sid) is not None}
+        if len(self._holding) >= MAX_SESSIONS:
+            key, oldest = next(iter(self._holding.items()))
+            session.drop_state(SuggestionsState, oldest)
+            del self._holding[key]
 
     def _client_form(self, session: Session) -> str | None:
         """`client_form(session)`, worked out again only when the capabilities changed."""
@@ -216,8 +255,9 @@ class PromptSuggestions(Rewrite):
             and session.client_ready
             and request.session_id is not None
             and replays(request, session)
+            and (state := self._existing(session, request.session_id)) is not None
         ):
-            session.state_for(SuggestionsState, request.session_id).offered = []
+            state.offered = []
         return PASS
 
     # -- agent -> client -------------------------------------------------------------------------
@@ -250,7 +290,7 @@ class PromptSuggestions(Rewrite):
         if not isinstance(suggestions, list):
             log.debug("dropped a prompt_suggestions_update without a suggestions list (%s)", brief(session_id))
             return DROP  # cannot be vetted, so it is not delivered
-        state = session.state_for(SuggestionsState, session_id)
+        state = self._state(session, session_id)
         state.agent_forms.add(NEW)
         if replaying(session, session_id):
             state.offered = []
@@ -279,7 +319,7 @@ class PromptSuggestions(Rewrite):
         rest = Replace(None if stripped is None else shapes.with_update(msg, stripped))
         if form is None or legacy.items is None:
             return rest
-        state = session.state_for(SuggestionsState, session_id)
+        state = self._state(session, session_id)
         state.agent_forms.add(LEGACY)
         items = shapes.clean_legacy(legacy.items)
         if replaying(session, session_id):
