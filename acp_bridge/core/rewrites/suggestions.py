@@ -140,8 +140,8 @@ class PromptSuggestions(Rewrite):
         # identity cannot be reused).
         self._form_of: tuple[object, str | None] = (object(), None)
         # The sessions this rule holds state for, used longest ago first: id_key -> the id
-        # (Session forgets one on `session/close` without telling: such keys are found
-        # stale and let go).
+        # (one Session forgets is let go when the rule sees the `session/close` answered,
+        # or found stale when room is made).
         self._holding: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
@@ -250,6 +250,11 @@ class PromptSuggestions(Rewrite):
         return Replace(msg, then=(emit,))  # the prompt itself goes on unchanged
 
     def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+        if request.method == p.SESSION_CLOSE and self._holding:
+            # Session has forgotten a closed session's state: so does the list of those held.
+            if session.existing_state(SuggestionsState, request.session_id) is None:
+                self._holding.pop(id_key(request.session_id), None)
+            return PASS
         if (
             frame.direction is TO_CLIENT
             and session.client_ready
