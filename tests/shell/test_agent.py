@@ -266,7 +266,8 @@ async def test_signals_to_the_bridge_reach_the_agent(tmp_path: Path, signum: int
 def test_a_gone_agents_last_output_is_waited_for_a_second_or_the_grace_if_shorter(grace: float, linger: float) -> None:
     from acp_bridge.config import Config
     from acp_bridge.shell.agent import AgentProcess
+    from acp_bridge.shell.logs import stderr_writer
 
     config = Config()
     config = dataclasses.replace(config, relay=dataclasses.replace(config.relay, grace_seconds=grace))
-    assert AgentProcess(cast(trio.Process, None), config, stderr_fd=2).linger == linger
+    assert AgentProcess(cast(trio.Process, None), config, stderr_writer()).linger == linger

@@ -314,6 +314,46 @@ async def test_requests_stuck_behind_an_agent_that_stopped_reading_are_answered(
     assert out.split(b"\n", 1)[1] == b"".join(answer(b"%d" % n, message, data) for n in range(1, 9))
 
 
+async def test_a_stderr_nobody_reads_holds_up_no_answer_and_no_exit() -> None:
+    """The editor never reads the bridge's stderr. The agent prints 800 KB of banners on
+    stdout (diverted to stderr) and 200 KB on stderr, then dies with a prompt in flight:
+    the prompt is answered with its death and the bridge exits, though its stderr is full
+    and its log says why it answered (before, that log line blocked the bridge for good)."""
+    import subprocess
+
+    from acp_bridge.shell.stderr import StderrTail
+
+    banner = b"banner " + b"b" * 92 + b"\n"
+    noise = b"noise " + b"n" * 93 + b"\n"
+    code = (f"next(lines); out({banner!r} * 8000)\n"
+            f"sys.stderr.buffer.write({noise!r} * 2000); sys.stderr.flush(); sys.exit(3)")
+    prompt = b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "acp_bridge", "run", "--stray-output", "stderr", "--", *agent(code)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        with trio.fail_after(30):
+            bridge = BridgeProcess(proc)
+            await bridge.send(prompt)
+            out = await bridge.read_all()
+            status = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            with trio.CancelScope(shield=True):
+                await proc.wait()
+        assert proc.stderr is not None
+        err = await proc.stderr.receive_some(1 << 20)  # read only now, after the end
+        await proc.stderr.aclose()
+    tail = StderrTail()
+    tail.add(noise * 2000)
+    data = orjson.dumps({"exitStatus": 3, "stderr": tail.text()})
+    assert (status, out) == (3, answer(b"1", b"agent exited with status 3 before answering", data))
+    # What the pipe holds: whole lines of both, as the bridge took them (the rest dropped).
+    diverted = b"acp-bridge: agent stdout (not forwarded): " + banner
+    assert len(err) > 60000 and set(err.splitlines(keepends=True)[:-1]) <= {diverted, noise}
+
+
 async def wait_until_stalled(bridge: BridgeProcess) -> None:
     """Wait until the bytes queued in the bridge's stdin pipe are many and no longer move."""
     assert isinstance(bridge.proc.stdin, trio.lowlevel.FdStream)
