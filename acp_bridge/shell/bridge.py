@@ -25,6 +25,7 @@ from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OPAQUE, VERDICT_OT
 from acp_bridge.core.messages import TO_AGENT, brief
 from acp_bridge.core.printable import stray_line
 from acp_bridge.errors import BridgeError
+from acp_bridge.shell import posix
 from acp_bridge.shell.streams import Outlet, Reader
 
 if TYPE_CHECKING:
@@ -37,6 +38,9 @@ READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 # read what the client had already written; at most the grace period (`AgentLife.linger`).
 LINGER = 1.0
 STOP_TIMEOUT = 5.0  # ... and for the client to take the answers when the bridge stops itself
+# The longest the bridge waits for a pump to read what its source had already written when
+# it is held back (a busy machine): past the linger, only while there are bytes to read.
+DRAIN_LIMIT = 5.0
 
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
 
@@ -254,9 +258,19 @@ class Bridge:
             return
         event = trio.Event()
         reader.on_block = event.set
-        with trio.move_on_after(timeout):
-            await event.wait()
-        reader.on_block = None
+        give_up = trio.current_time() + max(timeout, DRAIN_LIMIT)
+        try:
+            while True:
+                with trio.move_on_after(timeout):
+                    await event.wait()
+                    return
+                # Bytes the source wrote before are still unread: the pump was held back
+                # (a busy machine can keep it from running for that long); wait on for
+                # them, as long as there are some, up to DRAIN_LIMIT.
+                if trio.current_time() >= give_up or not posix.has_input(reader.fd):
+                    return
+        finally:
+            reader.on_block = None
 
 
 class AgentLife:

@@ -132,6 +132,13 @@ def write_all(fd: int, data: bytes | bytearray) -> None:
             select.select([], [fd], [])
 
 
+def has_input(fd: int) -> bool:
+    """Are there bytes to read in this descriptor right now (or its end)?"""
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    return any(events & (select.POLLIN | select.POLLHUP) for _, events in poll.poll(0))
+
+
 def hung_up(fd: int) -> bool:
     """Has the writer of this pipe closed its end? A pipe says so (POLLHUP) even while
     unread bytes remain in it."""

@@ -293,25 +293,38 @@ async def test_sigterm_ends_a_bridge_whose_agent_left_an_orphan_on_stdout(tmp_pa
 async def test_requests_stuck_behind_an_agent_that_stopped_reading_are_answered(tmp_path: Path) -> None:
     """The agent stops reading, so the bridge's write to it blocks with client requests
     still unread behind it; then it closes its stdout. Every request is answered: the
-    bridge abandons the agent's stdin and reads what the client had written."""
+    bridge abandons the agent's stdin and reads what the client had written.
+
+    Everything the client sends fits in the two pipes (the agent's, its own), so its write
+    has ended before the agent closes its stdout: no answer depends on when this process
+    runs again. (It sent 4 MiB, more than the pipes hold: under load it could be slower to
+    write the rest than the bridge was to answer and close, and the last requests went
+    unanswered.)"""
     go = tmp_path / "go"
     code = ("next(lines); out(b'{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}\\n')\n"
             f"import pathlib\nwhile not pathlib.Path({str(go)!r}).exists(): time.sleep(0.01)\n"
             "os.close(1); time.sleep(60)")
-    big = b'{"jsonrpc":"2.0","method":"session/prompt","params":{"t":"' + b"p" * (500 << 10) + b'"},"id":%d}\n'
+    fill = b'{"jsonrpc":"2.0","method":"_fill","params":{"t":"' + b"f" * (64 << 10) + b'"}}\n'
+    prompts = b"".join(b'{"jsonrpc":"2.0","method":"session/prompt","params":{},"id":%d}\n' % n for n in range(1, 9))
     with trio.fail_after(30):
         async with open_bridge(["run", "-c", str(quick_grace(tmp_path)), "--", *agent(code)]) as bridge:
             await bridge.send(line(INIT))
             await bridge.read_until(b"\n")  # running, pipes widened; the agent reads no more
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(bridge.send, b"".join(big % n for n in range(1, 9)))  # 4 MiB
-                await wait_until_stalled(bridge)  # the bridge stopped reading: blocked on the agent
-                go.touch()
-                out = await bridge.read_all()
-                nursery.cancel_scope.cancel()
+            pipe = pipe_size(bridge)  # the agent's stdin is as wide as the bridge's
+            # More than the agent's pipe holds, so the bridge's write to it blocks; less
+            # than both pipes hold, so the client's write ends.
+            await bridge.send(fill * (pipe * 3 // 2 // len(fill) + 1) + prompts)
+            await wait_until_stalled(bridge, at_least=0)  # the bridge stopped reading
+            go.touch()
+            out = await bridge.read_all()
     message = b"agent closed its stdout before answering"
     data = b'{"reason":"the agent closed its stdout and kept running"}'
     assert out.split(b"\n", 1)[1] == b"".join(answer(b"%d" % n, message, data) for n in range(1, 9))
+
+
+def pipe_size(bridge: BridgeProcess) -> int:
+    assert isinstance(bridge.proc.stdin, trio.lowlevel.FdStream)
+    return fcntl.fcntl(bridge.proc.stdin.fileno(), getattr(fcntl, "F_GETPIPE_SZ", 1032))
 
 
 async def test_a_stderr_nobody_reads_holds_up_no_answer_and_no_exit() -> None:
@@ -354,10 +367,10 @@ async def test_a_stderr_nobody_reads_holds_up_no_answer_and_no_exit() -> None:
     assert len(err) > 60000 and set(err.splitlines(keepends=True)[:-1]) <= {diverted, noise}
 
 
-async def wait_until_stalled(bridge: BridgeProcess) -> None:
-    """Wait until the bytes queued in the bridge's stdin pipe are many and no longer move."""
+async def wait_until_stalled(bridge: BridgeProcess, *, at_least: int = 1) -> None:
+    """Wait until the bytes queued in the bridge's stdin pipe are `at_least` and no longer move."""
     assert isinstance(bridge.proc.stdin, trio.lowlevel.FdStream)
-    await wait_until_still(bridge.proc.stdin.fileno())
+    await wait_until_still(bridge.proc.stdin.fileno(), at_least)
 
 
 async def wait_until_full(bridge: BridgeProcess) -> None:
@@ -367,11 +380,11 @@ async def wait_until_full(bridge: BridgeProcess) -> None:
     await wait_until_still(bridge.proc.stdout.fileno())
 
 
-async def wait_until_still(fd: int) -> None:
+async def wait_until_still(fd: int, at_least: int = 1) -> None:
     previous = -1
     while True:
         queued = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4), sys.byteorder)
-        if queued > 0 and queued == previous:
+        if queued >= at_least and queued == previous:
             return
         previous = queued
         await trio.sleep(0.2)  # polling a condition: the same level twice in a row
