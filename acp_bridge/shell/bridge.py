@@ -24,6 +24,7 @@ from acp_bridge.core.chain import RuleError
 from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OPAQUE, VERDICT_OTHER
 from acp_bridge.core.messages import TO_AGENT, brief
 from acp_bridge.core.printable import stray_line
+from acp_bridge.core.rewrites.suggestions import stated_list_key
 from acp_bridge.errors import BridgeError
 from acp_bridge.shell import posix
 from acp_bridge.shell.streams import Outlet, Reader
@@ -136,7 +137,13 @@ class Bridge:
         if to_agent:
             self.to_agent.put_all(to_agent)
         if to_client:
-            self.to_client.put_all(to_client)
+            if pump is TO_AGENT:
+                # Written in the background, maybe toward a client that reads nothing: a
+                # later statement of a session's suggestions replaces one still unsent.
+                self.to_client.put_keyed([(fwd.data, stated_list_key(fwd)) for fwd in forwards
+                                          if fwd.data and fwd.direction is not TO_AGENT])
+            else:
+                self.to_client.put_all(to_client)
             self.client_mid_line = not to_client[-1].endswith(b"\n")
         others = bool(to_agent or to_client) if pump is None else bool(to_client if pump is TO_AGENT else to_agent)
         if pump is not None:

@@ -24,7 +24,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from acp_bridge.core import protocol as p
+from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief, id_key
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
@@ -122,6 +125,33 @@ def offer(state: SuggestionsState, form: str, items: list[Any]) -> bool:
         return False
     state.offered, state.offered_form = list(items), form
     return True
+
+
+def stated_list_key(fwd: Forward) -> tuple[str, Any] | None:
+    """For a message the bridge writes toward the client that states a session's whole
+    suggestion list (a withdrawal, a converted list): a key naming that session; None for
+    anything else. Each such update replaces the list (the RFD), so of two with one key,
+    still unsent, the later makes the earlier moot: the queue toward a client that reads
+    nothing keeps only the latest (shell/streams.py `Outlet.put_keyed`)."""
+    if fwd.verdict is not Verdict.EMIT or fwd.direction is not TO_CLIENT:
+        return None
+    try:
+        msg = orjson.loads(fwd.data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(msg, dict) or msg.get("method") != p.SESSION_UPDATE or "id" in msg:
+        return None
+    params = msg.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    if not isinstance(update, dict) or not isinstance(params, dict):
+        return None
+    if update.get("sessionUpdate") == p.PROMPT_SUGGESTIONS_UPDATE:
+        states_list = True
+    else:  # legacy: a session_info_update whose only field is _meta.promptSuggestions
+        meta = update.get(p.META)
+        states_list = (shapes.read_legacy(update) is not None and update.keys() == {"sessionUpdate", p.META}
+                       and isinstance(meta, dict) and meta.keys() == {p.PROMPT_SUGGESTIONS})
+    return (PromptSuggestions.name, id_key(params.get("sessionId"))) if states_list else None
 
 
 class PromptSuggestions(Rewrite):
