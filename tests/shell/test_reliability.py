@@ -431,4 +431,6 @@ async def test_the_client_closing_ends_a_bridge_whose_agent_reads_nothing(tmp_pa
             closed = time.monotonic()
             status = await bridge.proc.wait()
     assert status == 128 + signal.SIGTERM  # the agent, stopped by the ladder
-    assert time.monotonic() - closed < 1 + 2
+    # Far sooner than the agent's 60 s sleep: the hangup was seen. Not a measure of the
+    # grace (0.3 s) and the 0.5 s poll, which a busy machine stretches (it was `< 3`).
+    assert time.monotonic() - closed < 20
