@@ -237,10 +237,35 @@ async def test_agent_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("[relay]\ngrace_seconds = 0.3\n")
     pidfile = tmp_path / "pid"
-    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("ignore-term")], b"",
-                           env={"FAKE_AGENT_PIDFILE": str(pidfile)}, timeout=20)
-    assert result.returncode == 128 + signal.SIGKILL
-    assert b"sending SIGKILL" in result.stderr
+    import subprocess
+
+    from tests.conftest import BridgeProcess
+
+    # The client closes only once a line has come back: the agent ignores SIGTERM by then.
+    # (It closed at once: an agent slower than the 0.3 s grace to start, on a busy machine,
+    # still died of the SIGTERM.)
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "acp_bridge", "run", "-c", str(config), "--", *agent_cmd("ignore-term")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)})
+    err = b""
+    try:
+        with trio.fail_after(20):
+            bridge = BridgeProcess(proc)
+            await bridge.send(b'{"x":1}\n')
+            await bridge.read_until(b'{"x":1}\n')
+            await bridge.close_stdin()
+            assert proc.stderr is not None
+            while chunk := await proc.stderr.receive_some():
+                err += chunk
+            status = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            with trio.CancelScope(shield=True):
+                await proc.wait()
+    assert status == 128 + signal.SIGKILL
+    assert b"sending SIGKILL" in err
     assert gone(int(pidfile.read_text()))
 
 
