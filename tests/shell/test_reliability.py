@@ -218,11 +218,17 @@ async def test_agent_exit_answers_in_flight_even_when_a_child_holds_stdout_open(
     """The agent starts a child that inherits its stdout, then dies with a prompt in flight:
     the prompt is answered and the bridge exits, without waiting for the child."""
     code = "subprocess.Popen(['sleep', '20'], start_new_session=True); next(lines); sys.exit(3)"
-    start = time.monotonic()
-    result = await run_cli(["run", "-c", str(quick_grace(tmp_path)), "--", *agent(code)], line(INIT), timeout=20)
-    assert result.returncode == 3
-    assert result.stdout == answer(b"0", *exited(3))
-    assert time.monotonic() - start < 10
+    # The client stays until it has its answer: had it closed at once, an agent slower to
+    # start than the 0.3 s grace (a busy machine) would get SIGTERM before its exit.
+    with trio.fail_after(20):
+        async with open_bridge(["run", "-c", str(quick_grace(tmp_path)), "--", *agent(code)]) as bridge:
+            start = time.monotonic()
+            await bridge.send(line(INIT))
+            out = await bridge.read_all()  # the bridge closes our stdin's peer when done
+            await bridge.close_stdin()
+            status = await bridge.proc.wait()
+    assert (status, out) == (3, answer(b"0", *exited(3)))
+    assert time.monotonic() - start < 10  # the child's 20 s are not waited for
 
 
 async def test_agent_closing_stdout_but_running_on_gets_requests_answered(tmp_path: Path) -> None:
