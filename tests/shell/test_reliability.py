@@ -19,7 +19,7 @@ import orjson
 import trio
 
 from tests.cli_helpers import bridge_in_process, run_cli_in_process
-from tests.conftest import BridgeProcess, agent_cmd, line, open_bridge, run_cli
+from tests.conftest import BridgeProcess, agent_cmd, line, open_bridge
 
 INIT_NEW_CLIENT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                    "params": {"protocolVersion": 1,
