@@ -219,33 +219,17 @@ async def test_agent_killed_by_signal_mid_prompt(tmp_path: Path) -> None:
     assert answer["error"]["data"] == {"exitStatus": 137, "signal": "SIGKILL"}
 
 
-async def test_agent_that_ignores_stdin_eof_gets_sigterm_after_the_grace(tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text("[relay]\ngrace_seconds = 0.3\n")
-    pidfile = tmp_path / "pid"
-    start = trio.current_time()
-    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("ignore-eof")], b'{"x":1}\n',
-                           env={"FAKE_AGENT_PIDFILE": str(pidfile)}, timeout=20)
-    assert result.returncode == 128 + signal.SIGTERM
-    assert result.stdout == b'{"x":1}\n'
-    assert b"sending SIGTERM" in result.stderr
-    assert gone(int(pidfile.read_text()))
-    assert trio.current_time() - start < 10
-
-
-async def test_agent_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:
-    config = tmp_path / "c.toml"
-    config.write_text("[relay]\ngrace_seconds = 0.3\n")
-    pidfile = tmp_path / "pid"
+async def closed_once_echoed(config: Path, mode: str, pidfile: Path) -> tuple[int, bytes, bytes]:
+    """`run` in front of the fake agent in `mode`; the client closes only once a line has
+    come back through it, so the agent has done what its mode does first (ignore SIGTERM)
+    by then. Closing at once raced the agent's start against the 0.3 s grace: on a busy
+    machine the ladder's SIGTERM came first. Returns the status, stdout and stderr."""
     import subprocess
 
     from tests.conftest import BridgeProcess
 
-    # The client closes only once a line has come back: the agent ignores SIGTERM by then.
-    # (It closed at once: an agent slower than the 0.3 s grace to start, on a busy machine,
-    # still died of the SIGTERM.)
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "acp_bridge", "run", "-c", str(config), "--", *agent_cmd("ignore-term")],
+        [sys.executable, "-m", "acp_bridge", "run", "-c", str(config), "--", *agent_cmd(mode)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)})
     err = b""
@@ -258,13 +242,33 @@ async def test_agent_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:
             assert proc.stderr is not None
             while chunk := await proc.stderr.receive_some():
                 err += chunk
-            status = await proc.wait()
+            out = await bridge.read_all()
+            return await proc.wait(), out, err
     finally:
         if proc.returncode is None:
             proc.kill()
             with trio.CancelScope(shield=True):
                 await proc.wait()
-    assert status == 128 + signal.SIGKILL
+
+
+async def test_agent_that_ignores_stdin_eof_gets_sigterm_after_the_grace(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[relay]\ngrace_seconds = 0.3\n")
+    pidfile = tmp_path / "pid"
+    start = trio.current_time()
+    status, out, err = await closed_once_echoed(config, "ignore-eof", pidfile)
+    assert (status, out) == (128 + signal.SIGTERM, b'{"x":1}\n')
+    assert b"sending SIGTERM" in err
+    assert gone(int(pidfile.read_text()))
+    assert trio.current_time() - start < 10
+
+
+async def test_agent_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[relay]\ngrace_seconds = 0.3\n")
+    pidfile = tmp_path / "pid"
+    status, out, err = await closed_once_echoed(config, "ignore-term", pidfile)
+    assert (status, out) == (128 + signal.SIGKILL, b'{"x":1}\n')
     assert b"sending SIGKILL" in err
     assert gone(int(pidfile.read_text()))
 
