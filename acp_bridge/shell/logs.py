@@ -49,8 +49,9 @@ CLOSE_SECONDS = 1.0  # how long the end waits for what waits to be written
 
 
 class FdWriter:
-    """Writes to one file descriptor that never wait: `write` queues the bytes, and a
-    daemon thread of the writer's own writes them, waiting for room as long as it takes
+    """Writes to one file descriptor that never wait: `write` writes at once what the
+    descriptor takes without waiting (a line, when nothing else waits), and queues the
+    rest for a daemon thread of the writer's own, which waits for room as long as it takes
     (a terminal, a pipe the editor reads late, or never). Past `limit` bytes waiting, a
     write is dropped whole and counted; where the drops began, a note says how many bytes
     were dropped, written once the descriptor takes bytes again (or as the bridge ends,
@@ -83,6 +84,19 @@ class FdWriter:
         with self._cond:
             if self._gone:
                 return False
+            if not self._queue and not self._busy:  # nothing waits: at once, if there is room
+                from acp_bridge.shell.posix import write_if_room
+
+                try:
+                    written = write_if_room(self.fd, data)
+                except OSError:  # EPIPE, EBADF: nobody can read it any more
+                    self._gone = True
+                    return False
+                if written:
+                    self._at_line_start = data[:written].endswith(b"\n")
+                    data = data[written:]
+                    if not data:
+                        return True
             if self._size + len(data) > self.limit:
                 if not self._unsaid:
                     self._put(None)
@@ -159,7 +173,12 @@ _STDERR: list[FdWriter] = []  # the writer of fd 2, once made (made at first use
 def stderr_writer() -> FdWriter:
     """The writer of file descriptor 2, the one way to our stderr."""
     if not _STDERR:
+        import atexit
+
         _STDERR.append(FdWriter(2))
+        # A command that logs and ends (replay, drive) has its last lines written: the
+        # thread is a daemon, stopped at exit; for at most CLOSE_SECONDS, as `run` waits.
+        atexit.register(_STDERR[0].flush, CLOSE_SECONDS)
     return _STDERR[0]
 
 

@@ -141,19 +141,18 @@ def test_a_descriptor_nobody_reads_never_holds_up_a_write() -> None:
         os.close(write_end)
 
 
-def test_bytes_dropped_are_said_at_the_end_and_a_note_never_lands_inside_a_line() -> None:
+def test_a_note_of_bytes_dropped_never_lands_inside_a_line() -> None:
     read_end, write_end, filled = full_pipe()
     writer = FdWriter(write_end, limit=10)
     try:
-        writer.write(b"torn")  # written by the thread, no line end: the note starts a line
+        writer.write(b"torn")  # no room: queued; the thread's write waits, no line end
         assert not writer.flush(0.2)
-        writer.write(b"x" * 11)  # dropped: more than the limit
+        assert writer.write(b"x" * 11) is False  # dropped: more than the limit waits
         os.read(read_end, len(filled))  # the reader comes
         assert writer.flush(10)
         assert read_all_now(read_end) == b"torn\nacp-bridge: 11 bytes of stderr dropped: nobody read it\n"
-        assert writer.write(b"y" * 11) is False  # dropped, not yet said: said as it ends
-        assert writer.flush(10)
-        assert read_all_now(read_end) == b"acp-bridge: 11 bytes of stderr dropped: nobody read it\n"
+        assert writer.write(b"y" * 11)  # room, nothing waiting: written at once, not queued
+        assert read_all_now(read_end) == b"y" * 11
     finally:
         os.close(read_end)
         os.close(write_end)
@@ -164,8 +163,8 @@ def test_a_reader_that_is_gone_ends_the_writing() -> None:
     os.close(read_end)
     writer = FdWriter(write_end)
     try:
-        assert writer.write(b"nobody\n")
-        assert writer.flush(10)  # EPIPE: nothing is waited for any more
+        assert writer.write(b"nobody\n") is False  # EPIPE: nothing is written any more
+        assert writer.flush(10)
         assert writer.write(b"again\n") is False
     finally:
         os.close(write_end)
@@ -180,3 +179,15 @@ def read_all_now(fd: int) -> bytes:
         return b""
     finally:
         os.set_blocking(fd, True)
+
+
+def test_what_waits_for_stderr_is_written_as_the_process_ends() -> None:
+    """A command that logs and ends at once (replay, drive) loses none of its last lines:
+    the writer's thread is a daemon, so the exit waits for it (as `run` does, 1 s at most)."""
+    import subprocess
+    import sys
+
+    code = ("from acp_bridge.shell.logs import stderr_writer\n"
+            "for i in range(2000): stderr_writer().write(b'line %d\\n' % i)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (0, b"".join(b"line %d\n" % i for i in range(2000)))
