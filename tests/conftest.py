@@ -126,6 +126,17 @@ FAKE_AGENT = TESTS / "agents" / "fake_agent.py"
 SCRIPTED_AGENT = TESTS / "agents" / "scripted_agent.py"
 
 
+@pytest.fixture(autouse=True)
+def _stderr_written_within_the_test() -> Any:
+    """What a test had the bridge say on fd 2 (its log, an agent's stderr) goes through a
+    writer thread (shell/logs.py `FdWriter`): waited for before the test ends, so that it
+    lands in the test's captured output, not on the terminal after it."""
+    yield
+    logs = sys.modules.get("acp_bridge.shell.logs")  # not imported: nothing was written so
+    if logs is not None and logs._STDERR:
+        logs._STDERR[0].flush(10)
+
+
 def agent_cmd(*args: str) -> list[str]:
     """The fake agent's command line."""
     return [sys.executable, "-u", str(FAKE_AGENT), *args]

@@ -294,25 +294,30 @@ def run_and_report(config: Config, rules: list[Rewrite] | None = None) -> int:
 
         from acp_bridge.shell.run import run_bridge
 
+    from acp_bridge.shell.logs import CLOSE_SECONDS, stderr_bounded
+
     status = EXIT_BRIDGE
-    try:
-        status = trio.run(run_bridge, config, rules)
-    except* ConfigError as group:
-        for exc in _leaves(group):
-            click.echo(f"acp-bridge: {exc}", err=True)
-        status = EXIT_USAGE
-    except* BridgeError as group:
-        for exc in _leaves(group):
-            click.echo(f"acp-bridge: {exc}", err=True)
-        status = EXIT_BRIDGE
-    except* KeyboardInterrupt:
-        status = 128 + 2
-    except* Exception as group:
-        # A bug: with --strict a failing rule ends up here on purpose.
-        for exc in _leaves(group):
-            log.debug("internal error", exc_info=exc)
-            click.echo(f"acp-bridge: internal error: {type(exc).__name__}: {exc}", err=True)
-        status = EXIT_BRIDGE
+    # Everything said on stderr goes through one bounded writer, and the exit waits for it
+    # only so long: an editor that never reads stderr holds up neither the relay nor the exit.
+    with stderr_bounded(CLOSE_SECONDS):
+        try:
+            status = trio.run(run_bridge, config, rules)
+        except* ConfigError as group:
+            for exc in _leaves(group):
+                click.echo(f"acp-bridge: {exc}", err=True)
+            status = EXIT_USAGE
+        except* BridgeError as group:
+            for exc in _leaves(group):
+                click.echo(f"acp-bridge: {exc}", err=True)
+            status = EXIT_BRIDGE
+        except* KeyboardInterrupt:
+            status = 128 + 2
+        except* Exception as group:
+            # A bug: with --strict a failing rule ends up here on purpose.
+            for exc in _leaves(group):
+                log.debug("internal error", exc_info=exc)
+                click.echo(f"acp-bridge: internal error: {type(exc).__name__}: {exc}", err=True)
+            status = EXIT_BRIDGE
     return status
 
 

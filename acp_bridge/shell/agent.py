@@ -19,6 +19,7 @@ from acp_bridge.config import Config
 from acp_bridge.core import Direction
 from acp_bridge.shell import posix
 from acp_bridge.shell.bridge import LINGER, AgentLife, Bridge
+from acp_bridge.shell.logs import FdWriter
 from acp_bridge.shell.stderr import StderrTail, pass_stderr
 
 log = logging.getLogger("acp_bridge.shell.agent")
@@ -41,10 +42,10 @@ class AgentProcess(AgentLife):
     """The agent as a process: stderr passed through, signals forwarded, the stop ladder
     once the client has closed, and its exit status as the bridge's."""
 
-    def __init__(self, proc: trio.Process, config: Config, stderr_fd: int) -> None:
+    def __init__(self, proc: trio.Process, config: Config, stderr: FdWriter) -> None:
         self.proc = proc
         self.config = config
-        self.stderr_fd = stderr_fd
+        self.stderr = stderr  # our stderr's writer, which never waits
         self.grace = config.relay.grace_seconds
         # Waiting for a gone agent's last output (and its stderr, and its exit after its
         # stdout's EOF) never outlasts the patience the user gave it.
@@ -57,7 +58,7 @@ class AgentProcess(AgentLife):
     async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
         assert self.proc.stderr is not None
         nursery.start_soon(stop_when_told, bridge, self.proc, self.stopping, self.grace)
-        nursery.start_soon(pass_stderr, self.proc.stderr, self.tail, self.stderr_fd, self.stderr_done)
+        nursery.start_soon(pass_stderr, self.proc.stderr, self.tail, self.stderr, self.stderr_done)
         await nursery.start(forward_signals, self.proc, self.stopping)
 
     async def wait_gone(self) -> None:

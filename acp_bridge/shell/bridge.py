@@ -24,7 +24,9 @@ from acp_bridge.core.chain import RuleError
 from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OPAQUE, VERDICT_OTHER
 from acp_bridge.core.messages import TO_AGENT, brief
 from acp_bridge.core.printable import stray_line
+from acp_bridge.core.rewrites.suggestions import stated_list_key
 from acp_bridge.errors import BridgeError
+from acp_bridge.shell import posix
 from acp_bridge.shell.streams import Outlet, Reader
 
 if TYPE_CHECKING:
@@ -37,6 +39,9 @@ READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 # read what the client had already written; at most the grace period (`AgentLife.linger`).
 LINGER = 1.0
 STOP_TIMEOUT = 5.0  # ... and for the client to take the answers when the bridge stops itself
+# The longest the bridge waits for a pump to read what its source had already written when
+# it is held back (a busy machine): past the linger, only while there are bytes to read.
+DRAIN_LIMIT = 5.0
 
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
 
@@ -118,7 +123,7 @@ class Bridge:
             except BridgeError as exc:  # CaptureError: a required capture cannot be written
                 await self.stop(str(exc), forwards)
                 raise
-        to_agent, to_client = self._queue(forwards)
+        to_agent, to_client = self._queue(forwards, pump)
         others = bool(to_agent or to_client) if pump is None else bool(to_client if pump is TO_AGENT else to_agent)
         if pump is not None:
             await self.outlet(pump).flush(just_waited=just_waited)
@@ -133,8 +138,9 @@ class Bridge:
         if log.isEnabledFor(logging.INFO):
             log_forwards(forwards)
 
-    def _queue(self, forwards: Sequence[Forward]) -> tuple[list[bytes], list[bytes]]:
-        """Queue each forward's bytes on its destination; return what went to each."""
+    def _queue(self, forwards: Sequence[Forward], pump: Direction | None = None) -> tuple[list[bytes], list[bytes]]:
+        """Queue each forward's bytes on its destination; return what went to each. `pump`:
+        as for `deliver` (what the client's pump queues toward the client is coalesced)."""
         # Each destination's data in the relay's order, queued at once: no await comes
         # between, so nothing the other pump queues can land in the middle. (One `put` per
         # forward cost an Enum lookup and two calls for every parsed line.)
@@ -154,7 +160,13 @@ class Bridge:
         if to_agent:
             self.to_agent.put_all(to_agent)
         if to_client:
-            self.to_client.put_all(to_client)
+            if pump is TO_AGENT:
+                # Written in the background, maybe toward a client that reads nothing: a
+                # later statement of a session's suggestions replaces one still unsent.
+                self.to_client.put_keyed([(fwd.data, stated_list_key(fwd)) for fwd in forwards
+                                          if fwd.data and fwd.direction is not TO_AGENT])
+            else:
+                self.to_client.put_all(to_client)
             self.client_mid_line = not to_client[-1].endswith(b"\n")
         return to_agent, to_client
 
@@ -279,9 +291,19 @@ class Bridge:
             return
         event = trio.Event()
         reader.on_block = event.set
-        with trio.move_on_after(timeout):
-            await event.wait()
-        reader.on_block = None
+        give_up = trio.current_time() + max(timeout, DRAIN_LIMIT)
+        try:
+            while True:
+                with trio.move_on_after(timeout):
+                    await event.wait()
+                    return
+                # Bytes the source wrote before are still unread: the pump was held back
+                # (a busy machine can keep it from running for that long); wait on for
+                # them, as long as there are some, up to DRAIN_LIMIT.
+                if trio.current_time() >= give_up or not posix.has_input(reader.fd):
+                    return
+        finally:
+            reader.on_block = None
 
 
 class AgentLife:

@@ -120,6 +120,19 @@ def write_nowait(fd: int, data: bytes) -> int:
 wait_readable = trio.lowlevel.wait_readable  # until `fd` has data (or its end)
 
 
+def write_if_room(fd: int, data: bytes) -> int:
+    """Write `data` now if the descriptor has room for it without waiting; return how much
+    was written (0: no room). Only for at most `select.PIPE_BUF` bytes: a pipe that polls
+    writable has a free page, so such a write neither waits nor tears. Raises OSError
+    (EPIPE, EBADF) when its reader is gone."""
+    if len(data) > select.PIPE_BUF or not select.select([], [fd], [], 0)[1]:
+        return 0
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+
+
 def write_all(fd: int, data: bytes | bytearray) -> None:
     """Write all of `data` to a file descriptor that may be non-blocking (blocking call)."""
     view = memoryview(data)
@@ -130,6 +143,13 @@ def write_all(fd: int, data: bytes | bytearray) -> None:
             # Our stderr can share a terminal's file description with the stdout that
             # FdStream made non-blocking: wait until it drains (callers are in a thread).
             select.select([], [fd], [])
+
+
+def has_input(fd: int) -> bool:
+    """Are there bytes to read in this descriptor right now (or its end)?"""
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    return any(events & (select.POLLIN | select.POLLHUP) for _, events in poll.poll(0))
 
 
 def hung_up(fd: int) -> bool:

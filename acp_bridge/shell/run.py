@@ -26,7 +26,7 @@ from acp_bridge.core.rewrites import Rewrite, build_rewrites
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import AgentProcess, terminate
 from acp_bridge.shell.bridge import Bridge, bridge_streams
-from acp_bridge.shell.stderr import StrayLines
+from acp_bridge.shell.logs import writer_for
 from acp_bridge.shell.streams import Outlet
 from acp_bridge.shell.tuning import collect_rarely, keep_heap, widen_pipe
 
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_bridge.shell.agent")
 
 EXIT_NOT_FOUND = 127
-STRAY_FLUSH_SECONDS = 1.0  # how long the end waits for diverted lines to reach our stderr
 
 
 class _Discard(trio.abc.SendStream):
@@ -130,12 +129,14 @@ async def serve(
         for pipe in (proc.stdin, proc.stdout):
             if (fd := posix.fd_of(pipe)) is not None:
                 widen_pipe(fd)
-        process = AgentProcess(proc, config, stderr_fd)
+        stderr = writer_for(stderr_fd)  # never waits: see shell/logs.py
+        process = AgentProcess(proc, config, stderr)
         agent = trio.StapledStream(proc.stdin, proc.stdout)
-        stray = StrayLines(stderr_fd)
-        nursery.start_soon(stray.run)
-        await bridge_streams(client, agent, relay, observer, process, on_stray=stray.put)
-        await stray.aclose(STRAY_FLUSH_SECONDS)
+
+        def divert(text: str) -> None:
+            stderr.write((text + "\n").encode("utf-8", "replace"))
+
+        await bridge_streams(client, agent, relay, observer, process, on_stray=divert)
         assert process.status is not None
         return process.status
 

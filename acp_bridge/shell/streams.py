@@ -2,15 +2,16 @@
 know whether they had to wait.
 
 Owns: `Outlet` (the write queue of one destination, its lock, the direct write when the
-pipe has room, end of stream, abandoning a reader that is gone) and `Reader` (reading a
-source, straight from its file descriptor when there is data). Must never: look at the
-bytes it moves.
+pipe has room, a queued piece replaced by a later one of the same key, end of stream,
+abandoning a reader that is gone) and `Reader` (reading a source, straight from its file
+descriptor when there is data). Must never: look at the bytes it moves (the core says which
+pieces replace which, `core/rewrites/suggestions.py` `stated_list_key`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 
 import trio
 from trio.abc import HalfCloseableStream, ReceiveStream, SendStream
@@ -29,7 +30,9 @@ class Outlet:
     `flush` writes the queue. The pump that owns this direction flushes and waits, which is
     what carries backpressure to the side it reads; the other pump only queues what it has
     for here (a withdrawal, an answer) and leaves the write to a background task, so that a
-    reader who stalls on one side never stalls the traffic going the other way.
+    reader who stalls on one side never stalls the traffic going the other way. What the
+    other pump queues toward a reader that has stopped is bounded where it could grow: a
+    piece put with a key replaces a queued, unsent one of the same key (`put_keyed`).
     """
 
     def __init__(self, stream: SendStream, name: str) -> None:
@@ -38,6 +41,8 @@ class Outlet:
         self.broken = False  # the reader went away; later writes are dropped
         self._lock = trio.StrictFIFOLock()
         self._queue: list[bytes] = []
+        self._keyed: dict[Hashable, int] = {}  # key -> where its piece is in the queue
+        self._replaced = 0  # pieces emptied in the queue by a later one of their key
         self._closed = False
         self._flushing_soon = False
         target = stream.send_stream if isinstance(stream, trio.StapledStream) else stream
@@ -55,6 +60,38 @@ class Outlet:
         """`put` each of `pieces` (none of them empty), in order."""
         if not self.broken and not self._closed:
             self._queue.extend(pieces)
+
+    def put_keyed(self, pieces: Sequence[tuple[bytes, Hashable | None]]) -> None:
+        """`put_all`, where a piece with a key (not None) replaces the piece of the same key
+        still queued: that one is not sent, and this one goes last, in its own place."""
+        if self.broken or self._closed:
+            return
+        queue, keyed = self._queue, self._keyed
+        for data, key in pieces:
+            if key is not None:
+                at = keyed.get(key)
+                if at is not None:
+                    queue[at] = b""
+                    self._replaced += 1
+                keyed[key] = len(queue)
+            queue.append(data)
+        if self._replaced > 64 and self._replaced * 2 > len(queue):  # the emptied places, let go
+            kept = [(data, key) for data, key in zip(queue, self._keys_by_place(), strict=True) if data]
+            self._queue, self._keyed, self._replaced = [data for data, _ in kept], {}, 0
+            for at, (_, key) in enumerate(kept):
+                if key is not None:
+                    self._keyed[key] = at
+
+    def _keys_by_place(self) -> list[Hashable | None]:
+        places: list[Hashable | None] = [None] * len(self._queue)
+        for key, at in self._keyed.items():
+            places[at] = key
+        return places
+
+    @property
+    def queued(self) -> int:
+        """Bytes waiting to be written."""
+        return sum(map(len, self._queue))
 
     async def flush(self, *, just_waited: bool = False) -> None:
         """Write everything queued, in order (including what is queued while writing).
@@ -94,6 +131,9 @@ class Outlet:
         while self._queue:
             data = self._queue[0] if len(self._queue) == 1 else b"".join(self._queue)
             self._queue.clear()
+            if self._keyed:  # what is being written can no longer be replaced
+                self._keyed.clear()
+            self._replaced = 0
             if self.broken or self._closed:
                 return
             try:
@@ -123,6 +163,7 @@ class Outlet:
         stream, which also ends a write blocked on it (the pump that made it reads on)."""
         self.broken = True
         self._queue.clear()
+        self._keyed.clear()
         self._closed = True
         with trio.CancelScope(shield=True):
             try:

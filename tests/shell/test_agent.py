@@ -219,16 +219,46 @@ async def test_agent_killed_by_signal_mid_prompt(tmp_path: Path) -> None:
     assert answer["error"]["data"] == {"exitStatus": 137, "signal": "SIGKILL"}
 
 
+async def closed_once_echoed(config: Path, mode: str, pidfile: Path) -> tuple[int, bytes, bytes]:
+    """`run` in front of the fake agent in `mode`; the client closes only once a line has
+    come back through it, so the agent has done what its mode does first (ignore SIGTERM)
+    by then. Closing at once raced the agent's start against the 0.3 s grace: on a busy
+    machine the ladder's SIGTERM came first. Returns the status, stdout and stderr."""
+    import subprocess
+
+    from tests.conftest import BridgeProcess
+
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "acp_bridge", "run", "-c", str(config), "--", *agent_cmd(mode)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "FAKE_AGENT_PIDFILE": str(pidfile)})
+    err = b""
+    try:
+        with trio.fail_after(20):
+            bridge = BridgeProcess(proc)
+            await bridge.send(b'{"x":1}\n')
+            await bridge.read_until(b'{"x":1}\n')
+            await bridge.close_stdin()
+            assert proc.stderr is not None
+            while chunk := await proc.stderr.receive_some():
+                err += chunk
+            out = await bridge.read_all()
+            return await proc.wait(), out, err
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            with trio.CancelScope(shield=True):
+                await proc.wait()
+
+
 async def test_agent_that_ignores_stdin_eof_gets_sigterm_after_the_grace(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("[relay]\ngrace_seconds = 0.3\n")
     pidfile = tmp_path / "pid"
     start = trio.current_time()
-    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("ignore-eof")], b'{"x":1}\n',
-                           env={"FAKE_AGENT_PIDFILE": str(pidfile)}, timeout=20)
-    assert result.returncode == 128 + signal.SIGTERM
-    assert result.stdout == b'{"x":1}\n'
-    assert b"sending SIGTERM" in result.stderr
+    status, out, err = await closed_once_echoed(config, "ignore-eof", pidfile)
+    assert (status, out) == (128 + signal.SIGTERM, b'{"x":1}\n')
+    assert b"sending SIGTERM" in err
     assert gone(int(pidfile.read_text()))
     assert trio.current_time() - start < 10
 
@@ -237,10 +267,9 @@ async def test_agent_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("[relay]\ngrace_seconds = 0.3\n")
     pidfile = tmp_path / "pid"
-    result = await run_cli(["run", "-c", str(config), "--", *agent_cmd("ignore-term")], b"",
-                           env={"FAKE_AGENT_PIDFILE": str(pidfile)}, timeout=20)
-    assert result.returncode == 128 + signal.SIGKILL
-    assert b"sending SIGKILL" in result.stderr
+    status, out, err = await closed_once_echoed(config, "ignore-term", pidfile)
+    assert (status, out) == (128 + signal.SIGKILL, b'{"x":1}\n')
+    assert b"sending SIGKILL" in err
     assert gone(int(pidfile.read_text()))
 
 
@@ -266,7 +295,8 @@ async def test_signals_to_the_bridge_reach_the_agent(tmp_path: Path, signum: int
 def test_a_gone_agents_last_output_is_waited_for_a_second_or_the_grace_if_shorter(grace: float, linger: float) -> None:
     from acp_bridge.config import Config
     from acp_bridge.shell.agent import AgentProcess
+    from acp_bridge.shell.logs import stderr_writer
 
     config = Config()
     config = dataclasses.replace(config, relay=dataclasses.replace(config.relay, grace_seconds=grace))
-    assert AgentProcess(cast(trio.Process, None), config, stderr_fd=2).linger == linger
+    assert AgentProcess(cast(trio.Process, None), config, stderr_writer()).linger == linger

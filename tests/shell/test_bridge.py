@@ -341,3 +341,44 @@ async def test_a_strict_stop_is_not_held_up_by_a_client_that_reads_nothing(autoj
                                      Relay([FailOnBadNote()], strict=True))
                     assert await agent_ours.receive_some() == request
                     await agent_ours.send_all(b'{"jsonrpc":"2.0","method":"u"}\n{"jsonrpc":"2.0","method":"bad"}\n')
+
+
+async def test_input_already_written_is_read_before_answering_however_late_the_pump_runs(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """When the agent is gone, the bridge waits for the client's pump to read what the
+    client had written (its requests are answered too). A pump held back longer than the
+    linger (a busy machine) is waited for while there is input left, up to DRAIN_LIMIT:
+    before, the wait ended after the linger, and the requests not yet read went unanswered."""
+    import os
+
+    from acp_bridge.shell.bridge import DRAIN_LIMIT
+    from acp_bridge.shell.streams import Reader
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b'{"jsonrpc":"2.0","id":1,"method":"x"}\n')
+    stream = trio.lowlevel.FdStream(read_end)
+    ours, _ = trio.testing.memory_stream_pair()
+    bridge = Bridge(Relay(), Outlet(ours, "agent"), Outlet(ours, "client"))
+    reader = bridge.readers[Direction.TO_AGENT] = Reader(stream)
+    got: list[bytes] = []
+    try:
+        async with trio.open_nursery() as nursery:
+            async def held_back_pump() -> None:
+                await trio.sleep(3)  # three lingers of 1 s: the machine is busy
+                got.append(bytes(await reader.receive(1 << 16)))
+                await reader.receive(1 << 16)  # waits for more: it has read everything
+
+            nursery.start_soon(held_back_pump)
+            start = trio.current_time()
+            await bridge.wait_input_drained(Direction.TO_AGENT, 1.0)
+            assert got == [b'{"jsonrpc":"2.0","id":1,"method":"x"}\n']
+            assert trio.current_time() - start == pytest.approx(3, abs=0.01)
+            nursery.cancel_scope.cancel()
+        # Input that is never read is waited for only so long.
+        os.write(write_end, b"more\n")
+        start = trio.current_time()
+        await bridge.wait_input_drained(Direction.TO_AGENT, 1.0)
+        assert trio.current_time() - start == pytest.approx(DRAIN_LIMIT, abs=0.01)
+    finally:
+        os.close(write_end)
+        await stream.aclose()

@@ -1,5 +1,6 @@
 """The agent's stderr: passed through as it comes, its tail kept whole-lined, bounded and
-masked for the errors the client gets."""
+masked for the errors the client gets; and the one writer of our stderr, which never waits
+for a reader (shell/logs.py `FdWriter`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 import trio
 import trio.testing
 
-from acp_bridge.shell.stderr import StderrTail, StrayLines, mask_secrets, pass_stderr
+from acp_bridge.shell.logs import FdWriter
+from acp_bridge.shell.stderr import StderrTail, mask_secrets, pass_stderr
 
 
 def test_stderr_tail_keeps_whole_last_lines_within_the_bound() -> None:
@@ -49,13 +51,15 @@ async def test_stderr_is_passed_through_whole_and_its_tail_kept() -> None:
     ours, theirs = trio.testing.memory_stream_pair()
     read_end, write_end = os.pipe()
     tail, done = StderrTail(), trio.Event()
+    writer = FdWriter(write_end)
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(pass_stderr, theirs, tail, write_end, done)
+            nursery.start_soon(pass_stderr, theirs, tail, writer, done)
             for i in range(10):
                 await ours.send_all(f"line {i}\n".encode())
             await ours.send_eof()
             await done.wait()
+        assert writer.flush(10)
         os.close(write_end)
         write_end = -1
         passed = b""
@@ -82,15 +86,13 @@ def read_all(fd: int) -> bytes:
     return out
 
 
-async def test_diverted_lines_reach_our_stderr_in_order() -> None:
+def test_what_is_written_reaches_the_descriptor_in_order() -> None:
     read_end, write_end = os.pipe()
     try:
-        lines = StrayLines(write_end)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(lines.run)
-            for i in range(3):
-                lines.put(f"acp-bridge: agent stdout (not forwarded): banner {i}")
-            await lines.aclose(10)
+        writer = FdWriter(write_end)
+        for i in range(3):
+            assert writer.write(f"acp-bridge: agent stdout (not forwarded): banner {i}\n".encode())
+        assert writer.flush(10)
         os.close(write_end)
         write_end = -1
         assert read_all(read_end) == b"".join(
@@ -101,33 +103,91 @@ async def test_diverted_lines_reach_our_stderr_in_order() -> None:
             os.close(write_end)
 
 
-async def test_a_stderr_nobody_reads_never_holds_up_the_relay() -> None:
-    """`put` never waits: past the limit a line is dropped and counted, and the end waits
-    for our stderr only so long."""
+def full_pipe() -> tuple[int, int, bytes]:
+    """A pipe whose buffer is full (a write now blocks until someone reads), and what fills it."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
-    while True:  # fill the pipe: a write now blocks until someone reads
+    filled = b""
+    while True:
         try:
-            os.write(write_end, b"x" * 4096)
+            filled += b"x" * os.write(write_end, b"x" * 4096)
         except BlockingIOError:
             break
     os.set_blocking(write_end, True)
-    lines = StrayLines(write_end, limit=1000)
+    return read_end, write_end, filled
+
+
+def test_a_descriptor_nobody_reads_never_holds_up_a_write() -> None:
+    """`write` never waits: past the limit a write is dropped and its bytes counted; once
+    the reader comes, what waited is written, then where the drops began, how many bytes."""
+    read_end, write_end, filled = full_pipe()
+    writer = FdWriter(write_end, limit=1000)
     try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(lines.run)
-            await trio.testing.wait_all_tasks_blocked()  # `run` waits for lines
-            lines.put("line 0")  # taken at once: its write blocks in the thread
-            await trio.testing.wait_all_tasks_blocked()
-            for i in range(1, 1000):  # never waits; 1,000 bytes of lines wait, then they are dropped
-                lines.put(f"line {i}")
-            assert lines.dropped == 999 - 123  # "line 1\n" .. "line 123\n" fit in 1,000 bytes
-            start = trio.current_time()
-            await lines.aclose(0.2)
-            assert trio.current_time() - start < 2
+        assert writer.write(b"line 0\n")  # taken by the thread at once: its write blocks
+        assert not writer.flush(0.2)  # nobody reads: it cannot be written
+        kept = [writer.write(b"line %d\n" % i) for i in range(1, 1000)]  # none of them waits
+        assert kept == [True] * 123 + [False] * 876  # "line 1\n" .. "line 123\n" fit in 1,000 bytes
+        assert writer.dropped == 9 * 876
         seen = b""
-        while not seen.endswith(b"line 0\n"):  # read: the abandoned write completes, its thread ends
+        while not seen.endswith(b"nobody read it\n"):  # the reader comes at last
             seen += os.read(read_end, 1 << 16)
+        assert seen == filled + b"".join(b"line %d\n" % i for i in range(124)) + (
+            b"acp-bridge: 7,884 bytes of stderr dropped: nobody read it\n")
+        assert writer.write(b"after\n")
+        assert writer.flush(10)
+        assert os.read(read_end, 1 << 16) == b"after\n"
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_a_note_of_bytes_dropped_never_lands_inside_a_line() -> None:
+    read_end, write_end, filled = full_pipe()
+    writer = FdWriter(write_end, limit=10)
+    try:
+        writer.write(b"torn")  # no room: queued; the thread's write waits, no line end
+        assert not writer.flush(0.2)
+        assert writer.write(b"x" * 11) is False  # dropped: more than the limit waits
+        os.read(read_end, len(filled))  # the reader comes
+        assert writer.flush(10)
+        assert read_all_now(read_end) == b"torn\nacp-bridge: 11 bytes of stderr dropped: nobody read it\n"
+        assert writer.write(b"y" * 11)  # room, nothing waiting: written at once, not queued
+        assert read_all_now(read_end) == b"y" * 11
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_reader_that_is_gone_ends_the_writing() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    writer = FdWriter(write_end)
+    try:
+        assert writer.write(b"nobody\n") is False  # EPIPE: nothing is written any more
+        assert writer.flush(10)
+        assert writer.write(b"again\n") is False
+    finally:
+        os.close(write_end)
+
+
+def read_all_now(fd: int) -> bytes:
+    """What the pipe holds now."""
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 1 << 20)
+    except BlockingIOError:
+        return b""
+    finally:
+        os.set_blocking(fd, True)
+
+
+def test_what_waits_for_stderr_is_written_as_the_process_ends() -> None:
+    """A command that logs and ends at once (replay, drive) loses none of its last lines:
+    the writer's thread is a daemon, so the exit waits for it (as `run` does, 1 s at most)."""
+    import subprocess
+    import sys
+
+    code = ("from acp_bridge.shell.logs import stderr_writer\n"
+            "for i in range(2000): stderr_writer().write(b'line %d\\n' % i)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (0, b"".join(b"line %d\n" % i for i in range(2000)))

@@ -167,3 +167,54 @@ async def test_a_reader_on_any_other_stream_uses_receive_some() -> None:
     reader = Reader(theirs)
     await ours.send_all(b"x\n")
     assert (await reader.receive(1024), reader.fd, reader.waited, reader.reads) == (b"x\n", None, True, 0)
+
+
+async def test_suggestion_states_toward_a_client_that_stopped_reading_keep_only_the_latest() -> None:
+    """The client reads nothing (its pipe is full) while it prompts on and on in two
+    sessions: each prompt's withdrawal or update, queued behind the write that is stuck,
+    replaces the one of its session still unsent, so the queue stays two messages long
+    (before: every one waited, 20,000 of them). When the client reads again it gets what
+    was in flight, then the latest state of each session, in the order they came."""
+    import orjson
+
+    from acp_bridge.core import Direction, Forward, Relay, Verdict
+    from acp_bridge.shell.bridge import Bridge
+
+    def stated(sid: str, n: int) -> Forward:
+        update = {"sessionUpdate": "prompt_suggestions_update", "suggestions": [{"prompt": [{"type": "text", "text": f"n{n}"}]}]}
+        data = orjson.dumps({"jsonrpc": "2.0", "method": "session/update",
+                             "params": {"sessionId": sid, "update": update}}) + b"\n"
+        return Forward(Direction.TO_CLIENT, data, b"", Verdict.EMIT, None, ("suggestions",))
+
+    answer = b'{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"gone"}}\n'
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    filled = 0
+    while True:  # the client stopped reading: its pipe is full
+        try:
+            filled += os.write(write_end, b"x" * 65536)
+        except BlockingIOError:
+            break
+    agent_side, _ = trio.testing.memory_stream_pair()
+    client = Outlet(FdStream(write_end), "client")
+    bridge = Bridge(Relay(), Outlet(agent_side, "agent"), client)
+    received = b""
+    try:
+        async with trio.open_nursery() as nursery:
+            bridge.background = nursery
+            await bridge.deliver([stated("s1", 0)], 0.0, 0.0, pump=Direction.TO_AGENT)
+            await trio.testing.wait_all_tasks_blocked()  # its write is stuck on the full pipe
+            for n in range(1, 10001):
+                await bridge.deliver([stated("s1", n), stated("s2", n)], 0.0, 0.0, pump=Direction.TO_AGENT)
+            await bridge.deliver([Forward(Direction.TO_CLIENT, answer, b"", Verdict.EMIT, None, ("bridge",)),
+                                  stated("s1", 10001)], 0.0, 0.0, pump=Direction.TO_AGENT)
+            assert client.queued == len(stated("s2", 10000).data) + len(answer) + len(stated("s1", 10001).data)
+            expected = filled + sum(len(f.data) for f in (stated("s1", 0), stated("s2", 10000), stated("s1", 10001))) + len(answer)
+            while len(received) < expected:  # the client reads again
+                await trio.lowlevel.wait_readable(read_end)
+                received += os.read(read_end, 1 << 20)
+            nursery.cancel_scope.cancel()
+    finally:
+        os.close(read_end)
+        await client.stream.aclose()
+    assert received[filled:] == stated("s1", 0).data + stated("s2", 10000).data + answer + stated("s1", 10001).data

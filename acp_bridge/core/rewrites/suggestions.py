@@ -24,8 +24,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from acp_bridge.core import protocol as p
-from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief
+from acp_bridge.core.forward import Forward, Verdict
+from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief, id_key
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.settings import SuggestionsSettings
@@ -38,6 +41,10 @@ log = logging.getLogger("acp_bridge.suggestions")
 # Requests after `initialize` that change what the client holds: a new prompt withdraws the
 # list, a history replay empties it (bridge-rules 2.4; `is_replay` tells which load/resume does).
 _SESSION_REQUESTS = frozenset({p.SESSION_PROMPT, p.SESSION_LOAD, p.SESSION_RESUME})
+# Sessions whose suggestion state is kept at once (the agent names the sessions, and may
+# name a million); past it, the session used longest ago is forgotten: a later prompt there
+# withdraws nothing.
+MAX_SESSIONS = 1024
 
 
 @dataclass(slots=True)
@@ -120,6 +127,33 @@ def offer(state: SuggestionsState, form: str, items: list[Any]) -> bool:
     return True
 
 
+def stated_list_key(fwd: Forward) -> tuple[str, Any] | None:
+    """For a message the bridge writes toward the client that states a session's whole
+    suggestion list (a withdrawal, a converted list): a key naming that session; None for
+    anything else. Each such update replaces the list (the RFD), so of two with one key,
+    still unsent, the later makes the earlier moot: the queue toward a client that reads
+    nothing keeps only the latest (shell/streams.py `Outlet.put_keyed`)."""
+    if fwd.verdict is not Verdict.EMIT or fwd.direction is not TO_CLIENT:
+        return None
+    try:
+        msg = orjson.loads(fwd.data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(msg, dict) or msg.get("method") != p.SESSION_UPDATE or "id" in msg:
+        return None
+    params = msg.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    if not isinstance(update, dict) or not isinstance(params, dict):
+        return None
+    if update.get("sessionUpdate") == p.PROMPT_SUGGESTIONS_UPDATE:
+        states_list = True
+    else:  # legacy: a session_info_update whose only field is _meta.promptSuggestions
+        meta = update.get(p.META)
+        states_list = (shapes.read_legacy(update) is not None and update.keys() == {"sessionUpdate", p.META}
+                       and isinstance(meta, dict) and meta.keys() == {p.PROMPT_SUGGESTIONS})
+    return (PromptSuggestions.name, id_key(params.get("sessionId"))) if states_list else None
+
+
 class PromptSuggestions(Rewrite):
     """Convert, filter or drop prompt suggestions to match what the client advertised."""
 
@@ -135,6 +169,10 @@ class PromptSuggestions(Rewrite):
         # only with `initialize`, and every prompt asks (the caps object is held, so its
         # identity cannot be reused).
         self._form_of: tuple[object, str | None] = (object(), None)
+        # The sessions this rule holds state for, used longest ago first: id_key -> the id
+        # (one Session forgets is let go when the rule sees the `session/close` answered,
+        # or found stale when room is made).
+        self._holding: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"<PromptSuggestions unlock_legacy_agent={self.config.unlock_legacy_agent}>"
@@ -153,12 +191,43 @@ class PromptSuggestions(Rewrite):
         session_id = p.get_path(params, "sessionId")
         if form is None or session_id is None:
             return PASS
+        state = self._existing(session, session_id)
+        if state is None:  # nothing offered there, nothing to withdraw
+            return PASS
         if method == p.SESSION_PROMPT:
-            state = session.state_for(SuggestionsState, session_id)
             return self._withdraw_on_prompt(frame.msg, state, form, session_id)
         if is_replay(method, params, session.v2):
-            session.state_for(SuggestionsState, session_id).offered = []  # a replayed session starts with an empty list
+            state.offered = []  # a replayed session starts with an empty list
         return PASS
+
+    def _existing(self, session: Session, session_id: Any) -> SuggestionsState | None:
+        """This session's state if it has one (now the one used last), without making it."""
+        state = session.existing_state(SuggestionsState, session_id)
+        if state is not None:
+            key = id_key(session_id)
+            self._holding[key] = self._holding.pop(key, session_id)
+        return state
+
+    def _state(self, session: Session, session_id: Any) -> SuggestionsState:
+        """This session's state, made on first use, within MAX_SESSIONS sessions."""
+        state = self._existing(session, session_id)
+        if state is None:
+            self._make_room(session)
+            state = session.state_for(SuggestionsState, session_id)
+            self._holding[id_key(session_id)] = session_id
+        return state
+
+    def _make_room(self, session: Session) -> None:
+        """Below MAX_SESSIONS sessions held: the stale keys let go, else the one used
+        longest ago."""
+        if len(self._holding) < MAX_SESSIONS:
+            return
+        self._holding = {key: sid for key, sid in self._holding.items()
+                         if session.existing_state(SuggestionsState, sid) is not None}
+        if len(self._holding) >= MAX_SESSIONS:
+            key, oldest = next(iter(self._holding.items()))
+            session.drop_state(SuggestionsState, oldest)
+            del self._holding[key]
 
     def _client_form(self, session: Session) -> str | None:
         """`client_form(session)`, worked out again only when the capabilities changed."""
@@ -211,13 +280,19 @@ class PromptSuggestions(Rewrite):
         return Replace(msg, then=(emit,))  # the prompt itself goes on unchanged
 
     def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+        if request.method == p.SESSION_CLOSE and self._holding:
+            # Session has forgotten a closed session's state: so does the list of those held.
+            if session.existing_state(SuggestionsState, request.session_id) is None:
+                self._holding.pop(id_key(request.session_id), None)
+            return PASS
         if (
             frame.direction is TO_CLIENT
             and session.client_ready
             and request.session_id is not None
             and replays(request, session)
+            and (state := self._existing(session, request.session_id)) is not None
         ):
-            session.state_for(SuggestionsState, request.session_id).offered = []
+            state.offered = []
         return PASS
 
     # -- agent -> client -------------------------------------------------------------------------
@@ -250,7 +325,7 @@ class PromptSuggestions(Rewrite):
         if not isinstance(suggestions, list):
             log.debug("dropped a prompt_suggestions_update without a suggestions list (%s)", brief(session_id))
             return DROP  # cannot be vetted, so it is not delivered
-        state = session.state_for(SuggestionsState, session_id)
+        state = self._state(session, session_id)
         state.agent_forms.add(NEW)
         if replaying(session, session_id):
             state.offered = []
@@ -279,7 +354,7 @@ class PromptSuggestions(Rewrite):
         rest = Replace(None if stripped is None else shapes.with_update(msg, stripped))
         if form is None or legacy.items is None:
             return rest
-        state = session.state_for(SuggestionsState, session_id)
+        state = self._state(session, session_id)
         state.agent_forms.add(LEGACY)
         items = shapes.clean_legacy(legacy.items)
         if replaying(session, session_id):

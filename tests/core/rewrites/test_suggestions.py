@@ -24,7 +24,13 @@ from acp_bridge.core.messages import Direction
 from acp_bridge.core.relay import Forward, Relay, Verdict
 from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
-from acp_bridge.core.rewrites.suggestions import PromptSuggestions, SuggestionsState, agent_accepts
+from acp_bridge.core.rewrites.suggestions import (
+    MAX_SESSIONS,
+    PromptSuggestions,
+    SuggestionsState,
+    agent_accepts,
+    stated_list_key,
+)
 from tests.conftest import example, line
 
 TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
@@ -672,3 +678,55 @@ def test_suggestions_during_a_replay_asked_for_with_a_lone_surrogate_are_dropped
         (TO_CLIENT, LOAD_OK, SAME),
         (TO_CLIENT, N1, [(TO_CLIENT, N1)]),
     ], bytewise=False)
+
+
+def in_session(msg: dict[str, Any], sid: Any) -> dict[str, Any]:
+    return {**msg, "params": {**msg["params"], "sessionId": sid}}
+
+
+def test_suggestion_state_is_bounded_across_sessions() -> None:
+    """The agent names the sessions, and may name a million: the rule keeps state for at
+    most MAX_SESSIONS of them. Past it, the session used longest ago is let go (a later
+    prompt there withdraws nothing); one used since keeps its place, and a closed one frees
+    its place."""
+    relay = make_relay("v1-new", "v1")
+    offers = b"".join(line(in_session(N1, f"s{i}")) for i in range(MAX_SESSIONS + 10))
+    relay.feed(TO_CLIENT, offers)
+    held = [i for i in range(MAX_SESSIONS + 10) if relay.session.existing_state(SuggestionsState, f"s{i}")]
+    assert held == list(range(10, MAX_SESSIONS + 10))
+    assert relay.session.session_count == MAX_SESSIONS
+
+    def prompt(rid: int, sid: str) -> bytes:
+        return line({**in_session(PROMPT, sid), "id": rid})
+
+    assert [f.data for f in relay.feed(TO_AGENT, prompt(1, "s0"))] == [prompt(1, "s0")]  # let go: nothing to withdraw
+    relay.feed(TO_CLIENT, line(in_session(N1, "s10")))  # s10 used again: now the newest
+    relay.feed(TO_CLIENT, line(in_session(N1, "new")))
+    assert relay.session.existing_state(SuggestionsState, "s10") is not None
+    assert relay.session.existing_state(SuggestionsState, "s11") is None  # the oldest then
+    assert [f.data for f in relay.feed(TO_AGENT, prompt(2, "s10"))] == [prompt(2, "s10"), line(in_session(NEW_CLEAR, "s10"))]
+    relay.feed(TO_AGENT, line({"jsonrpc": "2.0", "id": 9, "method": "session/close", "params": {"sessionId": "s12"}}))
+    relay.feed(TO_CLIENT, b'{"jsonrpc":"2.0","id":9,"result":{}}\n')  # Session forgets s12's state
+    relay.feed(TO_CLIENT, line(in_session(N1, "newer")))
+    assert relay.session.existing_state(SuggestionsState, "s13") is not None  # s12's place was free
+    assert relay.session.session_count == MAX_SESSIONS
+
+
+@pytest.mark.parametrize(("direction", "verdict", "msg", "key"), [
+    (TO_CLIENT, Verdict.EMIT, in_session(NEW_CLEAR, "s1"), ("suggestions", (str, "s1"))),
+    (TO_CLIENT, Verdict.EMIT, in_session(N1, "s1"), ("suggestions", (str, "s1"))),
+    (TO_CLIENT, Verdict.EMIT, in_session(LEGACY_CLEAR, "s1"), ("suggestions", (str, "s1"))),
+    (TO_CLIENT, Verdict.EMIT, in_session(N1, 1), ("suggestions", (int, 1))),  # 1 is not "1"
+    (TO_CLIENT, Verdict.EMIT, update({"sessionUpdate": "session_info_update", "title": "T",
+                                      "_meta": {"promptSuggestions": {"suggestions": []}}}), None),  # says more
+    (TO_CLIENT, Verdict.EMIT, update({"sessionUpdate": "agent_message_chunk"}), None),
+    (TO_CLIENT, Verdict.EMIT, {"jsonrpc": "2.0", "id": 3, "error": {"code": -32603, "message": "gone"}}, None),
+    (TO_CLIENT, Verdict.PASS, in_session(N1, "s1"), None),  # the agent's own line is never replaced
+    (TO_AGENT, Verdict.EMIT, in_session(N1, "s1"), None),
+])
+def test_which_messages_of_the_bridge_state_a_whole_suggestion_list(
+        direction: Direction, verdict: Verdict, msg: dict[str, Any], key: Any) -> None:
+    """A later one with the same key replaces an earlier one still queued toward a client
+    that reads nothing (shell/streams.py `Outlet.put_keyed`): only what states the list whole."""
+    fwd = Forward(direction, line(msg), b"", verdict, None, ("suggestions",))
+    assert stated_list_key(fwd) == key
