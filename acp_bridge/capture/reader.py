@@ -144,6 +144,7 @@ class CaptureReader:
                     return
                 self._not_a_record(NOT_A_RECORD)
                 continue
+            del line  # not held while the record is used: a long line would be held twice
             if record["type"] == "end":
                 self.ended = True
             yield record
@@ -260,8 +261,10 @@ def sent_bytes(record: Json) -> bytes | None:
 
 
 def record_message(record: Json, key: str) -> Any:
-    """The parsed message of `raw` or `out`, or None when it is not JSON."""
-    data = record_bytes(record, key)
+    """The parsed message of `raw` or `out`, or None when it is not JSON. Text is parsed as
+    it is (orjson refuses a lone surrogate in it as in its bytes), not copied into bytes first."""
+    text = record.get(key)
+    data = text if isinstance(text, str) else record_bytes(record, key)
     if data is None:
         return None
     try:
