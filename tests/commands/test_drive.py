@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.capture.records import dumps, header_record
+from acp_bridge.commands import drive as drive_command
 from acp_bridge.commands import main
 from tests.conftest import SCRIPTED_AGENT, invoke
 from tests.replay.drive import GOLDEN, GOLDENS
@@ -231,6 +232,38 @@ def test_a_hanging_agent_is_stopped_after_the_timeout(recorded: tuple[Path, Path
     assert junit.count("<testcase ") == 2 and 'failures="2"' in junit
 
 
+def test_without_timeout_a_turn_is_bounded_by_the_default(recorded: tuple[Path, Path], tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --timeout a drive waited as long as the agent did: in CI, a job hung until the
+    runner killed it. The default (300 s, made 2 here) bounds each turn as --timeout does."""
+    out, cwd = recorded
+    hanging = script(tmp_path, cwd)
+    data = json.loads(hanging.read_text())
+    data["on"]["session/prompt"] = [{"send": chunk("Hel")}, {"sleep": 60}]
+    hanging.write_text(json.dumps(data))
+    monkeypatch.setattr(drive_command, "TURN_TIMEOUT", 2.0)
+    status, lines = drive(out, "--cwd", cwd, "--compare", "none", *agent(hanging))
+    assert (status, lines[0]) == (1, "session 1 turn 1: timed out after 2s waiting for the end of the turn "
+                                     "(session/prompt #5); the agent was stopped")
+
+
+def test_timeout_0_is_no_limit(recorded: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--timeout 0` waits as long as the agent takes: here past the default (made 0.5 s)."""
+    out, cwd = recorded
+    slow = script(tmp_path, cwd)
+    data = json.loads(slow.read_text())
+    data["on"]["session/prompt"].insert(0, {"sleep": 1.0})
+    slow.write_text(json.dumps(data))
+    monkeypatch.setattr(drive_command, "TURN_TIMEOUT", 0.5)
+    assert drive(out, "--cwd", cwd, "--timeout", "0", *agent(slow)) == (
+        0, ["drive: 2 prompt turn(s) compared: 2 as recorded, 0 differ, 0 failed"])
+
+
+def test_the_default_timeout_is_in_the_help() -> None:
+    result = CliRunner().invoke(main, ["drive", "--help"], terminal_width=200)
+    assert "the agent is stopped. [default: 300; 0: no limit]" in " ".join(result.stdout.split())
+
+
 def test_an_agent_that_cannot_start_is_exit_2(recorded: tuple[Path, Path], capfd: pytest.CaptureFixture[str]) -> None:
     status, lines = drive(recorded[0], "--", "/nonexistent/agent")
     assert (status, lines) == (2, [])
@@ -272,7 +305,7 @@ def test_a_v2_turn_ends_at_the_idle_state_update(recorded: tuple[Path, Path], tm
 
 @pytest.mark.parametrize(("args", "problem"), [
     (["--timeout", "nan"], "Invalid value for '--timeout': nan is not a number of seconds (see 'acp-bridge drive --help')"),
-    (["--timeout", "0"], "Invalid value for '--timeout': 0.0 is not in the range x>0. (see 'acp-bridge drive --help')"),
+    (["--timeout", "-1"], "Invalid value for '--timeout': -1.0 is not in the range x>=0. (see 'acp-bridge drive --help')"),
     (["--compare", "bytes"], "Invalid value for '--compare': 'bytes' is not one of 'structure', 'text', 'none'. "
                              "(see 'acp-bridge drive --help')"),
     # a template run refuses was a traceback and exit 1, after the agent had started
