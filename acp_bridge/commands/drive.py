@@ -81,9 +81,8 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
 
     from acp_bridge.commands.output_file import NotAFile, refuse_special
     from acp_bridge.replay.client_side import ClientSide
-    from acp_bridge.replay.drive_report import DriveReport, drive_result
+    from acp_bridge.replay.drive_report import DriveReport, drive_result, live_tracks
     from acp_bridge.replay.driver import Driver
-    from acp_bridge.replay.turns import tracks
     from acp_bridge.shell.inprocess import with_agent
     from acp_bridge.shell.logs import setup_logging
 
@@ -124,7 +123,7 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
         if run.capture is None:
             fail("the live session could not be recorded", EXIT_DIFFERS)
         with reading(run.capture) as live_reader:
-            live = tracks(live_reader)
+            live = live_tracks(live_reader, compare)
     result = drive_result(side, live, report, compare)
     if as_json:
         click.echo(dumps_json({"capture": capture, "agent": list(agent), "recorded_to": out and run.capture,

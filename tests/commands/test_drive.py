@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from acp_bridge.capture.records import dumps, header_record
 from acp_bridge.commands import drive as drive_command
 from acp_bridge.commands import main
+from tests.capture.test_reader import run
 from tests.conftest import SCRIPTED_AGENT, invoke
 from tests.replay.drive import GOLDEN, GOLDENS
 
@@ -361,3 +362,43 @@ def test_each_golden_capture_drives_its_scripted_agent_as_recorded(name: str) ->
                           *agent(GOLDEN / "agents" / f"{name}.json"))
     assert status == 0, lines
     assert lines[-1].endswith(" as recorded, 0 differ, 0 failed")
+
+
+def test_memory_stays_flat_however_much_the_agent_writes(tmp_path: Path) -> None:
+    """The agent's output passed through memory without bound (an in-memory stream), was read
+    back whole to be compared, and a line past the parse limit was held whole: 400 lines of
+    1 MB took drive to 445 MiB. Now each line is held only while it is read, and a long one
+    is dropped as it comes: 30 MB of chunks and a 40 MB line, in a real process, took it to
+    164 MiB and now about 95: the interpreter and the package (about 25 MiB) and up to about
+    four times the parse limit (16 MiB) of one line, whatever the agent writes (the bridge
+    holds the start of a long line and passes it on, the driver holds it until it is past
+    the limit)."""
+    sid = "sess_r"
+    say = {**chunk("Hi"), "params": {**chunk("Hi")["params"], "sessionId": sid}}
+    records = [
+        rec(1, "to-agent", "request", "initialize", {"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        rec(2, "to-client", "response", "initialize", {"id": 0, "result": {"protocolVersion": 1}}),
+        rec(3, "to-agent", "request", "session/new", {"id": 1, "method": "session/new",
+                                                      "params": {"cwd": "/r", "mcpServers": []}}),
+        rec(4, "to-client", "response", "session/new", {"id": 1, "result": {"sessionId": sid}}, sid),
+        rec(5, "to-agent", "request", "session/prompt", {"id": 2, "method": "session/prompt", "params": {
+            "sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}}, sid),
+        rec(6, "to-client", "notification", "session/update", say, sid),
+        rec(7, "to-client", "response", "session/prompt", {"id": 2, "result": {"stopReason": "end_turn"}}, sid),
+    ]
+    header = header_record(wall=0.0, mono=0.0, argv=["acp-bridge", "run"], config_digest="x", pid=1)
+    recording = tmp_path / "recording.jsonl"
+    recording.write_bytes(dumps(header) + b"".join(dumps(r) for r in records))
+    agent_script = tmp_path / "agent.json"
+    agent_script.write_text(json.dumps({"on": {
+        "initialize": [{"respond": {"protocolVersion": 1}}],
+        "session/new": [{"respond": {"sessionId": "sess_live"}}],
+        "session/prompt": [{"send": chunk("w " * 500_000), "times": 30},
+                           {"raw": "x" * (1 << 20), "times": 40}, {"raw": "\n"},
+                           {"respond": {"stopReason": "end_turn"}}]}}))
+    ran = run(["drive", str(recording), "--", sys.executable, "-u", str(SCRIPTED_AGENT), str(agent_script)],
+              tmp_path, timeout=60)
+    assert ran.peak_mib < 25 + 5 * 16, (ran.peak_mib, ran.stderr)
+    assert (ran.status, ran.stdout, ran.stderr) == (
+        0, "drive: 1 prompt turn(s) compared: 1 as recorded, 0 differ, 0 failed\n",
+        "acp-bridge: drive: the agent wrote a line longer than 16,777,216 bytes (the parse limit): it was not read\n")
