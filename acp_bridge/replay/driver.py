@@ -214,22 +214,26 @@ class Driver:
                     chunk = b""
                 if not chunk:
                     return
-                start = 0
-                while (end := chunk.find(b"\n", start)) >= 0:
-                    if skipping or len(buffer) + end - start > MAX_LINE:
-                        skipping, buffer = False, bytearray()
+                if skipping:  # the rest of a line past the limit: dropped up to its end
+                    end = chunk.find(b"\n")
+                    if end < 0:
+                        continue
+                    skipping = False
+                    self._over_long()
+                    chunk = chunk[end + 1:]
+                if b"\n" not in chunk:  # the middle of a long line: no copy of what came before
+                    buffer += chunk
+                    if len(buffer) > MAX_LINE:
+                        skipping, buffer = True, bytearray()  # its memory given back, not only emptied
+                    continue
+                *lines, rest = (bytes(buffer) + chunk if buffer else chunk).split(b"\n")
+                buffer = bytearray(rest)
+                for raw in lines:
+                    if len(raw) > MAX_LINE:
                         self._over_long()
                     else:
-                        raw = bytes(buffer + chunk[start:end] if buffer else chunk[start:end])
-                        buffer = bytearray()
-                        await self._received(raw)
-                        del raw  # not held while the next bytes are awaited
-                    start = end + 1
-                if not skipping:
-                    buffer += chunk[start:]
-                    if len(buffer) > MAX_LINE:
-                        skipping = True
-                        buffer = bytearray()  # its memory given back, not only emptied
+                        await self._received(bytes(raw))  # the same object when it is bytes
+                del lines, raw  # not held while the next bytes are awaited
                 if self._lines > self.max_lines:
                     self._flooded()
                     return
