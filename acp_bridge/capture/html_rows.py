@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import codecs
 import collections
+import functools
 import itertools
 import re
 from collections.abc import Callable, Hashable, Iterator
@@ -48,7 +49,7 @@ def one_line(text: str, limit: int = PREVIEW_LIMIT) -> str:
     megabyte of words split whole took hundreds of megabytes), none longer than the limit."""
     words: list[str] = []
     length = -1
-    for word in _WORD.finditer(text):
+    for word in _words(limit).finditer(text):
         words.append(word.group())
         length += 1 + word.end() - word.start()
         if length > limit:
@@ -57,8 +58,11 @@ def one_line(text: str, limit: int = PREVIEW_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-_WORD = re.compile(rf"\S{{1,{PREVIEW_LIMIT + 1}}}")  # \s is what str.split splits on, and a word
-# is taken a piece at a time: a piece past the limit ends the preview, so the rest is never cut
+@functools.cache
+def _words(limit: int) -> re.Pattern[str]:
+    """Words as `str.split` finds them (`\\s` is its whitespace), a piece of at most `limit` + 1
+    characters at a time: a piece past the limit ends the preview, so no shown word is cut."""
+    return re.compile(rf"\S{{1,{limit + 1}}}")
 
 
 def _cut(text: str) -> str:

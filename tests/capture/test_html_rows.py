@@ -316,7 +316,7 @@ _SPACES = st.sampled_from([" ", "\t", "\n", "\r", "\x0b", "\x1c", "\x85", "\xa0"
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(_SPACES, st.text(min_size=1, max_size=12))), st.integers(2, 20))
+@given(st.lists(st.one_of(_SPACES, st.text(min_size=1, max_size=12))), st.integers(2, 200))
 def test_a_preview_is_what_splitting_the_whole_text_gives(pieces: list[str], limit: int) -> None:
     """`one_line` reads only the words it shows (a 16 MiB chunk of words, split whole, took
     the export to 326 MiB), and gives what `" ".join(text.split())` cut to the limit gives."""
