@@ -133,7 +133,9 @@ def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECO
                     time.sleep(poll)
                 file.seek(start if size > end else 0)
                 continue
-            yield line
+            held = [line]  # handed out without a name for it here, so not kept while it is used
+            del line
+            yield held.pop()
             continue
         for line in lines:
             yield line if len(line) <= max_line else LongLine(len(line), max_line)

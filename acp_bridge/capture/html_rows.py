@@ -20,7 +20,11 @@ A row is a small dict with short keys (the page carries one per message, see pag
 
 from __future__ import annotations
 
+import codecs
 import collections
+import functools
+import itertools
+import re
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,14 +44,59 @@ CHUNK_KINDS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_mes
 
 
 def one_line(text: str, limit: int = PREVIEW_LIMIT) -> str:
-    text = " ".join(text.split())
+    """`text` with its whitespace runs made one space, cut to `limit` characters ("…" last):
+    as `" ".join(text.split())` would give it, from only as many words as are shown (a
+    megabyte of words split whole took hundreds of megabytes), none longer than the limit."""
+    words: list[str] = []
+    length = -1
+    for word in _words(limit).finditer(text):
+        words.append(word.group())
+        length += 1 + word.end() - word.start()
+        if length > limit:
+            break
+    text = " ".join(words)
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+@functools.cache
+def _words(limit: int) -> re.Pattern[str]:
+    """Words as `str.split` finds them (`\\s` is its whitespace), a piece of at most `limit` + 1
+    characters at a time: a piece past the limit ends the preview, so no shown word is cut."""
+    return re.compile(rf"\S{{1,{limit + 1}}}")
 
 
 def _cut(text: str) -> str:
     if len(text) <= BODY_LIMIT:
         return text
     return text[:BODY_LIMIT] + f"\n… ({len(text) - BODY_LIMIT} more characters not shown)"
+
+
+PIECE = 1 << 20  # characters (or bytes) of a long line turned into text at a time
+
+
+def body_text(data: str | bytes, limit: int = BODY_LIMIT, piece: int = PIECE) -> tuple[str, int, int]:
+    """What `_body` shows of a line (as text, a lone surrogate or a byte that is no UTF-8
+    written as its escape): its first `limit` characters without the line end, the
+    number of characters the whole text has without it, and the line's length in bytes.
+    A `piece` at a time, so a long line is never held again as bytes or as text."""
+    if len(data) <= piece:  # most lines: at once
+        line = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        whole = line.decode("utf-8", "backslashreplace").rstrip("\r\n")
+        return whole[:limit], len(whole), len(line)
+    decode = codecs.getincrementaldecoder("utf-8")("backslashreplace").decode
+    head: list[str] = []  # the first `limit` characters, line ends and all
+    held = size = length = ends = 0
+    parts = (data[start:start + piece] for start in range(0, len(data), piece))
+    for part in itertools.chain(parts, [b""]):  # b"" last, to end the decoding
+        line = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        size += len(line)
+        text = decode(line, not line)
+        body = len(text.rstrip("\r\n"))  # line ends so far: these, or these and the last ones
+        length, ends = length + len(text), ends + len(text) if not body else len(text) - body
+        if held < limit:
+            head.append(text[:limit - held])
+            held += len(head[-1])
+    return "".join(head)[:length - ends], length - ends, size
 
 
 def _text_of(content: Any) -> str:
@@ -311,13 +360,17 @@ class RowBuilder:
         every number as written."""
         if record.get("redacted") == WHOLE:
             return WITHHELD_NOTE
-        data = record_bytes(record, key)
+        held = record.get(key)
+        data = held if isinstance(held, str) else record_bytes(record, key)
         if data is None:
             return ""
-        text = data.decode("utf-8", "backslashreplace").rstrip("\r\n")
-        if record.get("truncated") and key == "raw":
-            text += f"\n… (the first {len(data)} of {record.get('size')} bytes)"
-        return _cut(text)
+        text, length, size = body_text(data)
+        note = f"\n… (the first {size} of {record.get('size')} bytes)" if record.get("truncated") and key == "raw" \
+            else ""
+        # as `_cut(whole + note)`: `text` is all of the text, or its first BODY_LIMIT characters
+        shown = (text + note)[:BODY_LIMIT]
+        more = length + len(note) - BODY_LIMIT
+        return shown + f"\n… ({more} more characters not shown)" if more > 0 else shown
 
     # -- folding -------------------------------------------------------------------------
 
@@ -336,8 +389,8 @@ class RowBuilder:
         fold = self._fold
         assert fold is not None
         text = _text_of(update.get("content"))
-        if fold.length < BODY_LIMIT:
-            fold.texts.append(text)
+        if fold.length < BODY_LIMIT:  # what is shown, not the rest of a long chunk
+            fold.texts.append(text if fold.length + len(text) <= BODY_LIMIT else text[:BODY_LIMIT - fold.length])
         fold.length += len(text)
         row = fold.row
         if not first:

@@ -1,6 +1,7 @@
 """The one capture reader: records back from a capture's lines, by one policy for what is
 not a record (docs/capture-format.md, "Reading a capture"). `show`, `stats`, `export`,
-`check` and `replay` all read through it; `files.open_capture` opens the file for it.
+`check`, `replay`, `diff` and `drive` all read through it, strictly; `files.open_capture`
+opens the file for it.
 
 The policy:
 - The first line that is not blank must be a header record of a format this version
@@ -11,9 +12,8 @@ The policy:
   `torn` says which line was ignored (`notes()`).
 - Any other line that is not a record (edited by hand, or cut short after the end record),
   and a line longer than the reader's limit (never held whole: only its length is known),
-  is an error in a `strict` reader (`check`, `replay`: unreadable input) and is skipped and
-  counted in a lenient one (`show`, `stats`, `export`: they show what they can and say how
-  much they skipped).
+  is an error in a `strict` reader (every command: unreadable input, exit 2) and is skipped
+  and counted in a lenient one (the findings a page marks, which it goes on without).
 - Blank lines are skipped.
 
 Must never: do IO (lines are handed in), import trio or click, or raise on what a record
@@ -144,6 +144,7 @@ class CaptureReader:
                     return
                 self._not_a_record(NOT_A_RECORD)
                 continue
+            del line  # not held while the record is used: a long line would be held twice
             if record["type"] == "end":
                 self.ended = True
             yield record
@@ -260,8 +261,10 @@ def sent_bytes(record: Json) -> bytes | None:
 
 
 def record_message(record: Json, key: str) -> Any:
-    """The parsed message of `raw` or `out`, or None when it is not JSON."""
-    data = record_bytes(record, key)
+    """The parsed message of `raw` or `out`, or None when it is not JSON. Text is parsed as
+    it is (orjson refuses a lone surrogate in it as in its bytes), not copied into bytes first."""
+    text = record.get(key)
+    data = text if isinstance(text, str) else record_bytes(record, key)
     if data is None:
         return None
     try:

@@ -1,7 +1,7 @@
 """What the commands that read a capture (`show`, `stats`, `export`, `check`, `replay`, `diff`,
 `drive`) share: the capture argument, reading it through the one reader (a file that is no
-capture is one line and exit 2; lines skipped and a torn last line are said once the records
-are read), its findings, and `--json`'s writing.
+capture, or a line in it that is no record, is one line and exit 2; a torn last line is said
+once the records are read), its findings, and `--json`'s writing.
 
 Must never: write to a capture.
 """
@@ -51,10 +51,11 @@ def capture_findings(capture: str) -> Iterator[tuple[int, str, str, str]]:
 
 
 @contextmanager
-def reading(capture: str, *, strict: bool = False, follow: bool = False) -> Iterator[CaptureReader]:
-    """The capture's records, by the one reader's policy (`strict`: a line that is not a
-    record stops the reading; else it is skipped and counted); a file that is no capture, or
-    cannot be read, is one line and exit 2. `say` the reader's notes once the records are read."""
+def reading(capture: str, *, strict: bool = True, follow: bool = False) -> Iterator[CaptureReader]:
+    """The capture's records, by the one reader's policy, the same for every command: a file
+    that is no capture, cannot be read, or has a line that is no record (but a torn last
+    one) is one line naming file and line, and exit 2. `say` the reader's notes (a torn last
+    line) once the records are read."""
     try:
         with open_capture(capture, strict=strict, follow=follow) as reader:
             yield reader

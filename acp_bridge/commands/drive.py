@@ -26,6 +26,7 @@ from acp_bridge.core.printable import printable
 from acp_bridge.errors import BridgeError
 
 EXIT_DIFFERS = 1
+TURN_TIMEOUT = 300.0  # seconds a turn may take without --timeout: a drive in CI never waits forever
 
 
 def _say(text: str) -> None:
@@ -56,9 +57,9 @@ def _a_template(ctx: click.Context, param: click.Parameter, value: str | None) -
                    "agent is started there.")
 @click.option("--capture", "out", metavar="OUT", callback=_a_template,
               help="Record the new session to OUT, as `run --capture` does ({time} and {pid} are filled in).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="S", callback=_a_number,
-              help="The longest a turn (or any request) may take; past it the turn is reported as failed and "
-                   "the agent is stopped.")
+@click.option("--timeout", type=click.FloatRange(min=0), metavar="S", callback=_a_number,
+              help=f"The longest a turn (or any request) may take; past it the turn is reported as failed and "
+                   f"the agent is stopped. [default: {TURN_TIMEOUT:g}; 0: no limit]")
 @click.option("--compare", type=click.Choice(["structure", "text", "none"]), default="structure", show_default=True,
               help="What to compare with the recording: update kinds, tool calls, permission requests, stop "
                    "reasons and errors (structure); the same and the messages' text (text); nothing (none).")
@@ -81,14 +82,14 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
 
     from acp_bridge.commands.output_file import NotAFile, refuse_special
     from acp_bridge.replay.client_side import ClientSide
-    from acp_bridge.replay.drive_report import DriveReport, drive_result
+    from acp_bridge.replay.drive_report import DriveReport, drive_result, live_tracks
     from acp_bridge.replay.driver import Driver
-    from acp_bridge.replay.turns import tracks
     from acp_bridge.shell.inprocess import with_agent
     from acp_bridge.shell.logs import setup_logging
 
     if (problem := command_problem(agent)) is not None:
         fail(f"the agent command after -- {problem}")
+    timeout = TURN_TIMEOUT if timeout is None else timeout or None  # 0: no limit
     if cwd is not None:
         cwd = os.path.abspath(cwd)  # ACP's cwd is an absolute path
     if junit is not None:
@@ -124,7 +125,7 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
         if run.capture is None:
             fail("the live session could not be recorded", EXIT_DIFFERS)
         with reading(run.capture) as live_reader:
-            live = tracks(live_reader)
+            live = live_tracks(live_reader, compare)
     result = drive_result(side, live, report, compare)
     if as_json:
         click.echo(dumps_json({"capture": capture, "agent": list(agent), "recorded_to": out and run.capture,

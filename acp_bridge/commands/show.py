@@ -89,8 +89,6 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
     if not tally.shown:
         click.echo(f"acp-bridge: {capture}: {tally.read} records read, none matched"
                    f"{_in_force(tally.keep, detail)}", err=True)
-    if tally.unreadable:
-        raise SystemExit(1)
 
 
 def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
@@ -114,7 +112,6 @@ def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session:
                 click.echo(click.style(mark, fg="red"))
             if follow and record.get("type") == "end":
                 break  # the bridge closed the capture: nothing more will come
-    tally.unreadable = reader.skipped
     say(reader)
 
 
@@ -122,7 +119,7 @@ def _resolve_session(capture: str, given: str) -> str:
     """The session `given` names (`resolve_session`), among those of the capture (with
     --follow, those already in it). A prefix of several: an error naming them."""
     sessions: set[str] = set()
-    with open_capture(capture, strict=False) as reader:
+    with open_capture(capture) as reader:
         for record in reader:
             if record.get("type") == "message" and record.get("session") is not None:
                 sessions.add(str(record["session"]))
@@ -138,7 +135,6 @@ class _Tally:
     def __init__(self) -> None:
         self.read = 0
         self.shown = 0
-        self.unreadable = 0
         self.keep = RecordFilter()
         self.findings = False  # --findings
         self.marks: dict[object, list[str]] = {}  # seq -> lines marking its findings

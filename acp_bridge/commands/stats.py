@@ -23,7 +23,6 @@ def stats(capture: str, as_json: bool) -> None:
     with reading(capture) as reader:
         for record in reader:
             aggregate.add(record)
-    aggregate.unreadable = reader.skipped
     if as_json:
         click.echo(orjson.dumps(aggregate.as_json(), option=orjson.OPT_INDENT_2).decode())
     else:

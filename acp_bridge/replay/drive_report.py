@@ -10,6 +10,8 @@ Must never: do IO (the command writes what this returns).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +20,7 @@ from acp_bridge.core.protocol import Json
 from acp_bridge.replay import facts
 from acp_bridge.replay.client_side import ClientSide, Outgoing
 from acp_bridge.replay.compare import CaptureDiff, Difference, DiffOptions, compare_tracks
-from acp_bridge.replay.turns import Track
+from acp_bridge.replay.turns import Track, tracks
 
 
 @dataclass
@@ -134,6 +136,14 @@ class DriveResult:
             element.set("tests", str(len(cases)))
             element.set("failures", str(sum(not t.ok for t in cases)))
         return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def live_tracks(records: Iterable[Json], compare: str) -> list[Track]:
+    """The live run's capture cut into tracks for `drive_result`, each message held only as
+    far as `compare` reads it (an agent's long output was held whole until compared)."""
+    if compare == "none":
+        return []
+    return tracks(records, keep=functools.partial(facts.kept, with_text=compare == "text"))
 
 
 def drive_result(side: ClientSide, live: list[Track], report: DriveReport, compare: str) -> DriveResult:

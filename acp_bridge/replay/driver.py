@@ -26,7 +26,7 @@ from acp_bridge.replay.client_side import ClientSide, Outgoing, Rewriter
 from acp_bridge.replay.drive_report import DriveReport, TurnReport
 
 READ_SIZE = 1 << 20
-MAX_LINE = 256 << 20  # a longer line from the agent ends the run (nothing sane is that long)
+MAX_LINE = 16 << 20  # a longer line from the agent is counted, not read (the bridge's default parse limit)
 FLOOD_FLOOR = 10_000  # lines the agent may write beyond ten times what the whole recording holds
 SETTLE_QUIET = 0.3  # seconds of silence after which the agent is taken to have said all it will before the next line
 
@@ -202,7 +202,10 @@ class Driver:
             self.say(text)
 
     async def _read(self) -> None:
-        buffer = bytearray()
+        """The agent's lines, each held only while it is read; a line longer than MAX_LINE
+        is counted, and its bytes dropped as they come (it was held whole, up to 256 MiB)."""
+        buffer = bytearray()  # the start of the line being received
+        skipping = False  # in a line past MAX_LINE: dropped up to its end
         try:
             while True:
                 try:
@@ -211,16 +214,26 @@ class Driver:
                     chunk = b""
                 if not chunk:
                     return
+                if skipping:  # the rest of a line past the limit: dropped up to its end
+                    end = chunk.find(b"\n")
+                    if end < 0:
+                        continue
+                    skipping = False
+                    self._over_long()
+                    chunk = chunk[end + 1:]
                 if b"\n" not in chunk:  # the middle of a long line: no copy of what came before
                     buffer += chunk
                     if len(buffer) > MAX_LINE:
-                        self.say(f"the agent wrote a line longer than {MAX_LINE:,} bytes: stopping")
-                        return
+                        skipping, buffer = True, bytearray()  # its memory given back, not only emptied
                     continue
-                *lines, rest = (bytes(buffer) + chunk).split(b"\n")
+                *lines, rest = (bytes(buffer) + chunk if buffer else chunk).split(b"\n")
                 buffer = bytearray(rest)
                 for raw in lines:
-                    await self._received(raw)
+                    if len(raw) > MAX_LINE:
+                        self._over_long()
+                    else:
+                        await self._received(bytes(raw))  # the same object when it is bytes
+                del lines, raw  # not held while the next bytes are awaited
                 if self._lines > self.max_lines:
                     self._flooded()
                     return
@@ -230,6 +243,10 @@ class Driver:
             self._gone.set()
             self._progress.set()
 
+    def _over_long(self) -> None:
+        self._count()
+        self._say_once(f"the agent wrote a line longer than {MAX_LINE:,} bytes (the parse limit): it was not read")
+
     def _flooded(self) -> None:
         text = (f"the agent wrote more than {self.max_lines:,} lines, over ten times what the recording holds: "
                 "it was stopped")
@@ -238,10 +255,13 @@ class Driver:
             self._current.problems.append(text)
         self.report.stopped = "the agent flooded its output"
 
-    async def _received(self, raw: bytes) -> None:
+    def _count(self) -> None:
         self._seen += 1  # every line, as the capture records every line
         self._lines += 1
         self._progress.set()
+
+    async def _received(self, raw: bytes) -> None:
+        self._count()
         frame = classify(Direction.TO_CLIENT, raw)
         msg = frame.msg
         if msg is None:

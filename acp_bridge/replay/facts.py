@@ -15,6 +15,7 @@ through rules has such messages; `drive` runs none). Must never: do IO, or raise
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from acp_bridge.core import protocol as p
@@ -31,6 +32,39 @@ def text(messages: list[Message]) -> list[Message]:
     return _facts(messages, with_text=True)
 
 
+def kept(message: Message, *, with_text: bool) -> Message:
+    """`message` with only what `structure` (or, `with_text`, `text`) reads of it, so that a
+    capture's messages can be held by the thousand whatever their size: the facts of a turn
+    of such messages are those of the turn itself (tests/replay/test_compare.py)."""
+    msg = message.msg
+    if message.direction != TO_CLIENT or message.emitted or not isinstance(msg, dict):
+        return dataclasses.replace(message, msg=None)  # no facts: not the agent's, or no message
+    if message.kind == "notification" and message.method == p.SESSION_UPDATE:
+        update = p.get_path(msg, "params", "update")
+        if not isinstance(update, dict):
+            return dataclasses.replace(message, msg={})
+        small = {key: update[key] for key in _UPDATE_FIELDS if key in update}
+        if with_text:
+            small["content"] = {"type": "text", "text": _text_of(update)}
+        return dataclasses.replace(message, msg={"params": {"update": small}})
+    small_msg: dict[str, Any] = {}
+    if message.kind == "request" and message.method == "session/request_permission":
+        options = p.get_path(msg, "params", "options")
+        small_msg["params"] = {"options": [{"kind": o.get("kind")} for o in options if isinstance(o, dict)]
+                               if isinstance(options, list) else None}
+    elif message.kind == "response":
+        error = msg.get("error")
+        if isinstance(error, dict):
+            small_msg["error"] = {"code": error.get("code"), **({"message": error.get("message")} if with_text else {})}
+        result = msg.get("result")
+        if isinstance(result, dict) and "stopReason" in result:
+            small_msg["result"] = {"stopReason": result["stopReason"]}
+    return dataclasses.replace(message, msg=small_msg)
+
+
+_UPDATE_FIELDS = ("sessionUpdate", "toolCallId", "kind", "title", "status", "state", "stopReason")
+
+
 def _fact(source: Message, label: str, value: dict[str, Any]) -> Message:
     return Message(source.seq, TO_CLIENT, FACT, label, None, None, value)
 
@@ -39,6 +73,7 @@ def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
     out: list[Message] = []
     tools: dict[Any, dict[str, Any]] = {}  # toolCallId -> its fact's value, updated to the final state
     run: tuple[str, Message] | None = None  # the run of chunks going on: its kind, its fact
+    texts: dict[int, list[str]] = {}  # id() of a run's fact -> its texts, joined once (not copied per chunk)
     for message in messages:
         if message.direction != TO_CLIENT or message.emitted or not isinstance(message.msg, dict):
             continue
@@ -51,11 +86,12 @@ def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
             if kind.endswith("_chunk"):
                 if run is not None and run[0] == kind:
                     if with_text:
-                        run[1].msg["text"] += _text_of(update)
+                        texts[id(run[1])].append(_text_of(update))
                     continue
                 fact = _fact(message, f"update {kind}", {"update": kind})
                 if with_text:
-                    fact.msg["text"] = _text_of(update)
+                    fact.msg["text"] = ""
+                    texts[id(fact)] = [_text_of(update)]
                 out.append(fact)
                 run = (kind, fact)
                 continue
@@ -96,6 +132,9 @@ def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
             elif message.method == p.SESSION_PROMPT and isinstance(result := msg.get("result"), dict) \
                     and "stopReason" in result:
                 out.append(_fact(message, "stop reason", {"stopReason": result["stopReason"]}))
+    for fact in out:
+        if id(fact) in texts:
+            fact.msg["text"] = "".join(texts[id(fact)])
     return out
 
 

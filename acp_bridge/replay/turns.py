@@ -12,7 +12,7 @@ Must never: do IO, import trio or click, or raise on what a record holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,8 +115,10 @@ class Track:
         return sum(len(turn) for turn in self.turns)
 
 
-def tracks(records: Iterable[Json]) -> list[Track]:
-    """The message records of a capture by session and turn (see the module's docstring)."""
+def tracks(records: Iterable[Json], keep: Callable[[Message], Message] | None = None) -> list[Track]:
+    """The message records of a capture by session and turn (see the module's docstring);
+    with `keep`, each message as it makes it (what a comparison reads of it: `drive` holds
+    no more of a long run of the agent's output)."""
     connection = Track(0, None)
     found = [connection]
     by_session: dict[Any, Track] = {}
@@ -125,7 +127,7 @@ def tracks(records: Iterable[Json]) -> list[Track]:
     for record in records:
         if record.get("type") != "message":
             continue
-        message = message_of(record)
+        message = message_of(record) if keep is None else keep(message_of(record))
         session = message.session
         if session is None or isinstance(session, bool):
             connection.turns[0].append(message)

@@ -44,7 +44,7 @@ async def with_agent(config: Config, client: Client, *, argv: Sequence[str] | No
     """
     run = AgentRun()
     relay = Relay((), max_line=config.relay.parse_limit_mib * MIB)
-    ours, theirs = trio.testing.memory_stream_pair()
+    ours, theirs = trio.testing.lockstep_stream_pair()
     with open_capture(config, argv=list(sys.argv if argv is None else argv)) as capture:
         run.capture = capture.path if capture is not None else None
         async with trio.open_nursery() as nursery:

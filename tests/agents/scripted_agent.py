@@ -8,7 +8,9 @@ test can assert exactly what the agent was sent. Script keys:
     "log":      path of the file that records received lines
     "on":       {method: reaction}; a reaction is a list of steps, run in order:
                   {"send": MSG}          write MSG (an object) as one line
+                  {"send": MSG, "times": N}  ... N times (a long run of output)
                   {"raw": "TEXT"}        write TEXT as it is (add your own "\\n")
+                  {"raw": "TEXT", "times": N}  ... N times (one long line, in pieces)
                   {"respond": RESULT}    answer the request with {"result": RESULT}
                   {"error": ERROR}       answer the request with {"error": ERROR}
                   {"sleep": SECONDS}     pause (a slow agent; never a way to order events)
@@ -49,9 +51,12 @@ def run_steps(steps: list[dict[str, Any]], request: dict[str, Any] | None) -> No
     session_id = params.get("sessionId", "sess_1") if isinstance(params, dict) else "sess_1"
     for step in steps:
         if "send" in step:
-            write(json.dumps(substitute(step["send"], session_id)) + "\n")
+            line = json.dumps(substitute(step["send"], session_id)) + "\n"
+            for _ in range(step.get("times", 1)):
+                write(line)
         elif "raw" in step:
-            write(step["raw"])
+            for _ in range(step.get("times", 1)):
+                write(step["raw"])
         elif "respond" in step and request is not None:
             reply = {"jsonrpc": "2.0", "id": request["id"], "result": substitute(step["respond"], session_id)}
             write(json.dumps(reply) + "\n")

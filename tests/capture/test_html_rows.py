@@ -310,3 +310,46 @@ def test_the_out_of_a_truncated_record_is_masked_again_too() -> None:
     assert "hunter2" not in orjson.dumps(rows).decode()
     assert rows[-1]["o"] == '{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"t":"<redacted>"}}'
     assert rows[-1]["b"].startswith('{"jsonrpc":"2.0","x":"aaaa\n… (the first')
+
+
+def _old_one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+_SPACES = st.sampled_from([" ", "\t", "\n", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2028", "\u3000", "\u200b"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_SPACES, st.text(min_size=1, max_size=12))), st.integers(2, 200))
+def test_a_preview_is_what_splitting_the_whole_text_gives(pieces: list[str], limit: int) -> None:
+    """`one_line` reads only the words it shows (a 16 MiB chunk of words, split whole, took
+    the export to 326 MiB), and gives what `" ".join(text.split())` cut to the limit gives."""
+    text = "".join(pieces)
+    assert html_rows.one_line(text, limit) == _old_one_line(text, limit)
+
+
+def _old_body(data: str | bytes, limit: int) -> tuple[str, int, int]:
+    line = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    whole = line.decode("utf-8", "backslashreplace").rstrip("\r\n")
+    return whole[:limit], len(whole), len(line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(alphabet=st.sampled_from(["a", "é", "€", "\U0001f600", "\ud800", "\r", "\n", " "])),
+                 st.binary().map(lambda b: b + b"\n" * (b[:1] == b"\x00"))),
+       st.integers(0, 12), st.integers(1, 5))
+def test_a_long_line_is_turned_into_text_a_piece_at_a_time(data: str | bytes, limit: int, piece: int) -> None:
+    """The head, length and size of a line's text, from pieces as small as one character
+    or byte (a character cut between pieces, a line end split from the text, a lone
+    surrogate), are those of the whole line decoded at once."""
+    assert html_rows.body_text(data, limit, piece) == _old_body(data, limit)
+
+
+def test_a_long_chunk_in_a_fold_is_cut_once_and_counted_whole() -> None:
+    """Only what is shown of a chunk is held (a 16 MiB chunk was kept whole until its fold
+    ended), and the note counts all that is not shown, once (it said it twice, the second
+    time without the first chunk's rest)."""
+    rows = rows_of([chunk(1, "x" * 30_000), chunk(2, "y" * 30_000)])
+    assert rows[1]["n"] == 2
+    assert rows[1]["b"] == "x" * BODY_LIMIT + f"\n… ({60_000 - BODY_LIMIT} more characters not shown)"

@@ -20,7 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from acp_bridge.capture.records import dumps, header_record
+from acp_bridge.commands import drive as drive_command
 from acp_bridge.commands import main
+from tests.capture.test_reader import run
 from tests.conftest import SCRIPTED_AGENT, invoke
 from tests.replay.drive import GOLDEN, GOLDENS
 
@@ -231,6 +233,38 @@ def test_a_hanging_agent_is_stopped_after_the_timeout(recorded: tuple[Path, Path
     assert junit.count("<testcase ") == 2 and 'failures="2"' in junit
 
 
+def test_without_timeout_a_turn_is_bounded_by_the_default(recorded: tuple[Path, Path], tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --timeout a drive waited as long as the agent did: in CI, a job hung until the
+    runner killed it. The default (300 s, made 2 here) bounds each turn as --timeout does."""
+    out, cwd = recorded
+    hanging = script(tmp_path, cwd)
+    data = json.loads(hanging.read_text())
+    data["on"]["session/prompt"] = [{"send": chunk("Hel")}, {"sleep": 60}]
+    hanging.write_text(json.dumps(data))
+    monkeypatch.setattr(drive_command, "TURN_TIMEOUT", 2.0)
+    status, lines = drive(out, "--cwd", cwd, "--compare", "none", *agent(hanging))
+    assert (status, lines[0]) == (1, "session 1 turn 1: timed out after 2s waiting for the end of the turn "
+                                     "(session/prompt #5); the agent was stopped")
+
+
+def test_timeout_0_is_no_limit(recorded: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--timeout 0` waits as long as the agent takes: here past the default (made 0.5 s)."""
+    out, cwd = recorded
+    slow = script(tmp_path, cwd)
+    data = json.loads(slow.read_text())
+    data["on"]["session/prompt"].insert(0, {"sleep": 1.0})
+    slow.write_text(json.dumps(data))
+    monkeypatch.setattr(drive_command, "TURN_TIMEOUT", 0.5)
+    assert drive(out, "--cwd", cwd, "--timeout", "0", *agent(slow)) == (
+        0, ["drive: 2 prompt turn(s) compared: 2 as recorded, 0 differ, 0 failed"])
+
+
+def test_the_default_timeout_is_in_the_help() -> None:
+    result = CliRunner().invoke(main, ["drive", "--help"], terminal_width=200)
+    assert "the agent is stopped. [default: 300; 0: no limit]" in " ".join(result.stdout.split())
+
+
 def test_an_agent_that_cannot_start_is_exit_2(recorded: tuple[Path, Path], capfd: pytest.CaptureFixture[str]) -> None:
     status, lines = drive(recorded[0], "--", "/nonexistent/agent")
     assert (status, lines) == (2, [])
@@ -272,7 +306,7 @@ def test_a_v2_turn_ends_at_the_idle_state_update(recorded: tuple[Path, Path], tm
 
 @pytest.mark.parametrize(("args", "problem"), [
     (["--timeout", "nan"], "Invalid value for '--timeout': nan is not a number of seconds (see 'acp-bridge drive --help')"),
-    (["--timeout", "0"], "Invalid value for '--timeout': 0.0 is not in the range x>0. (see 'acp-bridge drive --help')"),
+    (["--timeout", "-1"], "Invalid value for '--timeout': -1.0 is not in the range x>=0. (see 'acp-bridge drive --help')"),
     (["--compare", "bytes"], "Invalid value for '--compare': 'bytes' is not one of 'structure', 'text', 'none'. "
                              "(see 'acp-bridge drive --help')"),
     # a template run refuses was a traceback and exit 1, after the agent had started
@@ -328,3 +362,44 @@ def test_each_golden_capture_drives_its_scripted_agent_as_recorded(name: str) ->
                           *agent(GOLDEN / "agents" / f"{name}.json"))
     assert status == 0, lines
     assert lines[-1].endswith(" as recorded, 0 differ, 0 failed")
+
+
+def test_memory_stays_flat_however_much_the_agent_writes(tmp_path: Path) -> None:
+    """The agent's output passed through memory without bound (an in-memory stream), was read
+    back whole to be compared, and a line past the parse limit was held whole: 400 lines of
+    1 MB took drive to 445 MiB. Now each line is held only while it is read, and a long one
+    is dropped as it comes: 60 MB of chunks and a 40 MB line, in a real process, took it to
+    190 MiB and now 90 to 120: the interpreter and the package (about 25 MiB) and a few times
+    the parse limit (16 MiB) of one line, whatever the agent writes (the bridge holds the
+    start of a long line and passes it on, the stream between them copies it, the driver
+    holds it until it is past the limit)."""
+    sid = "sess_r"
+    say = {**chunk("Hi"), "params": {**chunk("Hi")["params"], "sessionId": sid}}
+    records = [
+        rec(1, "to-agent", "request", "initialize", {"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        rec(2, "to-client", "response", "initialize", {"id": 0, "result": {"protocolVersion": 1}}),
+        rec(3, "to-agent", "request", "session/new", {"id": 1, "method": "session/new",
+                                                      "params": {"cwd": "/r", "mcpServers": []}}),
+        rec(4, "to-client", "response", "session/new", {"id": 1, "result": {"sessionId": sid}}, sid),
+        rec(5, "to-agent", "request", "session/prompt", {"id": 2, "method": "session/prompt", "params": {
+            "sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}}, sid),
+        rec(6, "to-client", "notification", "session/update", say, sid),
+        rec(7, "to-client", "response", "session/prompt", {"id": 2, "result": {"stopReason": "end_turn"}}, sid),
+    ]
+    header = header_record(wall=0.0, mono=0.0, argv=["acp-bridge", "run"], config_digest="x", pid=1)
+    recording = tmp_path / "recording.jsonl"
+    recording.write_bytes(dumps(header) + b"".join(dumps(r) for r in records))
+    agent_script = tmp_path / "agent.json"
+    agent_script.write_text(json.dumps({"on": {
+        "initialize": [{"respond": {"protocolVersion": 1}}],
+        "session/new": [{"respond": {"sessionId": "sess_live"}}],
+        "session/prompt": [{"send": chunk("w " * 500_000), "times": 60},
+                           {"raw": "x" * (1 << 20), "times": 40}, {"raw": "\n"},
+                           {"respond": {"stopReason": "end_turn"}}]}}))
+    ran = run(["drive", str(recording), "--", sys.executable, "-u", str(SCRIPTED_AGENT), str(agent_script)],
+              tmp_path, timeout=120)
+    assert ran.peak_mib < 140, (ran.peak_mib, ran.stderr)
+    assert (ran.status, ran.stdout) == (0, "drive: 1 prompt turn(s) compared: 1 as recorded, 0 differ, 0 failed\n")
+    # (on a loaded machine the bridge may also say it had to stop the agent at the end)
+    assert ran.stderr.splitlines().count("acp-bridge: drive: the agent wrote a line longer than 16,777,216 bytes "
+                                         "(the parse limit): it was not read") == 1, ran.stderr

@@ -156,8 +156,7 @@ def test_show_reports_unreadable_lines(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_bytes(HEADER + b"garbage\n")
     result = CliRunner().invoke(main, ["show", str(path)])
-    assert result.exit_code == 1 and (f"{path}: 1 line(s) that are not capture records were skipped "
-                                      "(the first at line 2)") in result.output
+    assert (result.exit_code, result.output) == (2, f"acp-bridge: {path}:2: not a capture record\n")
 
 
 def test_show_follow_prints_records_as_they_are_written(capture: Path, tmp_path: Path) -> None:

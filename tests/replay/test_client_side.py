@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acp_bridge.replay import facts
 from acp_bridge.replay.client_side import Answers, ClientSide, Outgoing, Rewriter
@@ -174,3 +176,55 @@ def test_text_facts_join_a_run_of_chunks() -> None:
     got = facts.text(TURN)
     assert got[0].msg == {"update": "agent_message_chunk", "text": "Hello"}
     assert got[-1].msg == {"error": {"method": "fs/read_text_file", "code": 1, "message": "m"}}
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.text(max_size=3), st.lists(st.integers(0, 1), max_size=2))
+_BLOCK = st.fixed_dictionaries({}, optional={"type": st.sampled_from(["text", "image"]),
+                                             "text": st.one_of(st.text(max_size=4), st.integers()), "data": _VALUES})
+_UPDATE = st.one_of(_VALUES, st.fixed_dictionaries(
+    {"sessionUpdate": st.sampled_from(["agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
+                                       "state_update", "plan", "x_chunk"]) | _VALUES},
+    optional={"content": st.one_of(_VALUES, _BLOCK, st.lists(st.one_of(_BLOCK, _VALUES), max_size=3)),
+              "toolCallId": _VALUES, "kind": _VALUES, "title": _VALUES, "status": _VALUES,
+              "state": st.sampled_from(["idle", "running"]) | _VALUES, "stopReason": _VALUES, "entries": _VALUES}))
+_OPTIONS = st.one_of(_VALUES, st.lists(st.one_of(_VALUES, st.fixed_dictionaries(
+    {}, optional={"kind": _VALUES, "optionId": _VALUES, "name": _VALUES})), max_size=3))
+_ERROR = st.fixed_dictionaries({}, optional={"code": _VALUES, "message": _VALUES}) | _VALUES
+_RESULT = st.fixed_dictionaries({}, optional={"stopReason": _VALUES, "other": _VALUES}) | _VALUES
+# (kind, method, msg): the shapes the facts read, and anything at all
+_SHAPE = st.one_of(
+    st.tuples(st.just("notification"), st.just("session/update"), st.builds(lambda u: {"params": {"update": u}}, _UPDATE)),
+    st.tuples(st.just("request"), st.sampled_from(["session/request_permission", "fs/read_text_file"]),
+              st.builds(lambda o: {"params": {"options": o}}, _OPTIONS)),
+    st.tuples(st.just("response"), st.sampled_from(["session/prompt", "fs/read_text_file"]),
+              st.fixed_dictionaries({}, optional={"error": _ERROR, "result": _RESULT})),
+    st.tuples(st.sampled_from(["notification", "request", "response", "other"]),
+              st.sampled_from(["session/update", "session/prompt", "session/request_permission", None]), _VALUES))
+_MESSAGE = st.builds(lambda shape, seq, direction, emitted: Message(seq, direction, shape[0], shape[1], None, None,
+                                                                    shape[2], emitted=emitted),
+                     _SHAPE, st.integers(0, 9), st.sampled_from(["to-client", "to-client", "to-agent"]),
+                     st.sampled_from([False, False, True]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_MESSAGE, max_size=8))
+def test_a_turn_of_kept_messages_has_the_turn_s_facts(turn: list[Message]) -> None:
+    """`facts.kept` holds only what the facts read of a message (`drive` keeps the live run's
+    messages so, and held a long run of output whole before): the facts are the same."""
+    assert facts.structure([facts.kept(m, with_text=False) for m in turn]) == facts.structure(turn)
+    assert facts.text([facts.kept(m, with_text=True) for m in turn]) == facts.text(turn)
+
+
+def test_kept_messages_of_a_turn_hold_no_more_than_their_facts_read() -> None:
+    assert [facts.kept(m, with_text=False).msg for m in TURN[:2]] == [
+        {"params": {"update": {"sessionUpdate": "agent_message_chunk"}}}] * 2
+    assert facts.kept(TURN[0], with_text=True).msg == {"params": {"update": {
+        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "He"}}}}
+    assert facts.kept(TURN[5], with_text=True).msg is None  # the client's: no facts
+    turn = [*TURN, Message(10, "to-client", "notification", "session/update", "s", None, {"params": {"update": {
+        "sessionUpdate": "agent_message_chunk", "content": [{"type": "text", "text": "a"}, {"type": "image"},
+                                                            {"type": "text", "text": "b"}]}}}),
+            update("plan", 11, entries=[1], content={"type": "text", "text": "p"}),
+            Message(12, "to-client", "response", "session/prompt", "s", 2, {"id": 2, "result": {"stopReason": "x"}})]
+    assert facts.structure([facts.kept(m, with_text=False) for m in turn]) == facts.structure(turn)
+    assert facts.text([facts.kept(m, with_text=True) for m in turn]) == facts.text(turn)
