@@ -14,8 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
@@ -315,16 +313,14 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
 
 def _exact_message(record: Json, key: str) -> Any:
     """`record_message`, with an id past 64 bits as written (orjson reads it as a float): a
-    finding names it as the peer wrote it, and the capture's `id` field is read so too."""
-    data = record_bytes(record, key)
-    if data is None:
-        return None
-    try:
-        msg = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
+    finding names it as the peer wrote it, and the capture's `id` field is read so too. The
+    text is parsed as it is; its bytes are made only for such an id (a 16 MiB record would
+    otherwise be held twice)."""
+    msg = record_message(record, key)
     if type(msg) is dict and type(msg.get("id")) is float:
-        msg["id"] = integer_id(data, msg["id"])
+        data = record_bytes(record, key)
+        if data is not None:
+            msg["id"] = integer_id(data, msg["id"])
     return msg
 
 
