@@ -102,7 +102,7 @@ async def test_an_agent_that_leaves_mid_turn_fails_that_turn() -> None:
     report, _ = await play(leaves_mid_turn)
     assert {t.where: t.problems for t in report.turns.values()} == {
         "session 1 setup": [],
-        "session 1 turn 1": ["the agent's output ended before the end of the turn (session/prompt #3)"]}
+        "session 1 turn 1": ["the agent's output ended before the end of the turn (session/prompt seq 3)"]}
 
 
 async def test_a_line_past_the_limit_ends_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +118,7 @@ async def test_a_line_past_the_limit_ends_the_run(monkeypatch: pytest.MonkeyPatc
     report, _ = await play(endless, say=said.append)
     assert said == ["the agent wrote a line longer than 1,000 bytes: stopping"]
     assert next(t.problems for t in report.turns.values()) == [
-        "the agent's output ended before the answer to session/new #1"]
+        "the agent's output ended before the answer to session/new seq 1"]
 
 
 async def test_an_agent_that_floods_its_output_is_stopped() -> None:
