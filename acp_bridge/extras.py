@@ -8,6 +8,11 @@ import importlib.util
 from collections.abc import Sequence
 
 
+def install(extra: str) -> str:
+    """The pip command that installs `extra`, from the package index and from a clone."""
+    return f"pip install 'acp-bridge-proxy[{extra}]' (in a clone: pip install '.[{extra}]')"
+
+
 def missing(modules: Sequence[str], needs: str, extra: str) -> str | None:
     """None when every one of `modules` can be imported; else one line: `needs` (what needs
     them), the first one missing, and the pip command that installs the extra."""
@@ -17,5 +22,5 @@ def missing(modules: Sequence[str], needs: str, extra: str) -> str | None:
         except (ImportError, ValueError):  # a parent package missing, or a broken install
             found = False
         if not found:
-            return f"{needs}, which is not installed ({name} not found): pip install 'acp-bridge-proxy[{extra}]'"
+            return f"{needs}, which is not installed ({name} not found): {install(extra)}"
     return None

@@ -169,7 +169,7 @@ class CaptureStats:
             session = record.get("session")
             where = f" ({printable(str(session))})" if session is not None else ""
             out.append(f"  {clock(float(record.get('time', 0.0)))} {arrow} "
-                       f"{printable(str(record.get('method')))} #{fmt_id(record.get('id'))}{where}")
+                       f"{printable(str(record.get('method')))} id {fmt_id(record.get('id'))}{where}")
         return out
 
 

@@ -127,14 +127,14 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
         sent = record.get("out") is not None or "out_b64" in record
         msg = record_message(record, "out" if sent else "raw")
     if kind == "request":
-        label = f"{method} #{fmt_id(record.get('id'))}"
+        label = f"{method} id {fmt_id(record.get('id'))}"
     elif kind == "notification":
         label = str(method)
         update = p.get_path(msg, "params", "update", "sessionUpdate")
         if isinstance(update, str):
             label += f" {printable(update)}"
     elif kind == "response":
-        label = f"#{fmt_id(record.get('id'))} {method or '(unpaired)'}"
+        label = f"{method or '(unpaired)'} id {fmt_id(record.get('id'))}"
         code = p.get_path(msg, "error", "code")
         label += f" error {fmt_id(code)}" if isinstance(msg, dict) and "error" in msg else " ok"
         latency = record.get("latency")

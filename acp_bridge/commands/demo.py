@@ -23,6 +23,7 @@ import trio
 
 from acp_bridge.core import LineSplitter
 from acp_bridge.core.printable import printable
+from acp_bridge.extras import install
 
 SYSTEM_PROMPT = "Answer in one sentence. Never touch files outside src/."
 DEFAULT_DIR = "acp-bridge-demo"  # in the current folder, where a newcomer looks for what it made
@@ -181,7 +182,7 @@ async def run_demo(workdir: Path, narrator: Narrator) -> int:
     narrator.say("", f"share it:      {program} export {quoted} --html demo.html")
     narrator.say("", f"check it:      {program} check {quoted}")
     narrator.say("", f"browse it:     {program} ui {shlex.quote(str(workdir))} --open"
-                 + ("" if has_ui_extra() else "  (needs the ui extra: pip install 'acp-bridge-proxy[ui]')"))
+                 + ("" if has_ui_extra() else f"  (needs the ui extra: {install('ui')})"))
     narrator.say("", f"Each run adds its capture to {workdir}; `demo --dir DIR` puts it elsewhere.")
     click.echo("")
     return 0 if proc.returncode == 0 else 1

@@ -23,7 +23,7 @@ def mcp(roots: tuple[str, ...]) -> None:
     compares them. Read-only: nothing outside the given folders is read (a link leading out
     is not followed), nothing is written. It ends when stdin closes (exit 0), or at once when
     stdout is closed (exit 1). Needs the `mcp`
-    extra: pip install 'acp-bridge-proxy[mcp]'.
+    extra: pip install 'acp-bridge-proxy[mcp]' (in a clone: pip install '.[mcp]').
     """
     from acp_bridge.mcp import missing_sdk
 

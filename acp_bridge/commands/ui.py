@@ -16,8 +16,9 @@ from functools import partial
 import click
 
 from acp_bridge.commands.captures import fail
+from acp_bridge.extras import install
 
-INSTALL = "acp-bridge: the inspector needs the ui extra: pip install 'acp-bridge-proxy[ui]'"
+INSTALL = f"acp-bridge: the inspector needs the ui extra: {install('ui')}"
 
 
 @click.command(short_help="Serve a live inspector of captures in the browser.")

@@ -370,8 +370,8 @@ class Relay:
         if rule not in self._drop_said:
             self._drop_said.add(rule)
             sender = "client" if request.origin is TO_AGENT else "agent"
-            what = (f"the {sender}'s request {request.method} #{brief(request.id)}" if frame.kind is REQUEST
-                    else f"the answer to the {sender}'s request {request.method} #{brief(request.id)}")
+            what = (f"the {sender}'s request {request.method} id {brief(request.id)}" if frame.kind is REQUEST
+                    else f"the answer to the {sender}'s request {request.method} id {brief(request.id)}")
             log.warning("rule %r dropped %s; the bridge answered it with an error naming the rule, so that the "
                         "%s does not wait for ever (further ones by this rule are not reported)",
                         rule, printable(what, quote_backslash=False), sender)
@@ -383,9 +383,9 @@ class Relay:
         if self.strict:
             self._not_forwarded(frame, request)
             if frame.kind is Kind.RESPONSE:
-                what = f"the answer to {request.method if request else '?'} #{brief(frame.id)}"
+                what = f"the answer to {request.method if request else '?'} id {brief(frame.id)}"
             else:
-                what = f"{frame.method} #{brief(frame.id)}" if frame.kind is REQUEST else str(frame.method)
+                what = f"{frame.method} id {brief(frame.id)}" if frame.kind is REQUEST else str(frame.method)
             raise RuleError(", ".join(rules) or "?", Unencodable(
                 f"what the rules ({', '.join(rules)}) made of {what} cannot be written back: {why}"))
         self.unencodable += 1

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge.core.protocol import Json
+from acp_bridge.extras import install
 from acp_bridge.health.findings import CODES, Finding
 
 SUFFIX = {"request": "Request", "notification": "Notification", "response": "Response"}
@@ -45,8 +46,7 @@ class Validator:
         try:
             jsonschema = importlib.import_module("jsonschema")  # the optional extra: only here
         except ImportError:
-            raise SchemaError("--schema needs the jsonschema package: "
-                              "pip install 'acp-bridge-proxy[schema]'") from None
+            raise SchemaError("--schema needs the jsonschema package: " + install("schema")) from None
         self._jsonschema = jsonschema
         self.root = schema_root(directory)
         self._loaded: dict[int, tuple[Any, dict[tuple[str, str], Any], Any]] = {}

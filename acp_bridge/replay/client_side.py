@@ -108,7 +108,7 @@ class ClientSide:
             track, turn = place.get(seq, (0, 0))
             where = cut[track].label(turn) if track < len(cut) else "connection"
             if record.get("redacted") == WHOLE:
-                withheld.append(f"#{seq} {method or 'a line'} ({where})")
+                withheld.append(f"seq {seq} {method or 'a line'} ({where})")
                 continue
             msg = _loads(data)
             if kind == "response":

@@ -85,18 +85,18 @@ class Difference:
         a, b = names
         if self.what == MISSING:
             assert self.a is not None
-            text = f"{self.where}: missing from {b}: {a}#{self.a.seq} {self.a.describe()}"
+            text = f"{self.where}: missing from {b}: {a} seq {self.a.seq} {self.a.describe()}"
         elif self.what == EXTRA:
             assert self.b is not None
-            near = "" if self.anchor is None else f" (before {a}#{self.anchor})"
-            text = f"{self.where}: extra in {b}: {b}#{self.b.seq}{near} {self.b.describe()}"
+            near = "" if self.anchor is None else f" (before {a} seq {self.anchor})"
+            text = f"{self.where}: extra in {b}: {b} seq {self.b.seq}{near} {self.b.describe()}"
         else:
             assert self.a is not None and self.b is not None
             shown = [f"{pointer or '(whole)'} {_value(change, 'was')} -> {_value(change, 'now')}"
                      for pointer, change in list(self.pointers.items())[:SHOWN_POINTERS]]
             if len(self.pointers) > SHOWN_POINTERS:
                 shown.append(f"and {len(self.pointers) - SHOWN_POINTERS} more")
-            text = f"{self.where}: {a}#{self.a.seq} {b}#{self.b.seq} {self.a.describe()}: {'; '.join(shown)}"
+            text = f"{self.where}: {a} seq {self.a.seq} / {b} seq {self.b.seq} {self.a.describe()}: {'; '.join(shown)}"
         return printable(text, quote_backslash=False)
 
 

@@ -123,7 +123,7 @@ class DriveResult:
         cases = [t for t in self.turns if t.is_prompt or not t.ok]
         for turn in cases:
             case = ET.SubElement(suite, "testcase", classname="acp-bridge.drive",
-                                 name=f"{turn.where} (#{turn.seq})" if turn.seq is not None else turn.where)
+                                 name=f"{turn.where} (seq {turn.seq})" if turn.seq is not None else turn.where)
             if turn.problems:
                 failure = ET.SubElement(case, "failure", message=printable(turn.problems[0], quote_backslash=False),
                                         type="failed")

@@ -135,7 +135,7 @@ class Driver:
         if answer and line.creates is not None:
             self.rewriter.learn(line.creates, p.get_path(answer[0], "result", "sessionId"))
         if answer and isinstance(error := answer[0].get("error"), dict):
-            report.problems.append(f"{line.method} #{line.seq} was answered with error {error.get('code')}: "
+            report.problems.append(f"{line.method} seq {line.seq} was answered with error {error.get('code')}: "
                                    f"{str(error.get('message'))[:200]}")
         return True
 
@@ -152,8 +152,8 @@ class Driver:
                 return
 
     def _waiting_for(self, line: Outgoing) -> str:
-        return f"the end of the turn ({line.method} #{line.seq})" if line.is_prompt \
-            else f"the answer to {line.method} #{line.seq}"
+        return f"the end of the turn ({line.method} seq {line.seq})" if line.is_prompt \
+            else f"the answer to {line.method} seq {line.seq}"
 
     async def _wait(self, answered: trio.Event, line: Outgoing, later: list[Outgoing]) -> None:
         while True:

@@ -44,9 +44,9 @@ class RuleFailed(Exception):
 
     def __init__(self, seq: Any, exc: Exception) -> None:
         if isinstance(exc, RuleError):
-            what = f"rule {exc.rule!r} failed on the line of record #{seq}: {exc.detail}"
+            what = f"rule {exc.rule!r} failed on the line recorded as seq {seq}: {exc.detail}"
         else:
-            what = f"a rule failed on the line of record #{seq}: {type(exc).__name__}: {exc}"
+            what = f"a rule failed on the line recorded as seq {seq}: {type(exc).__name__}: {exc}"
         super().__init__(printable(what, quote_backslash=False))
         self.seq = seq
 
@@ -63,7 +63,7 @@ class Difference:
         arrow = "->" if self.direction == "to-agent" else "<-"
         body = printable(orjson.dumps(self.diff, option=orjson.OPT_NON_STR_KEYS).decode(), quote_backslash=False)
         method = printable(self.method) if self.method else "(no method)"
-        return f"#{printable(str(self.seq))} {arrow} {method}: {self.change} {body}"
+        return f"seq {printable(str(self.seq))} {arrow} {method}: {self.change} {body}"
 
     def as_json(self) -> Json:
         return {"seq": self.seq, "direction": self.direction, "method": self.method,
@@ -82,7 +82,7 @@ class Failure:
     def text(self) -> str:
         who = f"rule {self.rule!r} failed" if self.rule else "the rules could not change a message"
         times = f"{self.count} message{'s' if self.count != 1 else ''}"
-        return printable(f"{who} on {times}, first on record #{self.seq}: {self.error}", quote_backslash=False)
+        return printable(f"{who} on {times}, first on seq {self.seq}: {self.error}", quote_backslash=False)
 
     def as_json(self) -> Json:
         return {"rule": self.rule or None, "count": self.count, "seq": self.seq, "error": self.error}

@@ -94,7 +94,7 @@ class RecordedRequest:
 
     def describe(self) -> str:
         where = "" if self.session is None else f" (session {self.session})"
-        return f"{self.method} #{fmt_id(self.id)}{where}"
+        return f"{self.method} id {fmt_id(self.id)}{where}"
 
 
 @dataclass

@@ -75,8 +75,8 @@ def _what(fwd: Forward) -> str:
         return "line"
     if frame.kind is Kind.RESPONSE:
         method = fwd.request.method if fwd.request is not None else "?"
-        return f"response #{brief(frame.id)} ({method})"
-    return f"{frame.method} #{brief(frame.id)}" if frame.kind is Kind.REQUEST else str(frame.method)
+        return f"response id {brief(frame.id)} ({method})"
+    return f"{frame.method} id {brief(frame.id)}" if frame.kind is Kind.REQUEST else str(frame.method)
 
 
 @dataclass

@@ -162,7 +162,7 @@ def _send(records: Iterable[Json], name: str) -> tuple[int, str]:
     if odd:
         logging.getLogger("acp_bridge.telemetry").warning(
             "%s: %d record(s) with a time no span can carry (before 1970 or after 2262) were left out "
-            "(the first: %s)", name, odd, "the end record" if first_odd is None else f"#{first_odd}")
+            "(the first: %s)", name, odd, "the end record" if first_odd is None else f"seq {first_odd}")
     finished = sink.shutdown(EXPORT_SECONDS)
     if sink.failed or not finished or sink.exported < built:
         return 1, f"{name}: {sink.exported} of {built} spans taken by {sink.where}; the rest could not be sent"

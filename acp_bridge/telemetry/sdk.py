@@ -36,6 +36,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status,
 from acp_bridge import __version__
 from acp_bridge.capture.text_redaction import mask_text_secrets
 from acp_bridge.errors import ConfigError
+from acp_bridge.extras import install
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.spans import Observation, SpanRecord
 
@@ -339,8 +340,7 @@ def _span_exporter(protocol: str, endpoint: str | None, redirected: Any = None) 
         try:
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
         except ImportError as exc:
-            raise ConfigError(f"OTLP over gRPC needs the gRPC exporter ({exc}): "
-                              "pip install 'acp-bridge-proxy[otel]'") from None
+            raise ConfigError(f"OTLP over gRPC needs the gRPC exporter ({exc}): " + install("otel")) from None
         exporter: SpanExporter = Grpc(endpoint=endpoint)
         return exporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -370,8 +370,7 @@ def _metric_exporter(protocol: str, endpoint: str | None) -> Any:
         try:
             from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as Grpc
         except ImportError as exc:
-            raise ConfigError(f"OTLP over gRPC needs the gRPC exporter ({exc}): "
-                              "pip install 'acp-bridge-proxy[otel]'") from None
+            raise ConfigError(f"OTLP over gRPC needs the gRPC exporter ({exc}): " + install("otel")) from None
         return Grpc(endpoint=endpoint)
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 

@@ -164,7 +164,7 @@ async def test_deep_lines_and_big_numbers_are_captured_shown_and_exported(odd_ca
     assert [record_bytes(r, "raw") for r in kept[1:5]] == [DEEP, BIG_REQ, DEEP, BIG_REQ]
 
     deep_summary = f"-> session/update (s) {len(DEEP)}B"
-    big_summary = f"-> session/prompt #{BIG.decode()} (s) {len(BIG_REQ)}B"
+    big_summary = f"-> session/prompt id {BIG.decode()} (s) {len(BIG_REQ)}B"
     assert untimed(show(str(path), "--detail", "0")) == []
     assert untimed(show(str(path), "--detail", "1", "--direction", "to-agent")) == [deep_summary, big_summary]
     params = ["    {", '      "sessionId": "s",', f'      "n": {"2" * 100}', "    }"]
@@ -176,4 +176,4 @@ async def test_deep_lines_and_big_numbers_are_captured_shown_and_exported(odd_ca
     assert exported.exit_code == 0, exported.output
     html = page.read_text()
     rows = [row for row in page_rows(html) if "h" not in row]
-    assert len(rows) == 5 and any(f"#{BIG.decode()}" in row["l"] for row in rows) and "2" * 100 in html
+    assert len(rows) == 5 and any(f"id {BIG.decode()}" in row["l"] for row in rows) and "2" * 100 in html

@@ -90,7 +90,7 @@ def test_turns_group_a_prompt_and_what_followed_until_its_response(tmp_path: Pat
                        (13, "turn", "Turn 2")]
     turn1 = [r for r in rows if r.get("g") == 5]
     assert [r["s"] for r in turn1] == [5, 6, 8]  # the prompt, two chunks folded, its answer
-    assert rows[5]["q"] == 6 and rows[6]["l"] == "session/prompt #2"
+    assert rows[5]["q"] == 6 and rows[6]["l"] == "session/prompt id 2"
     assert turn1[-1] == rows[8] and rows[8]["q"] == 6 and rows[8]["sr"] == "end_turn" and rows[8]["lat"] == 1.1
     assert {r["ss"] for r in turn1} == {"sess_abc123"}
 
@@ -212,10 +212,10 @@ def test_page_renders_and_filters_in_a_real_browser(tmp_path: Path, browser: Bro
     assert '<span class="pv">stopReason: end_turn</span>' in rows
     # A request and its answer link to each other, with the latency.
     assert '<a class="jump" data-go="8">→ answered in 1.10 s</a>' in rows
-    assert '<a class="jump" data-go="6">↩ request #5</a>' in rows
+    assert '<a class="jump" data-go="6">↩ seq 5 (session/prompt id 2)</a>' in rows
     # The drop and what the bridge sent in its place are both open and linked.
-    assert '<a class="jump" data-go="11">became #10</a>' in rows
-    assert '<a class="jump" data-go="10">in place of #9</a>' in rows
+    assert '<a class="jump" data-go="11">became seq 10</a>' in rows
+    assert '<a class="jump" data-go="10">in place of seq 9</a>' in rows
     assert '<div class="row msg drop open"' in rows and '<div class="row msg emit open"' in rows
     # Protocol findings (computed as `check` does: legacy-suggestions, system-prompt-fallback,
     # stray-output for "oops") are marked on the messages they concern;
@@ -272,7 +272,7 @@ def test_the_exported_page_shows_a_message_in_the_pane_beside_the_list(tmp_path:
     assert browser.js(read_pane) is None
     browser.js("document.querySelector('#list [data-i=\"6\"] .sum').click()")
     seq, title, links, tree, raw, heads = browser.wait(lambda: browser.js(read_pane))
-    assert (seq, title, links) == ("5", "session/prompt #2", ["response: #8 #2 session/prompt ok 1.10s"])
+    assert (seq, title, links) == ("5", "session/prompt id 2", ["response: seq 8 session/prompt id 2 ok 1.10s"])
     assert tree[:2] == ["{4}", "params: {2}"] and raw[0].startswith('{"jsonrpc":"2.0","id":2,"method":"session/prompt"')
     # the prompt carries the injected system prompt: what the rule changed, before and after
     assert heads == ["what the rules did", "before (from the client)", "after (to the agent)", "JSON (as it went out)",

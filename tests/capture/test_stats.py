@@ -38,8 +38,8 @@ def test_stats_report() -> None:
         "tagger                               rewrite         1",
         "",
         "unanswered requests: 2",
-        '  22:13:20.450 -> tag #"t"',
-        "  22:13:21.950 -> authenticate #9",
+        '  22:13:20.450 -> tag id "t"',
+        "  22:13:21.950 -> authenticate id 9",
     ]
     assert report[0].startswith("capture: format 1, bridge ")
 

@@ -24,14 +24,14 @@ from tests.capture.samples import FIXED
 
 def test_summary_lines() -> None:
     assert [summarize(r).plain() for r in FIXED] == [
-        "22:13:20.250 -> session/prompt #7 (s1) 91B",
+        "22:13:20.250 -> session/prompt id 7 (s1) 91B",
         "22:13:20.350 <- session/update agent_message_chunk (s1) 121B",
-        "22:13:20.450 -> tag #\"t\" 55B->68B [rewrite: tagger]",
+        "22:13:20.450 -> tag id \"t\" 55B->68B [rewrite: tagger]",
         "22:13:20.550 <- drop (s2) 62B->0B [drop: tagger]",
         "22:13:20.550 <- pong 34B [bridge: tagger]",
-        "22:13:21.750 <- #7 session/prompt ok 1.50s (s1) 60B",
+        "22:13:21.750 <- session/prompt id 7 ok 1.50s (s1) 60B",
         "22:13:21.850 <- (not JSON-RPC) 6B",
-        "22:13:21.950 -> authenticate #9 60B [redacted]",
+        "22:13:21.950 -> authenticate id 9 60B [redacted]",
         "22:13:22.050 <- (line over the parse limit) 99B",
     ]
 
@@ -94,6 +94,6 @@ def test_show_stats_and_export_of_an_odd_capture(tmp_path: Path) -> None:
     ]))
     runner = CliRunner()
     assert runner.invoke(main, ["show", str(capture), "--detail", "3"]).output.splitlines() == [
-        "t=1e+300 -> None #null 0B", "    (nothing)"]
+        "t=1e+300 -> None id null 0B", "    (nothing)"]
     assert runner.invoke(main, ["stats", str(capture)]).exit_code == 0
     assert runner.invoke(main, ["export", str(capture), "--html", str(tmp_path / "o.html")]).exit_code == 0

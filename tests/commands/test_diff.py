@@ -32,8 +32,8 @@ def test_two_sessions_differ(tmp_path: Path) -> None:
     lines = out.splitlines()
     assert status == 1
     assert lines[-1] == "A and B differ: 7 missing, 8 extra, 9 changed (12 of 19 and 20 messages aligned)"
-    assert "session 1 turn 1: missing from B: A#7 <- session/request_permission" in lines
-    assert "session 1 turn 2: extra in B: B#20 (before A#19) -> session/cancel" in lines
+    assert "session 1 turn 1: missing from B: A seq 7 <- session/request_permission" in lines
+    assert "session 1 turn 2: extra in B: B seq 20 (before A seq 19) -> session/cancel" in lines
 
 
 def test_json(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_strict_ids_finds_what_the_default_ignores(tmp_path: Path) -> None:
     assert diff(V1, renamed)[0] == 0
     status, out, _ = diff(V1, renamed, "--strict-ids")
     assert status == 1
-    assert 'session 1 setup: A#4 B#4 <- response session/new: /result/sessionId "sess_air_1" -> "other_air_1"' in out
+    assert 'session 1 setup: A seq 4 / B seq 4 <- response session/new: /result/sessionId "sess_air_1" -> "other_air_1"' in out
 
 
 @pytest.mark.parametrize(("content", "problem"), [

@@ -175,14 +175,14 @@ def seqs(capture: Path, method: str, update_kind: str | None = None) -> list[int
 
 
 @pytest.mark.parametrize(("change", "expected"), [
-    ({"kind": "edit"}, ['session 1 turn {n}: recorded#{tool_call} live#N <- update tool_call: /toolCall/kind '
+    ({"kind": "edit"}, ['session 1 turn {n}: recorded seq {tool_call} / live seq N <- update tool_call: /toolCall/kind '
                         '"read" -> "edit"']),
     ({"skip": "tool_call_update"}, [
-        'session 1 turn {n}: recorded#{tool_call} live#N <- update tool_call: /toolCall/status "completed" -> '
+        'session 1 turn {n}: recorded seq {tool_call} / live seq N <- update tool_call: /toolCall/status "completed" -> '
         '"pending"',
-        "session 1 turn {n}: missing from live: recorded#{tool_call_update} <- update tool_call_update"]),
+        "session 1 turn {n}: missing from live: recorded seq {tool_call_update} <- update tool_call_update"]),
     ({"stop": "refusal"}, [
-        'session 1 turn {n}: recorded#{response} live#N <- stop reason: /stopReason "end_turn" -> "refusal"']),
+        'session 1 turn {n}: recorded seq {response} / live seq N <- stop reason: /stopReason "end_turn" -> "refusal"']),
 ], ids=["tool-kind", "missing-update", "stop-reason"])
 def test_a_changed_agent_is_named_by_turn(recorded: tuple[Path, Path], tmp_path: Path, change: dict[str, Any],
                                           expected: list[str]) -> None:
@@ -194,7 +194,7 @@ def test_a_changed_agent_is_named_by_turn(recorded: tuple[Path, Path], tmp_path:
              "tool_call_update": seqs(out, "session/update", "tool_call_update"),
              "response": seqs(out, "session/prompt")}
     assert status == 1
-    assert [re.sub(r"live#\d+", "live#N", line) for line in lines[:-1]] == [
+    assert [re.sub(r"live seq \d+", "live seq N", line) for line in lines[:-1]] == [
         line.format(n=n, **{key: value[n - 1] for key, value in where.items()}) for n in (1, 2) for line in expected]
     assert lines[-1] == "drive: 2 prompt turn(s) compared: 0 as recorded, 2 differ, 0 failed"
 
@@ -225,7 +225,7 @@ def test_a_hanging_agent_is_stopped_after_the_timeout(recorded: tuple[Path, Path
                           tmp_path / "j.xml", *agent(hanging))
     assert status == 1
     assert lines == [
-        "session 1 turn 1: timed out after 2s waiting for the end of the turn (session/prompt #5); "
+        "session 1 turn 1: timed out after 2s waiting for the end of the turn (session/prompt seq 5); "
         "the agent was stopped",
         "session 1 turn 2: not run: the run ended before it",
         "drive: 2 prompt turn(s) run (not compared): 0 as recorded, 0 differ, 2 failed"]
@@ -348,9 +348,9 @@ def test_other_words_match_the_structure_but_not_the_text(recorded: tuple[Path, 
     status, lines = drive(out, "--cwd", cwd, "--compare", "text", *agent(reworded))
     chunks = seqs(out, "session/update", "agent_message_chunk")
     assert status == 1
-    assert [re.sub(r"live#\d+", "live#N", line) for line in lines[:-1]] == [
-        f'session 1 turn 1: recorded#{chunks[0]} live#N <- update agent_message_chunk: /text "Hello" -> "Byelo"',
-        f'session 1 turn 2: recorded#{chunks[2]} live#N <- update agent_message_chunk: /text "Hello" -> "Byelo"']
+    assert [re.sub(r"live seq \d+", "live seq N", line) for line in lines[:-1]] == [
+        f'session 1 turn 1: recorded seq {chunks[0]} / live seq N <- update agent_message_chunk: /text "Hello" -> "Byelo"',
+        f'session 1 turn 2: recorded seq {chunks[2]} / live seq N <- update agent_message_chunk: /text "Hello" -> "Byelo"']
 
 
 @pytest.mark.parametrize("name", GOLDENS)

@@ -116,7 +116,7 @@ async def test_the_fixes_through_the_cli(tmp_path: Path) -> None:
     # The closing update was recorded ahead of the response (`before`): it is the response's.
     without = runner.invoke(main, ["replay", str(capture), "--rules", "--stray-output", "stderr"])
     assert without.exit_code == 1
-    assert without.stdout.splitlines()[0].startswith("#10 <- session/update: no longer emitted")
+    assert without.stdout.splitlines()[0].startswith("seq 10 <- session/update: no longer emitted")
 
 
 async def test_open_tool_calls_are_closed_before_the_bridges_answer_when_the_agent_dies_mid_turn(

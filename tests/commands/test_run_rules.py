@@ -66,11 +66,11 @@ async def test_the_usage_update_table_live_in_the_capture_and_offline(tmp_path: 
 
     offline = CliRunner().invoke(main, ["replay", str(tmp_path / "bug.jsonl"), "--rules", "-c", table])
     assert (offline.exit_code, offline.stderr) == (1, "")
-    assert offline.stdout.splitlines()[0].startswith("#4 <- session/update: dropped now ")
+    assert offline.stdout.splitlines()[0].startswith("seq 4 <- session/update: dropped now ")
     assert offline.stdout.splitlines()[-1].endswith(": 1 message differs of 6 compared")
     by_file = CliRunner().invoke(main, ["replay", str(tmp_path / "bug.jsonl"), "--rules", "--rule",
                                         str(ROOT / "configs" / "rules" / "known_updates_only.py")])
-    assert (by_file.exit_code, by_file.stdout.splitlines()[0][:34]) == (1, "#4 <- session/update: dropped now ")
+    assert (by_file.exit_code, by_file.stdout.splitlines()[0][:37]) == (1, "seq 4 <- session/update: dropped now ")
 
     after = await bridge(tmp_path, "-c", table, "--capture", str(tmp_path / "fixed.jsonl"), on_prompt=turn)
     assert (after.returncode, after.stderr) == (0, b"")
@@ -162,7 +162,7 @@ async def test_a_table_that_drops_the_prompt_has_it_answered_said_and_captured(t
     # agent's answer to initialize.
     assert (ran.returncode, sorted(ran.stdout.splitlines(keepends=True))) == (0, sorted([line(ANSWERS[0]), answer]))
     assert ran.stderr.decode().splitlines() == [
-        "acp-bridge: WARNING: rule 'no-prompts' dropped the client's request session/prompt #2; the bridge answered "
+        "acp-bridge: WARNING: rule 'no-prompts' dropped the client's request session/prompt id 2; the bridge answered "
         "it with an error naming the rule, so that the client does not wait for ever (further ones by this rule "
         "are not reported)"]
     records = [orjson.loads(r) for r in (tmp_path / "c.jsonl").read_bytes().splitlines()]
@@ -203,8 +203,8 @@ async def test_a_rule_that_fails_is_visible_afterwards(tmp_path: Path) -> None:
     assert replay.exit_code == 1
     assert replay.stdout == f"acp-bridge replay --rules: {capture}: 0 messages differ of 7 compared\n"
     assert replay.stderr.splitlines()[-1] == (
-        f"acp-bridge replay --rules: {capture}: rule 'flaky' failed on 3 messages, first on record "
-        f"#{errors[0]}: RuntimeError: boom")
+        f"acp-bridge replay --rules: {capture}: rule 'flaky' failed on 3 messages, first on seq "
+        f"{errors[0]}: RuntimeError: boom")
 
     page = tmp_path / "c.html"
     assert CliRunner().invoke(main, ["export", str(capture), "--html", str(page)]).exit_code == 0

@@ -193,7 +193,7 @@ def test_without_the_library_setup_says_how_to_get_it(zed: Path, monkeypatch: py
     assert done.returncode == 2
     assert done.stderr.decode() == (
         "acp-bridge: setup: acp-bridge setup edits the settings with json-five, which is not installed "
-        "(json5.model not found): pip install 'acp-bridge-proxy[setup]'\n")
+        "(json5.model not found): pip install 'acp-bridge-proxy[setup]' (in a clone: pip install '.[setup]')\n")
 
 
 def test_the_wrap_dry_run_says_the_entry_it_would_write(zed: Path) -> None:

@@ -20,11 +20,11 @@ from tests.commands.sample_capture import HEADER, NOTE, RECORDS, WALL, invoke, r
 
 def test_show_one_line_per_message(capture: Path, utc: None) -> None:
     assert invoke("show", str(capture)) == [
-        "22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]",
+        "22:13:20.000 -> session/prompt id 1 (s1) 91B->118B [rewrite: system-prompt]",
         "22:13:20.500 <- session/update agent_message_chunk (s1) 121B",
         "22:13:20.600 <- (not JSON-RPC) 4B",
-        "22:13:21.250 <- #1 session/prompt ok 1.25s (s1) 60B",
-        "22:13:22.000 -> session/cancel #2 (s2) 10B",
+        "22:13:21.250 <- session/prompt id 1 ok 1.25s (s1) 60B",
+        "22:13:22.000 -> session/cancel id 2 (s2) 10B",
     ]
 
 
@@ -34,9 +34,9 @@ def test_show_plain_in_a_pipe(capture: Path, utc: None) -> None:
 
 
 @pytest.mark.parametrize(("options", "seqs"), [
-    (["--method", "session/prompt"], ["#1 (s1) 91B", "#1 session/prompt"]),
+    (["--method", "session/prompt"], ["id 1 (s1) 91B", "session/prompt id 1 ok"]),
     (["--session", "s2"], ["session/cancel"]),
-    (["--direction", "to-client"], ["session/update", "(not JSON-RPC)", "#1 session/prompt"]),
+    (["--direction", "to-client"], ["session/update", "(not JSON-RPC)", "session/prompt id 1 ok"]),
     (["--direction", "to-agent", "--method", "session/cancel"], ["session/cancel"]),
 ])
 def test_show_filters(capture: Path, utc: None, options: list[str], seqs: list[str]) -> None:
@@ -80,17 +80,17 @@ def long_sessions(tmp_path: Path) -> Path:
 
 def test_show_shortens_long_session_ids(long_sessions: Path, utc: None) -> None:
     assert invoke("show", str(long_sessions)) == [
-        "22:13:20.000 -> session/prompt #1 (0f3c9a7e…) 3B",
-        "22:13:21.000 -> session/prompt #2 (0f3c9a7e…) 3B",
-        "22:13:22.000 -> session/prompt #3 (0f3c9a7e) 3B",
+        "22:13:20.000 -> session/prompt id 1 (0f3c9a7e…) 3B",
+        "22:13:21.000 -> session/prompt id 2 (0f3c9a7e…) 3B",
+        "22:13:22.000 -> session/prompt id 3 (0f3c9a7e) 3B",
     ]
 
 
 def test_show_session_takes_a_unique_prefix(long_sessions: Path) -> None:
-    assert [line.split()[3] for line in invoke("show", str(long_sessions), "--session", "0f3c9a7e-4")] == ["#1"]
-    assert [line.split()[3] for line in invoke("show", str(long_sessions), "--session", LONG_B)] == ["#2"]
+    assert [line.split()[4] for line in invoke("show", str(long_sessions), "--session", "0f3c9a7e-4")] == ["1"]
+    assert [line.split()[4] for line in invoke("show", str(long_sessions), "--session", LONG_B)] == ["2"]
     # an id that is also the start of others means itself
-    assert [line.split()[3] for line in invoke("show", str(long_sessions), "--session", "0f3c9a7e")] == ["#3"]
+    assert [line.split()[4] for line in invoke("show", str(long_sessions), "--session", "0f3c9a7e")] == ["3"]
 
 
 def test_show_session_prefix_of_several_is_an_error(long_sessions: Path) -> None:
@@ -137,17 +137,17 @@ def test_show_filters_by_update_kind(suggestions: Path, utc: None) -> None:
 
 def test_show_detail_levels(capture: Path, utc: None) -> None:
     two = invoke("show", str(capture), "--detail", "2", "--session", "s1", "--method", "session/prompt")
-    assert two[:3] == ["22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]",
+    assert two[:3] == ["22:13:20.000 -> session/prompt id 1 (s1) 91B->118B [rewrite: system-prompt]",
                        "    {", '      "sessionId": "s1",']
     three = invoke("show", str(capture), "--detail", "3", "--method", "session/prompt")
     assert three == [
-        "22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]",
+        "22:13:20.000 -> session/prompt id 1 (s1) 91B->118B [rewrite: system-prompt]",
         "  before:", "    {", '      "jsonrpc": "2.0",', '      "id": 1,', '      "method": "session/prompt",',
         '      "params": {', '        "sessionId": "s1",', '        "prompt": []', "      }", "    }",
         "  after:", "    {", '      "jsonrpc": "2.0",', '      "id": 1,', '      "method": "session/prompt",',
         '      "params": {', '        "sessionId": "s1",', '        "prompt": [', "          {",
         '            "type": "text",', '            "text": "hi"', "          }", "        ]", "      }", "    }",
-        "22:13:21.250 <- #1 session/prompt ok 1.25s (s1) 60B",
+        "22:13:21.250 <- session/prompt id 1 ok 1.25s (s1) 60B",
         "    {", '      "stopReason": "end_turn"', "    }",
     ]
 
@@ -198,7 +198,7 @@ def test_show_follow_waits_for_the_capture_and_stops_at_its_end(tmp_path: Path) 
             with path.open("wb") as file:
                 file.write(dumps(header) + b"".join(dumps(r) for r in RECORDS[:2]))
                 file.flush()
-                assert proc.stdout.readline() == b"22:13:20.000 -> session/prompt #1 (s1) 91B->118B [rewrite: system-prompt]\n"
+                assert proc.stdout.readline() == b"22:13:20.000 -> session/prompt id 1 (s1) 91B->118B [rewrite: system-prompt]\n"
                 file.write(dumps({"type": "end", "time": WALL + 3, "mono": 3.0, "records": 2}))
             assert proc.wait(timeout=10) == 0
             assert proc.stdout.read() == b"22:13:20.500 <- session/update agent_message_chunk (s1) 121B\n"

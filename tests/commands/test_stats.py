@@ -30,7 +30,7 @@ def test_stats(capture: Path, utc: None) -> None:
         "system-prompt                        rewrite         1",
         "",
         "unanswered requests: 1",
-        "  22:13:22.000 -> session/cancel #2 (s2)",
+        "  22:13:22.000 -> session/cancel id 2 (s2)",
     ]
 
 

@@ -58,10 +58,10 @@ async def test_log_lines_escape_what_the_wire_says_and_the_agent_stderr_passes_a
     said = done.stderr.replace(passthrough, b"")
     assert_inert(said)
     lines = said.decode().splitlines()
-    assert f"acp-bridge: DEBUG: -> pass {SHOWN} #1 (107 bytes)" in lines
+    assert f"acp-bridge: DEBUG: -> pass {SHOWN} id 1 (107 bytes)" in lines
     assert (f"acp-bridge: WARNING: health: update-unknown-session: session/update for {SHOWN}, which was never "
             f"created, loaded or resumed (session {SHOWN})") in lines
-    assert f"acp-bridge: INFO: <- emit response #1 ({SHOWN}) by bridge (0 -> 173 bytes)" in lines
+    assert f"acp-bridge: INFO: <- emit response id 1 ({SHOWN}) by bridge (0 -> 173 bytes)" in lines
 
 
 async def test_log_file_escapes_too(tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ async def test_log_file_escapes_too(tmp_path: Path) -> None:
     done = await run_cli(["run", "-vv", "--log-file", str(log), "--", *agent_cmd("echo")], traffic)
     assert done.returncode == 0
     assert_inert(log.read_bytes())
-    assert f"acp-bridge: DEBUG: -> pass {SHOWN} #1 (71 bytes)\n" in log.read_text()
+    assert f"acp-bridge: DEBUG: -> pass {SHOWN} id 1 (71 bytes)\n" in log.read_text()
 
 
 async def test_show_escapes_methods_sessions_updates_marks_and_bodies(tmp_path: Path) -> None:
@@ -79,10 +79,10 @@ async def test_show_escapes_methods_sessions_updates_marks_and_bodies(tmp_path: 
     assert done.returncode == 0
     assert_inert(done.stdout)
     lines = done.stdout.decode().splitlines()
-    assert f"00:00:01.000 -> {SHOWN} #1 ({SHOWN}) 107B" in lines
+    assert f"00:00:01.000 -> {SHOWN} id 1 ({SHOWN}) 107B" in lines
     assert f"00:00:01.000 <- session/update a\\u009bb ({SHOWN}) 125B" in lines
     assert '        "sessionUpdate": "a\\u009bb"' in lines
-    assert f"00:00:01.000 -> {SHOWN} #2 ({SHOWN}) 80B->10B [rewrite: r\\u001b]" in lines
+    assert f"00:00:01.000 -> {SHOWN} id 2 ({SHOWN}) 80B->10B [rewrite: r\\u001b]" in lines
     assert (f"    !! warning update-unknown-session: session/update for {SHOWN}, which was never created, "
             "loaded or resumed") in lines
 
@@ -105,7 +105,7 @@ async def test_stats_escapes_methods_rules_and_sessions(tmp_path: Path) -> None:
     lines = done.stdout.decode().splitlines()
     assert f"{SHOWN}               to-agent        2        187" in lines
     assert "r\\u001b                              rewrite         1" in lines
-    assert f"  00:00:01.000 -> {SHOWN} #1 ({SHOWN})" in lines
+    assert f"  00:00:01.000 -> {SHOWN} id 1 ({SHOWN})" in lines
 
 
 async def test_check_escapes_its_text_and_its_json_is_json(tmp_path: Path) -> None:
@@ -138,7 +138,7 @@ async def test_replay_rules_escapes_the_differences(tmp_path: Path) -> None:
     done = invoke(["replay", str(capture), "--rules"])
     assert_inert(done.stdout)
     assert done.stdout.decode().splitlines()[0] == (
-        f'#4 -> {SHOWN}: changed {{"/params/s":{{"now":"a\\u009bb"}}}}')
+        f'seq 4 -> {SHOWN}: changed {{"/params/s":{{"now":"a\\u009bb"}}}}')
     as_json = invoke(["replay", str(capture), "--rules", "--json"])
     assert orjson.loads(as_json.stdout)["differences"][0]["method"] == HOSTILE
 
@@ -151,7 +151,7 @@ async def test_replay_reports_escape_what_the_client_sent(tmp_path: Path) -> Non
         assert await replay.finish() == 0
     assert_inert(bytes(replay.err))
     assert (f"acp-bridge replay: divergence: the client sent {SHOWN} (session s\\u009b); the recording "
-            "expected next: initialize #0") in replay.stderr_lines()
+            "expected next: initialize id 0") in replay.stderr_lines()
 
 
 @pytest.mark.parametrize("name", [b"a\x1b[2J", b"\xff"])

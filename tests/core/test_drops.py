@@ -178,7 +178,7 @@ def test_each_rule_that_drops_a_request_is_said_once(caplog: pytest.LogCaptureFi
         for id_ in range(3):
             relay.feed(A, b'{"jsonrpc":"2.0","id":%d,"method":"p"}\n' % id_)
     assert [rec.getMessage() for rec in caplog.records] == [
-        "rule 'drop-all' dropped the client's request p #0; the bridge answered it with an error naming "
+        "rule 'drop-all' dropped the client's request p id 0; the bridge answered it with an error naming "
         "the rule, so that the client does not wait for ever (further ones by this rule are not reported)"]
 
 

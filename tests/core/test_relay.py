@@ -592,7 +592,7 @@ def test_a_rewrite_too_deep_to_write_back_raises_under_strict_and_stays_in_fligh
     relay = Relay([Rename()], strict=True)
     raw = b'{"jsonrpc":"2.0","id":1,"method":"old","params":' + NESTED + b"}\n"
     with pytest.raises(RuleError, match=r"^rule 'rename' failed: Unencodable: what the rules \(rename\) made of "
-                                        r"old #1 cannot be written back: "):
+                                        r"old id 1 cannot be written back: "):
         relay.feed(A, raw)
     assert [p.method for p in relay.session.pending(A)] == ["old"]  # answered as the bridge stops
 
@@ -602,7 +602,7 @@ def test_an_answer_whose_rewrite_cannot_be_written_is_in_flight_again_under_stri
     before it in the same read is (`sent_first`)."""
     relay = Relay([MarkAnswers()], strict=True)
     relay.feed(A, PROMPT + b'{"jsonrpc":"2.0","id":2,"method":"p"}\n')
-    with pytest.raises(RuleError, match=r"made of the answer to p #2 cannot be written back") as raised:
+    with pytest.raises(RuleError, match=r"made of the answer to p id 2 cannot be written back") as raised:
         relay.feed(C, ANSWER + b'{"jsonrpc":"2.0","id":2,"result":' + NESTED + b"}\n")
     assert [fwd.data for fwd in raised.value.sent_first] == [b'{"jsonrpc":"2.0","id":1,"result":{"marked":{}}}\n']
     assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(b"2")]

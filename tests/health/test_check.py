@@ -135,7 +135,7 @@ def test_show_findings_marks_them_under_their_message(captures: dict[str, Path])
         "    !! info legacy-suggestions: the agent sent a legacy suggestion (_meta.promptSuggestions)",
         "    !! info legacy-suggestions: the agent sent a legacy suggestion (_meta.promptSuggestions)",
     ]
-    assert "session/new #1" in lines[marked[0] - 1]
+    assert "session/new id 1" in lines[marked[0] - 1]
     assert "session_info_update" in lines[marked[1] - 1]
 
 

@@ -278,7 +278,8 @@ def test_without_the_extra_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setitem(__import__("sys").modules, "starlette", None)
     result = CliRunner().invoke(main, ["ui", "."])
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr == "acp-bridge: the inspector needs the ui extra: pip install 'acp-bridge-proxy[ui]'\n"
+    assert result.stderr == ("acp-bridge: the inspector needs the ui extra: pip install 'acp-bridge-proxy[ui]' "
+                             "(in a clone: pip install '.[ui]')\n")
 
 
 def test_beyond_loopback_a_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -124,7 +124,7 @@ def test_a_capture_grows_while_a_real_bridge_writes_it(inspector: Inspector, tmp
         send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": 1, "clientInfo": {"name": "browser-test", "version": "9"}}})
         inspector.open("bridge.jsonl")
-        inspector.wait(lambda: "#0 initialize ok" in inspector.rows())
+        inspector.wait(lambda: "initialize id 0 ok" in inspector.rows())
         inspector.wait(lambda: all(text in inspector.listed("bridge.jsonl") for text in
                                    ("LIVE", "browser-test 9", "scripted 1.2")))
         assert "session/new" not in inspector.rows()
@@ -134,7 +134,7 @@ def test_a_capture_grows_while_a_real_bridge_writes_it(inspector: Inspector, tmp
         assert inspector.body("data-visible") == "4"
 
         find = ("var b=[].filter.call(document.querySelectorAll('#list .msg b'),"
-                "function(b){return b.textContent==='session/new #1';})[0];return b&&b.closest('.msg');")
+                "function(b){return b.textContent==='session/new id 1';})[0];return b&&b.closest('.msg');")
         inspector.js(find[:-1] + ".querySelector('.sum').click()")
         summaries = inspector.wait(lambda: inspector.js(
             "return [].map.call(document.querySelectorAll('#pane .tree summary'),function(s){return s.textContent;});"))
@@ -208,7 +208,7 @@ def test_the_detail_pane_keys_and_folded_members(inspector: Inspector) -> None:
     assert pane(inspector) is None
     inspector.js("document.querySelector('#m1 .sum').click()")
     shown = inspector.wait(lambda: pane(inspector))
-    assert shown == {"seq": "1", "title": "session/new #1", "links": ["response: #2 #1 session/new ok 250.0ms"],
+    assert shown == {"seq": "1", "title": "session/new id 1", "links": ["response: seq 2 session/new id 1 ok 250.0ms"],
                      "tree": ["{4}", "params: {1}"], "raw": [new.strip()], "members": []}
     assert inspector.js("return document.body.classList.contains('paned')&&"
                         "document.getElementById('list').getBoundingClientRect().right<="
@@ -216,17 +216,17 @@ def test_the_detail_pane_keys_and_folded_members(inspector: Inspector) -> None:
     assert inspector.js("return document.querySelector('#m1').offsetHeight") < 30  # the row did not open inline
     inspector.js("document.querySelector('#pane .pair a.jump').click()")  # to the answer, and back
     assert inspector.wait(lambda: (pane(inspector) or {}).get("seq") == "2")
-    assert pane(inspector)["links"] == ["request: #1 session/new #1"]
+    assert pane(inspector)["links"] == ["request: seq 1 session/new id 1"]
 
     inspector.js("document.querySelector('#pane button[data-act=raw]').click()")
     assert inspector.body("data-copied") == answer.strip()
     inspector.js("document.querySelector('#pane button[data-act=show]').click()")
     assert inspector.body("data-copied") == ("acp-bridge show pane.jsonl --detail 3 --direction to-client "
-                                             "--method session/new   # #2")
+                                             "--method session/new   # seq 2")
 
     key(inspector, Keys.ESCAPE)
     assert inspector.wait(lambda: pane(inspector) is None)
-    key(inspector, Keys.ARROW_DOWN)  # from #2 to the folded row, selected, the pane still closed
+    key(inspector, Keys.ARROW_DOWN)  # from seq 2 to the folded row, selected, the pane still closed
     assert inspector.wait(lambda: inspector.body("data-sel") == "3") and pane(inspector) is None
     assert inspector.js("return document.querySelector('[aria-selected=true]').id") == "m3"
     key(inspector, Keys.ENTER)
@@ -253,7 +253,7 @@ def test_pause_holds_new_rows_until_resume(inspector: Inspector) -> None:
     with capture.open("ab") as file:
         file.write(message(2) + message(3))
     inspector.wait(lambda: inspector.body("data-held") == "4")  # has them (two turns: 4 rows), and holds them
-    assert inspector.body("data-visible") == "1" and "#3 session/prompt" not in inspector.rows()
+    assert inspector.body("data-visible") == "1" and "session/prompt id 3" not in inspector.rows()
     inspector.js("document.getElementById('pause').click()")
     assert inspector.wait(lambda: inspector.body("data-visible") == "3")
     assert inspector.body("data-paused") == "0"
@@ -327,7 +327,7 @@ def test_a_capture_of_200000_messages(inspector: Inspector) -> None:
     drawn = int(inspector.body("data-drawn") or 0)
     assert 5 < drawn < 100 and inspector.rows().count('class="row ') == drawn
     assert f'<div class="row msg drop open" id="m{seq}"' in inspector.rows()
-    assert f">became #{seq + 1}</a>" in inspector.rows()
+    assert f">became seq {seq + 1}</a>" in inspector.rows()
 
     box = inspector.driver.find_element(By.ID, "q")
     box.send_keys("test_1234.py")

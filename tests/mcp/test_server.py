@@ -179,8 +179,8 @@ def test_diff_captures_says_what_diff_says(conversation: Conversation) -> None:
     lines = answer(conversation, "diff-two").splitlines()
     assert lines[0] == (f"{AIR} and {UNLOCK} differ: 7 missing, 8 extra, 9 changed "
                         "(12 of 19 and 20 messages aligned)")
-    assert lines[1].startswith(f"connection: {AIR}#1 {UNLOCK}#1 -> initialize: /params/clientCapabilities/_meta ")
-    assert lines[2].startswith(f"connection: {AIR}#2 {UNLOCK}#2 <- response initialize: /result/agentInfo/name ")
+    assert lines[1].startswith(f"connection: {AIR} seq 1 / {UNLOCK} seq 1 -> initialize: /params/clientCapabilities/_meta ")
+    assert lines[2].startswith(f"connection: {AIR} seq 2 / {UNLOCK} seq 2 <- response initialize: /result/agentInfo/name ")
     assert lines[3:] == ["(stopped at limit=2 after 2 entries; the rest: diff_captures with offset=2)"]
     ignoring = answer(conversation, "diff-two-ignoring").splitlines()
     assert ignoring[0] == f"{AIR} and {UNLOCK} differ: 7 missing, 8 extra, 0 changed (12 of 19 and 20 messages aligned)"
@@ -211,10 +211,10 @@ def test_find_problems_of_one_capture_or_all_worst_first_with_seq_and_excerpt(co
 
 def test_show_messages_filters_as_show_does(conversation: Conversation) -> None:
     assert answer(conversation, "prompts-air") == "\n".join([
-        "seq 5 03:19:43.380 -> session/prompt #2 (sess_air_1) 155B",
-        "seq 9 03:19:43.380 <- #2 session/prompt ok 0.3ms (sess_air_1) 66B",
-        "seq 12 03:19:43.381 -> session/prompt #3 (sess_air_1) 159B",
-        "seq 17 03:19:43.382 <- #3 session/prompt ok 0.4ms (sess_air_1) 66B"])
+        "seq 5 03:19:43.380 -> session/prompt id 2 (sess_air_1) 155B",
+        "seq 9 03:19:43.380 <- session/prompt id 2 ok 0.3ms (sess_air_1) 66B",
+        "seq 12 03:19:43.381 -> session/prompt id 3 (sess_air_1) 159B",
+        "seq 17 03:19:43.382 <- session/prompt id 3 ok 0.4ms (sess_air_1) 66B"])
     assert answer(conversation, "updates-unlock").splitlines()[:4] == [
         "seq 10 03:19:43.855 <- session/update prompt_suggestions_update (sess_new_1) 200B [bridge: suggestions]",
         "    {",
@@ -223,7 +223,7 @@ def test_show_messages_filters_as_show_does(conversation: Conversation) -> None:
     assert answer(conversation, "updates-unlock").splitlines()[-1] == (
         "(stopped at limit=1 after 1 entries; the rest: show_messages with offset=1)")
     assert answer(conversation, "session-prefix") == "\n".join([  # a session's start, text in any case
-        "seq 5 03:19:44.296 -> session/prompt #2 (sess_v2_1) 149B",
+        "seq 5 03:19:44.296 -> session/prompt id 2 (sess_v2_1) 149B",
         "seq 10 03:19:44.297 <- session/update user_message (sess_v2_1) 213B"])
     assert answer(conversation, "failures-demo") == '(no message of "capture.jsonl" matched; it holds 16)'
 
@@ -232,7 +232,7 @@ def test_show_messages_at_detail_3_gives_before_and_after_with_masked_values_mas
         conversation: Conversation) -> None:
     text = answer(conversation, "rewrites-air")
     assert text.splitlines()[0] == (
-        "seq 3 03:19:43.379 -> session/new #1 204B->251B [rewrite: system-prompt] [redacted]")
+        "seq 3 03:19:43.379 -> session/new id 1 204B->251B [rewrite: system-prompt] [redacted]")
     assert text.count('"value": "<redacted>"') == 2  # before and after
     assert '"append": "Follow the team style guide."' in text  # recorded with include_system_prompt
     assert "s3cret" not in text
@@ -247,7 +247,7 @@ def test_search_is_case_insensitive_across_captures_and_never_finds_what_was_mas
         conversation: Conversation) -> None:
     [hit] = [orjson.loads(line) for line in answer(conversation, "search-token").splitlines()]
     assert hit == {"capture": AIR, "seq": 3,
-                   "summary": "03:19:43.379 -> session/new #1 204B->251B [rewrite: system-prompt] [redacted]",
+                   "summary": "03:19:43.379 -> session/new id 1 204B->251B [rewrite: system-prompt] [redacted]",
                    "excerpt": '…and":"db-mcp","args":[],"env":[{"name":"DB_TOKEN","value":"<redacted>"}]}]}}'}
     assert answer(conversation, "search-secret") == '(no message in 6 captures holds "s3cret")'
     assert answer(conversation, "search-prompt") == f'(no message in 6 captures holds "{DEMO_PROMPT}")'
@@ -264,11 +264,11 @@ def test_every_answer_is_bounded_and_says_how_to_get_the_rest(conversation: Conv
     assert answer(conversation, "big-get-rest") == stored[1_000_000:]
 
     shown = answer(conversation, "big-show").splitlines()
-    assert shown[0] == "seq 1 13:46:40.500 -> session/new #0 (s) 60B"
+    assert shown[0] == "seq 1 13:46:40.500 -> session/new id 0 (s) 60B"
     assert shown[-1] == "(stopped at the answer's size limit after 1 entries; the rest: show_messages with offset=1)"
     rest = answer(conversation, "big-show-rest")
     body, note = rest.rsplit("\n", 1)
-    assert body.startswith(f"seq 2 13:46:40.500 -> session/prompt #1 (s) {BIG_TEXT + 100}B\n")
+    assert body.startswith(f"seq 2 13:46:40.500 -> session/prompt id 1 (s) {BIG_TEXT + 100}B\n")
     assert len(body.encode()) == 1_000_000
     assert note == ("(the entry at offset 1 is cut at 1000000 bytes of text, more than one answer holds; "
                     "get_message gives a message's whole record, piece by piece)")

@@ -125,10 +125,10 @@ def test_a_bad_argument_says_what_is_wrong(tools: Tools, call: object, said: str
 
 def test_a_session_prefix_of_one_session_and_text_in_any_case(tools: Tools) -> None:
     assert tools.show_messages("two.jsonl", session="0f3c9a7e-b") == (
-        "seq 2 22:13:20.450 -> session/prompt #2 (0f3c9a7e-bbbb) 130B")
+        "seq 2 22:13:20.450 -> session/prompt id 2 (0f3c9a7e-bbbb) 130B")
     # casefolded: "STRASSE" finds "Straße"
     assert tools.search("STRASSE ONE") == (
-        '{"capture":"two.jsonl","seq":1,"summary":"22:13:20.350 -> session/prompt #1 (0f3c9a7e-aaaa) 137B",'
+        '{"capture":"two.jsonl","seq":1,"summary":"22:13:20.350 -> session/prompt id 1 (0f3c9a7e-aaaa) 137B",'
         '"excerpt":"{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"method\\":\\"session/prompt\\",\\"params\\":'
         '{\\"sessionId\\":\\"0f3c9a7e-aaaa\\",\\"prompt\\":[{\\"type\\":\\"text\\",\\"text\\":\\"Straße one\\"}]}}"}')
 
@@ -140,14 +140,14 @@ def test_detail_0_shows_only_what_a_rule_failed_on_and_a_withheld_line_stays_wit
                redacted="whole"),
           base(3, "to-client", "other", "other", 0.3, size=3, raw_b64="gP8K"))
     tools = Tools(Catalog([str(tmp_path)]))
-    assert tools.show_messages("c.jsonl", detail=0) == "seq 1 22:13:20.350 -> x #1 3B [error: boom]"
+    assert tools.show_messages("c.jsonl", detail=0) == "seq 1 22:13:20.350 -> x id 1 3B [error: boom]"
     assert tools.show_messages("c.jsonl", methods=["authenticate"], detail=2) == "\n".join([
-        "seq 2 22:13:20.450 -> authenticate #2 90B [redacted: whole line]", f"    {WITHHELD_NOTE}"])
+        "seq 2 22:13:20.450 -> authenticate id 2 90B [redacted: whole line]", f"    {WITHHELD_NOTE}"])
     assert tools.get_message("c.jsonl", 3) == (
         '{"type":"message","seq":3,"time":1700000000.55,"mono":0.3,"direction":"to-client","kind":"other",'
         '"verdict":"other","method":null,"id":null,"session":null,"rules":[],"size":3,"raw_b64":"gP8K"}')
     assert tools.search("redacted") == (
-        '{"capture":"c.jsonl","seq":2,"summary":"22:13:20.450 -> authenticate #2 90B [redacted: whole line]",'
+        '{"capture":"c.jsonl","seq":2,"summary":"22:13:20.450 -> authenticate id 2 90B [redacted: whole line]",'
         '"excerpt":"<redacted>"}')
 
 
@@ -226,11 +226,11 @@ def test_the_notes_of_a_diff_are_bounded_too(tmp_path: Path) -> None:
     tools = Tools(Catalog([str(tmp_path)]), max_text=2000)
     answer = tools.diff_captures("a.jsonl", "b.jsonl", limit=1000)
     lines = answer.splitlines()
-    assert utf8_size("\n".join(lines[:26] + lines[27:35])) <= 2000  # the two notes on what is left out aside
+    assert utf8_size("\n".join(lines[:25] + lines[26:34])) <= 2000  # the two notes on what is left out aside
     assert lines[0] == "a.jsonl and b.jsonl differ: 0 missing, 400 extra, 0 changed (1 of 1 and 401 messages aligned)"
-    assert lines[25:] == [
-        "session 26 turn 1: extra in b.jsonl: b.jsonl#26 -> session/prompt",
-        "(stopped at the answer's size limit after 25 entries; the rest: diff_captures with offset=25)",
+    assert lines[24:] == [
+        "session 25 turn 1: extra in b.jsonl: b.jsonl seq 25 -> session/prompt",
+        "(stopped at the answer's size limit after 24 entries; the rest: diff_captures with offset=24)",
         *(f"session {n} is only in B" for n in range(2, 10)),
         "(and 392 more notes: acp-bridge diff prints them all)"]
 

@@ -87,7 +87,7 @@ def test_without_the_extra_one_line_says_how_to_install_it_and_the_exit_status_i
     done = invoke(["mcp", str(tmp_path)])
     assert (done.returncode, done.stdout) == (2, b"")
     assert done.stderr == (b"acp-bridge: mcp needs the MCP Python SDK, which is not installed (mcp.server not "
-                           b"found): pip install 'acp-bridge-proxy[mcp]'\n")
+                           b"found): pip install 'acp-bridge-proxy[mcp]' (in a clone: pip install '.[mcp]')\n")
 
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -131,7 +131,7 @@ def test_the_client_side_of_a_capture() -> None:
     side = ClientSide.from_records(records)
     assert [(line.seq, line.where, line.before, line.creates) for line in side.lines] == [
         (1, "session 1 setup", 0, "s"), (3, "session 1 turn 1", 1, None), (7, "session 1 turn 1", 2, None)]
-    assert side.withheld == ["#8 authenticate (connection)"]
+    assert side.withheld == ["seq 8 authenticate (connection)"]
     assert side.cwds == ["/w"]
     assert side.answers.answer(read(5, "/w/a"))[0] == {"jsonrpc": "2.0", "id": 5, "result": {"content": "A"}}
 

@@ -64,35 +64,35 @@ CASES = [
     pytest.param(capture(), capture(), DiffOptions(), [], id="same"),
     pytest.param(capture(), capture("other", rid=7), DiffOptions(), [], id="ids-and-session-ids-ignored"),
     pytest.param(capture(), capture("other", rid=7), DiffOptions(strict_ids=True), [
-        "session 1 setup: A#3 B#3 -> session/new: /id 1 -> 7",
-        'session 1 setup: A#4 B#4 <- response session/new: /id 1 -> 7; /result/sessionId "s1" -> "other"',
-        'session 1 turn 1: A#5 B#5 -> session/prompt: /id 2 -> 8; /params/sessionId "s1" -> "other"',
-        'session 1 turn 1: A#6 B#6 <- session/update agent_message_chunk: /params/sessionId "s1" -> "other"',
-        'session 1 turn 1: A#7 B#7 <- session/update tool_call: /params/sessionId "s1" -> "other"; '
+        "session 1 setup: A seq 3 / B seq 3 -> session/new: /id 1 -> 7",
+        'session 1 setup: A seq 4 / B seq 4 <- response session/new: /id 1 -> 7; /result/sessionId "s1" -> "other"',
+        'session 1 turn 1: A seq 5 / B seq 5 -> session/prompt: /id 2 -> 8; /params/sessionId "s1" -> "other"',
+        'session 1 turn 1: A seq 6 / B seq 6 <- session/update agent_message_chunk: /params/sessionId "s1" -> "other"',
+        'session 1 turn 1: A seq 7 / B seq 7 <- session/update tool_call: /params/sessionId "s1" -> "other"; '
         '/params/update/toolCallId "ts1" -> "tother"',
-        "session 1 turn 1: A#8 B#8 <- response session/prompt: /id 2 -> 8",
+        "session 1 turn 1: A seq 8 / B seq 8 <- response session/prompt: /id 2 -> 8",
     ], id="strict-ids"),
     pytest.param(capture(), capture(tool="edit", stop="refusal"), DiffOptions(), [
-        'session 1 turn 1: A#7 B#7 <- session/update tool_call: /params/update/kind "read" -> "edit"',
-        'session 1 turn 1: A#8 B#8 <- response session/prompt: /result/stopReason "end_turn" -> "refusal"',
+        'session 1 turn 1: A seq 7 / B seq 7 <- session/update tool_call: /params/update/kind "read" -> "edit"',
+        'session 1 turn 1: A seq 8 / B seq 8 <- response session/prompt: /result/stopReason "end_turn" -> "refusal"',
     ], id="changed-values"),
     pytest.param(capture(tool="edit"), capture(tool="x"), DiffOptions(ignore=("/params/update/kind",)), [],
                  id="ignored-pointer"),
     pytest.param(capture(), without(capture(), 6), DiffOptions(), [
-        "session 1 turn 1: missing from B: A#6 <- session/update agent_message_chunk",
+        "session 1 turn 1: missing from B: A seq 6 <- session/update agent_message_chunk",
     ], id="missing"),
     pytest.param(without(capture(), 7), capture(), DiffOptions(), [
-        "session 1 turn 1: extra in B: B#7 (before A#8) <- session/update tool_call",
+        "session 1 turn 1: extra in B: B seq 7 (before A seq 8) <- session/update tool_call",
     ], id="extra"),
     pytest.param(capture(second_turn=True), capture(text="yo", second_turn=True), DiffOptions(), [
-        'session 1 turn 1: A#6 B#6 <- session/update agent_message_chunk: /params/update/content/text "hi" -> "yo"',
-        'session 1 turn 2: A#10 B#10 <- session/update agent_message_chunk: /params/update/content/text "hi" -> "yo"',
+        'session 1 turn 1: A seq 6 / B seq 6 <- session/update agent_message_chunk: /params/update/content/text "hi" -> "yo"',
+        'session 1 turn 2: A seq 10 / B seq 10 <- session/update agent_message_chunk: /params/update/content/text "hi" -> "yo"',
     ], id="turns"),
     pytest.param(capture(second_turn=True), capture(), DiffOptions(), [
-        "session 1 turn 2: missing from B: A#9 -> session/prompt",
-        "session 1 turn 2: missing from B: A#10 <- session/update agent_message_chunk",
-        "session 1 turn 2: missing from B: A#11 <- session/update tool_call",
-        "session 1 turn 2: missing from B: A#12 <- response session/prompt",
+        "session 1 turn 2: missing from B: A seq 9 -> session/prompt",
+        "session 1 turn 2: missing from B: A seq 10 <- session/update agent_message_chunk",
+        "session 1 turn 2: missing from B: A seq 11 <- session/update tool_call",
+        "session 1 turn 2: missing from B: A seq 12 <- response session/prompt",
     ], id="a-turn-only-in-A"),
 ]
 
@@ -113,8 +113,8 @@ def test_a_session_only_one_side_has_is_said() -> None:
     result = compare_captures(a, b)
     assert result.notes == ["session 2 is only in B"]
     assert [d.line() for d in result.differences] == [
-        "session 2 setup: extra in B: B#20 -> session/new",
-        "session 2 setup: extra in B: B#21 <- response session/new",
+        "session 2 setup: extra in B: B seq 20 -> session/new",
+        "session 2 setup: extra in B: B seq 21 <- response session/new",
     ]
     assert result.to_json()["counts"] == {"missing": 0, "extra": 2, "changed": 0}
 
@@ -163,7 +163,7 @@ def test_the_json_of_a_difference() -> None:
 
 def test_control_characters_in_values_are_escaped_in_the_lines() -> None:
     result = compare_captures(capture(), capture(text="\x1b]0;pwned\x07"))
-    assert result.lines()[0] == ('session 1 turn 1: A#6 B#6 <- session/update agent_message_chunk: '
+    assert result.lines()[0] == ('session 1 turn 1: A seq 6 / B seq 6 <- session/update agent_message_chunk: '
                                  '/params/update/content/text "hi" -> "\\u001b]0;pwned\\u0007"')
 
 

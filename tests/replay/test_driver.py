@@ -102,7 +102,7 @@ async def test_an_agent_that_leaves_mid_turn_fails_that_turn() -> None:
     report, _ = await play(leaves_mid_turn)
     assert {t.where: t.problems for t in report.turns.values()} == {
         "session 1 setup": [],
-        "session 1 turn 1": ["the agent's output ended before the end of the turn (session/prompt #3)"]}
+        "session 1 turn 1": ["the agent's output ended before the end of the turn (session/prompt seq 3)"]}
 
 
 async def long_lines(stream: trio.abc.HalfCloseableStream, received: list[Any]) -> None:

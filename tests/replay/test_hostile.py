@@ -114,7 +114,7 @@ async def test_a_non_string_session_shows_as_json_in_the_divergence(tmp_path: Pa
     async with serving(basic(tmp_path / "c.jsonl")) as replay:
         got = await replay.ask(rpc(id=9, method="session/load", params={"sessionId": {"a": 1}}))
         assert got["error"]["message"] == ('acp-bridge replay: no recorded session/load (session {"a":1}) left to '
-                                           "answer it with; the recording expected next: initialize #0")
+                                           "answer it with; the recording expected next: initialize id 0")
         await replay.finish()
 
 
@@ -236,7 +236,7 @@ async def test_the_summary_is_the_last_line_even_past_the_report_limit(tmp_path:
         assert await replay.finish() == 0
     lines = replay.stderr_lines()
     assert lines[MAX_LINES - 1:] == [
-        f"{PREFIX}divergence: the client sent m{MAX_LINES - 1}; the recording expected next: session/new #1",
+        f"{PREFIX}divergence: the client sent m{MAX_LINES - 1}; the recording expected next: session/new id 1",
         f"{PREFIX}5 more report line(s) not shown",
         f"{PREFIX}{count} requests had no counterpart in the recording"]
 
@@ -263,7 +263,7 @@ async def test_a_left_out_concurrent_request_does_not_keep_the_prompt_unanswered
         assert await replay.ask(later) == {"jsonrpc": "2.0", "id": "m", "result": {}}
         assert await replay.finish() == 0
     assert replay.stderr_lines() == [
-        f"{PREFIX}the answer to session/prompt #2 (session S1) was recorded after session/set_mode #3 "
+        f"{PREFIX}the answer to session/prompt id 2 (session S1) was recorded after session/set_mode id 3 "
         "(session S1), which the client has not sent: answered without it"]
 
 

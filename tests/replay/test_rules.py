@@ -49,8 +49,8 @@ def test_a_changed_suggestion_conversion_fails_the_golden(monkeypatch: pytest.Mo
     status, out, _ = rerun("v1-new-client-unlock")
     assert status == 1
     assert out.splitlines() == [
-        '#10 <- session/update: changed {"/params/update/suggestions/0/_meta":{"now":{"changed":true}}}',
-        '#18 <- session/update: changed {"/params/update/suggestions/0/_meta":{"now":{"changed":true}}}',
+        'seq 10 <- session/update: changed {"/params/update/suggestions/0/_meta":{"now":{"changed":true}}}',
+        'seq 18 <- session/update: changed {"/params/update/suggestions/0/_meta":{"now":{"changed":true}}}',
         f"acp-bridge replay --rules: {GOLDEN}/v1-new-client-unlock.jsonl: 2 messages differ of 20 compared",
     ]
 
@@ -68,8 +68,8 @@ def test_a_changed_system_prompt_injection_fails_the_golden(monkeypatch: pytest.
     status, out, _ = rerun("v2-resume-spec-dialect")
     assert status == 1
     assert out.splitlines()[:-1] == [
-        '#3 -> session/new: changed {"/params/_meta":{"now":{"injected":1}}}',
-        '#9 -> session/resume: changed {"/params/_meta":{"now":{"injected":1}}}',
+        'seq 3 -> session/new: changed {"/params/_meta":{"now":{"injected":1}}}',
+        'seq 9 -> session/resume: changed {"/params/_meta":{"now":{"injected":1}}}',
     ]
 
 
@@ -108,10 +108,10 @@ def test_a_removed_withdrawal_is_reported_as_no_longer_emitted() -> None:
     lines = out.splitlines()
     assert status == 1
     assert [line.split(":")[0] for line in lines[:-1]] == [
-        "#1 -> initialize",  # no AIR marker added
-        "#9 <- session/update", "#10 <- session/update",  # the legacy form passed on, not converted
-        "#13 <- session/update",  # no withdrawal
-        "#17 <- session/update", "#18 <- session/update"]
+        "seq 1 -> initialize",  # no AIR marker added
+        "seq 9 <- session/update", "seq 10 <- session/update",  # the legacy form passed on, not converted
+        "seq 13 <- session/update",  # no withdrawal
+        "seq 17 <- session/update", "seq 18 <- session/update"]
     assert sum(" no longer emitted " in line for line in lines) == 3  # two conversions, one withdrawal
     assert lines[-1].endswith("6 messages differ of 20 compared")
 
@@ -170,12 +170,12 @@ def test_a_failing_rule_fails_open_and_with_strict_stops(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(system_prompt, "inject_setup", broken)
     status, out, err = rerun("v2-resume-spec-dialect")
-    assert status == 1 and out.splitlines()[0].startswith('#3 -> session/new: changed {"/params/systemPrompt":{"was":')
+    assert status == 1 and out.splitlines()[0].startswith('seq 3 -> session/new: changed {"/params/systemPrompt":{"was":')
     assert err == (f"acp-bridge replay --rules: {GOLDEN}/v2-resume-spec-dialect.jsonl: rule 'system-prompt' failed "
-                   "on 4 messages, first on record #3: RuntimeError: boom\n")
+                   "on 4 messages, first on seq 3: RuntimeError: boom\n")
     status, out, _ = rerun("v2-resume-spec-dialect", "--json")
     assert (status, json.loads(out)["failures"]) == (
         1, [{"rule": "system-prompt", "count": 4, "seq": 3, "error": "RuntimeError: boom"}])
     status, out, err = rerun("v2-resume-spec-dialect", "--strict")
     assert (status, out) == (1, "")
-    assert err.endswith("v2-resume-spec-dialect.jsonl: rule 'system-prompt' failed on the line of record #3: RuntimeError: boom\n")
+    assert err.endswith("v2-resume-spec-dialect.jsonl: rule 'system-prompt' failed on the line recorded as seq 3: RuntimeError: boom\n")

@@ -117,7 +117,7 @@ async def unlock_replay(request: pytest.FixtureRequest) -> AsyncIterator[Replay]
 
 
 EXPECTED_NEW = ("acp-bridge replay: no recorded session/load (session sess_new_1) left to answer it with; "
-                "the recording expected next: session/new #1")
+                "the recording expected next: session/new id 1")
 
 
 async def test_a_request_with_no_recorded_counterpart_gets_an_error_naming_what_was_expected(
@@ -140,7 +140,7 @@ async def test_a_request_with_no_recorded_counterpart_gets_an_error_naming_what_
         await unlock_replay.stderr_ended.wait()
     assert unlock_replay.stderr_lines() == [
         "acp-bridge replay: divergence: the client sent session/load (session sess_new_1); "
-        "the recording expected next: session/new #1",
+        "the recording expected next: session/new id 1",
         "acp-bridge replay: 2 requests had no counterpart in the recording",
     ]
 
@@ -168,7 +168,7 @@ async def test_strict_ends_the_replay_at_the_first_divergence(unlock_replay: Rep
         await session.ask(INIT)
         answer = await session.ask({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
                                     "params": {"sessionId": "s"}})
-        assert answer["error"]["message"].endswith("the recording expected next: session/new #1")
+        assert answer["error"]["message"].endswith("the recording expected next: session/new id 1")
         assert await unlock_replay.proc.wait() == 1
 
 
@@ -283,7 +283,7 @@ async def test_a_capture_without_its_end_record_replays_up_to_its_last_record(tm
         answer = await session.ask({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
                                     "params": {"sessionId": "sess_new_1", "prompt": []}})
         assert answer["error"]["message"] == ("acp-bridge replay: the recording ends before the agent "
-                                              "answered this request (session/prompt #2 (session sess_new_1))")
+                                              "answered this request (session/prompt id 2 (session sess_new_1))")
         assert await proc.finish() == 0
 
 

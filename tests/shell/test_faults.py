@@ -98,7 +98,7 @@ async def test_verbose_logs_what_the_rules_did(tmp_path: Path) -> None:
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": 1, "clientCapabilities": {"_meta": {"jetbrains": {"air": {}}}}}}
     result = await run_cli_in_process(["run", "-c", str(config), "--", *agent_cmd("answer")], line(init))
-    assert b"acp-bridge: INFO: -> rewrite initialize #0 by suggestions" in result.stderr
+    assert b"acp-bridge: INFO: -> rewrite initialize id 0 by suggestions" in result.stderr
 
 
 STEADY = 0.5  # seconds a blocked write must stay blocked to count as held back

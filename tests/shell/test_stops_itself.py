@@ -115,13 +115,13 @@ async def test_an_unwritable_rule_result_stops_the_bridge_under_strict(tmp_path:
     async with running(args, spec_agent(tmp_path), tmp_path) as client:
         await client.call(V1_INIT)
         await send_deep_new(client)
-    why = ("rule 'system-prompt' failed: Unencodable: what the rules (system-prompt) made of session/new #1 "
+    why = ("rule 'system-prompt' failed: Unencodable: what the rules (system-prompt) made of session/new id 1 "
            "cannot be written back: Recursion limit reached (strict is set)")
     assert (client.returncode, client.rest) == (1, stopped(why, 1))
     assert received(tmp_path) == [V1_INIT]
     assert client.stderr.decode().splitlines()[-1] == (
         "acp-bridge: rule 'system-prompt' failed: Unencodable: what the rules (system-prompt) made of "
-        "session/new #1 cannot be written back: Recursion limit reached")
+        "session/new id 1 cannot be written back: Recursion limit reached")
 
 
 async def test_replay_rules_strict_stops_on_an_unwritable_rule_result(tmp_path: Path) -> None:
@@ -139,12 +139,12 @@ async def test_replay_rules_strict_stops_on_an_unwritable_rule_result(tmp_path: 
                                                    f"differ of 4 compared\n".encode())
     assert loose.stderr.decode().splitlines()[-1] == (
         f"acp-bridge replay --rules: {capture}: the rules could not change a message on 1 message, first on "
-        "record #3: cannot re-encode: nested deeper than can be written back")
+        "seq 3: cannot re-encode: nested deeper than can be written back")
     strict = invoke(["replay", str(capture), "--rules", "--system-prompt", TEXT, "--strict"])
     assert (strict.returncode, strict.stdout) == (1, b"")
     assert strict.stderr.decode().splitlines() == [
-        f"acp-bridge: {capture}: rule 'system-prompt' failed on the line of record #3: Unencodable: what the rules "
-        "(system-prompt) made of session/new #1 cannot be written back: Recursion limit reached"]
+        f"acp-bridge: {capture}: rule 'system-prompt' failed on the line recorded as seq 3: Unencodable: what the rules "
+        "(system-prompt) made of session/new id 1 cannot be written back: Recursion limit reached"]
 
 
 # -- where the capture went ------------------------------------------------------------------------------

@@ -193,7 +193,7 @@ ABSURD: list[float] = [1e300, -1e300, -1.0, 10**19, 2**63 // 10**9 + 1, -(2**63)
 
 
 def test_a_record_time_no_span_can_carry_is_left_out_with_a_notice(tmp_path: Path) -> None:
-    """A capture edited by hand: messages #3 to #8 and the end record, each at one of the
+    """A capture edited by hand: messages 3 to 8 and the end record, each at one of the
     absurd times. Each such record is left out, said once; the spans are those of the
     capture without them."""
     records = _golden_records()
@@ -212,5 +212,5 @@ def test_a_record_time_no_span_can_carry_is_left_out_with_a_notice(tmp_path: Pat
 
     assert (done.returncode, done.stderr) == (0, (
         f"acp-bridge: {capture}: 7 record(s) with a time no span can carry (before 1970 or after 2262) were left "
-        f"out (the first: #3)\nacp-bridge: {capture}: sent {count} spans to {endpoint}\n"))
+        f"out (the first: seq 3)\nacp-bridge: {capture}: sent {count} spans to {endpoint}\n"))
     assert spans == expected and int(count) > 0

@@ -30,7 +30,7 @@ from acp_bridge.commands import main
 main()
 """
 HINT = ("acp-bridge: telemetry needs the OpenTelemetry SDK, which is not installed "
-        "(opentelemetry.sdk.trace not found): pip install 'acp-bridge-proxy[otel]'\n")
+        "(opentelemetry.sdk.trace not found): pip install 'acp-bridge-proxy[otel]' (in a clone: pip install '.[otel]')\n")
 
 
 def without_extra(*args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:

@@ -140,11 +140,11 @@ function lane(r){
   }).join('')+'</span>';
 }
 function jump(j,text){return '<a class="jump" data-go="'+j+'">'+esc(text)+'</a>';}
-function seqOf(j){var r=rows[j];return '#'+r.s;}
+function seqOf(j){var r=rows[j];return 'seq '+r.s;}
 
 function summaryLine(i){
   var r=rows[i], links='';
-  if(r.q!==undefined)links+=' '+jump(r.q,'↩ request '+seqOf(r.q));
+  if(r.q!==undefined)links+=' '+jump(r.q,'↩ '+seqOf(r.q)+' ('+rows[r.q].l+')');
   if(resp[i]>=0){var a=rows[resp[i]];links+=' '+jump(resp[i],'→ answered '+(a.lat!==undefined?'in '+secs(a.lat):seqOf(resp[i])));}
   if(r.f!==undefined)links+=' '+jump(r.f,(rows[r.f].v==='drop'?'in place of ':'on ')+seqOf(r.f));
   (became[i]||[]).forEach(function(j){links+=' '+jump(j,'became '+seqOf(j));});
@@ -271,7 +271,7 @@ function terms(){
   });
   return f;
 }
-function methodOf(r){var l=r.l.split(' ');return r.k==='response'?(l[1]||''):l[0];}
+function methodOf(r){return r.l.split(' ')[0];}
 function keep(j,f){
   var r=rows[j];
   if(f.dir&&r.d!==f.dir)return false;
@@ -359,7 +359,7 @@ function sent(r){return r.v==='emit'?(r.o||''):(r.o!==undefined&&r.o!==null?r.o:
 function detail(i){
   var r=rows[i], h=[], links=[];
   h.push('<div class="ph"><b>'+esc(r.l)+'</b><button class="x" data-act="close" title="close (Esc)">✕</button></div>');
-  h.push('<p class="meta">#'+esc(r.s)+(r.s2!==undefined?'–#'+esc(r.s2):'')+' · '+when(i,true)+' · '+whereTo(r)+
+  h.push('<p class="meta">seq '+esc(r.s)+(r.s2!==undefined?'–'+esc(r.s2):'')+' · '+when(i,true)+' · '+whereTo(r)+
     (r.v==='emit'?' (written by the bridge)':'')+' · '+esc(r.k)+' · '+esc(r.v)+' · '+esc(r.z)+(r.ss?' · session '+esc(r.ss):'')+'</p>');
   h.push('<p class="acts"><button data-act="json">copy JSON</button> <button data-act="raw">copy raw line</button>'+
     ' <button data-act="show">copy show command</button></p>');
@@ -383,7 +383,7 @@ function detail(i){
 var MEMBERS=2000;
 function folded(i){
   var r=rows[i], h='<h4>'+r.n+' messages folded into this row</h4>';
-  if(!loader)return h+'<p class="more">#'+r.s+' to #'+r.s2+': the exported page keeps their text joined; '+
+  if(!loader)return h+'<p class="more">seq '+r.s+' to '+r.s2+': the exported page keeps their text joined; '+
     '`acp-bridge show` or the inspector lists each.</p><pre class="rawline">'+esc(r.b)+'</pre>';
   if(kept.row!==i||kept.n!==r.n){
     kept={row:i,n:r.n,records:null};
@@ -398,7 +398,7 @@ function folded(i){
     var raw=typeof rec.raw==='string'?rec.raw.replace(/\r?\n$/,''):'', text='';
     try{text=JSON.parse(raw).params.update.content.text;}catch(e){} if(typeof text!=='string')text='';
     out.push('<div class="member" data-k="'+k+'"><span class="t"'+(typeof rec.time==='number'?' title="'+iso(rec.time)+'"':'')+'>'+
-      (typeof rec.time==='number'?clock(new Date(rec.time*1000)):'')+'</span> <span class="sq">#'+esc(rec.seq)+'</span> '+
+      (typeof rec.time==='number'?clock(new Date(rec.time*1000)):'')+'</span> <span class="sq">seq '+esc(rec.seq)+'</span> '+
       '<span class="pv">'+esc(text)+'</span><pre class="rawline" hidden>'+esc(raw||'(not text)')+'</pre></div>');
   });
   if(r.n>kept.records.length)out.push('<p class="more">… '+(r.n-kept.records.length)+' more</p>');
@@ -410,7 +410,7 @@ function showCommand(r){
   var m=methodOf(r), c='acp-bridge show '+q+' --detail 3 --direction '+(r.d==='a'?'to-agent':'to-client');
   if(m&&/^[\w\/.-]+$/.test(m))c+=' --method '+m;
   if(r.u&&/^\w+$/.test(r.u))c+=' --update '+r.u;
-  return c+'   # #'+r.s;
+  return c+'   # seq '+r.s;
 }
 function copy(text){  // the clipboard, or (a file:// page may not have it) a selected text area
   document.body.setAttribute('data-copied',text);
