@@ -103,8 +103,8 @@ class Rule:
     notification must contain for `notification` to be called with it (or a `\\u` escape,
     which could spell them); the relay skips parsing lines that no rule's triggers are in.
     Requests and responses are always parsed. A subclass that overrides `notification` must
-    declare its triggers (or `EVERY_LINE`): without them it would never be called, so
-    defining one is a `TypeError`.
+    declare its triggers (or `EVERY_LINE`), or decorate it with a `Match`, whose triggers
+    it then takes: without them it would never be called, so defining one is a `TypeError`.
     """
 
     name = "Rule"
@@ -115,9 +115,12 @@ class Rule:
         if "name" not in cls.__dict__:
             cls.name = cls.__name__
         if cls.notification is not Rule.notification and not cls.triggers:
-            raise TypeError(
-                f"{cls.__name__} overrides notification() but declares no triggers: name the "
-                "bytes a notification it acts on must contain, or use EVERY_LINE")
+            # A notification hook decorated with a `Match` brings the match's triggers.
+            cls.triggers = getattr(cls.notification, "triggers", ())
+            if not cls.triggers:
+                raise TypeError(
+                    f"{cls.__name__} overrides notification() but declares no triggers: name the "
+                    "bytes a notification it acts on must contain, or use EVERY_LINE")
 
     def request(self, frame: Frame, session: Session) -> Outcome:
         return PASS
