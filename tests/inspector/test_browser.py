@@ -23,7 +23,7 @@ import pytest
 from bench.big_capture import write_capture
 from tests.browser import CHROMIUM, DRIVER, Browser, needs_browser
 from tests.conftest import ROOT, SCRIPTED_AGENT
-from tests.inspector.test_api import chunk, header, message
+from tests.inspector.test_app import chunk, header, message
 
 pytestmark = needs_browser("the inspector")
 

@@ -38,7 +38,7 @@ def relay(**table: Any) -> Relay:
 
 def out(table: dict[str, Any], direction: Direction, line: bytes) -> tuple[Verdict, Any]:
     fwd, *answer = relay(**table).feed(direction, line)
-    if answer:  # a dropped request: its sender is answered (tests/core/test_drops.py)
+    if answer:  # a dropped request: its sender is answered (tests/core/test_answers.py)
         assert (fwd.verdict, [f.verdict for f in answer]) == (Verdict.DROP, [Verdict.EMIT])
     if fwd.verdict is Verdict.PASS:
         assert fwd.data is line  # untouched: the very bytes
