@@ -9,7 +9,6 @@ the SDK agent."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -23,30 +22,14 @@ from click.testing import CliRunner
 
 from acp_bridge.commands import main
 from tests.cli_helpers import run_cli_in_process
-from tests.commands.test_run_suggestions import Client
+from tests.commands.helpers import ANSWERS, INIT, PROMPT, SID, Client, line, script
 from tests.conftest import ROOT, SCRIPTED_AGENT, TESTS, invoke, run_cli
 
-SID = "s"
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
-PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": SID, "prompt": []}}
 USAGE = {"jsonrpc": "2.0", "method": "session/update",
          "params": {"sessionId": SID, "update": {"sessionUpdate": "usage_update", "used": 53000, "size": 200000}}}
 CHUNK = {"jsonrpc": "2.0", "method": "session/update",
          "params": {"sessionId": SID, "update": {"sessionUpdate": "agent_message_chunk",
                                                  "content": {"type": "text", "text": "hi"}}}}
-ANSWERS = [{"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}},
-           {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}]
-
-
-def line(msg: dict[str, Any]) -> bytes:
-    return json.dumps(msg).encode() + b"\n"  # as the scripted agent writes it
-
-
-def script(tmp_path: Path, on_prompt: list[dict[str, Any]]) -> Path:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps({"on": {"initialize": [{"respond": ANSWERS[0]["result"]}],
-                                       "session/prompt": on_prompt}}))
-    return path
 
 
 async def bridge(tmp_path: Path, *options: str, on_prompt: list[dict[str, Any]], process: bool = False) -> Any:

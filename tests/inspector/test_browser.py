@@ -23,7 +23,7 @@ import pytest
 from bench.big_capture import write_capture
 from tests.browser import CHROMIUM, DRIVER, Browser, needs_browser
 from tests.conftest import ROOT, SCRIPTED_AGENT
-from tests.inspector.test_app import chunk, header, message
+from tests.inspector.helpers import chunk, header, message
 
 pytestmark = needs_browser("the inspector")
 
@@ -176,7 +176,7 @@ def test_chunks_fold_into_one_row_that_grows_and_a_filter(inspector: Inspector) 
 def test_a_rewritten_session_and_its_reports(inspector: Inspector, tmp_path: Path) -> None:
     """A capture with rewrites and findings: the latency table of `stats`, the findings and
     verdict of `check`, the rewrite open before/after (the screenshot of docs/inspector.md)."""
-    from tests.capture.test_html import sample_capture
+    from tests.capture.sample_session import sample_capture
 
     sample_capture(inspector.folder / "session.jsonl")
     inspector.open("session.jsonl")
