@@ -10,6 +10,7 @@ is still a dependency. Only `commands` imports click.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,21 @@ def test_only_the_commands_import_click() -> None:
                 users.add(module)
     assert users
     assert {m for m in users if part_of(m) != "acp_bridge.commands"} == set()
+
+
+def test_no_test_module_imports_another() -> None:
+    """What test files share is in a helper module of their folder (CONTRIBUTING.md): a test
+    module imported by another is collected twice over and drags its tests' imports along."""
+    importers = {}
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            found = [n for n in names if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")]
+            if found:
+                importers[str(path.relative_to(Path(__file__).parent))] = found
+    assert importers == {}
