@@ -97,7 +97,8 @@ class Match:
 
     `triggers`: the bytes a matching notification contains; a rule whose `notification` is
     decorated takes them as its own when it names none. Raises ValueError for a direction
-    it does not know or a `where` key that is no JSON pointer.
+    it does not know, a method or update kind that is no string, or a `where` key that is no
+    JSON pointer.
     """
 
     __slots__ = ("_where", "directions", "method", "triggers", "update", "where")
@@ -106,10 +107,13 @@ class Match:
                  update: str | None = None, where: Mapping[str, Any] | None = None) -> None:
         if isinstance(direction, Direction):
             self.directions = frozenset({direction})
-        elif direction in DIRECTIONS:
+        elif isinstance(direction, str) and direction in DIRECTIONS:
             self.directions = DIRECTIONS[direction]
         else:
             raise ValueError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)} or a Direction")
+        for key, text in (("method", method), ("update", update)):
+            if text is not None and not isinstance(text, str):
+                raise ValueError(f"{key} {text!r} is not a string")
         self.method = method
         self.update = update
         self._where = dict(where or {})  # as given, for repr

@@ -203,6 +203,9 @@ def test_a_match_s_triggers_and_repr(conditions: dict[str, Any], triggers: tuple
 
 @pytest.mark.parametrize(("conditions", "error"), [
     ({"direction": "to-editor"}, "direction 'to-editor' is not one of to-client, to-agent, both or a Direction"),
+    ({"direction": ["to-client"]}, "direction ['to-client'] is not one of to-client, to-agent, both or a Direction"),
+    ({"update": 5}, "update 5 is not a string"),
+    ({"method": b"session/update"}, "method b'session/update' is not a string"),
     ({"where": {"params/x": 1}}, "'params/x' is not a JSON pointer (RFC 6901: starts with /)"),
 ])
 def test_a_match_that_cannot_be_is_refused_when_made(conditions: dict[str, Any], error: str) -> None:
