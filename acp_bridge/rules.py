@@ -2,15 +2,12 @@
 files`) or a package (entry-point group `acp_bridge.rules`) imports. docs/rules.md is its
 guide.
 
-    from acp_bridge.rules import DROP, PASS, Direction, Message, Rule, SessionFacts
+    from acp_bridge.rules import DROP, Match, Rule
 
     class NoUsageUpdates(Rule):
-        triggers = (b'"usage_update"',)
-
-        def notification(self, msg: Message, session: SessionFacts):
-            if msg.direction is Direction.TO_CLIENT and msg.params["update"]["sessionUpdate"] == "usage_update":
-                return DROP
-            return PASS
+        @Match(direction="to-client", update="usage_update")
+        def notification(self, msg, session):
+            return DROP
 
     rules = [NoUsageUpdates()]
 
@@ -27,12 +24,13 @@ from acp_bridge.core.messages import Direction, Kind
 from acp_bridge.core.messages import Frame as Message
 from acp_bridge.core.pointer import MISSING, PointerError, get_pointer, json_equal, remove_pointer, set_pointer
 from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rule, SessionFacts
+from acp_bridge.core.rewrites.table import Match
 from acp_bridge.core.session import Pending
 
 API_VERSION = 1
 
 __all__ = [
-    "API_VERSION", "DROP", "EVERY_LINE", "MISSING", "PASS", "Direction", "Emit", "Kind", "Message", "Outcome",
+    "API_VERSION", "DROP", "EVERY_LINE", "MISSING", "PASS", "Direction", "Emit", "Kind", "Match", "Message", "Outcome",
     "Pending", "PointerError", "Replace", "Rule", "SessionFacts", "get_pointer", "json_equal", "remove_pointer",
     "set_pointer",
 ]

@@ -36,12 +36,9 @@ pytest_plugins = ("tests.browser",)  # the one headless browser of the suite, it
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
 
-# Workers for the README's plain `pytest` on the 2-core machines CI and we run on: one more
-# than the cores, since many tests wait (a browser drawing, a long poll, an agent's grace).
-# Measured on one checkout, the whole suite (2,193 tests), each pair alternated: 69 s and 72 s
-# with 3 workers against 81 s and 92 s with 2; 82 s and 73 s with 3 against 78 s and 95 s
-# with 4 (this machine's speed varies by a third from run to run).
-WORKERS = 3
+# How many xdist workers a plain `pytest` runs on is set in tests/workers.py, a plugin
+# loaded before this file (pyproject.toml's addopts), so that pytest-cov sees it; how the
+# tests are handed out to them is set here.
 
 # Modules whose tests take seconds each start first, so that none of them is what the
 # other workers wait for at the end (xdist hands tests out in collection order).
@@ -70,25 +67,6 @@ GROUPS = {
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))  # stable: the rest keep their order
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> None:
-    """Run on `WORKERS` pytest-xdist workers unless told otherwise: `-n N` picks the number,
-    and `-n 0` or `-p no:xdist` runs in one process (for `--pdb`, `-s`, a debugger). Set here
-    rather than in addopts, which would make `-p no:xdist` an error about an unknown `-n`.
-
-    `--dist loadgroup`: a test runs on whichever worker is free, but the tests of one of the
-    `GROUPS` run on one worker, so that what they share is made once, not once a worker.
-    (A worker runs this hook too, with `workerinput` set: it must not start workers.)"""
-    # `getoption`: with `-p no:debugging` there is no --pdb, so no `usepdb`
-    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput") \
-            or config.getoption("usepdb", False):
-        return
-    if config.option.numprocesses is None:
-        config.option.numprocesses = WORKERS
-    if config.option.numprocesses and config.option.dist == "no":  # `-n N` groups too
-        config.option.dist = "loadgroup"
 
 
 # A shell that starts the suite as a background job (`pytest &` in a script) has it ignore

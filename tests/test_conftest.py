@@ -1,4 +1,5 @@
-"""The suite's own start-up (tests/conftest.py): how many xdist workers it asks for, and when."""
+"""The suite's own start-up (tests/workers.py, tests/conftest.py): how many xdist workers it
+asks for, and when, and how it hands them out."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests import conftest
+from tests import conftest, workers
 
 
 class _Plugins:
@@ -19,6 +20,12 @@ class _Plugins:
         return name == "xdist" and self.xdist
 
 
+@pytest.fixture(autouse=True)
+def _not_in_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests run in an xdist worker themselves: its environment says so."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
 def _config(*, xdist: bool = True, **option: Any) -> Any:
     """A stand-in for pytest.Config: only the options the plugins that are loaded define."""
     namespace = argparse.Namespace(**option)
@@ -27,30 +34,40 @@ def _config(*, xdist: bool = True, **option: Any) -> Any:
 
 
 @pytest.mark.parametrize(("option", "expected"), [
-    pytest.param({"numprocesses": None, "dist": "no", "usepdb": False}, (conftest.WORKERS, "loadgroup"), id="plain"),
+    pytest.param({"numprocesses": None, "dist": "no", "usepdb": False}, (workers.WORKERS, "loadgroup"), id="plain"),
     pytest.param({"numprocesses": 0, "dist": "no", "usepdb": False}, (0, "no"), id="-n0"),
     pytest.param({"numprocesses": 2, "dist": "no", "usepdb": False}, (2, "loadgroup"), id="-n2"),
     pytest.param({"numprocesses": "auto", "dist": "no", "usepdb": False}, ("auto", "loadgroup"), id="-nauto"),
     pytest.param({"numprocesses": 2, "dist": "load", "usepdb": False}, (2, "load"), id="-n2-dist-load"),
     pytest.param({"numprocesses": None, "dist": "no", "usepdb": True}, (None, "no"), id="--pdb"),
     pytest.param({"numprocesses": 0, "dist": "no"}, (0, "no"), id="-n0-p-no:debugging"),
-    pytest.param({"numprocesses": None, "dist": "no"}, (conftest.WORKERS, "loadgroup"), id="-p-no:debugging"),
+    pytest.param({"numprocesses": None, "dist": "no"}, (workers.WORKERS, "loadgroup"), id="-p-no:debugging"),
 ])
 def test_the_workers_the_suite_asks_for(option: dict[str, Any], expected: tuple[Any, str]) -> None:
-    """`-p no:debugging` leaves no `--pdb` option (no `usepdb`): the suite still starts."""
+    """`-p no:debugging` leaves no `--pdb` option (no `usepdb`): the suite still starts. The
+    same in the options read before the conftests (what pytest-cov reads) as in the run's."""
     config = _config(**option)
-    conftest.pytest_cmdline_main(config)
+    config.known_args_namespace = argparse.Namespace(**option)
+    next(workers.pytest_cmdline_main(config))  # before xdist's own
     assert (config.option.numprocesses, config.option.dist) == expected
+    early = workers.pytest_load_initial_conftests(config)
+    next(early)  # before every other plugin's
+    assert (config.known_args_namespace.numprocesses, config.known_args_namespace.dist) == expected
 
 
-def test_without_xdist_or_in_a_worker_nothing_is_asked() -> None:
+def test_without_xdist_or_in_a_worker_nothing_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     config = _config(xdist=False, usepdb=False)
-    conftest.pytest_cmdline_main(config)
+    next(workers.pytest_cmdline_main(config))
     assert vars(config.option) == {"usepdb": False}
     worker = _config(numprocesses=None, dist="no", usepdb=False)
     worker.workerinput = {}
-    conftest.pytest_cmdline_main(worker)
+    next(workers.pytest_cmdline_main(worker))
     assert (worker.option.numprocesses, worker.option.dist) == (None, "no")
+    # Before its config is made, a worker is known by its environment only.
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    early = _config(numprocesses=None, dist="no", usepdb=False)
+    workers.ask_for_workers(early, early.option)
+    assert (early.option.numprocesses, early.option.dist) == (None, "no")
 
 
 def test_the_scheduler_hands_a_group_to_one_worker_as_one_unit(pytestconfig: pytest.Config,

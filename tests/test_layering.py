@@ -10,15 +10,12 @@ is still a dependency. Only `commands` imports click.
 from __future__ import annotations
 
 import ast
-import functools
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import acp_bridge
+from tests.import_graph import MODULES, graph
 
-PACKAGE = Path(acp_bridge.__file__).parent
 # A leaf imports nothing of the package but other leaves; every part may import a leaf.
 LEAVES = frozenset({"acp_bridge", "acp_bridge.errors", "acp_bridge.extras", "acp_bridge.config", "acp_bridge.config.model"})
 RANK = {
@@ -30,49 +27,6 @@ RANK = {
     "acp_bridge.commands": 6,
     "acp_bridge.__main__": 7,
 }
-
-
-def modules() -> dict[str, Path]:
-    found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = ["acp_bridge", *path.relative_to(PACKAGE).with_suffix("").parts]
-        if parts[-1] == "__init__":
-            parts.pop()
-        found[".".join(parts)] = path
-    return found
-
-
-MODULES = modules()
-
-
-def _resolve(name: str) -> str | None:
-    while name not in MODULES:
-        if "." not in name:
-            return None
-        name = name.rsplit(".", 1)[0]
-    return name
-
-
-def imports_of(path: Path) -> Iterator[str]:
-    """The package's modules that `path` imports, anywhere in it."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
-            names = [f"{node.module}.{a.name}" for a in node.names]
-        else:
-            continue
-        for name in names:
-            target = _resolve(name)
-            if target is not None:
-                yield target
-
-
-@functools.cache
-def graph() -> dict[str, set[str]]:
-    """Each module's imports of the package (parsed when a test first asks, not at
-    collection: every xdist worker collects this module)."""
-    return {name: set(imports_of(path)) - {name} for name, path in MODULES.items()}
 
 
 def part_of(module: str) -> str:
@@ -169,3 +123,21 @@ def test_only_the_commands_import_click() -> None:
                 users.add(module)
     assert users
     assert {m for m in users if part_of(m) != "acp_bridge.commands"} == set()
+
+
+def test_no_test_module_imports_another() -> None:
+    """What test files share is in a helper module of their folder (CONTRIBUTING.md): a test
+    module imported by another is collected twice over and drags its tests' imports along."""
+    importers = {}
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            found = [n for n in names if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")]
+            if found:
+                importers[str(path.relative_to(Path(__file__).parent))] = found
+    assert importers == {}

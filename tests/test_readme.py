@@ -34,9 +34,16 @@ def test_contributing_says_how_to_get_the_tests_a_fresh_machine_skips() -> None:
         assert needed in CI and needed in CONTRIBUTING, needed
     assert ".schemas/package/schema/" in CONTRIBUTING
     assert '".schemas" / "package" / "schema"' in (ROOT / "tests" / "core" / "test_schema.py").read_text(encoding="utf-8")
-    for command in (".venv/bin/ruff check .", ".venv/bin/python -m mypy", ".venv/bin/python -m bench"):
+    for command in (".venv/bin/ruff check .", ".venv/bin/python -m mypy", ".venv/bin/python -m bench",
+                    ".venv/bin/python -m pytest -q --cov=acp_bridge"):
         assert command in CONTRIBUTING, command
     assert ".venv/bin/ruff check ." in CI and ".venv/bin/python -m mypy" in CI
+    assert '"pytest-cov' in _extra("test")  # the coverage command works on a fresh machine
+
+
+def _extra(name: str) -> str:
+    """One optional-dependency list of pyproject.toml, as written."""
+    return (ROOT / "pyproject.toml").read_text(encoding="utf-8").split(f"\n{name} = [\n", 1)[1].split("\n]", 1)[0]
 
 
 def test_readme_says_how_to_install_for_an_editor() -> None:

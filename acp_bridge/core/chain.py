@@ -49,8 +49,8 @@ class RuleError(BridgeError):
 
 
 def not_an_outcome(result: object) -> TypeError | None:
-    """Why a hook's return value is no outcome, or None when it is one (PASS is checked
-    before: this runs only for what a rule changes)."""
+    """Why a hook's return value is no outcome, or None when it is one (PASS and None, which
+    passes too, are checked before: this runs only for what a rule changes)."""
     if not isinstance(result, Replace):
         return TypeError(f"returned {result!r:.80}, not an outcome (PASS, DROP, Replace)")
     if result.msg is not None and not isinstance(result.msg, dict):
@@ -129,7 +129,7 @@ class Chain:
                 raise
             except BaseException as exc:  # exit(), GeneratorExit, BaseException(): that rule's bug only
                 raise RuleError(name, exc) from exc
-            if result is PASS:
+            if result is PASS or result is None:  # None: a hook that returns nothing passes
                 continue
             wrong = not_an_outcome(result)
             if wrong is not None:

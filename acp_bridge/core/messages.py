@@ -89,6 +89,14 @@ class Frame:
         return None if self.msg is None else self.msg.get("params")
 
     @property
+    def result(self) -> Any:
+        return None if self.msg is None else self.msg.get("result")
+
+    @property
+    def error(self) -> Any:
+        return None if self.msg is None else self.msg.get("error")
+
+    @property
     def terminator(self) -> bytes:
         if self.raw.endswith(b"\r\n"):
             return b"\r\n"

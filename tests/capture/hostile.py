@@ -1,5 +1,5 @@
 """Hostile captures for the servers (`ui`, `mcp`): secrets in clear, made of the export's own
-samples (`IN_CLEAR` of test_html_rows, `UNMASKABLE` of test_redaction), which every server of
+samples (`IN_CLEAR` and `UNMASKABLE` of secrets.py), which every server of
 captures must serve masked exactly as the export's page shows them; one huge line; and how to
 measure a server's peak memory."""
 
@@ -17,9 +17,8 @@ from acp_bridge.capture.reader import record_bytes
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.capture.summary import utc_clock
 from acp_bridge.core.protocol import Json
-from tests.capture.samples import HEADER
-from tests.capture.test_html_rows import IN_CLEAR, record
-from tests.capture.test_redaction import SECRET, UNMASKABLE
+from tests.capture.samples import HEADER, record
+from tests.capture.secrets import IN_CLEAR, SECRET, UNMASKABLE
 
 SECRETS = (b"hunter2", SECRET.encode())
 

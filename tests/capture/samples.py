@@ -55,3 +55,19 @@ def page_rows(page: str) -> list[dict[str, Any]]:
     for block in re.findall(r'<script type="application/json" class="rows">(.*?)</script>', page, re.S):
         rows.extend(orjson.loads(block))
     return rows
+
+
+def update(what: str, /, **fields: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": "s1", "update": {"sessionUpdate": what, **fields}}}
+
+
+def record(seq: int, msg: Any, direction: str = "to-client", *, mono: float | None = None,
+           verdict: str = "pass", **extra: Any) -> dict[str, Any]:
+    raw = orjson.dumps(msg).decode() + "\n"
+    kind = "request" if "method" in msg and "id" in msg else "notification" if "method" in msg else "response"
+    params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    return {"type": "message", "seq": seq, "time": 1e9 + seq, "mono": float(seq) if mono is None else mono,
+            "direction": direction, "kind": kind, "verdict": verdict, "method": msg.get("method"),
+            "id": msg.get("id"), "session": params.get("sessionId"), "rules": [], "size": len(raw), "raw": raw,
+            **extra}

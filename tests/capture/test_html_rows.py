@@ -17,12 +17,8 @@ from acp_bridge.capture.html import render
 from acp_bridge.capture.html_rows import BODY_LIMIT, RowBuilder, preview
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.capture.summary import summarize, utc_clock
-from tests.capture.samples import page_rows
-
-
-def update(what: str, /, **fields: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": "session/update",
-            "params": {"sessionId": "s1", "update": {"sessionUpdate": what, **fields}}}
+from tests.capture.samples import page_rows, record, update
+from tests.capture.secrets import IN_CLEAR
 
 
 def text(value: str) -> dict[str, Any]:
@@ -63,17 +59,6 @@ def text(value: str) -> dict[str, Any]:
 def test_preview(msg: Any, kind: str, expected: str) -> None:
     method = msg.get("method") if isinstance(msg, dict) else None
     assert preview(msg, method, kind) == expected
-
-
-def record(seq: int, msg: Any, direction: str = "to-client", *, mono: float | None = None,
-           verdict: str = "pass", **extra: Any) -> dict[str, Any]:
-    raw = orjson.dumps(msg).decode() + "\n"
-    kind = "request" if "method" in msg and "id" in msg else "notification" if "method" in msg else "response"
-    params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-    return {"type": "message", "seq": seq, "time": 1e9 + seq, "mono": float(seq) if mono is None else mono,
-            "direction": direction, "kind": kind, "verdict": verdict, "method": msg.get("method"),
-            "id": msg.get("id"), "session": params.get("sessionId"), "rules": [], "size": len(raw), "raw": raw,
-            **extra}
 
 
 def rows_of(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -240,27 +225,6 @@ def test_an_update_kind_that_is_no_string_is_a_row_like_any_other() -> None:
     assert [(r.get("s"), r.get("n"), r.get("u")) for r in rows] == [(None, None, None), (1, None, None),
                                                                      (2, None, "agent_message_chunk"),
                                                                      (3, None, None)]
-
-
-SECRET_NEW = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": [
-    {"name": "m", "command": "c", "args": [], "env": [{"name": "K", "value": "hunter2"}]}]}}
-
-
-# Secrets a capture may hold in clear, as (pointers, message, raw line or None: the message's,
-# what the masked line shows, the pointers masked); the servers' tests serve them too.
-IN_CLEAR = [
-    pytest.param((), SECRET_NEW, None, '"value":"<redacted>"', ["/params/mcpServers/0/env/0/value"],
-                 id="a-default-secret"),
-    pytest.param((), {"id": 3}, '{"jsonrpc":"2.0","id":3,"method":"auth\\/login","params":{"k":"hunter2"}}\n',
-                 '"params":{"k":"<redacted>"}', ["/params/k"], id="a-masked-method-spelled-with-an-escape"),
-    pytest.param(("/params/key",), update("plan", key="x"),
-                 '{"jsonrpc":"2.0","method":"n","params":{"k\\u0065y":"hunter2"}}\n',
-                 '"params":{"key":"<redacted>"}', ["/params/key"], id="a-pointer-spelled-with-an-escape"),
-    pytest.param(("/params/cl\u00e9",), update("plan"), '{"jsonrpc":"2.0","method":"n","params":{"cl\\u00E9":"hunter2"}}\n',
-                 '"params":{"cl\u00e9":"<redacted>"}', ["/params/cl\u00e9"], id="a-pointer-beyond-ascii"),
-    pytest.param(('/params/a"b"c',), update("plan"), '{"jsonrpc":"2.0","method":"n","params":{"a\\"b\\u0022c":"hunter2"}}\n',
-                 '"params":{"a\\"b\\"c":"<redacted>"}', ['/params/a"b"c'], id="a-pointer-with-two-quotes-escaped-two-ways"),
-]
 
 
 @pytest.mark.parametrize(("pointers", "msg", "raw", "shown", "redacted"), IN_CLEAR)

@@ -18,8 +18,8 @@ from acp_bridge.capture.redaction import (
     Redactor,
     has_duplicate_keys,
 )
+from tests.capture.secrets import NEW, SECRET, UNMASKABLE
 
-SECRET = "S3CR3T"
 PROMPT = "Follow the team style guide."
 
 
@@ -29,28 +29,6 @@ def parsed(line: bytes) -> Any:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
-
-
-AUTH = b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"methodId":"k","token":"S3CR3T"'
-NEW = (b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[{"name":"m",'
-       b'"command":"c","args":[],"env":[{"name":"K","value":"S3CR3T"}]}]')
-
-
-# Lines holding a secret that no parse can mask precisely (the servers' tests serve them too).
-UNMASKABLE = [
-    pytest.param(AUTH + b',"x":"\\ud83d"}}\n', id="lone-surrogate"),
-    pytest.param(AUTH + b',"x":NaN}}\n', id="nan"),
-    pytest.param(NEW + b',"x":Infinity}}\n', id="infinity-mcp"),
-    pytest.param(AUTH + b',"x":"\xff"}}\n', id="invalid-utf8"),
-    pytest.param(AUTH + b"\n", id="torn"),
-    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"\\u0061uthenticate","params":{"token":"S3CR3T"},"n":NaN}\n',
-                 id="escaped-method"),
-    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"auth\\/login","params":{"token":"S3CR3T"},"n":NaN}\n',
-                 id="escaped-slash"),
-    pytest.param(b'    "env": [{"name": "K", "value": "S3CR3T"}],\n', id="pretty-printed-fragment"),
-    pytest.param(b'{"jsonrpc":"2.0","id":3,"method":"terminal/create","params":{"env":[{"name":"K","value":'
-                 b'"S3CR3T"}],"x":"\\udc00"}}\n', id="terminal-create"),
-]
 
 
 @pytest.mark.parametrize("line", UNMASKABLE)

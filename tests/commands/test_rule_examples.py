@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import trio
 
-from tests.commands.test_run_suggestions import Client
+from tests.commands.helpers import Client
 from tests.conftest import ROOT, SCRIPTED_AGENT
 
 RULES = ROOT / "configs" / "rules"

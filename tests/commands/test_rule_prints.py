@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from acp_bridge.commands import main
-from tests.commands.test_run_rules import ANSWERS, INIT, PROMPT, line, script
+from tests.commands.helpers import ANSWERS, INIT, PROMPT, line, script
 from tests.conftest import SCRIPTED_AGENT, run_cli
 
 PRINTING = """\

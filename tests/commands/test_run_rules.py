@@ -9,7 +9,7 @@ the SDK agent."""
 
 from __future__ import annotations
 
-import json
+import re
 import subprocess
 import sys
 from functools import partial
@@ -22,30 +22,14 @@ from click.testing import CliRunner
 
 from acp_bridge.commands import main
 from tests.cli_helpers import run_cli_in_process
-from tests.commands.test_run_suggestions import Client
-from tests.conftest import ROOT, SCRIPTED_AGENT, TESTS, run_cli
+from tests.commands.helpers import ANSWERS, INIT, PROMPT, SID, Client, line, script
+from tests.conftest import ROOT, SCRIPTED_AGENT, TESTS, invoke, run_cli
 
-SID = "s"
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
-PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": SID, "prompt": []}}
 USAGE = {"jsonrpc": "2.0", "method": "session/update",
          "params": {"sessionId": SID, "update": {"sessionUpdate": "usage_update", "used": 53000, "size": 200000}}}
 CHUNK = {"jsonrpc": "2.0", "method": "session/update",
          "params": {"sessionId": SID, "update": {"sessionUpdate": "agent_message_chunk",
                                                  "content": {"type": "text", "text": "hi"}}}}
-ANSWERS = [{"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}},
-           {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}]
-
-
-def line(msg: dict[str, Any]) -> bytes:
-    return json.dumps(msg).encode() + b"\n"  # as the scripted agent writes it
-
-
-def script(tmp_path: Path, on_prompt: list[dict[str, Any]]) -> Path:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps({"on": {"initialize": [{"respond": ANSWERS[0]["result"]}],
-                                       "session/prompt": on_prompt}}))
-    return path
 
 
 async def bridge(tmp_path: Path, *options: str, on_prompt: list[dict[str, Any]], process: bool = False) -> Any:
@@ -214,3 +198,55 @@ async def test_a_rule_that_fails_is_visible_afterwards(tmp_path: Path) -> None:
     assert summary["findings"] == len(marks)
     assert [m for m in marks if m[2] == "rule-failed"] == [
         [errors[0], "error", "rule-failed", "rule 'flaky' failed: RuntimeError: boom (the message went on as it came)"]]
+
+
+def doc_rules(tmp_path: Path) -> dict[str, Path]:
+    """The rule files docs/rules.md shows (each Python block that starts `# rules/NAME.py`,
+    indented or not), written to `tmp_path` as they are printed there."""
+    text = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    files = {}
+    for block in re.finditer(r"^(?P<indent> *)```python\n(?P<body>.*?)^(?P=indent)```", text, re.M | re.S):
+        code = "".join(row.removeprefix(block["indent"]) for row in block["body"].splitlines(keepends=True))
+        name = code.splitlines()[0].removeprefix("# rules/")
+        files[name] = tmp_path / name
+        files[name].write_text(code, encoding="utf-8")
+    return files
+
+
+async def test_the_documented_rules_in_the_short_and_the_long_form_do_the_same(tmp_path: Path) -> None:
+    """docs/rules.md's first rule as a decorated hook and as API 1 first wrote it: run, each
+    drops the update and leaves the rest byte for byte; replayed on the capture of the bug,
+    each finds the one message."""
+    rules = doc_rules(tmp_path)
+    assert sorted(rules) == ["no_usage.py", "no_usage_long.py", "paused.py"]
+    turn: list[dict[str, Any]] = [{"send": USAGE}, {"send": CHUNK}, {"respond": ANSWERS[1]["result"]}]
+    await bridge(tmp_path, "--capture", str(tmp_path / "bug.jsonl"), on_prompt=turn)
+    for rule, name in (("no_usage.py", "NoUsageUpdates"), ("no_usage_long.py", "no-usage-updates")):
+        ran = await bridge(tmp_path, "--strict", "--rule", str(rules[rule]), "--capture", str(tmp_path / f"{rule}.jsonl"),
+                           on_prompt=turn)
+        assert (ran.returncode, ran.stdout, ran.stderr) == (0, line(ANSWERS[0]) + line(CHUNK) + line(ANSWERS[1]), b"")
+        records = [orjson.loads(r) for r in (tmp_path / f"{rule}.jsonl").read_bytes().splitlines()]
+        assert [(r["verdict"], r["rules"]) for r in records if r.get("rules")] == [("drop", [name])]
+        offline = invoke(["replay", str(tmp_path / "bug.jsonl"), "--rules", "--rule", str(rules[rule])])
+        assert (offline.returncode, offline.stderr) == (1, b"")
+        shown = offline.stdout.decode().splitlines()
+        assert (shown[0][:34], shown[-1][-33:]) == ("#4 <- session/update: dropped now ", ": 1 message differs of 6 compared")
+
+
+async def test_the_walk_through_from_a_capture_to_a_fix(tmp_path: Path) -> None:
+    """docs/rules.md's walk-through, with its rule file: a `Match` on a response whose hook
+    returns nothing for what it leaves alone. The bug captured, the rule tried on the
+    capture, then run: the client gets `end_turn`, the rest byte for byte."""
+    paused = doc_rules(tmp_path)["paused.py"]
+    turn: list[dict[str, Any]] = [{"send": CHUNK}, {"respond": {"stopReason": "paused", "n": 1e3}}]
+    bug = await bridge(tmp_path, "--capture", str(tmp_path / "bug.jsonl"), on_prompt=turn)
+    assert bug.stdout.splitlines()[-1] == b'{"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "paused", "n": 1000.0}}'
+
+    offline = invoke(["replay", str(tmp_path / "bug.jsonl"), "--rules", "--rule", str(paused)])
+    assert (offline.returncode, offline.stderr) == (1, b"")
+    assert offline.stdout.decode().splitlines()[0] == (
+        '#5 <- session/prompt: changed {"/result/stopReason":{"was":"paused","now":"end_turn"}}')
+
+    fixed = await bridge(tmp_path, "--strict", "--rule", str(paused), on_prompt=turn)
+    assert (fixed.returncode, fixed.stderr) == (0, b"")
+    assert fixed.stdout == line(ANSWERS[0]) + line(CHUNK) + b'{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn","n":1000.0}}\n'

@@ -25,15 +25,11 @@ import orjson
 import trio
 
 from tests.cli_helpers import run_cli_in_process
+from tests.commands.helpers import Client, agent_line
 from tests.conftest import SCRIPTED_AGENT, example
 
 SID = "sess_1"
 V1_AGENT_INIT = example("v1-initialize-response-agent-no-system-prompt")["result"]
-
-
-def agent_line(msg: dict[str, Any]) -> bytes:
-    """A message as the scripted agent writes it."""
-    return json.dumps(msg).encode() + b"\n"
 
 
 def response(id_: int, result: dict[str, Any]) -> dict[str, Any]:
@@ -129,35 +125,6 @@ async def test_no_suggestions_leaves_everything_untouched(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines(keepends=True) == [*STANDARD_REPLIES, agent_line(LEGACY), agent_line(NEW)]
     assert log.read_bytes() == sent
-
-
-class Client:
-    """An interactive client on the bridge's stdio: send a line, wait for lines."""
-
-    def __init__(self, proc: trio.Process) -> None:
-        assert proc.stdin is not None and proc.stdout is not None
-        self.proc, self.stdin, self.stdout = proc, proc.stdin, proc.stdout
-        self.buffer = b""
-
-    async def send(self, msg: dict[str, Any]) -> None:
-        await self.stdin.send_all(agent_line(msg))
-
-    async def lines(self, n: int) -> list[bytes]:
-        while self.buffer.count(b"\n") < n:
-            chunk = await self.stdout.receive_some(65536)
-            assert chunk, f"EOF after {self.buffer!r}"
-            self.buffer += chunk
-        out = self.buffer.splitlines(keepends=True)
-        self.buffer = b"".join(out[n:])
-        return out[:n]
-
-    async def close(self) -> bytes:
-        """Close stdin; return what is left on stdout."""
-        await self.stdin.aclose()
-        rest = self.buffer
-        while chunk := await self.stdout.receive_some(65536):
-            rest += chunk
-        return rest
 
 
 async def test_next_prompt_withdraws_offered_suggestion(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ A lazy import counts: it is still a dependency."""
 
 from __future__ import annotations
 
-from tests.test_layering import graph
+from tests.import_graph import graph
 
 # Lowest first; `acp_bridge.config` (the package) is the model's import surface.
 ORDER = ("acp_bridge.config.model", "acp_bridge.config", "acp_bridge.config.schema", "acp_bridge.config.text_files",

@@ -156,7 +156,7 @@ class Returns(Rewrite):
 
 
 @pytest.mark.parametrize(("value", "why"), [
-    (None, "returned None, not an outcome (PASS, DROP, Replace)"),
+    ("PASS", "returned 'PASS', not an outcome (PASS, DROP, Replace)"),
     ({"jsonrpc": "2.0"}, "returned {'jsonrpc': '2.0'}, not an outcome (PASS, DROP, Replace)"),
     (Replace([1]), "Replace(list): the message must be a dict (a JSON object)"),  # type: ignore[arg-type]
     (Replace({}, then=Emit(C, {})), "Replace(then=Emit): then= takes a tuple of Emit"),  # type: ignore[arg-type]
@@ -177,6 +177,39 @@ def test_what_is_not_an_outcome_is_a_failure_of_that_rule(value: object, why: st
     assert (raised.value.rule, str(raised.value)) == ("Returns", f"rule 'Returns' failed: TypeError: {why}")
 
 
+class Nothing(Rewrite):
+    """Each hook notes its call and returns nothing, as a mitmproxy hook may."""
+
+    triggers = EVERY_LINE
+
+    def __init__(self) -> None:
+        self.called = 0
+
+    def request(self, frame: Frame, session: Session) -> None:
+        self.called += 1
+
+    def response(self, frame: Frame, request: Pending, session: Session) -> None:
+        self.called += 1
+
+    def notification(self, frame: Frame, session: Session) -> None:
+        self.called += 1
+
+
+@pytest.mark.parametrize(("direction", "line"), [
+    (A, b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"n":1e3}}\n'),
+    (C, b'{"jsonrpc":"2.0","id":1,"result":{"n":1e3}}\n'),
+    (C, b'{"jsonrpc":"2.0","method":"session/update","params":{"n":1e3}}\r\n'),
+])
+def test_a_hook_that_returns_nothing_passes_the_line_as_it_came(direction: Direction, line: bytes) -> None:
+    """None is PASS: the very bytes go on, and the rules after it are shown the message."""
+    first, second = Nothing(), Nothing()
+    relay = Relay([first, second], strict=True)
+    relay.feed(A, b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}\n')  # what the response answers
+    (fwd,) = relay.feed(direction, line)
+    assert (fwd.verdict, fwd.rules, fwd.data is line) == (Verdict.PASS, (), True)
+    assert (first.called, second.called) == (2, 2)
+
+
 def test_a_rule_is_named_after_its_class_unless_it_says() -> None:
     class NoUsage(Rewrite):
         pass
@@ -191,14 +224,14 @@ def test_a_failing_rule_is_said_once_and_each_traceback_at_debug(caplog: pytest.
     """However often it raises, one warning (the default verbosity shows it), and the line
     goes on as it came, recorded as an error of that rule."""
     line = orjson.dumps(REQUEST) + b"\n"
-    relay = Relay([Returns(None)])
+    relay = Relay([Returns("PASS")])
     with caplog.at_level(logging.DEBUG, "acp_bridge.relay"):
         forwards = [fwd for _ in range(3) for fwd in relay.feed(A, line.replace(b'"id":1', b'"id":' + str(_).encode()))]
     assert [(f.verdict, f.rules, f.error) for f in forwards] == [
-        (Verdict.ERROR, ("Returns",), "TypeError: returned None, not an outcome (PASS, DROP, Replace)")] * 3
+        (Verdict.ERROR, ("Returns",), "TypeError: returned 'PASS', not an outcome (PASS, DROP, Replace)")] * 3
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
-        "rule 'Returns' failed: TypeError: returned None, not an outcome (PASS, DROP, Replace), on "
+        "rule 'Returns' failed: TypeError: returned 'PASS', not an outcome (PASS, DROP, Replace), on "
         "<Frame -> request session/new 70B>; the line went on as it came (its further failures are not "
         "reported; -vv shows each, with its traceback)"]
     assert [r.exc_info is not None for r in caplog.records if r.levelno == logging.DEBUG] == [True] * 3

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.core.id_scanner import Members, MemberScanner
-from tests.core.test_lines import split_at
+from tests.core.helpers import split_at
 
 
 def scan_in(parts: list[bytes]) -> list[Members]:

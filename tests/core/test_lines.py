@@ -7,16 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.core import LineSplitter, Opaque
-
-
-def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    parts, start = [], 0
-    for point in points:
-        parts.append(data[start:point])
-        start = point
-    parts.append(data[start:])
-    return parts
+from tests.core.helpers import split_at
 
 
 def pieces_bytes(pieces: list[bytes | Opaque]) -> bytes:

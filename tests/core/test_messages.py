@@ -47,6 +47,22 @@ def test_terminator_is_read_from_the_raw_line() -> None:
     assert classify(D, b"{}").terminator == b""
 
 
+@pytest.mark.parametrize(("raw", "members"), [
+    (b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}\n', ("m", 1, {"a": 1}, None, None)),
+    (b'{"jsonrpc":"2.0","id":"x","result":{"stopReason":"end_turn"}}\n', (None, "x", None, {"stopReason": "end_turn"}, None)),
+    (b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"no"}}\n',
+     (None, 2, None, None, {"code": -32603, "message": "no"})),
+    (b'{"jsonrpc":"2.0","method":"n"}\n', ("n", None, None, None, None)),
+    (b'{"jsonrpc":"2.0","id":3,"result":null}\n', (None, 3, None, None, None)),
+    (b'{"method":7}\n', (None, None, None, None, None)),  # not a string: no method
+    (b'[1]\n', (None, None, None, None, None)),  # nothing parsed into a message
+])
+def test_a_frame_names_the_members_of_its_message(raw: bytes, members: tuple[object, ...]) -> None:
+    """What a rule reads as `msg.result` rather than `msg.msg.get("result")`."""
+    frame = classify(D, raw)
+    assert (frame.method, frame.id, frame.params, frame.result, frame.error) == members
+
+
 def test_ids_of_different_json_types_are_different_keys() -> None:
     keys = {id_key(1), id_key("1"), id_key(1.0), id_key(True), id_key(None), id_key([1])}
     assert len(keys) == 6

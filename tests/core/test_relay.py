@@ -28,7 +28,7 @@ from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.core.rewrites.suggestions import SuggestionsState
 from acp_bridge.core.session import Pending
-from tests.core.test_lines import split_at
+from tests.core.helpers import FailOnSecondAnswer, split_at
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
@@ -564,15 +564,6 @@ class MarkAnswers(Rewrite):
     def response(self, frame: Frame, request: Pending | None, session: Session) -> Replace:
         assert frame.msg is not None
         return Replace({**frame.msg, "result": {"marked": frame.msg.get("result")}})
-
-
-class FailOnSecondAnswer(Rewrite):
-    name = "fail-on-2"
-
-    def response(self, frame: Frame, request: Pending | None, session: Session) -> Outcome:
-        if frame.id == 2:
-            raise RuntimeError("bug")
-        return PASS
 
 
 def test_a_rule_that_raises_on_an_answer_leaves_it_in_flight_and_the_one_before_it_to_be_sent() -> None:

@@ -190,7 +190,7 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
 
 
 def test_check_of_a_missing_file_is_exit_2(tmp_path: Path) -> None:
-    """(The real CLI's exit 2 on bad input: tests/replay/test_serve.py, from a real process.)"""
+    """(The real CLI's exit 2 on bad input: tests/replay/test_server.py, from a real process.)"""
     result = invoke(["check", str(tmp_path / "missing.jsonl")])
     assert (result.returncode, result.stdout) == (2, b"")
     assert result.stderr.decode().splitlines() == [f"acp-bridge: {tmp_path / 'missing.jsonl'}: cannot read: "

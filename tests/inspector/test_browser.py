@@ -25,7 +25,7 @@ import pytest
 from bench.big_capture import write_capture
 from tests.browser import CHROMIUM, DRIVER, Browser, needs_browser
 from tests.conftest import ROOT, SCRIPTED_AGENT
-from tests.inspector.test_api import chunk, header, message
+from tests.inspector.helpers import chunk, header, message
 
 pytestmark = needs_browser("the inspector")
 
@@ -302,7 +302,7 @@ def test_one_time_format_and_a_list_that_folds(inspector: Inspector) -> None:
 def test_a_rewritten_session_and_its_reports(inspector: Inspector, tmp_path: Path) -> None:
     """A capture with rewrites and findings: the latency table of `stats`, the findings and
     verdict of `check`, the rewrite open before/after (the screenshot of docs/inspector.md)."""
-    from tests.capture.test_html import sample_capture
+    from tests.capture.sample_session import sample_capture
 
     sample_capture(inspector.folder / "session.jsonl")
     inspector.open("session.jsonl")

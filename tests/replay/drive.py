@@ -130,3 +130,14 @@ def demo_capture(tmp_path: Path) -> Path:
                           capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     return tmp_path / "demo" / "capture.jsonl"
+
+
+def rec(seq: int, direction: str, kind: str, method: str | None, msg: dict[str, Any], session: Any = None,
+        **extra: Any) -> dict[str, Any]:
+    return {"type": "message", "seq": seq, "direction": direction, "kind": kind, "method": method,
+            "id": msg.get("id"), "session": session, "raw": orjson.dumps(msg).decode() + "\n", **extra}
+
+
+def permission(id_: Any, options: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": "session/request_permission",
+            "params": {"sessionId": "s", "options": options}}

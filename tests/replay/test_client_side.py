@@ -13,20 +13,9 @@ from hypothesis import strategies as st
 from acp_bridge.replay import facts
 from acp_bridge.replay.client_side import Answers, ClientSide, Outgoing, Rewriter
 from acp_bridge.replay.turns import Message
-
-
-def rec(seq: int, direction: str, kind: str, method: str | None, msg: dict[str, Any], session: Any = None,
-        **extra: Any) -> dict[str, Any]:
-    return {"type": "message", "seq": seq, "direction": direction, "kind": kind, "method": method,
-            "id": msg.get("id"), "session": session, "raw": orjson.dumps(msg).decode() + "\n", **extra}
-
+from tests.replay.drive import permission, rec
 
 OPTIONS = [{"optionId": "ok-1", "kind": "allow_once"}, {"optionId": "no-1", "kind": "reject_once"}]
-
-
-def permission(id_: Any, options: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id_, "method": "session/request_permission",
-            "params": {"sessionId": "s", "options": options}}
 
 
 def answers(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> Answers:

@@ -15,7 +15,7 @@ from acp_bridge.replay import driver as driver_module
 from acp_bridge.replay.client_side import ClientSide
 from acp_bridge.replay.drive_report import DriveReport
 from acp_bridge.replay.driver import Driver
-from tests.replay.test_client_side import permission, rec
+from tests.replay.drive import permission, rec
 
 RECORDS = [
     rec(1, "to-agent", "request", "session/new", {"jsonrpc": "2.0", "id": 1, "method": "session/new",

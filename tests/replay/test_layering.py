@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.core.test_layering import LEAVES, problems_in, pure_modules
+from tests.core.purity import LEAVES, problems_in, pure_modules
 
 PURE = ("acp_bridge.replay", "acp_bridge.replay.script", "acp_bridge.replay.diff", "acp_bridge.replay.rerun",
         "acp_bridge.replay.turns", "acp_bridge.replay.compare", "acp_bridge.replay.facts",

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from acp_bridge.commands import main
 from tests.conftest import TESTS, sdk
 from tests.replay.drive import PY, recorded_updates, replayed, stop_reasons, suggestions
-from tests.shell.test_interop_sdk import RecordingClient
+from tests.shell.sdk_client import RecordingClient
 
 
 async def converse(command: list[str], prompts: list[str], updates: int) -> tuple[Any, list[Any], RecordingClient]:

@@ -13,29 +13,7 @@ from click.testing import CliRunner
 
 from acp_bridge.commands import main
 from tests.conftest import TESTS, sdk
-
-
-class RecordingClient:
-    def __init__(self) -> None:
-        self.updates: list[Any] = []
-        self._changed = asyncio.Condition()
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        async with self._changed:
-            self.updates.append((session_id, update))
-            self._changed.notify_all()
-
-    async def wait_for_updates(self, count: int) -> None:
-        """The SDK dispatches each notification in a task of its own, so those that preceded
-        a reply may still be on their way when the reply is returned: wait for them."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: len(self.updates) >= count)
-
-    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
-        raise NotImplementedError
-
-    def on_connect(self, conn: Any) -> None:
-        pass
+from tests.shell.sdk_client import RecordingClient
 
 
 async def converse(capture: Path) -> tuple[Any, Any, list[Any], RecordingClient, int]:

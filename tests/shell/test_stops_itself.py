@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from tests.cli_helpers import run_cli_in_process
-from tests.commands.test_run_system_prompt import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client, bridge
+from tests.commands.scripted_run import AGENT_WITH_CAP, TEXT, V1_INIT, V1_NEW, Client, bridge
 from tests.conftest import agent_cmd, invoke, line
 
 PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",

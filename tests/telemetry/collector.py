@@ -1,8 +1,10 @@
 """A real OTLP/HTTP receiver for the telemetry tests: POST /v1/traces and /v1/metrics on
-127.0.0.1, decoded with opentelemetry-proto, kept as plain dicts a test can compare."""
+127.0.0.1, decoded with opentelemetry-proto, kept as plain dicts a test can compare; and the
+environment that points a bridge at it (`otel_env`)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -123,3 +125,11 @@ def running_collector(answer: int = 200) -> Iterator[Collector]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def otel_env(collector: Collector) -> dict[str, str]:
+    """This environment with no OTEL_* variable but those that send a bridge's spans to `collector`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=collector.endpoint, OTEL_SERVICE_NAME="bridge-under-test",
+               OTEL_BSP_SCHEDULE_DELAY="100")
+    return env

@@ -5,65 +5,21 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.config import Config, RewriteConfig, SystemPromptConfig
-from acp_bridge.core import Direction, Relay, Session
+from acp_bridge.core import Direction, Relay
 from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.core.rewrites.table import TableRule
 from acp_bridge.telemetry import tree
 from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.live import TelemetryObserver
-from acp_bridge.telemetry.offline import paired
-from acp_bridge.telemetry.spans import Observation, SpanRecord, Timed
+from acp_bridge.telemetry.spans import Timed
 from tests.conftest import example, line
-
-A, C = "to-agent", "to-client"
-T0 = 1_800_000_000.0
-
-
-def req(id_: Any, method: str, **params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
-
-
-def ok(id_: Any, **result: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id_, "result": result}
-
-
-def update(session: str, **fields: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": fields}}
-
-
-def feeder(builder: TraceBuilder) -> Callable[[float, str, Any], None]:
-    """`feed(wall, direction, msg)`: a message to `builder`, paired by a `Session` as the
-    relay pairs them (as `export --otlp` feeds it)."""
-    session = Session()
-
-    def feed(wall: float, direction: str, msg: Any) -> None:
-        builder.feed(paired(session, Timed(wall, direction, msg)))
-
-    return feed
-
-
-def build(script: list[tuple[float, str, Any]], end: float = 100.0, **kwargs: Any) -> list[SpanRecord]:
-    builder = TraceBuilder(rng=random.Random(7), **kwargs)
-    feed = feeder(builder)
-    for at, direction, msg in script:
-        feed(T0 + at, direction, msg)
-    builder.finish(T0 + end)
-    return builder.take()[0]
-
-
-def shape(spans: list[SpanRecord]) -> list[tuple[str, str, float, float]]:
-    """(name, parent's name, start, end) with times relative to T0, in the order spans ended."""
-    by_id = {span.span_id: span for span in spans}
-    return [(span.name, by_id[span.parent_id].name if span.parent_id else "", round(span.start - T0, 6),
-             round((span.end or 0) - T0, 6)) for span in spans]
-
+from tests.telemetry.helpers import T0, A, C, ListSink, build, feeder, ok, req, shape, update
 
 V2_TURN = [
     (0.0, A, req(1, "session/new", cwd="/w")),
@@ -236,26 +192,6 @@ def test_any_traffic_builds_a_tree_of_ended_spans(script: list[tuple[str, Any]],
             assert parent.trace_id == span.trace_id
             assert parent.end is not None and parent.start <= span.start and span.end <= parent.end, (
                 span.name, parent.name)
-
-
-class ListSink:
-    """A SpanSink that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.records: list[SpanRecord] = []
-        self.observations: list[Observation] = []
-        self.export_cpu = 0.0
-        self.closed_with: float | None = None
-
-    def spans(self, records: list[SpanRecord]) -> None:
-        self.records.extend(records)
-
-    def observe(self, observations: list[Observation]) -> None:
-        self.observations.extend(observations)
-
-    def shutdown(self, timeout: float) -> bool:
-        self.closed_with = timeout
-        return True
 
 
 def chunk(text: str) -> dict[str, Any]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from tests.conftest import TESTS, sdk
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is in the test extra")
 
-from tests.telemetry.collector import Collector, running_collector
+from tests.telemetry.collector import otel_env, running_collector
 
 
 class ToolClient:
@@ -55,13 +54,6 @@ async def converse(env: dict[str, str], *options: str) -> tuple[Any, int]:
             conn.prompt(session_id=session.session_id, prompt=[acp.text_block("read my notes")]), 30)
     await asyncio.wait_for(process.wait(), 30)
     return reply, process.returncode if process.returncode is not None else -1
-
-
-def otel_env(collector: Collector) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=collector.endpoint, OTEL_SERVICE_NAME="bridge-under-test",
-               OTEL_BSP_SCHEDULE_DELAY="100")
-    return env
 
 
 def tree(spans: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from tests.conftest import SCRIPTED_AGENT
 from tests.health import scenarios as sc
-from tests.telemetry.collector import running_collector
-from tests.telemetry.test_e2e import otel_env
+from tests.telemetry.collector import otel_env, running_collector
 
 AGENT = {"on": {
     "initialize": [{"respond": sc.AGENT_V1_INIT}],

@@ -20,7 +20,7 @@ from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.live import TelemetryObserver
 from acp_bridge.telemetry.spans import SpanRecord, Timed
 from tests.conftest import line
-from tests.telemetry.test_builder import T0, A, C, ListSink, build, feeder, ok, req, shape, update
+from tests.telemetry.helpers import T0, A, C, ListSink, build, feeder, ok, req, shape, update
 
 SECRET = "TOPSECRET-SYSTEM-PROMPT"
 

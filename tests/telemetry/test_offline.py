@@ -11,7 +11,7 @@ import orjson
 from acp_bridge.telemetry import tree
 from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.offline import capture_spans
-from tests.telemetry.test_builder import T0, A, C, ok, req, shape
+from tests.telemetry.helpers import T0, A, C, ok, req, shape
 
 
 def message(at: float, direction: str, msg: Any, verdict: str = "pass", **fields: Any) -> dict[str, Any]:

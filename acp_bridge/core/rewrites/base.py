@@ -1,10 +1,10 @@
 """The rule interface: hooks that look at one message and return an outcome.
 
-Owns: `Rule` (also spelt `Rewrite`, the built-ins' older name), the outcomes `PASS`, `DROP`,
-`Replace`, and `Emit` (a message the bridge itself sends, in either direction, after the
-message or `before` it), and `SessionFacts`, what a hook may read of the session. The
-built-in rules and the user's (`acp_bridge.rules`, the public surface) are written against
-this one module. Must never: do IO or mutate a message it was given (copy along the path you
+Owns: `Rule` (also spelt `Rewrite`, the built-ins' older name), the outcomes `PASS` (or
+None), `DROP`, `Replace`, and `Emit` (a message the bridge itself sends, in either
+direction, after the message or `before` it), and `SessionFacts`, what a hook may read of
+the session. The built-in rules and the user's (`acp_bridge.rules`, the public surface) are
+written against this one module. Must never: do IO or mutate a message it was given (copy along the path you
 change, so the capture can still show the original).
 """
 
@@ -53,7 +53,7 @@ class _Pass:
 
 PASS = _Pass()
 DROP = Replace(None)
-Outcome = _Pass | Replace
+Outcome = _Pass | Replace | None  # None (a hook that returns nothing) passes, as PASS does
 
 # `triggers` for a rule whose `notification` must see every notification: the empty string
 # is in every line, so every line is parsed (and the relay's shortcut for runs of untouched
@@ -95,15 +95,16 @@ class SessionFacts(Protocol):
 
 
 class Rule:
-    """Base class: override only the hooks you need; each returns PASS by default.
+    """Base class: override only the hooks you need; each returns PASS by default, and a
+    hook that returns nothing (None) passes too.
 
     A rule's `name` is its provenance everywhere (capture records, `stats`, `check`, logs):
     the class's name unless it says otherwise. `triggers` lists byte strings that a
     notification must contain for `notification` to be called with it (or a `\\u` escape,
     which could spell them); the relay skips parsing lines that no rule's triggers are in.
     Requests and responses are always parsed. A subclass that overrides `notification` must
-    declare its triggers (or `EVERY_LINE`): without them it would never be called, so
-    defining one is a `TypeError`.
+    declare its triggers (or `EVERY_LINE`), or decorate it with a `Match`, whose triggers
+    it then takes: without them it would never be called, so defining one is a `TypeError`.
     """
 
     name = "Rule"
@@ -114,9 +115,12 @@ class Rule:
         if "name" not in cls.__dict__:
             cls.name = cls.__name__
         if cls.notification is not Rule.notification and not cls.triggers:
-            raise TypeError(
-                f"{cls.__name__} overrides notification() but declares no triggers: name the "
-                "bytes a notification it acts on must contain, or use EVERY_LINE")
+            # A notification hook decorated with a `Match` brings the match's triggers.
+            cls.triggers = getattr(cls.notification, "triggers", ())
+            if not cls.triggers:
+                raise TypeError(
+                    f"{cls.__name__} overrides notification() but declares no triggers: name the "
+                    "bytes a notification it acts on must contain, or use EVERY_LINE")
 
     def request(self, frame: Frame, session: Session) -> Outcome:
         return PASS

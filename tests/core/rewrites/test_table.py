@@ -1,5 +1,6 @@
 """The `[[rewrite]]` rule (core/rewrites/table.py), through a real Relay: what a table matches,
-what it does, the triggers that leave other lines unparsed, and numbers kept as written."""
+what it does, the triggers that leave other lines unparsed, and numbers kept as written; and
+`Match`, its matcher, as a rule written in Python uses it (by hand and as a decorator)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import pytest
 
 from acp_bridge.config import RewriteConfig
 from acp_bridge.core import Direction, Relay, Verdict
+from acp_bridge.core.messages import Frame, Kind, classify
+from acp_bridge.core.pointer import set_pointer
 from acp_bridge.core.relay import scan_needle
-from acp_bridge.core.rewrites.base import EVERY_LINE
-from acp_bridge.core.rewrites.table import TableRule, table_triggers, trigger_for
+from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, Outcome, Replace, Rule, SessionFacts
+from acp_bridge.core.rewrites.table import Match, TableRule, table_triggers, trigger_for
+from acp_bridge.core.session import Pending
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
@@ -34,7 +38,7 @@ def relay(**table: Any) -> Relay:
 
 def out(table: dict[str, Any], direction: Direction, line: bytes) -> tuple[Verdict, Any]:
     fwd, *answer = relay(**table).feed(direction, line)
-    if answer:  # a dropped request: its sender is answered (tests/core/test_drops.py)
+    if answer:  # a dropped request: its sender is answered (tests/core/test_answers.py)
         assert (fwd.verdict, [f.verdict for f in answer]) == (Verdict.DROP, [Verdict.EMIT])
     if fwd.verdict is Verdict.PASS:
         assert fwd.data is line  # untouched: the very bytes
@@ -142,3 +146,125 @@ def test_a_run_finds_the_one_line_the_table_drops() -> None:
 def test_scan_needle() -> None:
     assert [scan_needle(t) for t in (b'"usage_update"', b'"id"', b"promptSuggestions", b"")] == [
         b'"usage_update', b'"id"', b"promptSuggestions", b""]
+
+
+# -- Match: the tables' matcher, also for rules written in Python ----------------------------
+
+RESULT = b'{"jsonrpc":"2.0","id":1,"result":{"stopReason":"paused"}}\n'
+
+
+@pytest.mark.parametrize(("conditions", "direction", "line", "matched"), [
+    ({}, C, CHUNK, True),
+    ({}, A, PROMPT, True),
+    ({"direction": "to-client"}, C, USAGE, True),
+    ({"direction": "to-client"}, A, USAGE, False),
+    ({"direction": "to-agent"}, A, USAGE, True),
+    ({"direction": Direction.TO_CLIENT}, C, USAGE, True),
+    ({"direction": Direction.TO_AGENT}, C, USAGE, False),
+    ({"direction": "both"}, A, USAGE, True),
+    ({"method": "session/update"}, C, USAGE, True),
+    ({"method": "session/update"}, A, PROMPT, False),
+    ({"method": "session/update"}, C, USAGE.replace(b"session/update", b"session\\/update"), True),
+    ({"update": "usage_update"}, C, USAGE, True),
+    ({"update": "usage_update"}, C, CHUNK, False),
+    ({"update": "usage_update"}, A, PROMPT, False),  # no update at all
+    ({"update": "usage_update", "method": "session/prompt"}, C, USAGE, False),  # every condition
+    ({"where": {"/params/update/content/text": "hi"}}, C, CHUNK, True),
+    ({"where": {"/params/update/content/text": "hi", "/params/sessionId": "t"}}, C, CHUNK, False),
+    ({"where": {"/id": True}}, A, PROMPT, False),  # true is not 1
+    ({"where": {"/id": 1.0}}, A, PROMPT, True),
+    ({"where": {"/params/nope": None}}, A, PROMPT, False),  # missing is not null
+    ({"where": {"/result/stopReason": "paused"}}, C, RESULT, True),
+    ({"method": "session/prompt"}, C, RESULT, False),  # a response has no method
+    ({}, C, b'{"jsonrpc":"2.0","method":\n', False),  # no message
+])
+def test_what_a_match_matches(conditions: dict[str, Any], direction: Direction, line: bytes, matched: bool) -> None:
+    """The same row as a Match by hand and as a drop table (requests and notifications:
+    responses are for Python rules), which is built on the same class."""
+    assert Match(**conditions).matches(classify(direction, line)) is matched
+    frame = classify(direction, line)
+    if frame.kind in (Kind.REQUEST, Kind.NOTIFICATION) and not isinstance(conditions.get("direction"), Direction):
+        table = TableRule(RewriteConfig(name="t", drop=True, **conditions))
+        assert isinstance(table.match, Match)
+        assert out({**conditions, "drop": True}, direction, line)[0] is (Verdict.DROP if matched else Verdict.PASS)
+
+
+@pytest.mark.parametrize(("conditions", "triggers", "shown"), [
+    ({"update": "usage_update", "method": "session/update"}, (b'"usage_update"',),
+     "Match(direction='both', method='session/update', update='usage_update')"),
+    ({"method": "session/update", "direction": "to-client"}, (b'update"',),
+     "Match(direction='to-client', method='session/update')"),
+    ({"where": {"/a~1b": 1}, "direction": Direction.TO_AGENT}, EVERY_LINE, "Match(direction='to-agent', where={'/a~1b': 1})"),
+])
+def test_a_match_s_triggers_and_repr(conditions: dict[str, Any], triggers: tuple[bytes, ...], shown: str) -> None:
+    match = Match(**conditions)
+    assert (match.triggers, repr(match)) == (triggers, shown)
+
+
+@pytest.mark.parametrize(("conditions", "error"), [
+    ({"direction": "to-editor"}, "direction 'to-editor' is not one of to-client, to-agent, both or a Direction"),
+    ({"direction": ["to-client"]}, "direction ['to-client'] is not one of to-client, to-agent, both or a Direction"),
+    ({"update": 5}, "update 5 is not a string"),
+    ({"method": b"session/update"}, "method b'session/update' is not a string"),
+    ({"where": {"params/x": 1}}, "'params/x' is not a JSON pointer (RFC 6901: starts with /)"),
+])
+def test_a_match_that_cannot_be_is_refused_when_made(conditions: dict[str, Any], error: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        Match(**conditions)
+    assert str(raised.value) == error
+
+
+class Decorated(Rule):
+    """Each hook decorated: called only with what matches, returning nothing (passes) or a drop."""
+
+    def __init__(self) -> None:
+        self.saw: list[str] = []
+
+    @Match(direction="to-client", update="usage_update")
+    def notification(self, msg: Frame, session: SessionFacts) -> Outcome:
+        self.saw.append("usage")
+        return DROP
+
+    @Match(method="session/prompt")
+    def request(self, msg: Frame, session: SessionFacts) -> Outcome:
+        self.saw.append(f"prompt {msg.id}")
+        return None
+
+    @Match(where={"/result/stopReason": "paused"})
+    def response(self, msg: Frame, request: Pending, session: SessionFacts) -> Outcome:
+        self.saw.append(f"paused, answering {request.method}")
+        return Replace(set_pointer(msg.msg, "/result/stopReason", "end_turn"))
+
+
+def test_a_decorated_hook_sees_only_what_matches_and_brings_its_triggers() -> None:
+    rule = Decorated()
+    assert (rule.triggers, rule.name, Decorated.notification.__name__) == ((b'"usage_update"',), "Decorated", "notification")
+    r = Relay([rule], strict=True)
+    new = b'{"jsonrpc":"2.0","id":0,"method":"session/new","params":{}}\n'
+    sent = [(f.verdict, f.data) for line, d in [(new, A), (PROMPT, A), (CHUNK, C), (USAGE, C), (USAGE, A),
+                                                (b'{"jsonrpc":"2.0","id":0,"result":{"stopReason":"paused"}}\n', C),
+                                                (RESULT, C)]
+            for f in r.feed(d, line)]
+    assert sent == [(Verdict.PASS, new), (Verdict.PASS, PROMPT), (Verdict.PASS, CHUNK), (Verdict.DROP, b""),
+                    (Verdict.PASS, USAGE),
+                    (Verdict.REWRITE, b'{"jsonrpc":"2.0","id":0,"result":{"stopReason":"end_turn"}}\n'),
+                    (Verdict.REWRITE, b'{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}\n')]
+    assert rule.saw == ["prompt 1", "usage", "paused, answering session/new", "paused, answering session/prompt"]
+
+
+def test_a_rule_s_own_triggers_win_over_its_match_s() -> None:
+    class Own(Rule):
+        triggers = (b'"sessionUpdate"',)
+
+        @Match(update="usage_update")
+        def notification(self, msg: Frame, session: SessionFacts) -> Outcome:
+            return DROP
+
+    assert Own.triggers == (b'"sessionUpdate"',)
+
+
+def test_an_undecorated_notification_hook_still_needs_triggers() -> None:
+    with pytest.raises(TypeError, match="overrides notification\\(\\) but declares no triggers"):
+        class Bare(Rule):
+            def notification(self, msg: Frame, session: SessionFacts) -> Outcome:
+                return DROP

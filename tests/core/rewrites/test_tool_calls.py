@@ -296,7 +296,7 @@ def test_the_bridges_own_answer_to_a_prompt_ends_the_turn_too() -> None:
 
 def test_a_failing_rule_on_the_bridges_own_answer_does_not_keep_it_back() -> None:
     """The bridge is stopping: a rule that raises on its answer is said, and the answer goes."""
-    from tests.core.test_relay import FailOnSecondAnswer
+    from tests.core.helpers import FailOnSecondAnswer
 
     relay = Relay([FailOnSecondAnswer()], strict=True)
     relay.feed(A, prompt(2, "s1"))

@@ -11,7 +11,7 @@ import acp_bridge.rules as api
 from acp_bridge.core.rewrites import base
 from acp_bridge.core.rewrites.suggestions import PromptSuggestions
 from acp_bridge.core.rewrites.system_prompt import SystemPrompt
-from acp_bridge.core.rewrites.table import TableRule
+from acp_bridge.core.rewrites.table import Match, TableRule
 from acp_bridge.core.session import Session
 from tests.conftest import ROOT
 
@@ -20,6 +20,7 @@ def test_the_built_in_rules_are_rules_of_the_public_api() -> None:
     assert api.Rule is base.Rule is base.Rewrite
     assert all(issubclass(cls, api.Rule) for cls in (PromptSuggestions, SystemPrompt, TableRule))
     assert (api.PASS, api.DROP, api.Replace, api.Emit) == (base.PASS, base.DROP, base.Replace, base.Emit)
+    assert api.Match is Match  # the one matcher: a [[rewrite]] table's is one (tests/core/rewrites/test_table.py)
 
 
 def test_the_session_offers_the_facts_a_hook_may_read() -> None:
