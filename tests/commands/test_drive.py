@@ -22,8 +22,8 @@ from click.testing import CliRunner
 from acp_bridge.capture.records import dumps, header_record
 from acp_bridge.commands import drive as drive_command
 from acp_bridge.commands import main
-from tests.capture.test_reader import run
 from tests.conftest import SCRIPTED_AGENT, invoke
+from tests.peak_memory import run
 from tests.replay.drive import GOLDEN, GOLDENS
 
 SID = "$sessionId"
@@ -245,7 +245,7 @@ def test_without_timeout_a_turn_is_bounded_by_the_default(recorded: tuple[Path, 
     monkeypatch.setattr(drive_command, "TURN_TIMEOUT", 2.0)
     status, lines = drive(out, "--cwd", cwd, "--compare", "none", *agent(hanging))
     assert (status, lines[0]) == (1, "session 1 turn 1: timed out after 2s waiting for the end of the turn "
-                                     "(session/prompt #5); the agent was stopped")
+                                     "(session/prompt seq 5); the agent was stopped")
 
 
 def test_timeout_0_is_no_limit(recorded: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -230,7 +230,7 @@ async def test_the_documented_rules_in_the_short_and_the_long_form_do_the_same(t
         offline = invoke(["replay", str(tmp_path / "bug.jsonl"), "--rules", "--rule", str(rules[rule])])
         assert (offline.returncode, offline.stderr) == (1, b"")
         shown = offline.stdout.decode().splitlines()
-        assert (shown[0][:34], shown[-1][-33:]) == ("#4 <- session/update: dropped now ", ": 1 message differs of 6 compared")
+        assert (shown[0][:37], shown[-1][-33:]) == ("seq 4 <- session/update: dropped now ", ": 1 message differs of 6 compared")
 
 
 async def test_the_walk_through_from_a_capture_to_a_fix(tmp_path: Path) -> None:
@@ -245,7 +245,7 @@ async def test_the_walk_through_from_a_capture_to_a_fix(tmp_path: Path) -> None:
     offline = invoke(["replay", str(tmp_path / "bug.jsonl"), "--rules", "--rule", str(paused)])
     assert (offline.returncode, offline.stderr) == (1, b"")
     assert offline.stdout.decode().splitlines()[0] == (
-        '#5 <- session/prompt: changed {"/result/stopReason":{"was":"paused","now":"end_turn"}}')
+        'seq 5 <- session/prompt: changed {"/result/stopReason":{"was":"paused","now":"end_turn"}}')
 
     fixed = await bridge(tmp_path, "--strict", "--rule", str(paused), on_prompt=turn)
     assert (fixed.returncode, fixed.stderr) == (0, b"")
