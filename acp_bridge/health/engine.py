@@ -24,6 +24,7 @@ from typing import Any
 
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, brief, id_key
 from acp_bridge.core.protocol import Json
@@ -270,9 +271,7 @@ class Engine(SessionRules):
         if method == p.INITIALIZE and direction is TO_AGENT:
             # This request's own params: live, the session may have taken a later
             # initialize of the same read already.
-            caps = p.client_capabilities(msg.get("params"))
-            air = isinstance(p.get_path(caps, p.META, "jetbrains", "air"), dict)
-            if air and not isinstance(p.get_path(caps, "session", p.PROMPT_SUGGESTIONS), dict):
+            if read.client_form(p.client_capabilities(msg.get("params"))) == read.LEGACY:
                 self.flag("air-only-client", None, at, seq,
                            "the client is JetBrains AIR only (legacy suggestion form, no session.promptSuggestions)",
                            direction=direction, method=method)
