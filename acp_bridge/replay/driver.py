@@ -20,6 +20,7 @@ import orjson
 import trio
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame, Unencodable, classify, encode, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay.client_side import ClientSide, Outgoing, Rewriter
@@ -255,11 +256,9 @@ class Driver:
             return
         if "id" in msg:
             await self._answer(frame, msg)
-        elif method == p.SESSION_UPDATE:
-            update = p.get_path(msg, "params", "update")
-            if p.get_path(update, "sessionUpdate") == "state_update" and p.get_path(update, "state") == "idle" \
-                    and p.get_path(msg, "params", "sessionId") == self._turn_session:
-                self._turn_ended.set()
+        elif method == p.SESSION_UPDATE and read.ends_turn_v2(read.update_of(msg)) \
+                and read.session_id_of(msg) == self._turn_session:
+            self._turn_ended.set()
 
     async def _answer(self, frame: Frame, request: Json) -> None:
         answer, recorded, why = self.side.answers.answer(request, self.rewriter)

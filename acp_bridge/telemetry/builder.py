@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import (
     MAX_CONTENT,
@@ -178,7 +179,7 @@ class TraceBuilder(SpanTree):
         if method == p.SESSION_PROMPT:
             state = self._sessions.get(key_of(session_id))
             if state is not None and state.turn is not None and state.turn.span is span:
-                stop = result.get("stopReason") if type(result) is dict else None
+                stop = read.stop_reason(result)  # v1: the response ends the turn
                 if error is not None or stop is not None:
                     usage_attributes(span, result)
                     self._end_turn(state, timed.wall, stop if isinstance(stop, str) else None)
@@ -210,12 +211,11 @@ class TraceBuilder(SpanTree):
     # -- session/update -----------------------------------------------------------------------
 
     def _update(self, wall: float, msg: dict[str, Any]) -> None:
-        params = msg.get("params")
-        update = params.get("update") if type(params) is dict else None
-        session_id = params.get("sessionId") if type(params) is dict else None
-        if type(update) is not dict or session_id is None:
+        update = read.update_of(msg)
+        session_id = read.session_id_of(msg)
+        if update is None or session_id is None:
             return
-        kind = update.get("sessionUpdate")
+        kind = read.update_kind(update)
         if kind == "agent_message_chunk":
             state = self._sessions.get(key_of(session_id))
             turn = state.turn if state is not None else None
@@ -232,12 +232,12 @@ class TraceBuilder(SpanTree):
                 if isinstance(text, str):
                     turn.text.append(text)
                     turn.size += len(text)
-        elif kind in ("tool_call", "tool_call_update"):
+        elif kind in read.TOOL_CALL_UPDATES:
             self._tool(wall, session_id, update)
-        elif kind == "state_update" and update.get("state") == "idle":
+        elif read.ends_turn_v2(update):
             state = self._sessions.get(key_of(session_id))
             if state is not None and state.turn is not None:
-                stop = update.get("stopReason")
+                stop = read.stop_reason(update)
                 self._end_turn(state, wall, stop if isinstance(stop, str) else None)
 
     def _tool(self, wall: float, session_id: Any, update: dict[str, Any]) -> None:

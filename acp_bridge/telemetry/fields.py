@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import id_key
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.spans import SpanRecord
@@ -90,8 +91,5 @@ def json_text(value: Any) -> str:
 
 def suggestion_count(msg: Any) -> int:
     """How many prompt suggestions a suggestion update carries, in either form (-1: none found)."""
-    update = p.get_path(msg, "params", "update")
-    items = p.get_path(update, "suggestions")
-    if not isinstance(items, list):
-        items = p.get_path(update, p.META, p.PROMPT_SUGGESTIONS, "suggestions")
+    items = read.suggestion_items(read.update_of(msg))
     return len(items) if isinstance(items, list) else -1
