@@ -28,7 +28,7 @@ from acp_bridge.health.offline import analyse
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 ABSENT = object()  # a key left out
 
-odd = st.sampled_from([None, False, True, 0, 1, "x", [], [{}], {}])
+odd: st.SearchStrategy[Any] = st.sampled_from([None, False, True, 0, 1, "x", [], [{}], {}])
 marker_values = st.one_of(st.just(ABSENT), odd, st.just({"version": 1, "capabilities": []}))
 suggestions_values = st.one_of(st.just(ABSENT), odd, st.just({"image": {}}))
 
