@@ -69,6 +69,19 @@ def session_id_of(msg: Any) -> Any:
     return params.get("sessionId") if type(params) is dict else None
 
 
+def session_named(msg: Any, *, response: bool = False, request_session: Any = None) -> str | int | None:
+    """The session a message concerns, as its capture record and findings name it:
+    `params.sessionId`; for a response, its result's `sessionId` (the answer that creates a
+    session), else the session of the request it answers. Only a string or an integer names
+    one (a bool, an object or a list does not)."""
+    session = session_id_of(msg)
+    if session is None and response:
+        session = p.get_path(msg, "result", "sessionId")
+        if session is None:
+            session = request_session
+    return session if isinstance(session, (str, int)) and not isinstance(session, bool) else None
+
+
 # -- prompt suggestions (bridge-rules 2) -----------------------------------------------------------
 
 

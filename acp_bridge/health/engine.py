@@ -384,11 +384,6 @@ def _threshold(config: HealthConfig, direction: Direction, method: Any) -> float
     return 0.0 if method in WAIT_BY_DESIGN else config.client_request_seconds
 
 
-def _session_of(msg: Json) -> Any:
-    params = msg.get("params")
-    return params.get("sessionId") if isinstance(params, dict) else None
-
-
 def _session_key(session: Any) -> Any:
     return None if session is None else id_key(session)
 

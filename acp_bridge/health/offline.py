@@ -304,7 +304,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
             if verdict in ("drop", "rewrite"):
                 migration.taken_out += 1
             if _suggestions(msg, form) == []:  # the agent's own withdrawal
-                session = p.get_path(msg, "params", "sessionId")
+                session = read.session_id_of(msg)
                 if verdict == "drop":
                     migration.redundant += 1  # held back as a repeat: harmless without the bridge too
                 if migration._awaiting.get(session):
@@ -346,7 +346,7 @@ def _suggestions_out(migration: Migration, msg: Json, *, written: bool, form: st
         migration.written += 1
         if _suggestions(msg, form) == []:
             migration.withdrawals += 1
-            session = p.get_path(msg, "params", "sessionId")
+            session = read.session_id_of(msg)
             migration._awaiting[session] = migration._awaiting.get(session, 0) + 1
 
 

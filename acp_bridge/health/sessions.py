@@ -110,9 +110,9 @@ class SessionRules:
 
     def _update(self, msg: Json, at: float, seq: int | None) -> None:
         params = msg.get("params")
-        session = params.get("sessionId") if isinstance(params, dict) else None
-        update = params.get("update") if isinstance(params, dict) else None
-        if session is None or not isinstance(update, dict):
+        session = read.session_id_of(msg)
+        update = read.update_of(msg)
+        if session is None or update is None:
             missing = "params" if not isinstance(params, dict) else "sessionId" if session is None else "update"
             self.flag("update-malformed", session, at, seq, "session/update without {} (an object)", missing,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
@@ -165,7 +165,7 @@ class SessionRules:
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
 
     def _cancel(self, msg: Json, at: float, seq: int | None, later: frozenset[int] = frozenset()) -> None:
-        session = p.get_path(msg, "params", "sessionId")
+        session = read.session_id_of(msg)
         skey = _session_key(session)
         if self.v2:
             watch = self._running.get(skey, False)  # v2: only a running turn answers a cancel

@@ -111,7 +111,7 @@ class Driver:
                         answer: list[Json]) -> bool:
         if line.is_prompt:
             self._turn_ended = trio.Event()
-            recorded = p.get_path(line.msg, "params", "sessionId")
+            recorded = read.session_id_of(line.msg)
             self._turn_session = self.rewriter.sessions.get(recorded, recorded) if isinstance(recorded, str) \
                 else recorded
             self._seen = 0

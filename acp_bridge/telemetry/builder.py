@@ -80,7 +80,7 @@ class TraceBuilder(SpanTree):
                 elif method == p.SESSION_UPDATE:
                     self._update(timed.wall, msg)
                 elif method == p.SESSION_CANCEL:
-                    turn = self._turn_of(p.get_path(msg, "params", "sessionId"))
+                    turn = self._turn_of(read.session_id_of(msg))
                     if turn is not None:
                         add_event(turn.span, "session/cancel", timed.wall, {})
             elif "id" in msg and ("result" in msg or "error" in msg):

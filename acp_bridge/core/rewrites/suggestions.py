@@ -147,7 +147,7 @@ class PromptSuggestions(Rewrite):
         if method not in _SESSION_REQUESTS:  # the rest of the requests concern no rule here
             return PASS
         form = self._client_form(session)
-        session_id = p.get_path(params, "sessionId")
+        session_id = read.session_id_of(frame.msg)
         if form is None or session_id is None:
             return PASS
         if method == p.SESSION_PROMPT:
@@ -227,11 +227,10 @@ class PromptSuggestions(Rewrite):
             or frame.msg is None
         ):
             return PASS
-        params = frame.params
-        update = p.get_path(params, "update")
-        if not isinstance(update, dict):
+        update = read.update_of(frame.msg)
+        if update is None:
             return PASS
-        session_id = params.get("sessionId")
+        session_id = read.session_id_of(frame.msg)
         if update.get("sessionUpdate") == p.PROMPT_SUGGESTIONS_UPDATE:
             return self._new_form(frame.msg, update, session, session_id)
         legacy = read.read_legacy(update)
