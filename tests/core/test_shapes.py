@@ -209,3 +209,19 @@ def test_the_stop_reason_a_result_names(result: Any, reason: Any) -> None:
 def test_tool_call_updates_are_the_v1_and_v2_kinds() -> None:
     assert {"tool_call", "tool_call_update"} == read.TOOL_CALL_UPDATES
     assert read.update_kind({"sessionUpdate": ["tool_call"]}) not in read.TOOL_CALL_UPDATES  # no TypeError
+
+
+@pytest.mark.parametrize(("msg", "response", "request_session", "named"), [
+    ({"method": "session/prompt", "params": {"sessionId": "s1"}}, False, None, "s1"),
+    ({"method": "session/prompt", "params": {"sessionId": 7}}, False, None, 7),
+    ({"method": "session/prompt", "params": {"sessionId": True}}, False, None, None),  # a bool names none
+    ({"method": "session/prompt", "params": {"sessionId": ["s1"]}}, False, None, None),
+    ({"method": "session/prompt", "params": {}}, False, "s9", None),  # only a response falls back
+    ({"id": 1, "result": {"sessionId": "s2"}}, True, "s9", "s2"),  # the answer that creates a session
+    ({"id": 1, "result": {"stopReason": "end_turn"}}, True, "s9", "s9"),  # else its request's
+    ({"id": 1, "result": {"sessionId": "s2"}}, False, None, None),
+    ({"id": 1, "error": {"code": 1}}, True, None, None),
+    (None, True, "s9", "s9"),
+])
+def test_the_session_a_message_names(msg: Any, response: bool, request_session: Any, named: Any) -> None:
+    assert read.session_named(msg, response=response, request_session=request_session) == named
