@@ -1,13 +1,14 @@
 """What an ACP shape means: one reader for each protocol idea the bridge reads in more than one place.
 
 Owns: reading, from a message as it came, the update a `session/update` carries and its kind,
-a message's session id, the prompt suggestions an update carries (legacy
+the session a message names, the prompt suggestions an update carries (legacy
 `_meta.promptSuggestions` and the new `prompt_suggestions_update`) and their texts, the form
 of suggestions a client reads (from its `initialize` capabilities), the text of content
-blocks, and the end of a turn (v1: the `session/prompt` result's `stopReason`; v2: an idle
-`state_update`). The rules, health, telemetry, replay and the page all call these, so a
-verdict about what a rule did reads the message as the rule read it. Writing shapes (the
-rules' conversions and edits) stays with each rule (`rewrites/suggestion_shapes.py`).
+blocks, the dialect a rewritten request carried the system prompt in, and the end of a turn
+(v1: the `session/prompt` result's `stopReason`; v2: an idle `state_update`). The rules,
+health, telemetry, replay and the page all call these, so a verdict about what a rule did
+reads the message as the rule read it. Writing shapes (the rules' conversions and edits)
+stays with each rule (`rewrites/suggestion_shapes.py`, `rewrites/system_prompt_shapes.py`).
 Must never: raise on any value from the wire (an unknown shape reads as None, "" or False),
 mutate an argument, hold state, or do IO.
 
@@ -197,6 +198,23 @@ def content_text(content: Any, sep: str = "", *, wrapped: bool = True) -> str:
                 if type(inner) is dict or type(inner) is list:
                     stack.append(inner)
     return sep.join(texts)
+
+
+# -- the system prompt (bridge-rules 3) --------------------------------------------------------------
+
+
+def system_prompt_dialect(method: Any, sent: Any) -> str | None:
+    """How a request the system-prompt rule rewrote (`sent`: as it went out) carried the
+    prompt: "spec" (`params.systemPrompt`), "meta" (`params._meta.systemPrompt`),
+    "first-prompt" (a `session/prompt`), or None when it cannot tell."""
+    if method == p.SESSION_PROMPT:
+        return "first-prompt"
+    params = p.get_path(sent, "params")
+    if p.get_path(params, p.SYSTEM_PROMPT) is not None:
+        return "spec"
+    if p.get_path(params, p.META, p.SYSTEM_PROMPT) is not None:
+        return "meta"
+    return None
 
 
 # -- the end of a turn ------------------------------------------------------------------------------

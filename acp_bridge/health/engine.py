@@ -326,7 +326,7 @@ class Engine(SessionRules):
                            seq: int | None) -> None:
         """The system-prompt rule rewrote `request` into `out`: note the dialect when it is not
         the spec's, with the request's id and session (none yet for a `session/new`)."""
-        dialect = system_prompt_dialect(method, out)
+        dialect = read.system_prompt_dialect(method, out)
         if dialect in ("meta", "first-prompt"):
             request = request or {}
             self.flag("system-prompt-fallback", p.get_path(request, "params", "sessionId"), at, seq,
@@ -360,19 +360,6 @@ def rule_key(rule: str | None) -> tuple[str, str | None]:
 def failed_rule(rule: str | None) -> str:
     """What failed, as a `rule-failed` finding says it (None: the rules were not asked)."""
     return f"rule {rule!r} failed" if rule else "the rules could not change a message"
-
-
-def system_prompt_dialect(method: str | None, out: Any) -> str | None:
-    """How a request the system-prompt rule rewrote carried the prompt: spec, meta,
-    first-prompt, or None when it cannot tell."""
-    if method == p.SESSION_PROMPT:
-        return "first-prompt"
-    params = p.get_path(out, "params")
-    if p.get_path(params, p.SYSTEM_PROMPT) is not None:
-        return "spec"
-    if p.get_path(params, p.META, p.SYSTEM_PROMPT) is not None:
-        return "meta"
-    return None
 
 
 def _threshold(config: HealthConfig, direction: Direction, method: Any) -> float:

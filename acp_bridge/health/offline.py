@@ -25,7 +25,7 @@ from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.core.unparsed import is_stray
-from acp_bridge.health.engine import Engine, system_prompt_dialect
+from acp_bridge.health.engine import Engine
 from acp_bridge.health.findings import CODES, Finding, Level
 
 KEPT = 50  # occurrences kept per code and session (the rest are counted)
@@ -290,7 +290,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
         engine.notification(direction, msg, now, seq)
     if verdict == "rewrite" and "system-prompt" in rules:
         out = record_message(record, "out")
-        dialect = system_prompt_dialect(record.get("method"), out)
+        dialect = read.system_prompt_dialect(record.get("method"), out)
         if dialect is not None:
             migration.dialects[dialect] += 1
         engine.system_prompt_sent(record.get("method"), msg, out, now, seq)

@@ -59,14 +59,8 @@ class BridgeWork:
 
     def _system_prompt(self, timed: Timed, msg: dict[str, Any], session_id: Any) -> None:
         method = msg.get("method")
-        sent = timed.sent if type(timed.sent) is dict else {}
-        if method == p.SESSION_PROMPT:
-            dialect = "first-prompt"
-        elif p.get_path(sent, "params", p.SYSTEM_PROMPT) is not None:
-            dialect = "spec"
-        elif p.get_path(sent, "params", p.META, p.SYSTEM_PROMPT) is not None:
-            dialect = "meta"
-        else:
+        dialect = read.system_prompt_dialect(method, timed.sent)
+        if dialect is None:
             return
         if method == p.SESSION_PROMPT:
             span = self.current(session_id)

@@ -225,3 +225,19 @@ def test_tool_call_updates_are_the_v1_and_v2_kinds() -> None:
 ])
 def test_the_session_a_message_names(msg: Any, response: bool, request_session: Any, named: Any) -> None:
     assert read.session_named(msg, response=response, request_session=request_session) == named
+
+
+@pytest.mark.parametrize(("method", "sent", "dialect"), [
+    ("session/new", {"params": {"cwd": "/", "systemPrompt": {"mode": "append", "content": []}}}, "spec"),
+    ("session/new", {"params": {"systemPrompt": {}, "_meta": {"systemPrompt": "x"}}}, "spec"),
+    ("session/load", {"params": {"_meta": {"systemPrompt": "Be brief"}}}, "meta"),
+    ("session/prompt", {"params": {"prompt": [text("Be brief")]}}, "first-prompt"),
+    ("session/prompt", None, "first-prompt"),
+    ("session/new", {"params": {"systemPrompt": None}}, None),
+    ("session/new", {"params": []}, None),
+    ("session/new", None, None),
+    (None, {"params": {"systemPrompt": "x"}}, "spec"),
+])
+def test_the_dialect_a_rewritten_request_carried_the_system_prompt_in(method: Any, sent: Any,
+                                                                       dialect: str | None) -> None:
+    assert read.system_prompt_dialect(method, sent) == dialect
