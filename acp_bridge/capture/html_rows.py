@@ -257,8 +257,9 @@ class RowBuilder:
         what = read.update_kind(update)
         if what is not None:
             row["u"] = what
-        if isinstance(update.get("toolCallId"), str):
-            row["tc"] = update["toolCallId"]
+        tool_call = read.tool_call_id(update)
+        if isinstance(tool_call, str):
+            row["tc"] = tool_call
             if isinstance(update.get("status"), str):
                 row["st"] = update["status"]
 

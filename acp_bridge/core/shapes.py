@@ -70,6 +70,17 @@ def session_id_of(msg: Any) -> Any:
     return params.get("sessionId") if type(params) is dict else None
 
 
+def tool_call_id(update: Any) -> Any:
+    """The tool call an update opens, moves or ends (`toolCallId`, as sent; None: none)."""
+    return update.get("toolCallId") if type(update) is dict else None
+
+
+def permission_tool_call_id(params: Any) -> Any:
+    """The tool call a `session/request_permission` asks about (`params.toolCall.toolCallId`,
+    as sent; None: none)."""
+    return p.get_path(params, "toolCall", "toolCallId")
+
+
 def session_named(msg: Any, *, response: bool = False, request_session: Any = None) -> str | int | None:
     """The session a message concerns, as its capture record and findings name it:
     `params.sessionId`; for a response, its result's `sessionId` (the answer that creates a

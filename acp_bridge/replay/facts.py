@@ -64,7 +64,7 @@ def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
             run = None
             value: dict[str, Any] = {"update": kind}
             if kind in read.TOOL_CALL_UPDATES:
-                tool_id = _hashable(update.get("toolCallId"))
+                tool_id = _hashable(read.tool_call_id(update))
                 known = tools.get(tool_id)
                 if known is None:
                     known = tools[tool_id] = {}

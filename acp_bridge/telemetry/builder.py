@@ -138,7 +138,7 @@ class TraceBuilder(SpanTree):
             return None  # a new session's span starts with its response, and adopts this one
         state = self._session(session_id, wall)
         if method == REQUEST_PERMISSION:
-            tool_id = p.get_path(params, "toolCall", "toolCallId")
+            tool_id = read.permission_tool_call_id(params)
             tool = state.tools.get(key_of(tool_id)) if tool_id is not None else None
             if tool is not None:
                 return tool
@@ -241,7 +241,7 @@ class TraceBuilder(SpanTree):
                 self._end_turn(state, wall, stop if isinstance(stop, str) else None)
 
     def _tool(self, wall: float, session_id: Any, update: dict[str, Any]) -> None:
-        tool_id = update.get("toolCallId")
+        tool_id = read.tool_call_id(update)
         if tool_id is None:
             return
         state = self._session(session_id, wall)

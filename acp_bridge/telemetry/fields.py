@@ -50,7 +50,7 @@ def permission_attributes(span: SpanRecord, request: Any, result: Any) -> None:
             if type(entry) is dict and entry.get("optionId") == option and isinstance(entry.get("kind"), str):
                 span.attributes[s.PERMISSION_OPTION_KIND] = entry["kind"]
                 break
-    tool_id = p.get_path(request, "params", "toolCall", "toolCallId")
+    tool_id = read.permission_tool_call_id(p.get_path(request, "params"))
     if tool_id is not None:
         span.attributes[s.TOOL_CALL_ID] = text_of(tool_id)
 

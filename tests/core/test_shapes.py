@@ -241,3 +241,24 @@ def test_the_session_a_message_names(msg: Any, response: bool, request_session: 
 def test_the_dialect_a_rewritten_request_carried_the_system_prompt_in(method: Any, sent: Any,
                                                                        dialect: str | None) -> None:
     assert read.system_prompt_dialect(method, sent) == dialect
+
+
+@pytest.mark.parametrize(("update", "expected"), [
+    ({"sessionUpdate": "tool_call", "toolCallId": "call_1", "status": "pending"}, "call_1"),
+    ({"sessionUpdate": "tool_call_update", "toolCallId": 7}, 7),  # as sent: a caller checks the type
+    ({"sessionUpdate": "tool_call_update"}, None),
+    (["call_1"], None),
+    (None, None),
+])
+def test_the_tool_call_an_update_concerns(update: Any, expected: Any) -> None:
+    assert read.tool_call_id(update) == expected
+
+
+@pytest.mark.parametrize(("params", "expected"), [
+    ({"sessionId": "s1", "toolCall": {"toolCallId": "call_1"}, "options": []}, "call_1"),
+    ({"toolCall": {"title": "Edit"}}, None),
+    ({"toolCall": ["call_1"]}, None),
+    ([], None),
+])
+def test_the_tool_call_a_permission_request_asks_about(params: Any, expected: Any) -> None:
+    assert read.permission_tool_call_id(params) == expected

@@ -136,7 +136,7 @@ class CloseToolCalls(Rewrite):
         return self._close(frame, session, request.session_id, frozenset())
 
     def _track(self, session: Session, session_id: Any, update: Json) -> None:
-        call_id = update.get("toolCallId")
+        call_id = read.tool_call_id(update)
         if not isinstance(call_id, str) or len(call_id) > MAX_ID or not isinstance(session_id, str):
             return
         state = session.existing_state(OpenToolCalls, session_id)
