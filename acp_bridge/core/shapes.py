@@ -70,6 +70,12 @@ def session_id_of(msg: Any) -> Any:
     return params.get("sessionId") if type(params) is dict else None
 
 
+def created_session_id(result: Any) -> Any:
+    """The session a setup response's result names (`sessionId`, as sent; None: none): the
+    one a `session/new` or `session/fork` creates."""
+    return result.get("sessionId") if type(result) is dict else None
+
+
 def tool_call_id(update: Any) -> Any:
     """The tool call an update opens, moves or ends (`toolCallId`, as sent; None: none)."""
     return update.get("toolCallId") if type(update) is dict else None
@@ -88,7 +94,7 @@ def session_named(msg: Any, *, response: bool = False, request_session: Any = No
     one (a bool, an object or a list does not)."""
     session = session_id_of(msg)
     if session is None and response:
-        session = p.get_path(msg, "result", "sessionId")
+        session = created_session_id(msg.get("result") if type(msg) is dict else None)
         if session is None:
             session = request_session
     return session if isinstance(session, (str, int)) and not isinstance(session, bool) else None

@@ -295,7 +295,7 @@ class Engine(SessionRules):
                                direction=request.origin, method=method)
         elif method in SESSION_OPENERS:
             self._opening = max(0, self._opening - 1)
-            created = p.get_path(result, "sessionId")
+            created = read.created_session_id(result)
             if created is not None:
                 self._open(created)
                 self._maybe.pop(_session_key(created), None)
@@ -329,7 +329,7 @@ class Engine(SessionRules):
         dialect = read.system_prompt_dialect(method, out)
         if dialect in ("meta", "first-prompt"):
             request = request or {}
-            self.flag("system-prompt-fallback", p.get_path(request, "params", "sessionId"), at, seq,
+            self.flag("system-prompt-fallback", read.session_id_of(request), at, seq,
                        f"the system prompt went through {dialect}: the agent lacks the systemPrompt capability",
                        direction=TO_AGENT, method=method, id_=request.get("id"))
 

@@ -134,7 +134,7 @@ class Driver:
             version = p.get_path(answer[0], "result", "protocolVersion")
             self._version = version if isinstance(version, int) else 1
         if answer and line.creates is not None:
-            self.rewriter.learn(line.creates, p.get_path(answer[0], "result", "sessionId"))
+            self.rewriter.learn(line.creates, read.created_session_id(answer[0].get("result")))
         if answer and isinstance(error := answer[0].get("error"), dict):
             report.problems.append(f"{line.method} #{line.seq} was answered with error {error.get('code')}: "
                                    f"{str(error.get('message'))[:200]}")

@@ -196,7 +196,7 @@ async def _converse(talk: _Conversation, probe: Probe, protocol: int, with_sessi
         listed = p.get_path(probe.session, "result", "availableCommands")
         if isinstance(listed, list) and not probe.commands:
             probe.commands = [c for c in listed if isinstance(c, dict)]
-        session_id = p.get_path(probe.session, "result", "sessionId")
+        session_id = read.created_session_id(p.get_path(probe.session, "result"))
         if session_id is None:
             return
         if offers_close(result):

@@ -190,7 +190,7 @@ class TraceBuilder(SpanTree):
                         self._acked += 1
             return
         if method in SESSION_SETUP and error is None:
-            new_id = result.get("sessionId") if type(result) is dict else None
+            new_id = read.created_session_id(result)
             session_id = new_id if new_id is not None else session_id
             if session_id is not None:
                 state = self._session(session_id, span.start)

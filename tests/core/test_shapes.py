@@ -262,3 +262,14 @@ def test_the_tool_call_an_update_concerns(update: Any, expected: Any) -> None:
 ])
 def test_the_tool_call_a_permission_request_asks_about(params: Any, expected: Any) -> None:
     assert read.permission_tool_call_id(params) == expected
+
+
+@pytest.mark.parametrize(("result", "expected"), [
+    ({"sessionId": "s1", "availableCommands": []}, "s1"),
+    ({"sessionId": 7}, 7),  # as sent: a caller checks the type
+    ({"configOptions": []}, None),  # session/resume names no session in its answer
+    ("s1", None),
+    (None, None),
+])
+def test_the_session_a_setup_response_creates(result: Any, expected: Any) -> None:
+    assert read.created_session_id(result) == expected
