@@ -351,7 +351,7 @@ def _suggestions_out(migration: Migration, msg: Json, *, written: bool, form: st
 
 
 def _suggestion_form(msg: Any) -> str | None:
-    """The form of suggestions a `session/update` carries (`core/shapes`, as the rule reads it)."""
+    """The form of suggestions a `session/update` carries (`core/shapes.suggestion_form`)."""
     if type(msg) is not dict or msg.get("method") != p.SESSION_UPDATE:
         return None
     return read.suggestion_form(read.update_of(msg))
