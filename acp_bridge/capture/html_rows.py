@@ -34,12 +34,14 @@ from acp_bridge.capture.records import mask_record
 from acp_bridge.capture.redaction import WHOLE, Redactor
 from acp_bridge.capture.summary import WITHHELD_NOTE, short_session, summarize
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import id_key
 from acp_bridge.core.protocol import Json
 
 BODY_LIMIT = 20_000  # characters of one message kept; the rest is cut with a note
 PREVIEW_LIMIT = 160  # characters of a one-line preview
 MAX_OPEN = 100_000  # turns, requests in flight: beyond this the oldest is forgotten (no link)
+SEP = " "  # between the texts of a message's content blocks, in a preview
 CHUNK_KINDS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
 
 
@@ -99,28 +101,10 @@ def body_text(data: str | bytes, limit: int = BODY_LIMIT, piece: int = PIECE) ->
     return "".join(head)[:length - ends], length - ends, size
 
 
-def _text_of(content: Any) -> str:
-    """The text of a content block (or of a list of them)."""
-    if isinstance(content, list):
-        return " ".join(filter(None, (_text_of(block) for block in content)))
-    if isinstance(content, dict):
-        if content.get("type") == "text" and isinstance(content.get("text"), str):
-            return str(content["text"])
-        inner = content.get("content")
-        if inner is not None and inner is not content:
-            return _text_of(inner) if isinstance(inner, (dict, list)) else ""
-    return ""
-
-
 def _suggestions(items: Any) -> str:
-    """The texts of suggestions: new form (`prompt` content blocks) or legacy (`text`)."""
-    texts = []
-    for item in items if isinstance(items, list) else ():
-        if isinstance(item, dict):
-            text = _text_of(item.get("prompt")) if "prompt" in item else item.get("text")
-            if isinstance(text, str) and text:
-                texts.append(text)
-    return " | ".join(texts)
+    """The texts of suggestions, in either form (`core/shapes.suggestion_text`), apart by a bar."""
+    texts = [read.suggestion_text(item) for item in (items if isinstance(items, list) else ())]
+    return " | ".join(text for text in texts if isinstance(text, str) and text)
 
 
 def preview(msg: Any, method: Any, kind: Any) -> str:
@@ -142,23 +126,21 @@ def preview(msg: Any, method: Any, kind: Any) -> str:
                 return one_line(" ".join(str(v) for v in outcome.values() if isinstance(v, str)))
         return ""
     if method == p.SESSION_PROMPT:
-        return one_line(_text_of(params.get("prompt")))
+        return one_line(read.content_text(params.get("prompt"), SEP))
     if method == p.SESSION_UPDATE:
         update = _update(msg)
-        what = update.get("sessionUpdate")
-        if not isinstance(what, str):  # a peer's value: a list or an object is no kind
+        what = read.update_kind(update)
+        if what is None:  # a peer's value: a list or an object is no kind
             return ""
         if what in CHUNK_KINDS:
-            return one_line(_text_of(update.get("content")))
-        if what in ("tool_call", "tool_call_update"):
+            return one_line(read.content_text(update.get("content"), SEP))
+        if what in read.TOOL_CALL_UPDATES:
             parts = [str(update[k]) for k in ("title", "kind", "status") if isinstance(update.get(k), str)]
             return one_line(" · ".join(parts))
-        if what == p.PROMPT_SUGGESTIONS_UPDATE:
-            return one_line(_suggestions(update.get("suggestions") or ()))
-        if what == p.SESSION_INFO_UPDATE:
-            legacy = p.get_path(update, p.META, p.PROMPT_SUGGESTIONS, "suggestions")
-            if isinstance(legacy, list):
-                return one_line(_suggestions(legacy))
+        if what in (p.PROMPT_SUGGESTIONS_UPDATE, p.SESSION_INFO_UPDATE):
+            items = read.suggestion_items(update)  # a legacy list, or else the session's title
+            if what == p.PROMPT_SUGGESTIONS_UPDATE or isinstance(items, list):
+                return one_line(_suggestions(items))
             return one_line(str(update.get("title") or ""))
         if what == "plan" and isinstance(update.get("entries"), list):
             return f"{len(update['entries'])} entries"
@@ -175,8 +157,7 @@ def preview(msg: Any, method: Any, kind: Any) -> str:
 
 
 def _update(msg: Any) -> dict[str, Any]:
-    update = p.get_path(msg, "params", "update")
-    return update if isinstance(update, dict) else {}
+    return read.update_of(msg) or {}
 
 
 @dataclass
@@ -322,11 +303,12 @@ class RowBuilder:
         return row
 
     def _update_fields(self, row: Json, update: dict[str, Any]) -> None:
-        what = update.get("sessionUpdate")
-        if isinstance(what, str):
+        what = read.update_kind(update)
+        if what is not None:
             row["u"] = what
-        if isinstance(update.get("toolCallId"), str):
-            row["tc"] = update["toolCallId"]
+        tool_call = read.tool_call_id(update)
+        if isinstance(tool_call, str):
+            row["tc"] = tool_call
             if isinstance(update.get("status"), str):
                 row["st"] = update["status"]
 
@@ -350,7 +332,7 @@ class RowBuilder:
                 row["q"] = request
                 if isinstance(latency := record.get("latency"), (int, float)):
                     row["lat"] = latency
-                reason = p.get_path(msg, "result", "stopReason")
+                reason = read.stop_reason(p.get_path(msg, "result"))  # v1's turn end
                 if isinstance(reason, str):
                     row["sr"] = reason
                 self._close_turn(request)
@@ -376,8 +358,8 @@ class RowBuilder:
 
     def _fold_key(self, record: Json, update: dict[str, Any]) -> tuple[Any, ...] | None:
         """What a chunk must share with the previous one to join its row; None: not a chunk."""
-        what = update.get("sessionUpdate")
-        if not isinstance(what, str) or what not in CHUNK_KINDS or record.get("verdict") != "pass" \
+        what = read.update_kind(update)
+        if what is None or what not in CHUNK_KINDS or record.get("verdict") != "pass" \
                 or record.get("kind") != "notification":
             return None
         content = update.get("content")
@@ -388,7 +370,7 @@ class RowBuilder:
     def _fold_more(self, record: Json, update: dict[str, Any], *, first: bool = False) -> None:
         fold = self._fold
         assert fold is not None
-        text = _text_of(update.get("content"))
+        text = read.content_text(update.get("content"), SEP)
         if fold.length < BODY_LIMIT:  # what is shown, not the rest of a long chunk
             fold.texts.append(text if fold.length + len(text) <= BODY_LIMIT else text[:BODY_LIMIT - fold.length])
         fold.length += len(text)

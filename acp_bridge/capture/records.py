@@ -27,11 +27,11 @@ from acp_bridge.capture.reader import FORMAT_VERSION, record_bytes, record_messa
 from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor
 from acp_bridge.capture.runs import LeanRuns
 from acp_bridge.capture.text_redaction import mask_argv
-from acp_bridge.core import protocol as p
 from acp_bridge.core.literals import written_id
 from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Forward, Verdict
+from acp_bridge.core.shapes import session_named
 
 HEAD_BYTES = 4096  # of a line over the parse limit, kept in its record
 
@@ -75,16 +75,6 @@ def printable(text: str) -> str:
 
 def _surrogate_text(code: int) -> str:
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
-
-
-def _session_of(msg: Any, kind: Kind, request: Any) -> Any:
-    params = msg.get("params") if type(msg) is dict else None
-    session = params.get("sessionId") if type(params) is dict else None
-    if session is None and kind is Kind.RESPONSE:
-        session = p.get_path(msg, "result", "sessionId")
-        if session is None and request is not None:
-            session = request.session_id
-    return session if isinstance(session, (str, int)) and not isinstance(session, bool) else None
 
 
 def _utc_text(wall: float) -> str:
@@ -376,7 +366,8 @@ class CaptureEncoder:
             if type(id_) is float:  # maybe an integer beyond 64 bits: as written
                 id_ = written_id(fwd.data if fwd.verdict is Verdict.EMIT else fwd.raw, id_)
             record["id"] = id_
-        record["session"] = _session_of(msg, kind, request)
+        record["session"] = session_named(msg, response=kind is Kind.RESPONSE,
+                                          request_session=request.session_id if request is not None else None)
 
         hits: list[str] = []
         withheld = False

@@ -20,6 +20,7 @@ import orjson
 from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.literals import exact_reading, inexact_numbers
 from acp_bridge.core.messages import Direction
 from acp_bridge.core.printable import printable, printable_lines
@@ -130,8 +131,8 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
         label = f"{method} id {fmt_id(record.get('id'))}"
     elif kind == "notification":
         label = str(method)
-        update = p.get_path(msg, "params", "update", "sessionUpdate")
-        if isinstance(update, str):
+        update = read.message_update_kind(msg)
+        if update is not None:
             label += f" {printable(update)}"
     elif kind == "response":
         label = f"{method or '(unpaired)'} id {fmt_id(record.get('id'))}"
@@ -294,5 +295,5 @@ class RecordFilter:
         that changes the kind matches both); the message is parsed only here."""
         if record.get("method") != "session/update":
             return False
-        return any(p.get_path(record_message(record, key), "params", "update", "sessionUpdate") in self.updates
+        return any(read.message_update_kind(record_message(record, key)) in self.updates
                    for key in ("raw", "out"))

@@ -23,6 +23,7 @@ import trio
 
 from acp_bridge.core import LineSplitter
 from acp_bridge.core.printable import printable
+from acp_bridge.core.shapes import NEW, suggestion_form, update_of
 from acp_bridge.extras import install
 
 SYSTEM_PROMPT = "Answer in one sentence. Never touch files outside src/."
@@ -85,8 +86,7 @@ class DemoClient:
 
 
 def is_suggestions(msg: dict[str, Any]) -> bool:
-    update = (msg.get("params") or {}).get("update") or {}
-    return msg.get("method") == "session/update" and update.get("sessionUpdate") == "prompt_suggestions_update"
+    return msg.get("method") == "session/update" and suggestion_form(update_of(msg)) == NEW
 
 
 class Narrator:

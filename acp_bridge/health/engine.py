@@ -24,6 +24,7 @@ from typing import Any
 
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, brief, id_key
 from acp_bridge.core.protocol import Json
@@ -270,9 +271,7 @@ class Engine(SessionRules):
         if method == p.INITIALIZE and direction is TO_AGENT:
             # This request's own params: live, the session may have taken a later
             # initialize of the same read already.
-            caps = p.client_capabilities(msg.get("params"))
-            air = isinstance(p.get_path(caps, p.META, "jetbrains", "air"), dict)
-            if air and not isinstance(p.get_path(caps, "session", p.PROMPT_SUGGESTIONS), dict):
+            if read.client_form(p.client_capabilities(msg.get("params"))) == read.LEGACY:
                 self.flag("air-only-client", None, at, seq,
                            "the client is JetBrains AIR only (legacy suggestion form, no session.promptSuggestions)",
                            direction=direction, method=method)
@@ -296,7 +295,7 @@ class Engine(SessionRules):
                                direction=request.origin, method=method)
         elif method in SESSION_OPENERS:
             self._opening = max(0, self._opening - 1)
-            created = p.get_path(result, "sessionId")
+            created = read.created_session_id(result)
             if created is not None:
                 self._open(created)
                 self._maybe.pop(_session_key(created), None)
@@ -327,10 +326,10 @@ class Engine(SessionRules):
                            seq: int | None) -> None:
         """The system-prompt rule rewrote `request` into `out`: note the dialect when it is not
         the spec's, with the request's id and session (none yet for a `session/new`)."""
-        dialect = system_prompt_dialect(method, out)
+        dialect = read.system_prompt_dialect(method, out)
         if dialect in ("meta", "first-prompt"):
             request = request or {}
-            self.flag("system-prompt-fallback", p.get_path(request, "params", "sessionId"), at, seq,
+            self.flag("system-prompt-fallback", read.session_id_of(request), at, seq,
                        f"the system prompt went through {dialect}: the agent lacks the systemPrompt capability",
                        direction=TO_AGENT, method=method, id_=request.get("id"))
 
@@ -363,19 +362,6 @@ def failed_rule(rule: str | None) -> str:
     return f"rule {rule!r} failed" if rule else "the rules could not change a message"
 
 
-def system_prompt_dialect(method: str | None, out: Any) -> str | None:
-    """How a request the system-prompt rule rewrote carried the prompt: spec, meta,
-    first-prompt, or None when it cannot tell."""
-    if method == p.SESSION_PROMPT:
-        return "first-prompt"
-    params = p.get_path(out, "params")
-    if p.get_path(params, p.SYSTEM_PROMPT) is not None:
-        return "spec"
-    if p.get_path(params, p.META, p.SYSTEM_PROMPT) is not None:
-        return "meta"
-    return None
-
-
 def _threshold(config: HealthConfig, direction: Direction, method: Any) -> float:
     methods: Mapping[str, float] = config.methods
     if isinstance(method, str) and method in methods:
@@ -383,11 +369,6 @@ def _threshold(config: HealthConfig, direction: Direction, method: Any) -> float
     if direction is TO_AGENT:
         return config.prompt_seconds if method == p.SESSION_PROMPT else config.request_seconds
     return 0.0 if method in WAIT_BY_DESIGN else config.client_request_seconds
-
-
-def _session_of(msg: Json) -> Any:
-    params = msg.get("params")
-    return params.get("sessionId") if isinstance(params, dict) else None
 
 
 def _session_key(session: Any) -> Any:

@@ -17,12 +17,13 @@ from typing import Any
 from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.session import Pending
+from acp_bridge.core.session import Pending, Session
 from acp_bridge.core.unparsed import is_stray
-from acp_bridge.health.engine import Engine, system_prompt_dialect
+from acp_bridge.health.engine import Engine
 from acp_bridge.health.findings import CODES, Finding, Level
 
 KEPT = 50  # occurrences kept per code and session (the rest are counted)
@@ -40,6 +41,9 @@ class Migration:
     """What the suggestion and system-prompt rules met on one connection."""
 
     client_form: str = "unknown"  # new, legacy (AIR only), both, none, unknown (no initialize seen)
+    # The form the client reads as the suggestions rule decides it (`core/shapes.client_form`:
+    # NEW, LEGACY or None), what the verdict goes by; None too while no initialize was seen.
+    reads: str | None = None
     agent_legacy: int = 0  # suggestion updates the agent sent, per form
     agent_new: int = 0
     client_legacy: int = 0  # suggestion updates the client received, per form
@@ -85,13 +89,14 @@ class Migration:
                         "bridge can be removed is not either; fix them and check a new capture")
             return "nothing was rewritten: the bridge can be removed"
         reasons = []
-        if self.agent_legacy and self.client_form in ("new", "both"):
+        known = self.client_form != "unknown"
+        if self.agent_legacy and self.reads == read.NEW:
             reasons.append(f"the agent sends suggestions in the legacy form ({self.agent_legacy}x), "
                            "converted for a client that reads the new form")
-        if self.agent_new and self.client_form == "legacy (AIR only)":
+        if self.agent_new and self.reads == read.LEGACY:
             reasons.append(f"the client reads only the legacy form and the agent sends the new form "
                            f"({self.agent_new}x)")
-        if self.client_form == "none" and (self.agent_legacy or self.agent_new):
+        if known and self.reads is None and (self.agent_legacy or self.agent_new):
             reasons.append("the client reads no suggestions and the agent sends them (taken out)")
         if self.taken_out and not reasons:  # the forms match: the lifetime rules took them out
             reasons.append(f"the bridge took out suggestions the agent sent where the client must not get "
@@ -197,7 +202,7 @@ def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = No
     report.version = session.agent_version
     report.agent = _name(session.agent_init, "agentInfo", "info")
     report.client = _name(session.client_init, "clientInfo", "info")
-    report.migration.client_form = _client_form(session.client_init)
+    report.migration.reads, report.migration.client_form = _client_form(session)
     report.findings.sort(key=lambda f: (-f.level, f.code, f.seq if f.seq is not None else -1))
     return report
 
@@ -283,7 +288,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
         engine.notification(direction, msg, now, seq)
     if verdict == "rewrite" and "system-prompt" in rules:
         out = record_message(record, "out")
-        dialect = system_prompt_dialect(record.get("method"), out)
+        dialect = read.system_prompt_dialect(record.get("method"), out)
         if dialect is not None:
             migration.dialects[dialect] += 1
         engine.system_prompt_sent(record.get("method"), msg, out, now, seq)
@@ -297,7 +302,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
             if verdict in ("drop", "rewrite"):
                 migration.taken_out += 1
             if _suggestions(msg, form) == []:  # the agent's own withdrawal
-                session = p.get_path(msg, "params", "sessionId")
+                session = read.session_id_of(msg)
                 if verdict == "drop":
                     migration.redundant += 1  # held back as a repeat: harmless without the bridge too
                 if migration._awaiting.get(session):
@@ -337,31 +342,19 @@ def _suggestions_out(migration: Migration, msg: Json, *, written: bool, form: st
         migration.written += 1
         if _suggestions(msg, form) == []:
             migration.withdrawals += 1
-            session = p.get_path(msg, "params", "sessionId")
+            session = read.session_id_of(msg)
             migration._awaiting[session] = migration._awaiting.get(session, 0) + 1
 
 
-def _suggestions(msg: Any, form: str) -> Any:
-    update = p.get_path(msg, "params", "update")
-    if form == "legacy":
-        return p.get_path(update, p.META, p.PROMPT_SUGGESTIONS, "suggestions")
-    return p.get_path(update, "suggestions")
-
-
 def _suggestion_form(msg: Any) -> str | None:
-    # get_path spelled out: this runs for every message the agent sends
-    if not isinstance(msg, dict) or msg.get("method") != p.SESSION_UPDATE:
+    """The form of suggestions a `session/update` carries (`core/shapes.suggestion_form`)."""
+    if type(msg) is not dict or msg.get("method") != p.SESSION_UPDATE:
         return None
-    params = msg.get("params")
-    update = params.get("update") if isinstance(params, dict) else None
-    if not isinstance(update, dict):
-        return None
-    kind = update.get("sessionUpdate")
-    if kind == p.PROMPT_SUGGESTIONS_UPDATE:
-        return "new"
-    if kind == p.SESSION_INFO_UPDATE and p.get_path(update, p.META, p.PROMPT_SUGGESTIONS) is not None:
-        return "legacy"
-    return None
+    return read.suggestion_form(read.update_of(msg))
+
+
+def _suggestions(msg: Any, form: str) -> Any:
+    return read.suggestion_items(read.update_of(msg), form)
 
 
 def _from_fields(record: Json) -> Json | None:
@@ -418,12 +411,18 @@ def _name(init: Json | None, *keys: str) -> str | None:
     return None
 
 
-def _client_form(init: Json | None) -> str:
-    if init is None:
-        return "unknown"
-    caps = p.client_capabilities(init)
-    new = isinstance(p.get_path(caps, "session", p.PROMPT_SUGGESTIONS), dict)
-    air = isinstance(p.get_path(caps, p.META, "jetbrains", "air"), dict)
-    if new and air:
-        return "both"
-    return "new" if new else "legacy (AIR only)" if air else "none"
+# `Migration.client_form` for each form the rule reads (`core/shapes.client_form`).
+FORM_NAMES = {read.NEW: "new", read.LEGACY: "legacy (AIR only)", None: "none"}
+
+
+def _client_form(session: Session) -> tuple[str | None, str]:
+    """What the client reads, as the suggestions rule decides it (`core/shapes.client_form`),
+    and its name in the report: "both" names a client that reads the new form and carries
+    the AIR marker too; "unknown", a capture with no initialize."""
+    if not session.client_ready:
+        return None, "unknown"
+    caps = session.client_caps  # what the rule reads: the client's initialize as the session kept it
+    form = read.client_form(caps)
+    if form == read.NEW and read.air_marker(caps):
+        return form, "both"
+    return form, FORM_NAMES[form]

@@ -16,6 +16,7 @@ from typing import Any
 
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.session import Pending, Session
@@ -109,9 +110,9 @@ class SessionRules:
 
     def _update(self, msg: Json, at: float, seq: int | None) -> None:
         params = msg.get("params")
-        session = params.get("sessionId") if isinstance(params, dict) else None
-        update = params.get("update") if isinstance(params, dict) else None
-        if session is None or not isinstance(update, dict):
+        session = read.session_id_of(msg)
+        update = read.update_of(msg)
+        if session is None or update is None:
             missing = "params" if not isinstance(params, dict) else "sessionId" if session is None else "update"
             self.flag("update-malformed", session, at, seq, "session/update without {} (an object)", missing,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
@@ -134,37 +135,37 @@ class SessionRules:
                     held[2][0] += 1
             else:
                 self._unknown(session, at, seq)
-        kind = update.get("sessionUpdate")
-        if not isinstance(kind, str):  # a peer's value: a list or an object is no kind at all
+        kind = read.update_kind(update)
+        if kind is None:  # a peer's value: a list or an object is no kind at all
             return
         if kind == p.SESSION_INFO_UPDATE:
-            if p.get_path(update, p.META, p.PROMPT_SUGGESTIONS) is not None:
+            if read.suggestion_form(update) == read.LEGACY:
                 self.flag("legacy-suggestions", session, at, seq,
                            "the agent sent a legacy suggestion (_meta.promptSuggestions)",
                            direction=TO_CLIENT, method=p.SESSION_UPDATE)
         elif kind == p.PROMPT_SUGGESTIONS_UPDATE:
-            if not isinstance(p.get_path(self.session.client_caps, "session",
-                                         p.PROMPT_SUGGESTIONS), dict):
+            if read.advertised_suggestions(self.session.client_caps) is None:
                 self.flag("suggestions-unadvertised", session, at, seq,
                            "the agent sent prompt_suggestions_update; the client never advertised "
                            "session.promptSuggestions", direction=TO_CLIENT, method=p.SESSION_UPDATE)
-        elif kind == "state_update":
+        elif kind == p.STATE_UPDATE:
             state_now = update.get("state")
             if state_now == "running":
                 if len(self._running) < self.max_sessions:
                     self._running[skey] = True
-            elif state_now == "idle":
+            elif read.ends_turn_v2(update):
                 self._running.pop(skey, None)
                 if skey in self._cancels:
                     del self._cancels[skey]
-                    if update.get("stopReason") != "cancelled":
-                        self._ignored(session, at, seq, update.get("stopReason"))
+                    reason = read.stop_reason(update)
+                    if reason != "cancelled":
+                        self._ignored(session, at, seq, reason)
         elif kind in V1_ONLY_UPDATES and self.v2:
             self.flag("v1-shape-on-v2", session, at, seq, "update kind {}, removed in v2", kind,
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
 
     def _cancel(self, msg: Json, at: float, seq: int | None, later: frozenset[int] = frozenset()) -> None:
-        session = p.get_path(msg, "params", "sessionId")
+        session = read.session_id_of(msg)
         skey = _session_key(session)
         if self.v2:
             watch = self._running.get(skey, False)  # v2: only a running turn answers a cancel
@@ -186,7 +187,7 @@ class SessionRules:
         skey = _session_key(request.session_id)
         if skey in self._cancels and not self.v2:
             del self._cancels[skey]
-            reason = p.get_path(msg.get("result"), "stopReason")
+            reason = read.stop_reason(msg.get("result"))
             if reason != "cancelled":
                 self._ignored(request.session_id, at, seq, reason if "result" in msg else "(an error)")
 

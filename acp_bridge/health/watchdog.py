@@ -47,6 +47,7 @@ from acp_bridge.core.messages import (
     id_key,
 )
 from acp_bridge.core.session import Session
+from acp_bridge.core.shapes import session_named
 from acp_bridge.errors import CaptureError
 from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, failed_rule
 from acp_bridge.health.findings import CODES, Finding, Level
@@ -54,7 +55,7 @@ from acp_bridge.health.findings import CODES, Finding, Level
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from acp_bridge.core.session import Pending, Session
+    from acp_bridge.core.session import Session
 
 log = logging.getLogger("acp_bridge.health")
 
@@ -202,7 +203,10 @@ class Watchdog:
         id_ = msg.get("id") if frame.kind is not NOTIFICATION else None
         if type(id_) is float:  # maybe an integer past 64 bits: as written
             id_ = integer_id(frame.raw, id_)
-        self.engine.rule_failed(", ".join(fwd.rules) or None, fwd.error, _session_of(msg, request), mono, seq,
+        # The session as the message's capture record names it.
+        session = session_named(msg, response=frame.kind is RESPONSE,
+                                request_session=None if request is None else request.session_id)
+        self.engine.rule_failed(", ".join(fwd.rules) or None, fwd.error, session, mono, seq,
                                 direction=fwd.direction, method=method, id_=id_)
 
     def _unparsed(self, fwd: Forward, source: Direction, sampled: bool, mono: float,
@@ -327,17 +331,6 @@ class Watchdog:
                     continue
                 self.tell(wall, Finding(code, CODES[code].level, _session_text(session),
                                         f"{count} occurrences in all", mono, count=count, total=True))
-
-
-def _session_of(msg: object, request: Pending | None) -> object:
-    """The ACP session of a message a rule failed on, as its capture record names it."""
-    params = msg.get("params") if isinstance(msg, dict) else None
-    session = params.get("sessionId") if isinstance(params, dict) else None
-    if session is None and isinstance(msg, dict) and isinstance(msg.get("result"), dict):
-        session = msg["result"].get("sessionId")
-    if session is None and request is not None:
-        session = request.session_id
-    return session if isinstance(session, (str, int)) and not isinstance(session, bool) else None
 
 
 def _session_text(key: object) -> object:

@@ -25,6 +25,7 @@ import orjson
 from acp_bridge.capture.reader import record_bytes
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Unencodable, classify, encode, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay.turns import TO_CLIENT, Track, tracks
@@ -78,8 +79,7 @@ class ClientSide:
                         place[message.seq] = (cut_track.index, number)
                     if message.direction != TO_CLIENT or message.emitted:
                         continue
-                    state = p.get_path(message.msg, "params", "update", "state")
-                    if message.update == "state_update" and state == "idle":
+                    if message.update is not None and read.ends_turn_v2(read.update_of(message.msg)):
                         idle.add((cut_track.index, number))
                     elif message.kind == "response" and message.method == p.INITIALIZE:
                         answered = p.get_path(message.msg, "result", "protocolVersion")

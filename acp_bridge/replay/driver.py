@@ -20,6 +20,7 @@ import orjson
 import trio
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame, Unencodable, classify, encode, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay.client_side import ClientSide, Outgoing, Rewriter
@@ -110,7 +111,7 @@ class Driver:
                         answer: list[Json]) -> bool:
         if line.is_prompt:
             self._turn_ended = trio.Event()
-            recorded = p.get_path(line.msg, "params", "sessionId")
+            recorded = read.session_id_of(line.msg)
             self._turn_session = self.rewriter.sessions.get(recorded, recorded) if isinstance(recorded, str) \
                 else recorded
             self._seen = 0
@@ -133,7 +134,7 @@ class Driver:
             version = p.get_path(answer[0], "result", "protocolVersion")
             self._version = version if isinstance(version, int) else 1
         if answer and line.creates is not None:
-            self.rewriter.learn(line.creates, p.get_path(answer[0], "result", "sessionId"))
+            self.rewriter.learn(line.creates, read.created_session_id(answer[0].get("result")))
         if answer and isinstance(error := answer[0].get("error"), dict):
             report.problems.append(f"{line.method} seq {line.seq} was answered with error {error.get('code')}: "
                                    f"{str(error.get('message'))[:200]}")
@@ -275,11 +276,9 @@ class Driver:
             return
         if "id" in msg:
             await self._answer(frame, msg)
-        elif method == p.SESSION_UPDATE:
-            update = p.get_path(msg, "params", "update")
-            if p.get_path(update, "sessionUpdate") == "state_update" and p.get_path(update, "state") == "idle" \
-                    and p.get_path(msg, "params", "sessionId") == self._turn_session:
-                self._turn_ended.set()
+        elif method == p.SESSION_UPDATE and read.ends_turn_v2(read.update_of(msg)) \
+                and read.session_id_of(msg) == self._turn_session:
+            self._turn_ended.set()
 
     async def _answer(self, frame: Frame, request: Json) -> None:
         answer, recorded, why = self.side.answers.answer(request, self.rewriter)

@@ -19,9 +19,11 @@ import dataclasses
 from typing import Any
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.replay.turns import TO_CLIENT, Message
 
 FACT = "fact"
+_NONE = object()  # a turn's end that names no stop reason
 
 
 def structure(messages: list[Message]) -> list[Message]:
@@ -97,8 +99,8 @@ def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
                 continue
             run = None
             value: dict[str, Any] = {"update": kind}
-            if kind in ("tool_call", "tool_call_update"):
-                tool_id = _hashable(update.get("toolCallId"))
+            if kind in read.TOOL_CALL_UPDATES:
+                tool_id = _hashable(read.tool_call_id(update))
                 known = tools.get(tool_id)
                 if known is None:
                     known = tools[tool_id] = {}
@@ -106,13 +108,13 @@ def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
                 for field in ("kind", "title", "status"):
                     if field in update:
                         known[field] = update[field]
-            elif kind == "state_update":
+            elif kind == p.STATE_UPDATE:
                 value["state"] = update.get("state")
             elif with_text and (said := _text_of(update)):
                 value["text"] = said
             out.append(_fact(message, f"update {kind}", value))
-            if kind == "state_update" and update.get("state") == "idle" and "stopReason" in update:
-                out.append(_fact(message, "stop reason", {"stopReason": update.get("stopReason")}))
+            if read.ends_turn_v2(update) and (reason := read.stop_reason(update, _NONE)) is not _NONE:
+                out.append(_fact(message, "stop reason", {"stopReason": reason}))
             continue
         run = None
         if message.kind == "request":
@@ -129,9 +131,9 @@ def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
                 if with_text:
                     value["message"] = error.get("message")
                 out.append(_fact(message, "error", {"error": value}))
-            elif message.method == p.SESSION_PROMPT and isinstance(result := msg.get("result"), dict) \
-                    and "stopReason" in result:
-                out.append(_fact(message, "stop reason", {"stopReason": result["stopReason"]}))
+            elif message.method == p.SESSION_PROMPT and (reason := read.stop_reason(msg.get("result"), _NONE)) \
+                    is not _NONE:
+                out.append(_fact(message, "stop reason", {"stopReason": reason}))
     for fact in out:
         if id(fact) in texts:
             fact.msg["text"] = "".join(texts[id(fact)])
@@ -139,10 +141,9 @@ def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
 
 
 def _text_of(update: dict[str, Any]) -> str:
-    """The text of an update's content: a block, or (v2 whole messages) a list of blocks."""
-    content = update.get("content")
-    blocks = content if isinstance(content, list) else [content]
-    return "".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
+    """The text of an update's content: a block, or (v2 whole messages) a list of blocks,
+    joined as they come; a tool call's wrapped content is not looked into."""
+    return read.content_text(update.get("content"), wrapped=False)
 
 
 def _hashable(value: Any) -> Any:

@@ -23,6 +23,7 @@ import orjson
 import trio
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.id_scanner import MemberScanner
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
 from acp_bridge.core.literals import splice_id, written_id
@@ -187,8 +188,7 @@ class ReplayServer:
     async def _take(self, frame: Frame) -> None:
         msg = frame.msg
         if frame.kind is Kind.REQUEST and msg is not None and valid_id(frame.id):
-            params = msg.get("params")
-            session = params.get("sessionId") if isinstance(params, dict) else None
+            session = read.session_id_of(msg)
             await self._queue_item(Live(msg["method"], session, frame.id, written_id(frame.raw, frame.id)))
         elif frame.kind is Kind.RESPONSE or (msg is not None and "method" not in msg
                                              and id_key(msg.get("id")) in self.sent_requests):

@@ -20,6 +20,7 @@ import orjson
 
 from acp_bridge.capture.reader import record_bytes
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import id_key
 from acp_bridge.core.protocol import Json
 
@@ -45,10 +46,7 @@ class Message:
     @property
     def update(self) -> str | None:
         """A `session/update`'s `sessionUpdate` (None for anything else)."""
-        if self.method != p.SESSION_UPDATE:
-            return None
-        kind = p.get_path(self.msg, "params", "update", "sessionUpdate")
-        return kind if isinstance(kind, str) else None
+        return read.message_update_kind(self.msg) if self.method == p.SESSION_UPDATE else None
 
     @property
     def key(self) -> tuple[Any, ...]:

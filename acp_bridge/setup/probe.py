@@ -23,6 +23,7 @@ import orjson
 import trio
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.setup.report import Json, Probe
 from acp_bridge.shell import posix
 
@@ -122,8 +123,8 @@ class _Conversation:
             self.arrived.set()
             return
         if method == p.SESSION_UPDATE:
-            update = p.get_path(msg, "params", "update")
-            if p.get_path(update, "sessionUpdate") == "available_commands_update":
+            update = read.update_of(msg)
+            if read.update_kind(update) == p.AVAILABLE_COMMANDS_UPDATE:
                 commands = p.get_path(update, "availableCommands")
                 if isinstance(commands, list):
                     self.probe.commands = [c for c in commands if isinstance(c, dict)]
@@ -195,7 +196,7 @@ async def _converse(talk: _Conversation, probe: Probe, protocol: int, with_sessi
         listed = p.get_path(probe.session, "result", "availableCommands")
         if isinstance(listed, list) and not probe.commands:
             probe.commands = [c for c in listed if isinstance(c, dict)]
-        session_id = p.get_path(probe.session, "result", "sessionId")
+        session_id = read.created_session_id(p.get_path(probe.session, "result"))
         if session_id is None:
             return
         if offers_close(result):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import (
     MAX_CONTENT,
@@ -79,7 +80,7 @@ class TraceBuilder(SpanTree):
                 elif method == p.SESSION_UPDATE:
                     self._update(timed.wall, msg)
                 elif method == p.SESSION_CANCEL:
-                    turn = self._turn_of(p.get_path(msg, "params", "sessionId"))
+                    turn = self._turn_of(read.session_id_of(msg))
                     if turn is not None:
                         add_event(turn.span, "session/cancel", timed.wall, {})
             elif "id" in msg and ("result" in msg or "error" in msg):
@@ -137,7 +138,7 @@ class TraceBuilder(SpanTree):
             return None  # a new session's span starts with its response, and adopts this one
         state = self._session(session_id, wall)
         if method == REQUEST_PERMISSION:
-            tool_id = p.get_path(params, "toolCall", "toolCallId")
+            tool_id = read.permission_tool_call_id(params)
             tool = state.tools.get(key_of(tool_id)) if tool_id is not None else None
             if tool is not None:
                 return tool
@@ -178,7 +179,7 @@ class TraceBuilder(SpanTree):
         if method == p.SESSION_PROMPT:
             state = self._sessions.get(key_of(session_id))
             if state is not None and state.turn is not None and state.turn.span is span:
-                stop = result.get("stopReason") if type(result) is dict else None
+                stop = read.stop_reason(result)  # v1: the response ends the turn
                 if error is not None or stop is not None:
                     usage_attributes(span, result)
                     self._end_turn(state, timed.wall, stop if isinstance(stop, str) else None)
@@ -189,7 +190,7 @@ class TraceBuilder(SpanTree):
                         self._acked += 1
             return
         if method in SESSION_SETUP and error is None:
-            new_id = result.get("sessionId") if type(result) is dict else None
+            new_id = read.created_session_id(result)
             session_id = new_id if new_id is not None else session_id
             if session_id is not None:
                 state = self._session(session_id, span.start)
@@ -210,12 +211,11 @@ class TraceBuilder(SpanTree):
     # -- session/update -----------------------------------------------------------------------
 
     def _update(self, wall: float, msg: dict[str, Any]) -> None:
-        params = msg.get("params")
-        update = params.get("update") if type(params) is dict else None
-        session_id = params.get("sessionId") if type(params) is dict else None
-        if type(update) is not dict or session_id is None:
+        update = read.update_of(msg)
+        session_id = read.session_id_of(msg)
+        if update is None or session_id is None:
             return
-        kind = update.get("sessionUpdate")
+        kind = read.update_kind(update)
         if kind == "agent_message_chunk":
             state = self._sessions.get(key_of(session_id))
             turn = state.turn if state is not None else None
@@ -232,16 +232,16 @@ class TraceBuilder(SpanTree):
                 if isinstance(text, str):
                     turn.text.append(text)
                     turn.size += len(text)
-        elif kind in ("tool_call", "tool_call_update"):
+        elif kind in read.TOOL_CALL_UPDATES:
             self._tool(wall, session_id, update)
-        elif kind == "state_update" and update.get("state") == "idle":
+        elif read.ends_turn_v2(update):
             state = self._sessions.get(key_of(session_id))
             if state is not None and state.turn is not None:
-                stop = update.get("stopReason")
+                stop = read.stop_reason(update)
                 self._end_turn(state, wall, stop if isinstance(stop, str) else None)
 
     def _tool(self, wall: float, session_id: Any, update: dict[str, Any]) -> None:
-        tool_id = update.get("toolCallId")
+        tool_id = read.tool_call_id(update)
         if tool_id is None:
             return
         state = self._session(session_id, wall)

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import id_key
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.spans import SpanRecord
@@ -49,7 +50,7 @@ def permission_attributes(span: SpanRecord, request: Any, result: Any) -> None:
             if type(entry) is dict and entry.get("optionId") == option and isinstance(entry.get("kind"), str):
                 span.attributes[s.PERMISSION_OPTION_KIND] = entry["kind"]
                 break
-    tool_id = p.get_path(request, "params", "toolCall", "toolCallId")
+    tool_id = read.permission_tool_call_id(p.get_path(request, "params"))
     if tool_id is not None:
         span.attributes[s.TOOL_CALL_ID] = text_of(tool_id)
 
@@ -90,8 +91,5 @@ def json_text(value: Any) -> str:
 
 def suggestion_count(msg: Any) -> int:
     """How many prompt suggestions a suggestion update carries, in either form (-1: none found)."""
-    update = p.get_path(msg, "params", "update")
-    items = p.get_path(update, "suggestions")
-    if not isinstance(items, list):
-        items = p.get_path(update, p.META, p.PROMPT_SUGGESTIONS, "suggestions")
+    items = read.suggestion_items(read.update_of(msg))
     return len(items) if isinstance(items, list) else -1

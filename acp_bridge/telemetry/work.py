@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.session import Pending
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import add_event, suggestion_count
@@ -38,8 +39,7 @@ class BridgeWork:
 
     def feed(self, timed: Timed) -> None:
         msg = timed.msg if type(timed.msg) is dict else {}
-        params = msg.get("params")
-        session_id = params.get("sessionId") if type(params) is dict else None
+        session_id = read.session_id_of(msg)
         if "suggestions" in timed.rules and timed.verdict in ("rewrite", "drop", "emit"):
             self._suggestion(timed, session_id)
         if "system-prompt" in timed.rules and timed.verdict == "rewrite":
@@ -59,14 +59,8 @@ class BridgeWork:
 
     def _system_prompt(self, timed: Timed, msg: dict[str, Any], session_id: Any) -> None:
         method = msg.get("method")
-        sent = timed.sent if type(timed.sent) is dict else {}
-        if method == p.SESSION_PROMPT:
-            dialect = "first-prompt"
-        elif p.get_path(sent, "params", p.SYSTEM_PROMPT) is not None:
-            dialect = "spec"
-        elif p.get_path(sent, "params", p.META, p.SYSTEM_PROMPT) is not None:
-            dialect = "meta"
-        else:
+        dialect = read.system_prompt_dialect(method, timed.sent)
+        if dialect is None:
             return
         if method == p.SESSION_PROMPT:
             span = self.current(session_id)

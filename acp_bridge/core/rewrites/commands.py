@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
@@ -42,7 +43,7 @@ def commands_update(response: Json, method: str, request_session: Any) -> Json |
     commands = result.get(p.AVAILABLE_COMMANDS)
     if not isinstance(commands, list) or not commands:
         return None
-    session_id = result.get("sessionId")
+    session_id = read.created_session_id(result)
     if session_id is None and method in _NAMED_BY_REQUEST:
         session_id = request_session
     if not isinstance(session_id, str):  # a SessionId is a string (ACP schema)

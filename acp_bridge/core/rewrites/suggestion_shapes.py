@@ -3,6 +3,7 @@
 Owns: the pure functions behind the prompt-suggestions rule (bridge-rules.md 2.2, 2.3, 2.5):
 which suggestions a client may receive, how a legacy `_meta.promptSuggestions` list maps to a
 `prompt_suggestions_update` and back, and how the `initialize` capabilities are extended.
+Reading an update's suggestions and a client's form is `core/shapes.py`'s, for everyone.
 Must never: mutate an argument (every function copies along the path it changes and shares
 the rest), keep state, or know about frames, directions or sessions.
 
@@ -17,14 +18,17 @@ Shapes (acp-notes.md 0, 6, 8):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core.protocol import Json
 
-NEW = "new"
-LEGACY = "legacy"
+# The forms and the legacy reader are the core's (`core/shapes.py`), named here for the rule.
+from acp_bridge.core.shapes import LEGACY as LEGACY
+from acp_bridge.core.shapes import NEW as NEW
+from acp_bridge.core.shapes import LegacyPayload as LegacyPayload
+from acp_bridge.core.shapes import content_text
+from acp_bridge.core.shapes import read_legacy as read_legacy
 
 # What the bridge declares for a new client when unlocking a legacy agent (bridge-rules 2.5):
 # the object shape AIR sends, with no AIR sub-capability claimed.
@@ -91,7 +95,7 @@ def usable_suggestion(suggestion: Any, allowed: frozenset[str]) -> bool:
         if not well_formed_block(block) or block["type"] not in allowed:
             return False
     if all(block["type"] == "text" for block in prompt):
-        return bool("".join(block["text"] for block in prompt).strip())
+        return bool(content_text(prompt, wrapped=False).strip())
     return True
 
 
@@ -135,37 +139,11 @@ def to_legacy_shape(suggestions: Iterable[Any]) -> list[Json]:
     """
     out: list[Json] = []
     for suggestion in filter_suggestions(suggestions, TEXT_ONLY):
-        item: Json = {"text": "".join(block["text"] for block in suggestion["prompt"])}
+        item: Json = {"text": content_text(suggestion["prompt"], wrapped=False)}
         if suggestion.get(p.META) is not None:
             item[p.META] = suggestion[p.META]
         out.append(item)
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class LegacyPayload:
-    """What a `session_info_update` carries under `_meta.promptSuggestions`.
-
-    `items` is None when the value is not `{"suggestions": [...]}` (a shape we do not know).
-    `meta` is the `_meta` inside `promptSuggestions` (it maps to the new update's `_meta`).
-    """
-
-    items: list[Any] | None
-    meta: Any = None
-
-
-def read_legacy(update: Json) -> LegacyPayload | None:
-    """The legacy payload of an update, or None if it carries no `_meta.promptSuggestions`."""
-    if update.get("sessionUpdate") != p.SESSION_INFO_UPDATE:
-        return None
-    meta = update.get(p.META)
-    if not isinstance(meta, dict) or p.PROMPT_SUGGESTIONS not in meta:
-        return None
-    value = meta[p.PROMPT_SUGGESTIONS]
-    items = p.get_path(value, "suggestions")
-    if not isinstance(items, list):
-        return LegacyPayload(None)
-    return LegacyPayload(items, value.get(p.META))
 
 
 def strip_legacy(update: Json) -> Json | None:

@@ -27,13 +27,14 @@ from typing import Any
 import orjson
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief, id_key
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
 from acp_bridge.core.rewrites.settings import SuggestionsSettings
-from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
 from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.shapes import LEGACY, NEW
 
 log = logging.getLogger("acp_bridge.suggestions")
 
@@ -58,13 +59,12 @@ class SuggestionsState:
 
 def client_suggestions(session: Session) -> p.Json | None:
     """The client's `session.promptSuggestions` capability, or None if not advertised."""
-    value = p.get_path(session.client_caps, "session", p.PROMPT_SUGGESTIONS)
-    return value if isinstance(value, dict) else None
+    return read.advertised_suggestions(session.client_caps)
 
 
 def legacy_client(session: Session) -> bool:
     """The client carries the JetBrains AIR marker (`_meta.jetbrains.air` is an object)."""
-    return isinstance(p.get_path(session.client_caps, p.META, "jetbrains", "air"), dict)
+    return read.air_marker(session.client_caps)
 
 
 def agent_accepts(session: Session, capability: str) -> bool:
@@ -80,12 +80,9 @@ def agent_accepts(session: Session, capability: str) -> bool:
 
 
 def client_form(session: Session) -> str | None:
-    """The form this client reads (bridge-rules 2.1): NEW, LEGACY, or None for neither."""
-    if client_suggestions(session) is not None:
-        return NEW
-    if legacy_client(session):
-        return LEGACY
-    return None
+    """The form this client reads (bridge-rules 2.1): NEW, LEGACY, or None for neither
+    (`core/shapes.client_form`, which `check`'s migration verdict calls too)."""
+    return read.client_form(session.client_caps)
 
 
 def is_replay(method: str, params: Any, v2: bool) -> bool:
@@ -188,7 +185,7 @@ class PromptSuggestions(Rewrite):
         if method not in _SESSION_REQUESTS:  # the rest of the requests concern no rule here
             return PASS
         form = self._client_form(session)
-        session_id = p.get_path(params, "sessionId")
+        session_id = read.session_id_of(frame.msg)
         if form is None or session_id is None:
             return PASS
         state = self._existing(session, session_id)
@@ -305,14 +302,13 @@ class PromptSuggestions(Rewrite):
             or frame.msg is None
         ):
             return PASS
-        params = frame.params
-        update = p.get_path(params, "update")
-        if not isinstance(update, dict):
+        update = read.update_of(frame.msg)
+        if update is None:
             return PASS
-        session_id = params.get("sessionId")
+        session_id = read.session_id_of(frame.msg)
         if update.get("sessionUpdate") == p.PROMPT_SUGGESTIONS_UPDATE:
             return self._new_form(frame.msg, update, session, session_id)
-        legacy = shapes.read_legacy(update)
+        legacy = read.read_legacy(update)
         if legacy is not None:
             return self._legacy_form(frame.msg, update, legacy, session, session_id)
         return PASS
@@ -345,7 +341,7 @@ class PromptSuggestions(Rewrite):
         return Replace(shapes.with_update(msg, shapes.legacy_update(items, update.get(p.META))))
 
     def _legacy_form(
-        self, msg: p.Json, update: p.Json, legacy: shapes.LegacyPayload, session: Session, session_id: Any
+        self, msg: p.Json, update: p.Json, legacy: read.LegacyPayload, session: Session, session_id: Any
     ) -> Outcome:
         form = client_form(session)
         if form == LEGACY and legacy.items is None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import TO_AGENT, Direction, Frame, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
@@ -141,7 +142,7 @@ class SystemPrompt(Rewrite):
                         "forwarded as the client sent it, WITHOUT the configured prompt", method, brief(id_), what)
 
     def _prompt(self, frame: Frame, msg: Json, session: Session) -> Outcome:
-        state = session.existing_state(SystemPromptState, msg["params"].get("sessionId"))
+        state = session.existing_state(SystemPromptState, read.session_id_of(msg))
         if state is None or not state.first_prompt_due:
             return PASS
         assert self.config.text is not None
@@ -178,7 +179,7 @@ class SystemPrompt(Rewrite):
                             "error, passed to the client unchanged: %s",
                             request.method, plan.dialect.value, brief(error))
             return PASS
-        session_id = p.get_path(msg.get("result"), "sessionId")
+        session_id = read.created_session_id(msg.get("result"))
         if request.method not in CREATES:
             session_id = request.session_id
         if session_id is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
@@ -116,17 +117,14 @@ class CloseToolCalls(Rewrite):
         msg = frame.msg
         if frame.direction is not Direction.TO_CLIENT or msg is None or msg.get("method") != p.SESSION_UPDATE:
             return PASS
-        params = msg.get("params")
-        update = params.get("update") if isinstance(params, dict) else None
-        if not isinstance(update, dict):
+        update = read.update_of(msg)
+        if update is None:
             return PASS
-        assert isinstance(params, dict)
-        session_id = params.get("sessionId")
-        kind = update.get("sessionUpdate")
-        if kind in (p.TOOL_CALL, p.TOOL_CALL_UPDATE):
+        session_id = read.session_id_of(msg)
+        if read.update_kind(update) in read.TOOL_CALL_UPDATES:
             self._track(session, session_id, update)
             return PASS
-        if kind == p.STATE_UPDATE and update.get("state") == "idle" and session.v2:
+        if read.ends_turn_v2(update) and session.v2:
             return self._close(frame, session, session_id, background_calls(update))
         return PASS
 
@@ -138,7 +136,7 @@ class CloseToolCalls(Rewrite):
         return self._close(frame, session, request.session_id, frozenset())
 
     def _track(self, session: Session, session_id: Any, update: Json) -> None:
-        call_id = update.get("toolCallId")
+        call_id = read.tool_call_id(update)
         if not isinstance(call_id, str) or len(call_id) > MAX_ID or not isinstance(session_id, str):
             return
         state = session.existing_state(OpenToolCalls, session_id)
