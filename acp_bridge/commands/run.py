@@ -1,9 +1,10 @@
 """`acp-bridge run -- AGENT`: the agent behind the bridge, this process's stdio relayed to it.
 
-Owns: the run options, the precedence command line > ACP_BRIDGE_* environment > config file >
-defaults (`resolve_config`, which `replay --rules` uses too), logging setup, and mapping
-outcomes to exit statuses. Must never: print anything but protocol bytes to stdout while
-relaying (messages go to stderr or --log-file), or import trio before the options are settled.
+Owns: the run options (the built-in rules' made from their declarations, `built_ins()`), the
+precedence command line > ACP_BRIDGE_* environment > config file > defaults (`resolve_config`,
+which `replay --rules` uses too), logging setup, and mapping outcomes to exit statuses. Must
+never: print anything but protocol bytes to stdout while relaying (messages go to stderr or
+--log-file), or import trio before the options are settled.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], 
 
 
 # Where `run --help` lists the bridge's own options among the built-in rules' (`BuiltIn.rank`:
-# the rules' options come in their ranks, 10 to 50; a rule that gives none, after them).
+# the built-ins' options come in their ranks, 10 to 50, then those of a built-in that gives
+# none, at `DEFAULT_RANK`, before --strict and the options after it).
 OWN_RANKS = {"config_file": 0, "capture": 1, "no_health": 25}
 OWN_LAST_RANK = 90  # --strict and the options after it
 
