@@ -185,6 +185,7 @@ def _serve(script: Script, options: ReplayOptions) -> int:
 
 def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: dict[str, Any],
            as_json: bool, write: str | None) -> int:
+    from acp_bridge.core.rewrites import stray_output
     from acp_bridge.replay.rerun import RuleFailed, rerun
 
     with prints_to_stderr():  # the rules' own prints: stdout is the differences (or JSON), after
@@ -201,7 +202,7 @@ def _rerun(ctx: click.Context, capture: str, config_file: str | None, options: d
                 result = rerun(recorded, config, rules, strict=config.strict,
                                max_line=config.relay.parse_limit_mib * MIB, redact=config.capture.redact,
                                write=write is not None, argv=sys.argv, pid=os.getpid(),
-                               config_digest=config.digest(), divert_stray=config.relay.stray_output == "stderr")
+                               config_digest=config.digest(), divert_stray=stray_output.DECLARED.is_on(config))
             say(recorded)
         except RuleFailed as exc:
             click.echo(f"acp-bridge: {capture}: {exc}", err=True)

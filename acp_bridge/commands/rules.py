@@ -33,7 +33,7 @@ def rules(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...]
     code) and checked as `run` checks them: exit status 2 and one line if one is bad.
     """
     from acp_bridge.config.rules import BUILT_IN, load_rules
-    from acp_bridge.core.unparsed import STRAY_OUTPUT
+    from acp_bridge.core.rewrites import built_ins
 
     try:
         config = resolve_config(ctx, config_file, agent or _NO_AGENT, options)
@@ -42,11 +42,10 @@ def rules(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...]
     except ConfigError as exc:
         click.echo(f"acp-bridge: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
-    rows = [(one.rule.name, one.origin) for one in loaded]
-    if config.relay.stray_output == "stderr":
-        # Not a rule object but a repair of the relay's own: it takes an agent line that is
-        # no JSON object out of the stream before any rule would see it, so it comes first.
-        rows.insert(0, (STRAY_OUTPUT, BUILT_IN))
+    # The relay's own repairs (stray output) are no rule objects: they take a line out of the
+    # stream before any rule would see it, so they come first.
+    rows = [(built_in.name, BUILT_IN) for built_in in built_ins() if built_in.rule is None and built_in.is_on(config)]
+    rows += [(one.rule.name, one.origin) for one in loaded]
     if not rows:
         click.echo("no rules: every line goes through as it came")
         return

@@ -1,9 +1,10 @@
 """`acp-bridge run -- AGENT`: the agent behind the bridge, this process's stdio relayed to it.
 
-Owns: the run options, the precedence command line > ACP_BRIDGE_* environment > config file >
-defaults (`resolve_config`, which `replay --rules` uses too), logging setup, and mapping
-outcomes to exit statuses. Must never: print anything but protocol bytes to stdout while
-relaying (messages go to stderr or --log-file), or import trio before the options are settled.
+Owns: the run options (the built-in rules' made from their declarations, `built_ins()`), the
+precedence command line > ACP_BRIDGE_* environment > config file > defaults (`resolve_config`,
+which `replay --rules` uses too), logging setup, and mapping outcomes to exit statuses. Must
+never: print anything but protocol bytes to stdout while relaying (messages go to stderr or
+--log-file), or import trio before the options are settled.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import click
 from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE, collector_paused, prints_to_stderr
 from acp_bridge.config import Config, command_problem
 from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, effective
-from acp_bridge.config.model import STRAY_OUTPUT_CHOICES
-from acp_bridge.core.rewrites.settings import SYSTEM_PROMPT_MODES
+from acp_bridge.core.rewrites import built_ins
+from acp_bridge.core.rewrites.options import CHOICE, FILE, TEXT, Option
 from acp_bridge.errors import BridgeError, ConfigError
 from acp_bridge.shell.logs import setup_logging
 
@@ -59,40 +60,9 @@ what a file sets.
               cls=RunOption, help="TOML config file (see configs/ for ready-made ones).")
 @click.option("--capture", metavar="PATH", envvar="ACP_BRIDGE_CAPTURE", cls=RunOption,
               help="Write the traffic as JSONL to PATH; {time} and {pid} are filled in. [config: capture.path]")
-@click.option("--system-prompt", metavar="TEXT", envvar="ACP_BRIDGE_SYSTEM_PROMPT", cls=RunOption,
-              help="System prompt text to inject into session setup. [config: system_prompt.text]")
-@click.option("--system-prompt-file", metavar="FILE", envvar="ACP_BRIDGE_SYSTEM_PROMPT_FILE", cls=RunOption,
-              help="Read the system prompt from FILE (UTF-8; trailing newlines dropped). Text or file: "
-                   "the command line replaces the environment, which replaces the config file. "
-                   "[config: system_prompt.file]")
-@click.option("--system-prompt-mode", type=click.Choice(SYSTEM_PROMPT_MODES), envvar="ACP_BRIDGE_SYSTEM_PROMPT_MODE",
-              cls=RunOption, help="append (default) adds to the agent's instructions; override replaces them. "
-                                     "[config: system_prompt.mode]")
-@click.option("--unlock-legacy-agent", is_flag=True, default=None, envvar="ACP_BRIDGE_UNLOCK_LEGACY_AGENT",
-              cls=RunOption,
-              help="Mark a new client as JetBrains AIR toward the agent so legacy agents send "
-                   "suggestions (changes other output of those agents; see docs/suggestions.md). "
-                   "[config: suggestions.unlock_legacy_agent = true]")
-@click.option("--no-suggestions", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_SUGGESTIONS", cls=RunOption,
-              help="Leave prompt suggestions of either form untouched. [config: suggestions.enabled = false]")
 @click.option("--no-health", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_HEALTH", cls=RunOption,
               help="Turn off the protocol watchdog (findings in the log and the capture; see "
                    "docs/health.md). [config: health.enabled = false]")
-@click.option("--no-commands-mirror", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_COMMANDS_MIRROR",
-              cls=RunOption,
-              help="Do not follow a setup response that lists slash commands (availableCommands) with "
-                   "the available_commands_update notification carrying them. [config: "
-                   "commands.mirror_initial = false]")
-@click.option("--close-tool-calls", is_flag=True, default=None, envvar="ACP_BRIDGE_CLOSE_TOOL_CALLS",
-              cls=RunOption,
-              help="When a turn ends, close as failed each tool call the agent left pending or "
-                   "in_progress (a tool_call_update sent before the message that ends the turn). "
-                   "[config: repair.close_tool_calls = true]")
-@click.option("--stray-output", type=click.Choice(STRAY_OUTPUT_CHOICES), envvar="ACP_BRIDGE_STRAY_OUTPUT",
-              cls=RunOption,
-              help="An agent stdout line that is not a JSON object (a banner, a shell's echo): forward "
-                   "(default) passes it to the client as it came; stderr shows it on the bridge's stderr "
-                   "instead. [config: relay.stray_output]")
 @click.option("--strict", is_flag=True, default=None, envvar="ACP_BRIDGE_STRICT", cls=RunOption,
               help="Every strictness at once (tests, conformance runs): a rule that fails stops the "
                    "bridge, and implies system_prompt.strict (no silent downgrade of override to "
@@ -127,6 +97,47 @@ def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], 
     """
     with prints_to_stderr():  # stdout is the client's protocol stream, from here to the end
         _run(ctx, config_file, agent, options)
+
+
+# Where `run --help` lists the bridge's own options among the built-in rules' (`BuiltIn.rank`:
+# the built-ins' options come in their ranks, 10 to 50, then those of a built-in that gives
+# none, at `DEFAULT_RANK`, before --strict and the options after it).
+OWN_RANKS = {"config_file": 0, "capture": 1, "no_health": 25}
+OWN_LAST_RANK = 90  # --strict and the options after it
+
+
+def rule_options() -> list[Option]:
+    """The built-in rules' options, in the order `run --help` lists them."""
+    declared = sorted(built_ins(), key=lambda built_in: built_in.rank)
+    return [option for built_in in declared for option in built_in.options]
+
+
+def click_option(option: Option) -> click.Option:
+    """A built-in rule's option as `run` takes it (a flag says only yes: None when not given)."""
+    kwargs: dict[str, Any] = {"envvar": option.envvar, "help": option.full_help()}
+    if option.is_flag:
+        kwargs.update(is_flag=True, default=None)
+    elif option.kind == CHOICE:
+        kwargs["type"] = click.Choice(option.choices)
+    else:
+        kwargs["metavar"] = option.metavar
+    return RunOption([option.flag, option.name], **kwargs)
+
+
+def _rank(param: click.Parameter) -> int:
+    if not isinstance(param, click.Option):
+        return OWN_LAST_RANK + 1  # the agent, after every option
+    return OWN_RANKS.get(param.name or "", OWN_LAST_RANK)
+
+
+def _with_rule_options(params: list[click.Parameter]) -> list[click.Parameter]:
+    ranked = [(_rank(param), param) for param in params]
+    for built_in in built_ins():
+        ranked.extend((built_in.rank, click_option(option)) for option in built_in.options)
+    return [param for _, param in sorted(ranked, key=lambda pair: pair[0])]
+
+
+run.params[:] = _with_rule_options(run.params)
 
 
 def _run(ctx: click.Context, config_file: str | None, agent: tuple[str, ...], options: dict[str, Any]) -> None:
@@ -227,15 +238,9 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
     def pick(name: str) -> Any:
         return options[name] if layer(ctx, name) == which else None
 
-    text, prompt_file = pick("system_prompt"), pick("system_prompt_file")
-    if text is not None and prompt_file is not None:
-        raise ConfigError(f"{spelling(ctx, 'system_prompt')} and {spelling(ctx, 'system_prompt_file')}: "
-                          "give only one")
-    prompt: PromptText | PromptFile | None = None
-    if text is not None:
-        prompt = PromptText(text, spelling(ctx, "system_prompt"))
-    elif prompt_file is not None:
-        prompt = PromptFile(Path(prompt_file), spelling(ctx, "system_prompt_file"))
+    settings: dict[str, Any] = {}
+    for built_in in built_ins():
+        _rule_settings(ctx, built_in.options, pick, settings)
     capture = pick("capture")
     if capture is not None:
         from acp_bridge.config.file import check_capture_template
@@ -255,20 +260,36 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
 
     return Overrides({
         "capture.path": capture,
-        "system_prompt.text": prompt,
-        "system_prompt.mode": pick("system_prompt_mode"),
-        "suggestions.enabled": off_flag("no_suggestions"),
-        "suggestions.unlock_legacy_agent": flag("unlock_legacy_agent"),
+        **settings,
         "health.enabled": off_flag("no_health"),
-        "commands.mirror_initial": off_flag("no_commands_mirror"),
-        "repair.close_tool_calls": flag("close_tool_calls"),
-        "relay.stray_output": pick("stray_output"),
         "strict": flag("strict"),
         "log_file": pick("log_file"),
         "telemetry.enabled": flag("otlp"),
         "telemetry.content": flag("otlp_content"),
         "rules.command_line": tuple(options["rule_files"]) if pick("rule_files") else None,
     })
+
+
+def _rule_settings(ctx: click.Context, options: tuple[Option, ...], pick: Any, settings: dict[str, Any]) -> None:
+    """What one layer gives of a built-in rule's options, by config key, into `settings`. A
+    rule's text and file options are one setting (its text's key): one spelling only."""
+    text = next((option for option in options if option.kind == TEXT), None)
+    file = next((option for option in options if option.kind == FILE), None)
+    pair = (text, file) if text is not None and file is not None else ()
+    if text is not None and file is not None:
+        given_text, given_file = pick(text.name), pick(file.name)
+        if given_text is not None and given_file is not None:
+            raise ConfigError(f"{spelling(ctx, text.name)} and {spelling(ctx, file.name)}: give only one")
+        if given_text is not None:
+            settings[text.key] = PromptText(given_text, spelling(ctx, text.name))
+        elif given_file is not None:
+            settings[text.key] = PromptFile(Path(given_file), spelling(ctx, file.name))
+    for option in options:
+        if option in pair:
+            continue
+        value = pick(option.name)
+        if value is not None:
+            settings[option.key] = option.value(bool(value) if option.is_flag else value)
 
 
 def _reason(exc: BaseException) -> str:

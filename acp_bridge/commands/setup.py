@@ -23,13 +23,17 @@ import click
 from acp_bridge.commands import EXIT_USAGE
 from acp_bridge.commands.run import run as run_command
 from acp_bridge.core.printable import printable
+from acp_bridge.core.rewrites import built_ins
+from acp_bridge.core.rewrites.options import FILE
 from acp_bridge.setup import entries as e
 
 EXIT_NOT_FOUND = 1
 ALL = "\0all"  # what `--wrap`/`--unwrap` hold when given without a name (then --all says which)
 # Run options whose values are paths: made absolute, since the editor starts the bridge in a
-# working directory of its own.
-PATH_OPTIONS = frozenset({"config_file", "capture", "system_prompt_file", "log_file", "rule_files"})
+# working directory of its own (the built-in rules' file options too).
+PATH_OPTIONS = frozenset({"config_file", "capture", "log_file", "rule_files",
+                          *(option.name for built_in in built_ins() for option in built_in.options
+                            if option.kind == FILE)})
 
 
 def fail(message: str, status: int = EXIT_USAGE) -> None:

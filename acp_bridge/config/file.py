@@ -28,7 +28,6 @@ from acp_bridge.config import (
     TelemetryConfig,
     command_problem,
 )
-from acp_bridge.config.model import STRAY_OUTPUT_CHOICES
 from acp_bridge.config.schema import (
     ARRAY_TABLES,
     BRIDGE_TABLE,
@@ -41,7 +40,9 @@ from acp_bridge.config.schema import (
     type_names,
 )
 from acp_bridge.config.text_files import read_prompt_file, read_text_file
-from acp_bridge.core.rewrites.settings import CLIENT_PROMPT_POLICIES, ON_UNSUPPORTED, SYSTEM_PROMPT_MODES
+from acp_bridge.core.rewrites import built_ins
+from acp_bridge.core.rewrites.options import CHOICE
+from acp_bridge.core.rewrites.settings import CLIENT_PROMPT_POLICIES, ON_UNSUPPORTED
 from acp_bridge.errors import ConfigError
 
 T = TypeVar("T")
@@ -107,6 +108,8 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None, text: st
         if name == "rules":
             continue  # below
         read = _READERS.get(name)
+        if read is None:
+            _check_choices(name, values, src)
         settings[name] = read(values, src) if read else _build(cls, values, src, name)
     settings.update(_bridge(tables.get(BRIDGE_TABLE, {}), src))
     # The rule tables ([rules], [[rewrite]]): config/rule_tables.py, which imports the core.
@@ -203,10 +206,8 @@ def _system_prompt(values: dict[str, Any], src: _File) -> SystemPromptConfig:
     text = values.get("text")
     if text is not None and not text.strip():
         raise src.error("system_prompt.text", "is empty")
-    for key, allowed in (("mode", SYSTEM_PROMPT_MODES), ("client_prompt", CLIENT_PROMPT_POLICIES),
-                         ("on_unsupported", ON_UNSUPPORTED)):
-        if key in values and values[key] not in allowed:
-            raise src.error(f"system_prompt.{key}", f"{values[key]!r} is not one of {', '.join(allowed)}")
+    _check_choices("system_prompt", values, src, (("client_prompt", CLIENT_PROMPT_POLICIES),
+                                                  ("on_unsupported", ON_UNSUPPORTED)))
     return _build(SystemPromptConfig, values, src, "system_prompt")
 
 
@@ -235,9 +236,7 @@ def _relay(values: dict[str, Any], src: _File) -> RelayConfig:
                         f"must be a positive whole number of MiB, got {values['parse_limit_mib']}")
     if "grace_seconds" in values:
         values["grace_seconds"] = _seconds(values["grace_seconds"], src.fail("relay.grace_seconds"))
-    if values.get("stray_output", "forward") not in STRAY_OUTPUT_CHOICES:
-        raise src.error("relay.stray_output",
-                        f"{values['stray_output']!r} is not one of {', '.join(STRAY_OUTPUT_CHOICES)}")
+    _check_choices("relay", values, src)
     return _build(RelayConfig, values, src, "relay")
 
 
@@ -278,6 +277,17 @@ def _bridge(values: dict[str, Any], src: _File) -> dict[str, Any]:
     if not -1 <= values.get("verbosity", Config.verbosity) <= 2:
         raise src.error("bridge.verbosity", "must be -1 (quiet), 0, 1 or 2")
     return _field_values(Config, values, src, BRIDGE_TABLE)
+
+
+def _check_choices(table: str, values: dict[str, Any], src: _File,
+                   more: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> None:
+    """Each key of `table` that takes one of some choices (the built-in rules' declared
+    options, then `more`) holds one of them."""
+    declared = [(option.field, option.choices) for built_in in built_ins() for option in built_in.options
+                if option.kind == CHOICE and option.table == table]
+    for key, allowed in (*declared, *more):
+        if key in values and values[key] not in allowed:
+            raise src.error(f"{table}.{key}", f"{values[key]!r} is not one of {', '.join(allowed)}")
 
 
 _READERS: dict[str, Callable[[dict[str, Any], _File], object]] = {

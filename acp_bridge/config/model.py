@@ -53,9 +53,6 @@ class RepairConfig:
     close_tool_calls: bool = False
 
 
-STRAY_OUTPUT_CHOICES = ("forward", "stderr")  # [relay] stray_output (bridge-rules 6.3)
-
-
 @dataclass(frozen=True)
 class AgentConfig:
     """`[agent]`: the agent's command line, the environment added to ours, its working folder."""
@@ -82,7 +79,7 @@ class RelayConfig:
 
     parse_limit_mib: int = 16
     grace_seconds: float = 5.0
-    stray_output: str = "forward"  # STRAY_OUTPUT_CHOICES: an agent line that is not a JSON object
+    stray_output: str = "forward"  # core/rewrites/stray_output.py: an agent line that is no JSON object
 
 
 @dataclass(frozen=True)

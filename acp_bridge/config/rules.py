@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge.config import Config
+from acp_bridge.core.answers import BRIDGE
 from acp_bridge.core.printable import printable
-from acp_bridge.core.rewrites import build_rewrites
+from acp_bridge.core.rewrites import build_rewrites, built_ins
 from acp_bridge.core.rewrites.base import Rule
 from acp_bridge.errors import ConfigError
 
@@ -32,9 +33,8 @@ BUILT_IN = "built-in"
 MAX_RULE_FILE = 4 * 1024 * 1024  # a rule file larger than this is a mistake (a device, a log)
 _counter = itertools.count(1)
 # Names the bridge's own work carries in captures, `stats`, `check` and telemetry, whether or
-# not it runs: the built-in rules, its answers for a gone agent, diverted stray output.
-RESERVED = frozenset({"suggestions", "system-prompt", "commands-mirror", "close-tool-calls", "bridge",
-                      "stray-output"})
+# not it runs: the built-ins (the rules, diverted stray output), its answers for a gone agent.
+RESERVED = frozenset({*(built_in.name for built_in in built_ins()), BRIDGE})
 
 
 @dataclass(frozen=True)

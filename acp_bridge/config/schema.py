@@ -16,6 +16,8 @@ from types import UnionType
 from typing import Any
 
 from acp_bridge.config import IN_FILE, Config, RewriteConfig
+from acp_bridge.core.rewrites import built_ins
+from acp_bridge.core.rewrites.options import FILE
 
 #
 # Derived from the dataclasses, so that a field is a key: a field of `Config` whose type is a
@@ -26,11 +28,13 @@ Schema = dict[str, dict[str, tuple[type, ...]]]
 Fail = Callable[[str], Exception]
 
 BRIDGE_TABLE = "bridge"
-# Keys of the file that are no field of their table's dataclass: the prompt as a file (read
-# into `text`), and the old name of `on_unsupported`.
-FILE_ONLY_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
-    "system_prompt": {"file": (str,), "dialect": (str,)},
-}
+# Keys of the file that are no field of their table's dataclass: a built-in rule's text as a
+# file (its FILE option: the system prompt's `file`, read into `text`), and the old name of
+# `on_unsupported`.
+FILE_ONLY_KEYS: dict[str, dict[str, tuple[type, ...]]] = {}
+for _option in (option for built_in in built_ins() for option in built_in.options if option.kind == FILE):
+    FILE_ONLY_KEYS.setdefault(_option.table, {})[_option.field] = (str,)
+FILE_ONLY_KEYS.setdefault("system_prompt", {})["dialect"] = (str,)
 # A second shape the file may give a field in: a command line as one string, split as a
 # shell would (`shlex.split`, see `_agent`).
 ALSO_ACCEPTED: dict[tuple[str, str], tuple[type, ...]] = {("agent", "command"): (str,)}

@@ -19,6 +19,10 @@ from acp_bridge.core.id_scanner import MemberScanner
 from acp_bridge.core.messages import RESPONSE, TO_AGENT, TO_CLIENT, Direction, Frame, Kind, Unencodable, encode, id_key
 from acp_bridge.core.session import Pending, Session
 
+# The rule the bridge's own answers name (for a gone agent, or as it stops itself):
+# its own work, a name no user rule may take (config/rules.py).
+BRIDGE = "bridge"
+
 
 class Answers:
     """The relay's own messages: the answers it gives when nobody else can, and where
@@ -70,7 +74,7 @@ class Answers:
         assert self.agent_gone is not None
         message, data = self.agent_gone
         if frame is not None and frame.kind is Kind.REQUEST:
-            out.append(Forward(frame.direction, b"", frame.raw, Verdict.DROP, frame, ("bridge",)))
+            out.append(Forward(frame.direction, b"", frame.raw, Verdict.DROP, frame, (BRIDGE,)))
         self.emit(answer(id_, message, data, frame), out)
 
     def in_flight_again(self, unsent: Iterable[Forward]) -> None:
@@ -111,7 +115,7 @@ class Answers:
 
 
 def answer(id_: Any, message: str, data: Any, source: Frame | None = None, *,
-           toward: Direction = Direction.TO_CLIENT, rules: tuple[str, ...] = ("bridge",),
+           toward: Direction = Direction.TO_CLIENT, rules: tuple[str, ...] = (BRIDGE,),
            terminator: bytes = b"\n") -> Forward:
     """The bridge's JSON-RPC error for the request `id_` (the client's, unless `toward` is
     the agent), made by `rules` (the bridge's own answers: "bridge")."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core.answers import Answers, answered_by, dropped_answer
 from acp_bridge.core.chain import Chain, ChainResult, RuleError
-from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OPAQUE, VERDICT_PASS, complete_lines
+from acp_bridge.core.forward import VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.lines import MIB, LineSplitter, Opaque
@@ -35,9 +35,10 @@ from acp_bridge.core.messages import (
 )
 from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites.base import Rewrite
+from acp_bridge.core.rewrites.stray_output import StrayOutput
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Pending, Session
-from acp_bridge.core.unparsed import ESCAPE, STRAY_OUTPUT, Unparsed, has_escape, is_stray
+from acp_bridge.core.unparsed import ESCAPE, Unparsed, has_escape
 
 if TYPE_CHECKING:
     from acp_bridge.core.statistics import RelayStatistics
@@ -52,7 +53,6 @@ log = logging.getLogger("acp_bridge.relay")
 _ALWAYS_PARSE = (b'"id"',)
 RUN_MIN = 2048  # below this many bytes of complete lines, the per-line path is the faster one
 _LINE_NOT_AN_OBJECT = re.compile(rb"\n[^{]")  # faster than counting "\n{" against "\n"
-_STRAY_RULES = (STRAY_OUTPUT,)  # what a diverted line names as its rule
 
 
 # orjson writes 254 levels of nesting at most, and a line nested that deep has at least
@@ -107,9 +107,8 @@ class Relay:
         self.native_scan = native_scan  # False: the chunk scans use bytes.find only (tests)
         self.max_line = max_line
         # `[relay] stray_output = "stderr"`: agent lines that are not a JSON object are not
-        # forwarded; the shell shows them on stderr (Verdict.DIVERTED).
-        self.divert_stray = divert_stray
-        self._long_stray: bool | None = None  # the agent's line over the parse limit: diverted?
+        # forwarded; the shell shows them on stderr (core/rewrites/stray_output.py).
+        self.stray = StrayOutput(divert_stray)
         self.session = Session()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(self.chain.triggers))
@@ -258,7 +257,7 @@ class Relay:
             out = []
         for piece in pieces:
             if isinstance(piece, Opaque):
-                if not (self.divert_stray and direction is TO_CLIENT and self._divert_long(piece, out)):
+                if not (self.stray.divert and direction is TO_CLIENT and self.stray.piece(piece, out)):
                     self._unparsed.opaque(direction, piece, now, out)
             elif self.needs_parse(piece) or not piece.startswith(b"{"):
                 # Anything that does not even start like an object is parsed too, so that
@@ -267,19 +266,6 @@ class Relay:
             else:
                 out.append(Forward(direction, piece, piece, VERDICT_PASS))
         return out
-
-    def _divert_long(self, piece: Opaque, out: list[Forward]) -> bool:
-        """A piece of an agent line over the parse limit: diverted, as a shorter one would
-        be, when the line does not start like a JSON object or batch (decided on its first
-        piece; a line that starts with blanks only is forwarded, as it may be either)."""
-        diverting = self._long_stray
-        if diverting is None:  # the line's first piece
-            head = piece.data.lstrip()
-            diverting = bool(head) and not head.startswith((b"{", b"["))
-        self._long_stray = None if piece.end else diverting
-        if diverting:
-            out.append(Forward(TO_CLIENT, b"", piece.data, VERDICT_OPAQUE, None, _STRAY_RULES))
-        return diverting
 
     # -- one parsed line ------------------------------------------------------------------------
 
@@ -294,8 +280,7 @@ class Relay:
         elif kind is RESPONSE:
             request = self.session.on_response(frame)
         elif kind is OTHER:
-            if self.divert_stray and frame.direction is TO_CLIENT and is_stray(frame):
-                out.append(Forward(TO_CLIENT, b"", frame.raw, VERDICT_DIVERTED, frame, _STRAY_RULES))
+            if self.stray.divert and frame.direction is TO_CLIENT and self.stray.line(frame, out):
                 return
             self._unparsed.other(frame, now, out)
             return

@@ -30,20 +30,6 @@ def has_escape(data: bytes) -> bool:
     return b"\\" in data and ESCAPE in data
 
 
-STRAY_OUTPUT = "stray-output"  # the name diverted lines carry as their rule (bridge-rules 6.3)
-
-
-def is_stray(frame: Frame) -> bool:
-    """Is this line, which is no JSON-RPC message the rules read (`Kind.OTHER`), stray
-    output: a banner, a log line, a shell's echo, rather than protocol? It is when it is not
-    a JSON object: not an object, not a batch (a JSON array of messages), and not starting
-    like an object either, so that a message orjson refuses for a detail (NaN, a number
-    beyond a double) still goes to the client, which may read it. Blank lines are stray."""
-    if frame.msg is not None or frame.batch is not None:
-        return False
-    return not frame.raw.lstrip().startswith(b"{")
-
-
 def _literals(raw: bytes, parsed: Any) -> dict[int, bytes]:
     try:
         return number_literals(raw, parsed)

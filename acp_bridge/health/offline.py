@@ -18,11 +18,14 @@ from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.config import HealthConfig
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
+from acp_bridge.core.answers import BRIDGE
 from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
+from acp_bridge.core.rewrites.stray_output import is_stray
+from acp_bridge.core.rewrites.suggestions import PromptSuggestions
+from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
 from acp_bridge.core.session import Pending, Session
-from acp_bridge.core.unparsed import is_stray
 from acp_bridge.health.engine import Engine
 from acp_bridge.health.findings import CODES, Finding, Level
 
@@ -75,7 +78,7 @@ class Migration:
     def needed(self) -> Counter[str]:
         """`changed` without the redundant changes."""
         needed = Counter(self.changed)
-        needed["suggestions"] -= self.redundant
+        needed[PromptSuggestions.name] -= self.redundant
         return +needed
 
     def verdict(self) -> str:
@@ -222,7 +225,7 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
     rules = record.get("rules") or []
     if verdict in ("rewrite", "drop", "emit", "diverted"):
         for rule in rules:
-            if rule != "bridge":  # answers for an agent that is gone: no migration matter
+            if rule != BRIDGE:  # answers for an agent that is gone: no migration matter
                 migration.changed[rule] += 1
     elif verdict == "error":  # went on as it came: still a message of its kind below
         failed = ", ".join(str(rule) for rule in rules)  # the rule that raised, or those that made it unwritable
@@ -239,7 +242,7 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
                 if pending is not None:
                     engine.late(pending, now)
                     engine.answered(pending, msg, now, seq)
-                if "system-prompt" in rules:
+                if SYSTEM_PROMPT in rules:
                     migration.dialects["refused"] += 1
             _suggestions_out(migration, msg, written=True)
         return
@@ -286,7 +289,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
             engine.result_and_error(direction, msg.get("id"), now, seq)
     elif kind == "notification":
         engine.notification(direction, msg, now, seq)
-    if verdict == "rewrite" and "system-prompt" in rules:
+    if verdict == "rewrite" and SYSTEM_PROMPT in rules:
         out = record_message(record, "out")
         dialect = read.system_prompt_dialect(record.get("method"), out)
         if dialect is not None:

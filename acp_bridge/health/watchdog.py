@@ -46,6 +46,7 @@ from acp_bridge.core.messages import (
     classify,
     id_key,
 )
+from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
 from acp_bridge.core.session import Session
 from acp_bridge.core.shapes import session_named
 from acp_bridge.errors import CaptureError
@@ -177,7 +178,7 @@ class Watchdog:
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
                 self._rule_failed(fwd, mono, seq)
-            if fwd.rules and fwd.verdict is VERDICT_REWRITE and "system-prompt" in fwd.rules:
+            if fwd.rules and fwd.verdict is VERDICT_REWRITE and SYSTEM_PROMPT in fwd.rules:
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
                 out = classify(frame.direction, fwd.data).msg

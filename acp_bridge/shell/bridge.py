@@ -21,9 +21,8 @@ from trio.abc import HalfCloseableStream, ReceiveStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
 from acp_bridge.core.chain import RuleError
-from acp_bridge.core.forward import VERDICT_DIVERTED, VERDICT_OPAQUE, VERDICT_OTHER
 from acp_bridge.core.messages import TO_AGENT, brief
-from acp_bridge.core.printable import stray_line
+from acp_bridge.core.rewrites import stray_output
 from acp_bridge.core.rewrites.suggestions import stated_list_key
 from acp_bridge.errors import BridgeError
 from acp_bridge.shell import posix
@@ -44,6 +43,7 @@ STOP_TIMEOUT = 5.0  # ... and for the client to take the answers when the bridge
 DRAIN_LIMIT = 5.0
 
 _NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
+_STRAY_VERDICTS = stray_output.VERDICTS
 
 
 def answered(forwards: Sequence[Forward]) -> int:
@@ -96,10 +96,8 @@ class Bridge:
     client_mid_line: bool = False  # the last bytes queued toward the client end inside a line
     linger: float = LINGER  # the agent's (`AgentLife.linger`)
 
-    warned_stray_output: bool = False
-    long_stray_shown: bool = False  # the diverted line over the parse limit now going by is said
-    # Where a diverted line of the agent's stdout goes (`[relay] stray_output = "stderr"`):
-    # the text `stray_line` makes of it; None: the log, as a warning.
+    # Where a diverted line of the agent's stdout goes (`[relay] stray_output = "stderr"`),
+    # as the text `StrayOutput.said` makes of it; None: the log, as a warning.
     on_stray: Callable[[str], None] | None = None
 
     def outlet(self, direction: Direction) -> Outlet:
@@ -147,14 +145,8 @@ class Bridge:
         to_agent: list[bytes] = []
         to_client: list[bytes] = []
         for fwd in forwards:
-            if fwd.verdict is VERDICT_OTHER and not self.warned_stray_output:
-                self._flag_stray_output(fwd)
-            elif fwd.verdict is VERDICT_DIVERTED:
-                self._divert(fwd.raw)
-            elif fwd.verdict is VERDICT_OPAQUE and fwd.rules:  # a diverted line over the parse limit
-                if not self.long_stray_shown:
-                    self._divert(fwd.raw, long=True)
-                self.long_stray_shown = not fwd.raw.endswith(b"\n") and bool(fwd.raw)
+            if fwd.verdict in _STRAY_VERDICTS:
+                self._stray(fwd)
             if fwd.data:
                 (to_agent if fwd.direction is TO_AGENT else to_client).append(fwd.data)
         if to_agent:
@@ -170,27 +162,17 @@ class Bridge:
             self.client_mid_line = not to_client[-1].endswith(b"\n")
         return to_agent, to_client
 
-    def _divert(self, raw: bytes, *, long: bool = False) -> None:
-        text = stray_line(raw, long=long)
-        if text is None:  # a blank line: nothing to show
+    def _stray(self, fwd: Forward) -> None:
+        """Say what the relay's stray-output repair has to say of `fwd` (a diverted line goes
+        to `on_stray`), if anything."""
+        said = self.relay.stray.said(fwd)
+        if said is None:
             return
-        if self.on_stray is not None:
+        diverted, text = said
+        if diverted and self.on_stray is not None:
             self.on_stray(text)
         else:
             log.warning("%s", text)
-
-    def _flag_stray_output(self, fwd: Forward) -> None:
-        if fwd.source is not Direction.TO_CLIENT or not fwd.raw.strip():
-            return
-        if fwd.frame is not None and fwd.frame.batch is not None:
-            return  # a batch is JSON-RPC, only not a message the rules read
-        self.warned_stray_output = True
-        sample = fwd.raw[:80].decode("utf-8", "replace").rstrip()
-        log.warning(
-            "the agent wrote a line that is not JSON-RPC to stdout: %r. It was forwarded as it "
-            "is, but strict clients may fail on it: agents must log to stderr, not stdout "
-            "(further such lines are not reported; -vv and a capture show them)", sample,
-        )
 
     async def pump(self, source: ReceiveStream, direction: Direction, *, close: bool = True) -> None:
         """Move bytes travelling `direction` from `source` through the relay until EOF.

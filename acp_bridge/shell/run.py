@@ -22,7 +22,7 @@ import trio
 
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
-from acp_bridge.core.rewrites import Rewrite, build_rewrites
+from acp_bridge.core.rewrites import Rewrite, build_rewrites, stray_output
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import AgentProcess, terminate
 from acp_bridge.shell.bridge import Bridge, bridge_streams
@@ -72,7 +72,7 @@ async def run_bridge(config: Config, rules: Sequence[Rewrite] | None = None, *, 
     keep_heap()
     relay = Relay(build_rewrites(config) if rules is None else rules, strict=config.strict,
                   max_line=config.relay.parse_limit_mib * MIB,
-                  divert_stray=config.relay.stray_output == "stderr")
+                  divert_stray=stray_output.DECLARED.is_on(config))
     from acp_bridge.shell.observers import observing
 
     if config.capture.path is None:

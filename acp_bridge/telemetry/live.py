@@ -26,6 +26,7 @@ from acp_bridge.config import Config
 from acp_bridge.core.findings import Finding
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import Direction
+from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
 from acp_bridge.telemetry import require_sdk
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.builder import TraceBuilder
@@ -272,7 +273,7 @@ class TelemetryObserver:
         if fwd.data:  # messages that went out (a dropped one did not)
             self._count(counts, direction, 1)
         sent = None
-        if fwd.verdict is Verdict.REWRITE and "system-prompt" in fwd.rules:
+        if fwd.verdict is Verdict.REWRITE and SYSTEM_PROMPT in fwd.rules:
             sent = _loads(fwd.data)
         self.builder.feed(Timed(wall, frame.direction.value, frame.msg, fwd.verdict.value, fwd.rules, sent,
                                 fwd.request))

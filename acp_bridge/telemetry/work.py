@@ -13,13 +13,16 @@ from typing import Any
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
+from acp_bridge.core.answers import BRIDGE
+from acp_bridge.core.rewrites.suggestions import PromptSuggestions
+from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
 from acp_bridge.core.session import Pending
 from acp_bridge.telemetry import spans as s
 from acp_bridge.telemetry.fields import add_event, suggestion_count
 from acp_bridge.telemetry.spans import SpanRecord, Timed
 
 SpanOf = Callable[[Any], SpanRecord | None]
-_OWN_EVENTS = frozenset({"suggestions", "system-prompt", "bridge"})  # events of their own (bridge: its answers)
+_OWN_EVENTS = frozenset({PromptSuggestions.name, SYSTEM_PROMPT, BRIDGE})  # events of their own (bridge: its answers)
 RequestSpanOf = Callable[[Pending | None], SpanRecord | None]
 
 
@@ -40,9 +43,9 @@ class BridgeWork:
     def feed(self, timed: Timed) -> None:
         msg = timed.msg if type(timed.msg) is dict else {}
         session_id = read.session_id_of(msg)
-        if "suggestions" in timed.rules and timed.verdict in ("rewrite", "drop", "emit"):
+        if PromptSuggestions.name in timed.rules and timed.verdict in ("rewrite", "drop", "emit"):
             self._suggestion(timed, session_id)
-        if "system-prompt" in timed.rules and timed.verdict == "rewrite":
+        if SYSTEM_PROMPT in timed.rules and timed.verdict == "rewrite":
             self._system_prompt(timed, msg, session_id)
         for rule in timed.rules:
             if rule not in _OWN_EVENTS or timed.verdict == "error":

@@ -1,11 +1,13 @@
-"""The built-in rules' registry: `build_rewrites(config)` is the one place that sets their order
-(the user's rules come after them, in the order `acp_bridge.config.rules` sets)."""
+"""The built-in rules' registry: `built_ins()` is the one place that lists them and sets their
+order, each declared in its own module (the user's rules come after them, in the order
+`acp_bridge.config.rules` sets); `build_rewrites(config)` makes those a configuration turns on."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
 from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite, Rule
+from acp_bridge.core.rewrites.options import BuiltIn
 from acp_bridge.core.rewrites.settings import (
     CommandsSettings,
     RepairSettings,
@@ -13,8 +15,8 @@ from acp_bridge.core.rewrites.settings import (
     SystemPromptSettings,
 )
 
-__all__ = ["DROP", "EVERY_LINE", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "Rule", "RuleSettings",
-           "build_rewrites"]
+__all__ = ["DROP", "EVERY_LINE", "PASS", "BuiltIn", "Emit", "Outcome", "Replace", "Rewrite", "Rule", "RuleSettings",
+           "build_rewrites", "built_ins"]
 
 
 class RuleSettings(Protocol):
@@ -33,23 +35,17 @@ class RuleSettings(Protocol):
     def repair(self) -> RepairSettings: ...
 
 
+def built_ins() -> tuple[BuiltIn, ...]:
+    """Every built-in's declaration (`DECLARED` in its module), in the order they see each
+    message: stray output first (the relay's own repair, before any rule), then the rules.
+    The command line, the file's checks, `acp-bridge rules` and the reserved names are made
+    from these: a new built-in is its module and one entry here."""
+    from acp_bridge.core.rewrites import commands, stray_output, suggestions, system_prompt_options, tool_calls
+
+    return (stray_output.DECLARED, suggestions.DECLARED, system_prompt_options.DECLARED, commands.DECLARED,
+            tool_calls.DECLARED)
+
+
 def build_rewrites(config: RuleSettings) -> list[Rewrite]:
     """The rewrites a configuration asks for, in the order they run."""
-    from acp_bridge.core.rewrites.suggestions import PromptSuggestions
-
-    rewrites: list[Rewrite] = []
-    if config.suggestions.enabled:
-        rewrites.append(PromptSuggestions(config.suggestions))
-    if config.system_prompt.text is not None:
-        from acp_bridge.core.rewrites.system_prompt import SystemPrompt  # only then: start-up
-
-        rewrites.append(SystemPrompt(config.system_prompt))
-    if config.commands.mirror_initial:
-        from acp_bridge.core.rewrites.commands import MirrorCommands
-
-        rewrites.append(MirrorCommands())
-    if config.repair.close_tool_calls:
-        from acp_bridge.core.rewrites.tool_calls import CloseToolCalls
-
-        rewrites.append(CloseToolCalls())
-    return rewrites
+    return [built_in.make(config) for built_in in built_ins() if built_in.rule is not None and built_in.is_on(config)]

@@ -26,6 +26,7 @@ from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.options import OFF_FLAG, BuiltIn, Option
 from acp_bridge.core.session import Pending, Session
 
 # A response to these names the session its request named; session/new and session/fork
@@ -65,3 +66,12 @@ class MirrorCommands(Rewrite):
         if update is None:
             return PASS
         return Replace(frame.msg, then=(Emit(Direction.TO_CLIENT, update),))  # the response as it came
+
+
+DECLARED = BuiltIn(
+    MirrorCommands.name, switch="commands.mirror_initial", rule=MirrorCommands, rank=30,
+    options=(Option(
+        "no_commands_mirror", "commands.mirror_initial", "--no-commands-mirror", "ACP_BRIDGE_NO_COMMANDS_MIRROR",
+        "Do not follow a setup response that lists slash commands (availableCommands) with the "
+        "available_commands_update notification carrying them.", OFF_FLAG, default=True),),
+)

@@ -32,6 +32,7 @@ from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief, id_key
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.options import FLAG, OFF_FLAG, BuiltIn, Option
 from acp_bridge.core.rewrites.settings import SuggestionsSettings
 from acp_bridge.core.session import Pending, Session
 from acp_bridge.core.shapes import LEGACY, NEW
@@ -371,3 +372,16 @@ class PromptSuggestions(Rewrite):
         if len(items) == len(legacy.items):
             return PASS
         return Replace(shapes.with_update(msg, shapes.with_legacy_items(update, items)))
+
+
+DECLARED = BuiltIn(
+    PromptSuggestions.name, switch="suggestions.enabled", rule=PromptSuggestions, settings="suggestions",
+    rank=20, options=(
+        Option("unlock_legacy_agent", "suggestions.unlock_legacy_agent", "--unlock-legacy-agent",
+               "ACP_BRIDGE_UNLOCK_LEGACY_AGENT",
+               "Mark a new client as JetBrains AIR toward the agent so legacy agents send suggestions "
+               "(changes other output of those agents; see docs/suggestions.md).", FLAG, default=False),
+        Option("no_suggestions", "suggestions.enabled", "--no-suggestions", "ACP_BRIDGE_NO_SUGGESTIONS",
+               "Leave prompt suggestions of either form untouched.", OFF_FLAG, default=True),
+    ),
+)

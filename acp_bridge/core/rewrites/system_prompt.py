@@ -33,6 +33,7 @@ from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import TO_AGENT, Direction, Frame, brief, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.system_prompt_options import NAME
 from acp_bridge.core.rewrites.system_prompt_shapes import (
     ANY_SETUP,
     CREATES,
@@ -77,7 +78,7 @@ def agent_system_prompt(session: Session) -> Json | None:
 class SystemPrompt(Rewrite):
     """Inject the configured system prompt into session setup (see the module docstring)."""
 
-    name = "system-prompt"
+    name = NAME
 
     def __init__(self, config: SystemPromptSettings) -> None:
         self.config = config

@@ -28,6 +28,7 @@ from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.options import FLAG, BuiltIn, Option
 from acp_bridge.core.session import Pending, Session
 
 OPEN = frozenset({"pending", "in_progress"})
@@ -176,3 +177,12 @@ class CloseToolCalls(Rewrite):
             return PASS
         # The message that ends the turn goes on as it came, after the updates.
         return Replace(frame.msg, before=tuple(Emit(Direction.TO_CLIENT, update) for update in updates))
+
+
+DECLARED = BuiltIn(
+    CloseToolCalls.name, switch="repair.close_tool_calls", rule=CloseToolCalls, rank=40,
+    options=(Option(
+        "close_tool_calls", "repair.close_tool_calls", "--close-tool-calls", "ACP_BRIDGE_CLOSE_TOOL_CALLS",
+        "When a turn ends, close as failed each tool call the agent left pending or in_progress (a "
+        "tool_call_update sent before the message that ends the turn).", FLAG, default=False),),
+)
