@@ -91,7 +91,7 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
     result = drive_result(side, live, report, compare)
     if as_json:
         click.echo(dumps_json({"capture": capture, "agent": list(agent), "recorded_to": out and recorded_to,
-                               **result.to_json()}))
+                               **result.as_json()}))
     else:
         for line in result.lines():
             click.echo(line)
