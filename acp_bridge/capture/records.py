@@ -61,7 +61,7 @@ def _put_head(record: Json, head: bytes) -> None:
             record["raw_b64"] = base64.b64encode(head).decode("ascii")
 
 
-def printable(text: str) -> str:
+def utf8_safe(text: str) -> str:
     """`text` as valid UTF-8: a command-line argument or a value read by the stdlib may
     hold lone surrogates, which orjson refuses to write. A byte that was not UTF-8 (U+DC80
     to U+DCFF, as Python reads argv) becomes `\\xNN`, any other surrogate `\\uXXXX`."""
@@ -94,7 +94,7 @@ def header_record(*, wall: float, mono: float, argv: Sequence[str], config_diges
         "time": wall,
         "mono": mono,
         "pid": pid,
-        "argv": [printable(arg) for arg in mask_argv(argv)],
+        "argv": [utf8_safe(arg) for arg in mask_argv(argv)],
         "config": config_digest,
         "redact": list(redact),
         "include_system_prompt": include_system_prompt,
@@ -132,9 +132,9 @@ def safe_dumps(record: Json) -> bytes:
             notes.append(f"capture: the {key} cannot be written (nested too deep, or not UTF-8)")
     for key in ("method", "error"):
         if isinstance(record.get(key), str):
-            record[key] = printable(record[key])
+            record[key] = utf8_safe(record[key])
     if "rules" in record:  # a message's (a finding has none)
-        record["rules"] = [printable(str(rule)) for rule in record.get("rules") or ()]
+        record["rules"] = [utf8_safe(str(rule)) for rule in record.get("rules") or ()]
     if notes:
         record["error"] = "; ".join([record["error"], *notes] if record.get("error") else notes)
     try:

@@ -2,23 +2,22 @@
 
 Owns: the default secrets of ACP messages (MCP server env and headers, `authenticate` and
 `auth/login` params, `terminal/create` env), configured RFC 6901 pointers, the configured
-system prompt text and the ways JSON spells it, and the rule for lines that cannot be masked
-precisely (they are withheld whole when they could hold a secret). The capture and the
-export page mask messages with it; free text and command lines are masked with the same
-words in `text_redaction`. Must never: touch the bytes the relay forwards (it masks copies),
+system prompt text, and the rule for lines that cannot be masked precisely (they are
+withheld whole when they could hold a secret). The capture and the export page mask
+messages with it; free text and command lines are masked with the same words in
+`text_redaction`; how JSON spells a text, and the byte searches built on that, are in
+`spellings`. Must never: touch the bytes the relay forwards (it masks copies),
 do IO, or raise on anything read from the wire.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from acp_bridge.capture.spellings import BACKSLASH, any_in, ascii_view, has_duplicate_keys, spelled, spellings
 from acp_bridge.core import protocol as p
 from acp_bridge.core.literals import exact_reading, inexact_numbers
 from acp_bridge.core.pointer import escape_token, parse_pointer
@@ -51,9 +50,6 @@ MASKED_METHODS = frozenset(_BY_METHOD) | _WHOLE_PARAMS
 _KEYS = (*sorted(MASKED_METHODS), "mcpServers")
 _LOOSE = ("env", "headers")
 
-_BACKSLASH = ord("\\")  # an int: `in` tries an operand as an int before as bytes
-# ASCII spelled as a \u escape, and an escaped slash: how a key can hide from a byte search.
-_ASCII_ESCAPE = re.compile(rb"\\u00([2-7][0-9a-fA-F])")
 
 
 def _array_index(token: str, size: int) -> int | None:
@@ -129,51 +125,6 @@ def _mask_text(obj: Any, text: str, here: str, hits: list[str]) -> Any:
     return obj
 
 
-def _spelled(text: str) -> tuple[str, str, str]:
-    """`text` as it is, escaped the minimal way (orjson, JavaScript, json with
-    `ensure_ascii=False`), and with everything beyond ASCII as \\u escapes (Python's json)."""
-    return text, json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1]
-
-
-def text_spellings(text: str) -> tuple[str, ...]:
-    """The ways JSON writers spell `text` inside a string (`_spelled`, each once). A lone
-    surrogate is spelled too, never refused."""
-    return tuple(dict.fromkeys(_spelled(text)))
-
-
-def spellings(text: str) -> tuple[bytes, ...]:
-    """`text_spellings` as the bytes of a line (a lone surrogate as Python reads one)."""
-    return tuple(dict.fromkeys(spelling.encode("utf-8", "surrogatepass") for spelling in text_spellings(text)))
-
-
-def ascii_view(data: bytes) -> bytes:
-    """`data` with ASCII written as \\u00XX escapes and escaped slashes decoded (`data`
-    itself when it has no backslash): a key or method spelled that way shows in it."""
-    if _BACKSLASH not in data or (b"\\u00" not in data and b"\\/" not in data):
-        return data
-    return _ASCII_ESCAPE.sub(lambda m: bytes([int(m[1], 16)]), data).replace(b"\\/", b"/")
-
-
-class _Duplicate(Exception):
-    pass
-
-
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> None:
-    if len({key for key, _ in pairs}) != len(pairs):
-        raise _Duplicate
-
-
-def has_duplicate_keys(line: bytes) -> bool:
-    """Whether some object of `line` (valid JSON) names a member twice; True also when
-    that cannot be told (nested too deep). orjson keeps only the last of the two."""
-    try:
-        json.loads(line, object_pairs_hook=_reject_duplicates,
-                   parse_int=len, parse_float=len, parse_constant=len)
-    except (_Duplicate, ValueError, RecursionError):
-        return True
-    return False
-
-
 def _pointer_needle(pointer: str) -> str:
     """The text a line must hold for `pointer` to find a value in it: its last step that is
     a name ("" when every step is an array index: any line may then hold it)."""
@@ -209,7 +160,7 @@ class Redactor:
         if self.secret:
             # Without `\u` or `\/` escapes a JSON string has exactly one spelling, so these
             # two substrings (plain and JSON-escaped) find the text wherever it can be.
-            plain, minimal, _ = (text.encode("utf-8", "surrogatepass") for text in _spelled(self.secret))
+            plain, minimal, _ = (text.encode("utf-8", "surrogatepass") for text in spelled(self.secret))
             needles = (plain, minimal, b"\\u", b"\\/")
             secret_spellings = spellings(self.secret)
         object.__setattr__(self, "_needles", needles)
@@ -285,14 +236,14 @@ class Redactor:
             return True
         # Every other spelling has a backslash, and a one-byte search runs at memchr speed
         # where the two-byte ones cost ~0.9 ns a byte: most runs are spared them.
-        return _BACKSLASH in line and any(needle in line for needle in escaped)
+        return BACKSLASH in line and any(needle in line for needle in escaped)
 
     def shows_secret_text(self, data: bytes) -> bool:
         """Does `data` hold the secret text in a spelling a reader would recognise?"""
         if not self._spellings:
             return False
-        return _any_in(self._spellings, data) or (
-            _BACKSLASH in data and _any_in(self._spellings, ascii_view(data)))
+        return any_in(self._spellings, data) or (
+            BACKSLASH in data and any_in(self._spellings, ascii_view(data)))
 
     def may_hold_any_secret(self, data: bytes) -> bool:
         """Could `data`, not parsed (or not parsable), hold a secret? It could if it
@@ -302,10 +253,10 @@ class Redactor:
         return self._may_name_a_secret(data) or self.shows_secret_text(data)
 
     def _may_name_a_secret(self, data: bytes) -> bool:
-        if _any_in(self._loose, data):
+        if any_in(self._loose, data):
             return True
         # a name not searched for every way it can be spelled may hide behind any escape
-        return _BACKSLASH in data and (not self._spelled_exactly or _any_in(self._loose, ascii_view(data)))
+        return BACKSLASH in data and (not self._spelled_exactly or any_in(self._loose, ascii_view(data)))
 
     def passes_unmasked(self, line: bytes) -> bool:
         """Does `mask_line` certainly give `line` back as it is, with no hits, whatever it
@@ -339,12 +290,12 @@ class Redactor:
             if not hits:
                 # orjson keeps the last of two members with one name: an earlier one could
                 # hold what the parse shows no more.
-                for key in self._keys:  # a loop, not _any_in: this runs for most lines
+                for key in self._keys:  # a loop, not any_in: this runs for most lines
                     if key in line:
                         keys = True
                         break
                 else:  # a name not searched for every way it can be spelled may hide behind any escape
-                    keys = _BACKSLASH in line and (not self._spelled_exactly or _any_in(self._keys, ascii_view(line)))
+                    keys = BACKSLASH in line and (not self._spelled_exactly or any_in(self._keys, ascii_view(line)))
                 if keys and has_duplicate_keys(line):
                     return WITHHELD, None
                 if maybe and self.shows_secret_text(line) and has_duplicate_keys(line):
@@ -369,13 +320,6 @@ class Redactor:
         if self.shows_secret_text(out):
             return WITHHELD, None
         return (line, []) if out == line else (out, [""])
-
-
-def _any_in(needles: Iterable[bytes], data: bytes) -> bool:
-    for needle in needles:  # noqa: SIM110 - a loop: any() with a generator costs more per call
-        if needle in data:
-            return True
-    return False
 
 
 def _terminator(line: bytes) -> bytes:

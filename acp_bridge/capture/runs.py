@@ -47,6 +47,13 @@ def _record_format(clock: bytes, method: str, session: Any, prefix: bytes = b"",
             % tuple(part.replace(b"%", b"%%") for part in parts))
 
 
+def _needs_full_path(redactor: Redactor, body: bytes) -> bool:
+    """Could a parsed line of the run `body` need more masks than its method's (so that
+    every parsed line takes the full path)?"""
+    return bool(redactor.pointers) or b"mcpServers" in body or (
+        _BACKSLASH in body and b"\\u" in body)  # \u can spell any key
+
+
 def _plain_notification(line: bytes) -> tuple[str, Any, bytes] | None:
     """The method, session and escaped text (see `_record_format`) of a line that is a
     notification with nothing to mask (but maybe mcpServers, or what a pointer names).
@@ -165,6 +172,13 @@ class LeanRuns:
         simple = _BACKSLASH not in body and body.isascii() and not any(c in body for c in _CONTROLS)
         clock = b',"time":%b,"mono":%b,"direction":%b' % (
             orjson.dumps(wall), orjson.dumps(mono), orjson.dumps(fwd.direction.value))
+        encoder.seq = self._encode_lines(encoder, fwd, simple, clock, (wall, mono), out)
+
+    def _encode_lines(self, encoder: FullPath, fwd: Forward, simple: bool, clock: bytes,
+                      times: tuple[float, float], out: bytearray) -> int:
+        """The records of the run's lines (see `encode`); the last seq given."""
+        wall, mono = times
+        body = fwd.raw
         template = self.template
         if template is not None:  # in locals: read for every line
             prefix, suffix, fmt = template.prefix, template.suffix, template.record_format(clock)
@@ -187,9 +201,8 @@ class LeanRuns:
                     seq += 1
                     out += fmt % (seq, len(line) + 1, raw)
                     continue
-            if full is None:  # could a parsed line need more masks than its method's?
-                full = bool(redactor.pointers) or b"mcpServers" in body or (
-                    _BACKSLASH in body and b"\\u" in body)  # \u can spell any key
+            if full is None:
+                full = _needs_full_path(self.redactor, body)
             plain = None if full else _plain_notification(line)
             if plain is None:
                 encoder.seq = seq
@@ -216,4 +229,4 @@ class LeanRuns:
                         prefix, suffix, fmt = made.prefix, made.suffix, made.record_format(clock)
                         start, stop = len(prefix), len(suffix)
                 cut = here
-        encoder.seq = seq
+        return seq

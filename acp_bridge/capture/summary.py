@@ -147,11 +147,32 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
         raw = record_bytes(record, "raw") or b""
         label = "(blank line)" if not raw.strip() else "(not JSON-RPC)"
     session = record.get("session")
+    size = _size(record, verdict)
+    marks = _marks(record, verdict)
+    return Summary(
+        clock=clock(float(record.get("time", 0.0))),
+        arrow=arrow,
+        label=label,
+        session="" if session is None else f"({printable(short_session(str(session)) if short else str(session))})",
+        size=size,
+        marks=tuple(printable(mark, quote_backslash=False) for mark in marks),  # rule names, errors
+        verdict=str(verdict),
+    )
+
+
+def _size(record: Json, verdict: Any) -> str:
+    """The size a summary shows: as it came, and as it went when the bridge changed it."""
     size = f"{record.get('size', 0)}B"
     if "out_size" in record and verdict != "emit":
         size += f"->{record['out_size']}B"
     elif verdict == "emit":
         size = f"{record.get('out_size', 0)}B"
+    return size
+
+
+def _marks(record: Json, verdict: Any) -> list[str]:
+    """What a summary marks: what the bridge did (and which rules), truncated, unfinished,
+    redacted."""
     rules = ",".join(record.get("rules") or ())
     marks: list[str] = []
     if verdict in ("rewrite", "drop", "emit", "diverted"):
@@ -167,15 +188,7 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
         marks.append("[redacted: whole line]")
     elif record.get("redacted"):
         marks.append("[redacted]")
-    return Summary(
-        clock=clock(float(record.get("time", 0.0))),
-        arrow=arrow,
-        label=label,
-        session="" if session is None else f"({printable(short_session(str(session)) if short else str(session))})",
-        size=size,
-        marks=tuple(printable(mark, quote_backslash=False) for mark in marks),  # rule names, errors
-        verdict=str(verdict),
-    )
+    return marks
 
 
 def pretty(obj: Any) -> str:

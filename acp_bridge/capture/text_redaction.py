@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from acp_bridge.capture.redaction import REDACTED, text_spellings
+from acp_bridge.capture.redaction import REDACTED
+from acp_bridge.capture.spellings import text_spellings
 
 PROMPT_IN_TEXT = "<system prompt>"  # in free text: the agent's stderr tail in an error answer
 _SECRET_OPTIONS = ("--system-prompt",)

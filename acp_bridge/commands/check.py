@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,6 +24,10 @@ from acp_bridge.commands.output_file import NotAFile, refuse_special, written_wh
 from acp_bridge.core.printable import printable, printable_lines
 from acp_bridge.health.findings import CODES, Finding, Level
 from acp_bridge.health.offline import Report, analyse
+
+if TYPE_CHECKING:
+    from acp_bridge.config.model import HealthConfig
+    from acp_bridge.health.schema import Validator
 
 EXIT_FINDINGS, EXIT_UNREADABLE = 1, 2
 SEQS_SHOWN = 12
@@ -56,23 +61,56 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
             refuse_special(junit)  # before any capture is read
         except NotAFile as exc:
             fail(f"--junit: {exc}")
-    health = None
-    if config_file is not None:
-        from acp_bridge.config.layers import load_config
-        from acp_bridge.errors import ConfigError
+    health = _health_config(config_file)
+    validator = _schema_validator(schema_dir)
+    reports, unreadable = _checked(captures, health, validator)
+    threshold = Level.WARNING if fail_on == "warning" else Level.ERROR
+    failed = any((report.worst() or 0) >= threshold for report in reports)
+    if as_json:
+        click.echo(json.dumps({"captures": [r.as_json() for r in reports], "fail_on": fail_on,
+                               "failed": failed}, indent=2, default=str))
+    else:
+        for report in reports:
+            for text in report_text(report):
+                click.echo(text)
+    if junit is not None:
+        _write_junit(junit, reports, threshold, with_schema=validator is not None)
+    if unreadable:
+        raise SystemExit(EXIT_UNREADABLE)
+    raise SystemExit(EXIT_FINDINGS if failed else 0)
 
-        try:
-            health = load_config(config_file).health
-        except ConfigError as exc:
-            fail(str(exc))
-    validator = None
-    if schema_dir is not None:
-        from acp_bridge.health.schema import SchemaError, Validator
 
-        try:
-            validator = Validator(schema_dir)
-        except SchemaError as exc:
-            fail(str(exc))
+def _health_config(config_file: str | None) -> HealthConfig | None:
+    """The thresholds of --config (None: the defaults); an error if the file is broken."""
+    if config_file is None:
+        return None
+    from acp_bridge.config.layers import load_config
+    from acp_bridge.errors import ConfigError
+
+    try:
+        return load_config(config_file).health
+    except ConfigError as exc:
+        fail(str(exc))
+    return None
+
+
+def _schema_validator(schema_dir: str | None) -> Validator | None:
+    """The validator of --schema (None without it); an error if the schema cannot be read."""
+    if schema_dir is None:
+        return None
+    from acp_bridge.health.schema import SchemaError, Validator
+
+    try:
+        return Validator(schema_dir)
+    except SchemaError as exc:
+        fail(str(exc))
+    return None
+
+
+def _checked(captures: tuple[str, ...], health: HealthConfig | None,
+             validator: Validator | None) -> tuple[list[Report], bool]:
+    """Each capture's report (with the schema's findings first when validated), and whether
+    one could not be read (said on stderr)."""
     reports: list[Report] = []
     unreadable = False
     for path in captures:
@@ -95,26 +133,18 @@ def check(captures: tuple[str, ...], fail_on: str, as_json: bool, junit: str | N
         except Exception as exc:  # a bug: said as such, and never exit 1, which means "findings"
             click.echo(f"acp-bridge: {path}: internal error while checking: {type(exc).__name__}: {exc}", err=True)
             unreadable = True
-    threshold = Level.WARNING if fail_on == "warning" else Level.ERROR
-    failed = any((report.worst() or 0) >= threshold for report in reports)
-    if as_json:
-        click.echo(json.dumps({"captures": [r.as_json() for r in reports], "fail_on": fail_on,
-                               "failed": failed}, indent=2, default=str))
-    else:
-        for report in reports:
-            for text in report_text(report):
-                click.echo(text)
-    if junit is not None:
-        try:
-            with written_whole(junit) as file:
-                file.write(junit_xml(reports, threshold, with_schema=validator is not None).encode("utf-8"))
-        except NotAFile as exc:
-            fail(f"--junit: {exc}")
-        except OSError as exc:
-            fail(f"--junit: cannot write {junit}: {exc.strerror or exc}")
-    if unreadable:
-        raise SystemExit(EXIT_UNREADABLE)
-    raise SystemExit(EXIT_FINDINGS if failed else 0)
+    return reports, unreadable
+
+
+def _write_junit(junit: str, reports: list[Report], threshold: Level, *, with_schema: bool) -> None:
+    """The reports as JUnit XML in `junit`, written whole; an error if it cannot be."""
+    try:
+        with written_whole(junit) as file:
+            file.write(junit_xml(reports, threshold, with_schema=with_schema).encode("utf-8"))
+    except NotAFile as exc:
+        fail(f"--junit: {exc}")
+    except OSError as exc:
+        fail(f"--junit: cannot write {junit}: {exc.strerror or exc}")
 
 
 def _seqs(findings: list[Finding]) -> list[int]:

@@ -45,7 +45,7 @@ def diff(a: str, b: str, ignore: tuple[str, ...], strict_ids: bool, as_json: boo
         tracks_b = tracks(reader_b)
     result = compare_tracks(tracks_a, tracks_b, DiffOptions(ignore=ignore, strict_ids=strict_ids))
     if as_json:
-        click.echo(dumps_json({"a": a, "b": b, **result.to_json()}))
+        click.echo(dumps_json({"a": a, "b": b, **result.as_json()}))
     else:
         for line in result.lines():
             click.echo(line)

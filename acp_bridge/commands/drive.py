@@ -15,6 +15,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +25,11 @@ from acp_bridge.config import Config, command_problem
 from acp_bridge.config.model import AgentConfig, CaptureConfig, HealthConfig
 from acp_bridge.core.printable import printable
 from acp_bridge.errors import BridgeError
+
+if TYPE_CHECKING:
+    from acp_bridge.replay.client_side import ClientSide
+    from acp_bridge.replay.drive_report import DriveReport, DriveResult
+    from acp_bridge.replay.turns import Track
 
 EXIT_DIFFERS = 1
 TURN_TIMEOUT = 300.0  # seconds a turn may take without --timeout: a drive in CI never waits forever
@@ -78,18 +84,31 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
     Exit status 0: as recorded; 1: it differs, or a turn failed; 2: bad input, or the agent
     cannot start.
     """
-    import trio
+    from acp_bridge.replay.drive_report import drive_result
 
+    cwd = _checked_inputs(agent, cwd, junit)
+    timeout = TURN_TIMEOUT if timeout is None else timeout or None  # 0: no limit
+    side = _recorded_client(capture)
+    live, report, recorded_to = _drive_the_agent(side, agent, cwd, out, timeout, compare)
+    result = drive_result(side, live, report, compare)
+    if as_json:
+        click.echo(dumps_json({"capture": capture, "agent": list(agent), "recorded_to": out and recorded_to,
+                               **result.as_json()}))
+    else:
+        for line in result.lines():
+            click.echo(line)
+    if junit is not None:
+        _write_junit(junit, result, Path(capture).name)
+    raise SystemExit(0 if result.ok else EXIT_DIFFERS)
+
+
+def _checked_inputs(agent: tuple[str, ...], cwd: str | None, junit: str | None) -> str | None:
+    """The agent command and the --junit path checked (a usage error if not fit); `cwd` made
+    absolute, as ACP wants it."""
     from acp_bridge.commands.output_file import NotAFile, refuse_special
-    from acp_bridge.replay.client_side import ClientSide
-    from acp_bridge.replay.drive_report import DriveReport, drive_result, live_tracks
-    from acp_bridge.replay.driver import Driver
-    from acp_bridge.shell.inprocess import with_agent
-    from acp_bridge.shell.logs import setup_logging
 
     if (problem := command_problem(agent)) is not None:
         fail(f"the agent command after -- {problem}")
-    timeout = TURN_TIMEOUT if timeout is None else timeout or None  # 0: no limit
     if cwd is not None:
         cwd = os.path.abspath(cwd)  # ACP's cwd is an absolute path
     if junit is not None:
@@ -97,11 +116,32 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
             refuse_special(junit)
         except NotAFile as exc:
             fail(f"--junit: {exc}")
+    return cwd
+
+
+def _recorded_client(capture: str) -> ClientSide:
+    """The client side of the capture, what it says on stderr said; an error if it sent nothing."""
+    from acp_bridge.replay.client_side import ClientSide
+
     with reading(capture, strict=True) as reader:
         side = ClientSide.from_records(reader)
     say(reader)
     if not side.lines:
         fail(f"{capture}: the recorded client sent nothing to play")
+    return side
+
+
+def _drive_the_agent(side: ClientSide, agent: tuple[str, ...], cwd: str | None, out: str | None,
+                     timeout: float | None, compare: str) -> tuple[list[Track], DriveReport, str | None]:
+    """`side` played to the agent behind a bridge that records the live session (to `out`,
+    or a scratch file): the live session's tracks (what `compare` looks at), the driver's
+    report, and where the session was recorded. Exits 2 when the agent cannot start."""
+    import trio
+
+    from acp_bridge.replay.drive_report import DriveReport, live_tracks
+    from acp_bridge.replay.driver import Driver
+    from acp_bridge.shell.inprocess import with_agent
+    from acp_bridge.shell.logs import setup_logging
 
     with tempfile.TemporaryDirectory(prefix="acp-drive-") as scratch:
         path = out if out is not None else os.path.join(scratch, "live.jsonl")
@@ -126,19 +166,15 @@ def drive(capture: str, agent: tuple[str, ...], cwd: str | None, out: str | None
             fail("the live session could not be recorded", EXIT_DIFFERS)
         with reading(run.capture) as live_reader:
             live = live_tracks(live_reader, compare)
-    result = drive_result(side, live, report, compare)
-    if as_json:
-        click.echo(dumps_json({"capture": capture, "agent": list(agent), "recorded_to": out and run.capture,
-                               **result.to_json()}))
-    else:
-        for line in result.lines():
-            click.echo(line)
-    if junit is not None:
-        from acp_bridge.commands.output_file import written_whole
+    return live, report, run.capture
 
-        try:
-            with written_whole(junit) as file:
-                file.write(result.junit_xml(Path(capture).name).encode("utf-8"))
-        except (NotAFile, OSError) as exc:
-            fail(f"--junit: cannot write {junit}: {getattr(exc, 'strerror', None) or exc}")
-    raise SystemExit(0 if result.ok else EXIT_DIFFERS)
+
+def _write_junit(junit: str, result: DriveResult, name: str) -> None:
+    """The result as JUnit XML in `junit`, written whole; an error if it cannot be."""
+    from acp_bridge.commands.output_file import NotAFile, written_whole
+
+    try:
+        with written_whole(junit) as file:
+            file.write(result.junit_xml(name).encode("utf-8"))
+    except (NotAFile, OSError) as exc:
+        fail(f"--junit: cannot write {junit}: {getattr(exc, 'strerror', None) or exc}")

@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,6 +26,9 @@ from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites import built_ins
 from acp_bridge.core.rewrites.options import FILE
 from acp_bridge.setup import entries as e
+
+if TYPE_CHECKING:
+    from acp_bridge.setup.settings_file import Document, Loaded
 
 EXIT_NOT_FOUND = 1
 ALL = "\0all"  # what `--wrap`/`--unwrap` hold when given without a name (then --all says which)
@@ -132,6 +135,31 @@ def setup(ctx: click.Context, /, editor: str, agent: tuple[str, ...], name: str 
     """
     config_file = options.pop("config_file", None)
     options["config_file"] = config_file
+    _check_mode(ctx, agent, wrap, unwrap, every)
+    typed = run_args(ctx, options)
+    if unwrap is not None and typed:
+        raise click.UsageError("--unwrap: takes no run options", ctx)
+    if agent:
+        from acp_bridge.config import command_problem
+
+        if (problem := command_problem(agent)) is not None:
+            fail(f"the agent command after -- {problem}")
+    if editor in e.PRINTED:
+        _print_snippet(ctx, editor, agent, name, typed, given_a_file=settings is not None or write)
+        return
+    edit = _Edit.open(editor, settings, bool(agent))
+    if agent:
+        edit.add_agent(editor, agent, name, typed)
+        status = 0
+    else:
+        status = edit.wrap_or_unwrap(editor, wrap, unwrap, typed)
+    edit.finish(write, status)
+
+
+def _check_mode(ctx: click.Context, agent: tuple[str, ...], wrap: str | None, unwrap: str | None,
+                every: bool) -> None:
+    """A usage error unless one of `-- AGENT`, `--wrap` and `--unwrap` is given, each `--all`
+    and NAME where they belong."""
     modes = [flag for flag, given in (("-- AGENT", bool(agent)), ("--wrap", wrap is not None),
                                       ("--unwrap", unwrap is not None)) if given]
     if len(modes) != 1:
@@ -143,81 +171,100 @@ def setup(ctx: click.Context, /, editor: str, agent: tuple[str, ...], name: str 
             raise click.UsageError("--all: not with a NAME", ctx)
     if every and wrap is None and unwrap is None:
         raise click.UsageError("--all: only with --wrap or --unwrap", ctx)
-    typed = run_args(ctx, options)
-    if unwrap is not None and typed:
-        raise click.UsageError("--unwrap: takes no run options", ctx)
-    if agent:
-        from acp_bridge.config import command_problem
 
-        if (problem := command_problem(agent)) is not None:
-            fail(f"the agent command after -- {problem}")
-    if editor in e.PRINTED:
-        if not agent:
-            raise click.UsageError(f"{editor}: its settings are code; give the agent: -- AGENT [ARG...]", ctx)
-        if settings is not None or write:
-            raise click.UsageError(f"{editor}: its settings are code; --settings and --write do not apply "
-                                   "(the snippet is printed to paste)", ctx)
-        program, warning = resolve_program(agent[0])
-        if warning:
-            click.echo(f"acp-bridge: setup: {warning}", err=True)
-        command = [*bridge_command(), e.RUN, *typed, e.SEPARATOR, program, *agent[1:]]
-        where, text = e.snippet(editor, name or e.default_name(agent), command, agent)
-        _say(f"Paste this {where}:\n")
-        click.echo(text, nl=False)
-        return
 
-    from acp_bridge.setup import settings_file as sf
+def _print_snippet(ctx: click.Context, editor: str, agent: tuple[str, ...], name: str | None, typed: list[str],
+                   *, given_a_file: bool) -> None:
+    """For an editor whose settings are code: the snippet to paste, printed."""
+    if not agent:
+        raise click.UsageError(f"{editor}: its settings are code; give the agent: -- AGENT [ARG...]", ctx)
+    if given_a_file:
+        raise click.UsageError(f"{editor}: its settings are code; --settings and --write do not apply "
+                               "(the snippet is printed to paste)", ctx)
+    program, warning = resolve_program(agent[0])
+    if warning:
+        click.echo(f"acp-bridge: setup: {warning}", err=True)
+    command = [*bridge_command(), e.RUN, *typed, e.SEPARATOR, program, *agent[1:]]
+    where, text = e.snippet(editor, name or e.default_name(agent), command, agent)
+    _say(f"Paste this {where}:\n")
+    click.echo(text, nl=False)
 
-    if (problem := sf.missing_library()) is not None:
-        fail(problem)
-    path = Path(settings) if settings is not None else sf.settings_path(editor, dict(os.environ),
-                                                                          os.path.expanduser("~"))
-    try:
-        loaded = sf.load(path)
-        document = sf.Document(loaded.text or "", str(path))
-    except sf.SettingsError as exc:
-        fail(str(exc))
-    present = document.entries()
-    status = 0
-    changes: list[str] = []
-    bridge = bridge_command()
 
-    def apply(entry_name: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+class _Edit:
+    """One settings file being edited: its document, and the changes said so far."""
+
+    def __init__(self, path: Path, loaded: Loaded, document: Document, *, for_agent: bool) -> None:
+        self.path = path
+        self.loaded = loaded
+        self.document = document
+        self.for_agent = for_agent  # `-- AGENT` says its entry itself
+        self.present = document.entries()
+        self.changes: list[str] = []
+        self.bridge = bridge_command()
+
+    @classmethod
+    def open(cls, editor: str, settings: str | None, for_agent: bool) -> _Edit:
+        """The editor's settings file (or the one `--settings` names), read; a usage error
+        (exit 2) when it cannot be."""
+        from acp_bridge.setup import settings_file as sf
+
+        if (problem := sf.missing_library()) is not None:
+            fail(problem)
+        path = Path(settings) if settings is not None else sf.settings_path(editor, dict(os.environ),
+                                                                              os.path.expanduser("~"))
+        try:
+            loaded = sf.load(path)
+            document = sf.Document(loaded.text or "", str(path))
+        except sf.SettingsError as exc:
+            fail(str(exc))
+        return cls(path, loaded, document, for_agent=for_agent)
+
+    def apply(self, entry_name: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """Entry `entry_name` made `new`: added, or only its changed keys set and removed."""
+        from acp_bridge.setup import settings_file as sf
+
         if old is None:
-            document.set_entry(entry_name, new)
-            changes.append(f"added {entry_name!r}")
+            self.document.set_entry(entry_name, new)
+            self.changes.append(f"added {entry_name!r}")
             return
         to_set, to_remove = e.changed_keys(old, new)
         for key, value in to_set.items():
-            document.set_key(entry_name, key, value)
+            self.document.set_key(entry_name, key, value)
         for key in to_remove:
-            document.remove_key(entry_name, key)
+            self.document.remove_key(entry_name, key)
         if to_set or to_remove:
-            changes.append(f"changed {entry_name!r}")
-            if not agent:  # `-- AGENT` says its entry itself
+            self.changes.append(f"changed {entry_name!r}")
+            if not self.for_agent:
                 args = new.get("args", [])
                 _say(f"{entry_name!r}: {sf.words([new['command'], *(args if isinstance(args, list) else [])])}")
 
-    if agent:
+    def add_agent(self, editor: str, agent: tuple[str, ...], name: str | None, typed: list[str]) -> None:
+        """`-- AGENT`: its entry added, or the one set up before changed."""
+        from acp_bridge.setup import settings_file as sf
+
         program, warning = resolve_program(agent[0])
         if warning:
             click.echo(f"acp-bridge: setup: {warning}", err=True)
         entry_name = name or e.default_name(agent)
-        old = present.get(entry_name)
+        old = self.present.get(entry_name)
         env = old.get("env") if isinstance(old, dict) and isinstance(old.get("env"), dict) else None
-        new = e.build_entry(editor, bridge, typed, [program, *agent[1:]], env)
+        new = e.build_entry(editor, self.bridge, typed, [program, *agent[1:]], env)
         if isinstance(old, dict):  # the editor's own keys of an entry set up before stay
             new = _merged(old, new)
-        apply(entry_name, old if isinstance(old, dict) else None, new)
+        self.apply(entry_name, old if isinstance(old, dict) else None, new)
         _say(f"{entry_name!r}: {sf.words([new['command'], *new['args']])}")
-    else:
+
+    def wrap_or_unwrap(self, editor: str, wrap: str | None, unwrap: str | None, typed: list[str]) -> int:
+        """`--wrap` or `--unwrap` of each entry named (every one with `--all`); the exit
+        status: 1 when a named entry is not there or cannot be wrapped."""
+        status = 0
         chosen_name = wrap if wrap is not None else unwrap
-        names = list(present) if chosen_name == ALL else [str(chosen_name)]
+        names = list(self.present) if chosen_name == ALL else [str(chosen_name)]
         for entry_name in names:
-            old = present.get(entry_name)
+            old = self.present.get(entry_name)
             if not isinstance(old, dict):
-                click.echo(f"acp-bridge: setup: no agent entry {entry_name!r} in {path}"
-                           + (f" (there: {', '.join(map(repr, present))})" if present else ""), err=True)
+                click.echo(f"acp-bridge: setup: no agent entry {entry_name!r} in {self.path}"
+                           + (f" (there: {', '.join(map(repr, self.present))})" if self.present else ""), err=True)
                 status = EXIT_NOT_FOUND
                 continue
             through = e.bridged(old)
@@ -226,32 +273,40 @@ def setup(ctx: click.Context, /, editor: str, agent: tuple[str, ...], name: str 
                     if through is not None:
                         _say(f"{entry_name!r} already goes through the bridge")
                         continue
-                    apply(entry_name, old, e.wrap(old, bridge, typed, entry_name, editor))
+                    self.apply(entry_name, old, e.wrap(old, self.bridge, typed, entry_name, editor))
                 else:
                     if through is None:
                         if chosen_name != ALL:
                             _say(f"{entry_name!r} does not go through the bridge; nothing to unwrap")
                         continue
-                    apply(entry_name, old, e.unwrap(old, entry_name))
+                    self.apply(entry_name, old, e.unwrap(old, entry_name))
             except e.CannotWrap as exc:
                 click.echo(f"acp-bridge: setup: {exc}", err=True)
                 if chosen_name != ALL:
                     status = EXIT_NOT_FOUND
-    after = document.text()
-    if after == (loaded.text or "") or not changes:
-        _say(f"{path}: nothing to change")
+        return status
+
+    def finish(self, write: bool, status: int) -> None:
+        """Nothing to change said, or the diff printed (no `--write`), or the file written;
+        then exit with `status`."""
+        from acp_bridge.setup import settings_file as sf
+
+        loaded, path = self.loaded, self.path
+        after = self.document.text()
+        if after == (loaded.text or "") or not self.changes:
+            _say(f"{path}: nothing to change")
+            raise SystemExit(status)
+        if not write:
+            click.echo(sf.diff(loaded.text or "", after, str(path)), nl=False)
+            _say(f"{'; '.join(self.changes)} (not written: add --write to change {path})")
+            raise SystemExit(status)
+        try:
+            backup = sf.write(loaded, after)
+        except sf.SettingsError as exc:
+            fail(str(exc))
+        shown = f"{path}" + (f" (the file {loaded.target})" if loaded.target != Path(os.path.abspath(path)) else "")
+        _say(f"{'; '.join(self.changes)} in {shown}" + (f"; the original is kept in {backup}" if backup else ""))
         raise SystemExit(status)
-    if not write:
-        click.echo(sf.diff(loaded.text or "", after, str(path)), nl=False)
-        _say(f"{'; '.join(changes)} (not written: add --write to change {path})")
-        raise SystemExit(status)
-    try:
-        backup = sf.write(loaded, after)
-    except sf.SettingsError as exc:
-        fail(str(exc))
-    shown = f"{path}" + (f" (the file {loaded.target})" if loaded.target != Path(os.path.abspath(path)) else "")
-    _say(f"{'; '.join(changes)} in {shown}" + (f"; the original is kept in {backup}" if backup else ""))
-    raise SystemExit(status)
 
 
 def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

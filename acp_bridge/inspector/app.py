@@ -170,22 +170,37 @@ class Inspector:
         return {"stats": stats.as_json(), "findings": findings}
 
 
-def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopback: bool) -> Guard:
-    """The ASGI app: the routes behind the guard."""
+async def _page(request: Request) -> Response:
+    # the header carries the policy whole; a <meta> one may not hold frame-ancestors
+    meta = "; ".join(part for part in CSP.split("; ") if not part.startswith("frame-ancestors"))
+    return Response(live_page(meta), media_type="text/html; charset=utf-8")
 
-    async def page(request: Request) -> Response:
-        # the header carries the policy whole; a <meta> one may not hold frame-ancestors
-        meta = "; ".join(part for part in CSP.split("; ") if not part.startswith("frame-ancestors"))
-        return Response(live_page(meta), media_type="text/html; charset=utf-8")
 
-    async def icon(request: Request) -> Response:
-        return Response(status_code=204)
+async def _icon(request: Request) -> Response:
+    return Response(status_code=204)
 
-    async def files(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in ASSETS:
-            return _json({"error": "no such file"}, 404)
-        return Response(asset(name), media_type=f"{ASSETS[name]}; charset=utf-8")
+
+async def _files(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in ASSETS:
+        return _json({"error": "no such file"}, 404)
+    return Response(asset(name), media_type=f"{ASSETS[name]}; charset=utf-8")
+
+
+async def _abandoned(request: Request, exc: Exception) -> Response:
+    return _json({"error": "the page went away before the answer was ready"}, 503)
+
+
+async def _unknown(request: Request, exc: Exception) -> Response:
+    return _json({"error": "no such capture"}, 404)
+
+
+async def _bad(request: Request, exc: Exception) -> Response:
+    return _json({"error": str(exc)}, 400)
+
+
+def _listing_routes(inspector: Inspector) -> list[Route]:
+    """The captures, and a capture's messages and rows (long polls)."""
 
     async def captures(request: Request) -> Response:
         return _json(await inspector.call(inspector.listing))
@@ -222,6 +237,16 @@ def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopbac
                 return _json(found)
             await inspector.wait_growth(deadline - trio.current_time())
 
+    return [
+        Route("/api/captures", captures, methods=["GET"]),
+        Route("/api/captures/{name:path}/messages", messages, methods=["GET"]),
+        Route("/api/captures/{name:path}/rows", rows, methods=["GET"]),
+    ]
+
+
+def _report_routes(inspector: Inspector) -> list[Route]:
+    """A capture's `stats` and `findings`."""
+
     async def report(request: Request, kind: str) -> Response:
         """A capture's `stats` or `findings`: a whole read of it (seconds for a big one),
         given up if the page goes away meanwhile (its request is cancelled: the connection
@@ -252,24 +277,20 @@ def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopbac
     async def findings(request: Request) -> Response:
         return await report(request, "findings")
 
-    async def abandoned(request: Request, exc: Exception) -> Response:
-        return _json({"error": "the page went away before the answer was ready"}, 503)
-
-    async def unknown(request: Request, exc: Exception) -> Response:
-        return _json({"error": "no such capture"}, 404)
-
-    async def bad(request: Request, exc: Exception) -> Response:
-        return _json({"error": str(exc)}, 400)
-
-    routes = [
-        Route("/", page, methods=["GET"]),
-        Route("/assets/{name}", files, methods=["GET"]),
-        Route("/favicon.ico", icon, methods=["GET"]),
-        Route("/api/captures", captures, methods=["GET"]),
-        Route("/api/captures/{name:path}/messages", messages, methods=["GET"]),
-        Route("/api/captures/{name:path}/rows", rows, methods=["GET"]),
+    return [
         Route("/api/captures/{name:path}/stats", stats, methods=["GET"]),
         Route("/api/captures/{name:path}/findings", findings, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={UnknownCapture: unknown, BadQuery: bad, Abandoned: abandoned})
+
+
+def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopback: bool) -> Guard:
+    """The ASGI app: the routes behind the guard."""
+    routes = [
+        Route("/", _page, methods=["GET"]),
+        Route("/assets/{name}", _files, methods=["GET"]),
+        Route("/favicon.ico", _icon, methods=["GET"]),
+        *_listing_routes(inspector),
+        *_report_routes(inspector),
+    ]
+    app = Starlette(routes=routes, exception_handlers={UnknownCapture: _unknown, BadQuery: _bad, Abandoned: _abandoned})
     return Guard(app, token=token, host=host, port=port, loopback=loopback)

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
-from typing import Annotated, Literal, TypeVar, cast
+from typing import Annotated, Literal, Protocol, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -43,6 +43,13 @@ from acp_bridge.mcp.tools import BadArgument, Tools
 
 T = TypeVar("T")
 ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Awaitable[str]])
+
+
+class _AddTool(Protocol):
+    """A decorator adding a tool to the server (the function itself is given back)."""
+
+    def __call__(self, function: ToolFunction, /) -> ToolFunction: ...
+
 
 INSTRUCTIONS = """\
 Read-only access to acp-bridge captures: recordings of Agent Client Protocol (ACP) sessions
@@ -89,6 +96,14 @@ def build_server(tools: Tools, limiter: anyio.CapacityLimiter) -> MCPServer:
                         structured_output=False)  # text: an agent reads it as it is
         return function
 
+    _summary_tools(tool, call, tools)
+    _message_tools(tool, call, tools)
+    return server
+
+
+def _summary_tools(tool: _AddTool, call: Callable[..., Awaitable[str]], tools: Tools) -> None:
+    """The tools that answer of captures whole: the list, a summary, the findings."""
+
     @tool
     async def list_captures(limit: Limit = 200, offset: Offset = 0) -> str:
         """The captures, newest first: one JSON object per line with name, started (UTC), client
@@ -115,6 +130,10 @@ def build_server(tools: Tools, limiter: anyio.CapacityLimiter) -> MCPServer:
         object per line with its capture, level, code, seq, session, message and an excerpt of
         the message it concerns; then what each code means and what to do about it."""
         return await call(tools.find_problems, capture, limit, offset)
+
+
+def _message_tools(tool: _AddTool, call: Callable[..., Awaitable[str]], tools: Tools) -> None:
+    """The tools that answer with messages: shown, one whole, found by text, two captures compared."""
 
     @tool
     async def show_messages(capture: CaptureName, method: Names = None,
@@ -161,8 +180,6 @@ def build_server(tools: Tools, limiter: anyio.CapacityLimiter) -> MCPServer:
         each message missing from b or extra in b, and for aligned messages the JSON pointers
         whose values differ (ids, times and session ids ignored unless strict_ids)."""
         return await call(tools.diff_captures, a, b, ignore or (), strict_ids, limit, offset)
-
-    return server
 
 
 class StdoutGone(Exception):

@@ -1,7 +1,8 @@
 """Replay: a capture served back as a stand-in agent, and the rules re-run over a capture.
 
 - `script`: a capture read into an exchange script (what the agent side says, and when).
-- `server`: the script served on stdio to a live client (trio).
+- `server`, `live_client`: the script served on stdio to a live client, whose lines are read at
+  all times (trio).
 - `rerun`: the recorded incoming lines fed through today's rules, offline, and compared.
 - `diff`: a compact JSON diff of two messages.
 - `turns`, `compare`: two captures aligned by session, turn and message, and compared (`acp-bridge diff`).

@@ -56,6 +56,27 @@ class Outgoing:
         return self.kind == "request" and self.method == p.SESSION_PROMPT
 
 
+def _places(cut: list[Track]) -> tuple[dict[int, tuple[int, int]], set[tuple[int, int]], int]:
+    """Where each message is (seq -> track, turn), the turns that ended with an idle
+    state_update, and the protocol version the agent answered `initialize` with (1 if none)."""
+    place: dict[int, tuple[int, int]] = {}  # seq -> track, turn
+    idle: set[tuple[int, int]] = set()  # turns that ended with an idle state_update
+    version = 1
+    for cut_track in cut:
+        for number, messages in enumerate(cut_track.turns):
+            for message in messages:
+                if message.seq is not None:
+                    place[message.seq] = (cut_track.index, number)
+                if message.direction != TO_CLIENT or message.emitted:
+                    continue
+                if message.update is not None and read.ends_turn_v2(read.update_of(message.msg)):
+                    idle.add((cut_track.index, number))
+                elif message.kind == "response" and message.method == p.INITIALIZE:
+                    answered = p.get_path(message.msg, "result", "protocolVersion")
+                    version = answered if type(answered) is int else version
+    return place, idle, version
+
+
 @dataclass
 class ClientSide:
     lines: list[Outgoing]
@@ -69,21 +90,7 @@ class ClientSide:
     def from_records(cls, records: Iterable[Json]) -> ClientSide:
         records = [r for r in records if r.get("type") == "message"]
         cut = tracks(records)
-        place: dict[int, tuple[int, int]] = {}  # seq -> track, turn
-        idle: set[tuple[int, int]] = set()  # turns that ended with an idle state_update
-        version = 1
-        for cut_track in cut:
-            for number, messages in enumerate(cut_track.turns):
-                for message in messages:
-                    if message.seq is not None:
-                        place[message.seq] = (cut_track.index, number)
-                    if message.direction != TO_CLIENT or message.emitted:
-                        continue
-                    if message.update is not None and read.ends_turn_v2(read.update_of(message.msg)):
-                        idle.add((cut_track.index, number))
-                    elif message.kind == "response" and message.method == p.INITIALIZE:
-                        answered = p.get_path(message.msg, "result", "protocolVersion")
-                        version = answered if type(answered) is int else version
+        place, idle, version = _places(cut)
         created = {id_key(r.get("id")): r.get("session") for r in records if r.get("direction") == TO_CLIENT
                    and r.get("kind") == "response" and r.get("method") in CREATES_SESSION}
         lines: list[Outgoing] = []

@@ -4,7 +4,7 @@ Owns: `compare_captures(a, b, options)`, which aligns two captures' messages by 
 the order they were created), turn, then message by message (a longest common subsequence
 over direction, kind, method and update kind), and says what is missing from B, what is
 extra in B, and for each aligned pair the JSON pointers whose values differ; the bound on
-that alignment (`align`); and the result, `CaptureDiff`, as data (`to_json`) and as the
+that alignment (`align`); and the result, `CaptureDiff`, as data (`as_json`) and as the
 lines the CLI prints (`lines`). `compare_tracks` does the same over tracks already cut
 (`replay/turns.py`), with an optional projection of each turn (`drive --compare structure`
 compares facts made of the messages, not the messages).
@@ -70,7 +70,7 @@ class Difference:
     anchor: int | None  # the seq in A where it happens (for an extra message: the next A message's)
     pointers: Json = field(default_factory=dict)  # pointer -> {"was": ..., "now": ...}
 
-    def to_json(self) -> Json:
+    def as_json(self) -> Json:
         message = self.a if self.a is not None else self.b
         assert message is not None
         out: Json = {"what": self.what, "where": self.where, "session": self.session, "turn": self.turn,
@@ -146,10 +146,10 @@ class CaptureDiff:
         return [*(d.line(names) for d in self.differences),
                 *(printable(note, quote_backslash=False) for note in self.notes), self.summary(names)]
 
-    def to_json(self) -> Json:
+    def as_json(self) -> Json:
         return {"same": self.same, "counts": self.counts(), "aligned": self.aligned,
                 "messages": {"a": self.a_messages, "b": self.b_messages}, "notes": list(self.notes),
-                "differences": [d.to_json() for d in self.differences]}
+                "differences": [d.as_json() for d in self.differences]}
 
 
 Projection = Callable[[list[Message]], list[Message]]

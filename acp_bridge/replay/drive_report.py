@@ -79,9 +79,9 @@ class TurnResult:
         return [*(printable(f"{self.where}: {problem}", quote_backslash=False) for problem in self.problems),
                 *(d.line(NAMES) for d in self.differences)]
 
-    def to_json(self) -> Json:
+    def as_json(self) -> Json:
         return {"where": self.where, "session": self.track, "turn": self.turn, "seq": self.seq, "ok": self.ok,
-                "problems": self.problems, "differences": [d.to_json() for d in self.differences]}
+                "problems": self.problems, "differences": [d.as_json() for d in self.differences]}
 
 
 @dataclass
@@ -110,9 +110,9 @@ class DriveResult:
         out += [printable(note, quote_backslash=False) for note in self.notes]
         return [*out, self.summary()]
 
-    def to_json(self) -> Json:
+    def as_json(self) -> Json:
         return {"ok": self.ok, "compare": self.compare, "summary": self.summary(), "notes": self.notes,
-                "turns": [t.to_json() for t in self.turns]}
+                "turns": [t.as_json() for t in self.turns]}
 
     def junit_xml(self, name: str) -> str:
         """JUnit XML: a test case per prompt turn; a setup that differs or failed is one more."""

@@ -205,21 +205,12 @@ def rerun(capture: CaptureReader, rules: RuleSettings, rewrites: Sequence[Rewrit
     relay = Relay(build_rewrites(rules) if rewrites is None else rewrites, strict=strict, max_line=max_line,
                   divert_stray=divert_stray)
     result = Rerun()
-    out: bytearray | None = None
-    if write:
-        wall, mono = header.get("time"), header.get("mono")
-        out = bytearray(dumps(header_record(
-            wall=float(wall) if isinstance(wall, (int, float)) else 0.0,
-            mono=float(mono) if isinstance(mono, (int, float)) else 0.0,
-            argv=list(argv), config_digest=config_digest, pid=pid, redact=redact,
-            include_system_prompt=include)))
+    out = _rerun_header(header, argv, config_digest, pid, redact, include) if write else None
     wall = mono = 0.0
     for record, emits in _with_emits(messages(capture)):
         time_, mono_ = record.get("time"), record.get("mono")
         wall = float(time_) if isinstance(time_, (int, float)) else wall
         mono = float(mono_) if isinstance(mono_, (int, float)) else mono
-        shell = [e for e in emits if e.get("rules") == [SHELL_RULE]]
-        ruled = [e for e in emits if e.get("rules") != [SHELL_RULE]]
         raw = sent_bytes({k: v for k, v in record.items() if k in ("raw", "raw_b64")})
         if (record.get("verdict") == "emit" or raw is None or record.get("truncated")
                 or record.get("unfinished") or record.get("redacted") == WHOLE):
@@ -229,28 +220,50 @@ def rerun(capture: CaptureReader, rules: RuleSettings, rewrites: Sequence[Rewrit
                 for kept in (record, *emits):
                     out += _renumbered(kept, encoder)
             continue
-        direction = Direction(record["direction"])
-        try:
-            forwards = relay.feed(direction, raw, mono)
-            if not raw.endswith(b"\n"):  # the stream's torn last line
-                forwards += relay.feed_eof(direction, mono)
-        except Exception as exc:  # only with strict: the relay fails open otherwise
-            raise RuleFailed(record.get("seq"), exc) from exc
-        result.failed(forwards, record.get("seq"))
-        encoded = encoder.encode_batch(wall, mono, forwards)
-        new = [orjson.loads(line) for line in encoded.split(b"\n") if line]
-        own = [n for n in new if n.get("verdict") != "emit"]
-        made = [n for n in new if n.get("verdict") == "emit"]
-        result.compared += 1 + max(len(ruled), len(made))
-        _compare(record, own[0] if own else None, record.get("seq"), result.differences)
-        for index in range(max(len(ruled), len(made))):
-            _compare(ruled[index] if index < len(ruled) else None,
-                     made[index] if index < len(made) else None, record.get("seq"), result.differences)
+        encoded = _rerun_line(relay, encoder, record, raw, emits, (wall, mono), result)
         if out is not None:
             out += encoded
-            for kept in shell:
-                out += _renumbered(kept, encoder)
+            for kept in emits:
+                if kept.get("rules") == [SHELL_RULE]:
+                    out += _renumbered(kept, encoder)
     if out is not None:
         out += encoder.trailer(wall, mono)
         result.capture = out
     return result
+
+
+def _rerun_header(header: Json, argv: Sequence[str], config_digest: str, pid: int, redact: tuple[str, ...],
+                  include: bool) -> bytearray:
+    """The re-run capture's header: the recorded times, this re-run's argv, pid and config."""
+    wall, mono = header.get("time"), header.get("mono")
+    return bytearray(dumps(header_record(
+        wall=float(wall) if isinstance(wall, (int, float)) else 0.0,
+        mono=float(mono) if isinstance(mono, (int, float)) else 0.0,
+        argv=list(argv), config_digest=config_digest, pid=pid, redact=redact,
+        include_system_prompt=include)))
+
+
+def _rerun_line(relay: Relay, encoder: CaptureEncoder, record: Json, raw: bytes, emits: list[Json],
+                times: tuple[float, float], result: Rerun) -> bytes:
+    """One recorded line fed to the relay: what it makes now compared with the record and
+    the messages the rules emitted then (into `result`), and the new records, encoded."""
+    wall, mono = times
+    direction = Direction(record["direction"])
+    try:
+        forwards = relay.feed(direction, raw, mono)
+        if not raw.endswith(b"\n"):  # the stream's torn last line
+            forwards += relay.feed_eof(direction, mono)
+    except Exception as exc:  # only with strict: the relay fails open otherwise
+        raise RuleFailed(record.get("seq"), exc) from exc
+    result.failed(forwards, record.get("seq"))
+    encoded = encoder.encode_batch(wall, mono, forwards)
+    new = [orjson.loads(line) for line in encoded.split(b"\n") if line]
+    own = [n for n in new if n.get("verdict") != "emit"]
+    made = [n for n in new if n.get("verdict") == "emit"]
+    ruled = [e for e in emits if e.get("rules") != [SHELL_RULE]]
+    result.compared += 1 + max(len(ruled), len(made))
+    _compare(record, own[0] if own else None, record.get("seq"), result.differences)
+    for index in range(max(len(ruled), len(made))):
+        _compare(ruled[index] if index < len(ruled) else None,
+                 made[index] if index < len(made) else None, record.get("seq"), result.differences)
+    return encoded

@@ -120,55 +120,75 @@ def build_script(capture: CaptureReader, *, before_rules: bool = False) -> Scrip
     what the client sent. With `before_rules`, what the agent sent and was sent.
     """
     head = capture.header.get("mono")
-    script = Script([], head if isinstance(head, (int, float)) else 0.0, [])
-    current, owner = script.opening, -1
-    pending: dict[Any, int] = {}  # id key of a recorded client request -> its index, until answered
-    agent_requests: dict[Any, str | None] = {}
-    requests = script.requests
+    builder = _ScriptBuilder(Script([], head if isinstance(head, (int, float)) else 0.0, []), before_rules)
     for record in messages(capture):
-        verdict = record.get("verdict")
-        kind = record.get("kind")
         mono = record.get("mono")
         mono = float(mono) if isinstance(mono, (int, float)) and not isinstance(mono, bool) else 0.0
         if record["direction"] == "to-agent":
-            if verdict == "emit" and not before_rules:
-                continue  # the bridge wrote it to the agent: the client never sent it
-            line = sent_bytes(record) if before_rules else record_bytes(record, "raw")
-            if line is None:
-                continue  # dropped: the agent never saw it
-            if kind == "request":
-                request = RecordedRequest(len(requests), record.get("method"), record.get("session"),
-                                          record.get("id"), mono)
-                requests.append(request)
-                current, owner = request.steps, request.index
-                pending[id_key(record.get("id"))] = request.index
-            elif kind == "response":
-                key = id_key(record.get("id"))
-                if key in agent_requests:
-                    expected = None if record.get("redacted") == WHOLE else line
-                    current.append(AwaitAnswer(key, agent_requests.pop(key), expected, mono))
-            continue  # notifications (cancel) and lines that are not JSON-RPC: consumed
-        if verdict == "emit" and before_rules:
-            continue  # the bridge wrote it: today's rules will write their own
+            builder.from_client(record, mono)
+        else:
+            builder.to_client(record, mono)
+    return builder.script
+
+
+class _ScriptBuilder:
+    """The script as `build_script` makes it, one record at a time."""
+
+    def __init__(self, script: Script, before_rules: bool) -> None:
+        self.script = script
+        self.before_rules = before_rules
+        self.current, self.owner = script.opening, -1  # the segment being filled, and its request
+        self.pending: dict[Any, int] = {}  # id key of a recorded client request -> its index, until answered
+        self.agent_requests: dict[Any, str | None] = {}
+
+    def from_client(self, record: Json, mono: float) -> None:
+        """A line toward the agent: a request starts a segment; an answer to an agent
+        request is awaited where it came; anything else is consumed."""
+        verdict, kind = record.get("verdict"), record.get("kind")
+        if verdict == "emit" and not self.before_rules:
+            return  # the bridge wrote it to the agent: the client never sent it
+        line = sent_bytes(record) if self.before_rules else record_bytes(record, "raw")
+        if line is None:
+            return  # dropped: the agent never saw it
+        if kind == "request":
+            requests = self.script.requests
+            request = RecordedRequest(len(requests), record.get("method"), record.get("session"),
+                                      record.get("id"), mono)
+            requests.append(request)
+            self.current, self.owner = request.steps, request.index
+            self.pending[id_key(record.get("id"))] = request.index
+        elif kind == "response":
+            key = id_key(record.get("id"))
+            if key in self.agent_requests:
+                expected = None if record.get("redacted") == WHOLE else line
+                self.current.append(AwaitAnswer(key, self.agent_requests.pop(key), expected, mono))
+        # notifications (cancel) and lines that are not JSON-RPC: consumed
+
+    def to_client(self, record: Json, mono: float) -> None:
+        """A line toward the client: sent in the current segment (an answer marks its
+        request answered)."""
+        verdict, kind = record.get("verdict"), record.get("kind")
+        if verdict == "emit" and self.before_rules:
+            return  # the bridge wrote it: today's rules will write their own
         if verdict == "emit":
             data = record_bytes(record, "out")
         else:
-            data = record_bytes(record, "raw") if before_rules else sent_bytes(record)
+            data = record_bytes(record, "raw") if self.before_rules else sent_bytes(record)
         if data is None:
-            continue  # dropped by a rule: the client never got it
+            return  # dropped by a rule: the client never got it
         if record.get("truncated"):
-            script.partial += 1
+            self.script.partial += 1
         answers = None
         if kind == "response":
-            index = pending.pop(id_key(record.get("id")), None)
+            index = self.pending.pop(id_key(record.get("id")), None)
             if index is not None:
                 answers = index
-                requests[index].answered = True
-                requests[index].answer_in = owner
+                self.script.requests[index].answered = True
+                self.script.requests[index].answer_in = self.owner
         if record.get("redacted") == WHOLE:
             if answers is None:
-                script.withheld += 1
-                continue
+                self.script.withheld += 1
+                return
             data = _withheld_answer(record.get("id"))
         if not data.endswith(b"\n"):
             data += b"\n"  # a torn last line, or a long line's head: keep the stream in lines
@@ -176,9 +196,8 @@ def build_script(capture: CaptureReader, *, before_rules: bool = False) -> Scrip
         if kind == "request":
             step.request = id_key(record.get("id"))
             step.method = record.get("method")
-            agent_requests[step.request] = step.method
-        current.append(step)
-    return script
+            self.agent_requests[step.request] = step.method
+        self.current.append(step)
 
 
 class Matcher:

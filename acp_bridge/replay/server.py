@@ -1,20 +1,16 @@
 """The replay server: an exchange script served on a stream as the agent side of ACP.
 
-Owns: reading the live client's lines at all times (requests queued in order, answers to
-the agent's requests handed to whoever waits for them, notifications consumed, and any other
-line answered with a JSON-RPC error), serving each matched request's segment (ids made the
-live ones, as the client wrote them; the recorded gaps with `timing="recorded"`), answering
-a request the recording has no counterpart for with a JSON-RPC error naming what it
-expected next, and reporting on stderr (via `report`, once per kind).
-Must never: hang (every request gets an answer: a wait for the client's answer to an agent
-request ends when the client sends another request or a stray answer instead, reported as a
-divergence), write anything but protocol lines to the stream, or interpret more of a recorded
-line than its id.
+Owns: serving each matched request's segment (ids made the live ones, as the client wrote
+them; the recorded gaps with `timing="recorded"`), answering a request the recording has no
+counterpart for with a JSON-RPC error naming what it expected next, comparing the client's
+answers to the agent's requests with the recorded ones, and the summary of what diverged.
+Reading the client is `live_client`'s.
+Must never: hang (every request gets an answer), write anything but protocol lines to the
+stream, or interpret more of a recorded line than its id.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,27 +19,14 @@ import orjson
 import trio
 
 from acp_bridge.core import protocol as p
-from acp_bridge.core import shapes as read
-from acp_bridge.core.id_scanner import MemberScanner
-from acp_bridge.core.lines import MIB, LineSplitter, Opaque
-from acp_bridge.core.literals import splice_id, written_id
-from acp_bridge.core.messages import Direction, Frame, Kind, Unencodable, classify, encode, id_key
+from acp_bridge.core.literals import splice_id
+from acp_bridge.core.messages import Direction, Unencodable, classify, encode, id_key
 from acp_bridge.replay.diff import compact_diff, showable, without_id
+from acp_bridge.replay.live_client import MAX_LINE, UNREAD, Live, LiveClient
 from acp_bridge.replay.script import AwaitAnswer, Matcher, RecordedRequest, Script, Send, Step
-from acp_bridge.replay.wire import (
-    error_line,
-    invalid_answer,
-    show,
-    show_json,
-    too_long_answer,
-    valid_id,
-)
+from acp_bridge.replay.wire import error_line, show
 
 EXIT_DIVERGED = 1
-MAX_LINE = 64 * MIB  # the longest client line read; a longer one is scanned for its id only
-QUEUE_MAX = 1024  # live requests held while the replay is busy serving (the reader pauses
-# then; never while an answer is awaited: a queued request ends that wait)
-_UNREAD = b"\0"  # an answer too long to read: it came, but cannot be compared
 
 
 @dataclass(frozen=True)
@@ -53,51 +36,23 @@ class ReplayOptions:
     strict: bool = False  # the first divergence ends the replay (exit 1)
 
 
-@dataclass(frozen=True, slots=True)
-class Live:
-    """A live client request: `id_out` is its id as written back (a Fragment for a number
-    orjson would write otherwise)."""
-
-    method: str
-    session: Any
-    id: Any
-    id_out: Any
-
-
-class ReplayServer:
+class ReplayServer(LiveClient):
     """Serve `script` to the client on `stream`; `run()` returns the exit status."""
 
     def __init__(self, script: Script, options: ReplayOptions, stream: trio.abc.HalfCloseableStream,
                  report: Callable[[str], None], *, max_line: int = MAX_LINE) -> None:
+        super().__init__(stream, report, max_line=max_line)
         self.script = script
         self.options = options
-        self.stream = stream
-        self.report = report
-        self.max_line = max_line
         self.matcher = Matcher(script.requests)
         self.live: dict[int, Live] = {}  # recorded request index -> the live request it answers
         self.served: set[int] = set()  # recorded requests whose answer has gone out
-        self.answers: dict[Any, bytes] = {}
-        self.sent_requests: set[Any] = set()
-        self.abandoned: set[Any] = set()  # agent requests whose answer is no longer awaited
-        self.client_done = False
         self.divergences = 0  # live requests with no recorded counterpart
-        self.unanswered = 0  # agent requests the client went on without answering
         self.mismatches = 0
-        self._reported: set[tuple[Any, ...]] = set()
-        self._out = bytearray()
-        self._queue: deque[Live | bytes] = deque()  # requests, and errors for lines already judged
-        self._awaiting: Any = None  # the id key of the agent request whose answer is awaited
-        self._stray: Any = None  # an answer to no request the replay sent, while one is awaited
-        self._changed = trio.Event()
 
     def __repr__(self) -> str:
         return (f"<ReplayServer requests={len(self.script.requests)} divergences={self.divergences} "
                 f"unanswered={self.unanswered} client_done={self.client_done}>")
-
-    def _poke(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
 
     async def run(self) -> int:
         status = 0
@@ -139,137 +94,6 @@ class ReplayServer:
 
     def _failed(self) -> bool:
         return self.options.strict and bool(self.divergences or self.unanswered)
-
-    async def _next(self) -> Live | bytes | None:
-        while not self._queue:
-            if self.client_done:
-                return None
-            await self._changed.wait()
-        item = self._queue.popleft()
-        self._poke()  # room for the reader
-        return item
-
-    # -- the live client ----------------------------------------------------------------------
-
-    async def _read(self) -> None:
-        splitter = LineSplitter(self.max_line)
-        scanner: MemberScanner | None = None
-        try:
-            while chunk := await self.stream.receive_some(1 << 20):
-                for piece in splitter.feed(bytes(chunk)):
-                    scanner = await self._piece(piece, scanner)
-            for piece in splitter.feed_eof():
-                scanner = await self._piece(piece, scanner)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            self.client_done = True
-            self._poke()
-
-    async def _piece(self, piece: bytes | Opaque, scanner: MemberScanner | None) -> MemberScanner | None:
-        if isinstance(piece, bytes):
-            await self._take(classify(Direction.TO_AGENT, piece))
-            return None
-        scanner = scanner or MemberScanner()
-        scanner.feed(piece.data)
-        if piece.end:
-            await self._take_long(scanner.finish() if piece.data.endswith(b"\n") else [])
-            return None
-        return scanner
-
-    async def _queue_item(self, item: Live | bytes) -> None:
-        # Held back only while the replay is not waiting for the client: a wait ends when
-        # something new arrives, so the client is always read while one is on.
-        while len(self._queue) >= QUEUE_MAX and self._awaiting is None and not self.client_done:
-            await self._changed.wait()
-        self._queue.append(item)
-        self._poke()
-
-    async def _take(self, frame: Frame) -> None:
-        msg = frame.msg
-        if frame.kind is Kind.REQUEST and msg is not None and valid_id(frame.id):
-            session = read.session_id_of(msg)
-            await self._queue_item(Live(msg["method"], session, frame.id, written_id(frame.raw, frame.id)))
-        elif frame.kind is Kind.RESPONSE or (msg is not None and "method" not in msg
-                                             and id_key(msg.get("id")) in self.sent_requests):
-            self._answered(id_key(frame.id), frame.raw, frame.id)
-        elif frame.kind is Kind.NOTIFICATION:
-            pass  # session/cancel: consumed; the recording says what followed it
-        elif frame.raw.endswith(b"\n"):  # (a torn last line: the client is gone, nobody to answer)
-            answer, what = invalid_answer(frame)
-            self._once(("invalid", what), f"the client sent {what}; answered with a JSON-RPC error")
-            if answer is not None:
-                await self._queue_item(answer)
-
-    async def _take_long(self, found: list[Any]) -> None:
-        """A line over `max_line`: answered with an error if it was a request, taken as an
-        answer that cannot be compared if it answered one of the replay's."""
-        limit = self.max_line // MIB
-        for members in found:
-            if members.is_response:
-                try:
-                    key = id_key(members.value("id"))
-                except ValueError:
-                    continue
-                if key in self.sent_requests:
-                    self._answered(key, _UNREAD, None)
-        answer = too_long_answer(found, limit)
-        if answer is not None:
-            self._once(("long",), f"the client sent a request longer than {limit} MiB; answered with a "
-                                  "JSON-RPC error")
-            await self._queue_item(answer)
-        elif not any(m.is_response for m in found):
-            self._once(("long-other",), f"the client sent a line longer than {limit} MiB that is not a "
-                                        "request; ignored")
-
-    def _answered(self, key: Any, line: bytes, id_: Any) -> None:
-        if key in self.sent_requests:
-            self.answers[key] = line
-            self._poke()
-        elif key in self.abandoned:
-            self.abandoned.discard(key)  # a late answer: the divergence was reported already
-        elif self._awaiting is not None:
-            self._stray = id_
-            self._poke()
-        else:
-            self._once(("unasked",), "the client answered a request the replay did not send; ignored")
-
-    async def _wait_answer(self, step: AwaitAnswer) -> bytes | None:
-        """The client's answer to the agent request `step` awaits; None when the client
-        left, or went on without answering (a divergence, reported)."""
-        key = step.key
-        self._awaiting = key
-        self._poke()  # the reader may go on past a full queue
-        try:
-            while key not in self.answers:
-                if self.client_done:
-                    return None
-                while self._queue and isinstance(head := self._queue[0], bytes):  # errors for bad lines:
-                    self._out += head  # not requests the recording answers, so sent now
-                    self._queue.popleft()
-                if self._out:
-                    self._poke()  # room for the reader
-                    await self._flush()
-                    continue
-                # A request waiting to be served (sent before or after the agent request: the
-                # recorded client answered first) or a stray answer: the client went on.
-                if self._queue or self._stray is not None:
-                    self._unanswered(step)
-                    return None
-                await self._changed.wait()
-            return self.answers.pop(key)
-        finally:
-            self._awaiting = self._stray = None
-
-    def _unanswered(self, step: AwaitAnswer) -> None:
-        self.unanswered += 1
-        self.abandoned.add(step.key)
-        what = (f"answered id {show_json(self._stray)}, which the replay did not send," if self._stray is not None
-                else "sent another request")
-        self._once(("unanswered", step.method), f"divergence: the client {what} before answering the replay's "
-                   f"{step.method or 'request'}; going on without its answer")
-
-    # -- serving ---------------------------------------------------------------------------------
 
     async def _answer(self, live: Live) -> None:
         """Serve one live request."""
@@ -337,11 +161,6 @@ class ReplayServer:
             self.served.add(step.answers)
             self._out += self._with_live_id(step, self.live[step.answers])
 
-    async def _flush(self) -> None:
-        if self._out:
-            data, self._out = bytes(self._out), bytearray()
-            await self.stream.send_all(data)
-
     def _with_live_id(self, step: Send, live: Live) -> bytes:
         assert step.answers is not None
         recorded = self.script.requests[step.answers].id
@@ -379,7 +198,7 @@ class ReplayServer:
     def _check_answer(self, step: AwaitAnswer, answer: bytes | None) -> None:
         if answer is None or step.expected is None:
             return
-        if answer is _UNREAD:
+        if answer is UNREAD:
             self._once(("unread",), f"the client's answer to {step.method} is longer than the replay reads; "
                                     "not compared")
             return
@@ -390,9 +209,3 @@ class ReplayServer:
             body = orjson.dumps(showable(diff), option=orjson.OPT_NON_STR_KEYS).decode()
             self._once(("mismatch", step.method),
                        f"the client's answer to {step.method} differs from the recording: {body}")
-
-    def _once(self, key: tuple[Any, ...], text: str) -> None:
-        if key not in self._reported and len(self._reported) < 10_000:
-            self._reported.add(key)
-            self.report(text)
-

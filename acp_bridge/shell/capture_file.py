@@ -141,7 +141,7 @@ class CaptureFile:
 
     def close(self, wall: float, mono: float) -> None:
         """The connection has ended. The file stays open for what the other observers say
-        as they close; `open_capture` writes the end record and closes it after them."""
+        as they close; `open_capture_for_writing` writes the end record and closes it after them."""
 
     def write(self, data: bytes) -> bool:
         """Write all of `data` after what came before it; on failure say so once and stop
@@ -220,7 +220,7 @@ def start_capture(config: Config, *, argv: Sequence[str] | None = None,
 
 
 @contextmanager
-def open_capture(config: Config, *, argv: Sequence[str] | None = None) -> Iterator[CaptureFile | None]:
+def open_capture_for_writing(config: Config, *, argv: Sequence[str] | None = None) -> Iterator[CaptureFile | None]:
     """The capture for one session, or None when capture is off or failed to start.
 
     Leaving the block writes the trailer and closes the file, however the session ended.

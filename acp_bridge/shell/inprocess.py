@@ -19,7 +19,7 @@ import trio.testing
 
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Relay
-from acp_bridge.shell.capture_file import open_capture
+from acp_bridge.shell.capture_file import open_capture_for_writing
 from acp_bridge.shell.run import serve
 
 
@@ -45,7 +45,7 @@ async def with_agent(config: Config, client: Client, *, argv: Sequence[str] | No
     run = AgentRun()
     relay = Relay((), max_line=config.relay.parse_limit_mib * MIB)
     ours, theirs = trio.testing.lockstep_stream_pair()
-    with open_capture(config, argv=list(sys.argv if argv is None else argv)) as capture:
+    with open_capture_for_writing(config, argv=list(sys.argv if argv is None else argv)) as capture:
         run.capture = capture.path if capture is not None else None
         async with trio.open_nursery() as nursery:
             def cannot_start(reason: str) -> None:

@@ -84,7 +84,7 @@ class Observers:
 
     def close(self, wall: float, mono: float) -> None:
         """Last added, first closed: the watchdog's findings at the end still reach
-        telemetry and the capture (whose end record `open_capture` writes after this)."""
+        telemetry and the capture (whose end record `open_capture_for_writing` writes after this)."""
         for observer in reversed(self.all):
             try:
                 observer.close(wall, mono)

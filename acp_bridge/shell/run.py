@@ -79,10 +79,10 @@ async def run_bridge(config: Config, rules: Sequence[Rewrite] | None = None, *, 
         async with observing(config, None, relay.session) as sink, open_stdio(stdin_fd, stdout_fd) as client:
             return await serve(config, relay, client, sink)
     from acp_bridge.shell.capture_file import (
-        open_capture,  # only then: it costs start-up time
+        open_capture_for_writing,  # only then: it costs start-up time
     )
 
-    with open_capture(config) as capture:
+    with open_capture_for_writing(config) as capture:
         async with observing(config, capture, relay.session) as sink, open_stdio(stdin_fd, stdout_fd) as client:
             return await serve(config, relay, client, sink)
 

@@ -155,51 +155,18 @@ class TraceBuilder(SpanTree):
         outcome = "ok"
         if error is not None:
             outcome = "error"
-            code = error.get("code") if type(error) is dict else None
-            if isinstance(code, int) and not isinstance(code, bool):
-                if -2**63 <= code < 2**63:  # what an OTLP int holds; the SDK drops a larger one silently
-                    span.attributes[s.RPC_ERROR_CODE] = code
-                code_text = str(code) if abs(code) < 10**MAX_CODE_DIGITS else "(not a 64-bit integer)"
-            else:
-                code_text = text_of(code)[:MAX_CODE_DIGITS] if code is not None else ""
-            message = error.get("message") if type(error) is dict else None
-            if self.masked is not None and isinstance(message, str):
-                span.attributes[s.RPC_ERROR_MESSAGE] = self.masked_text(message[:MAX_CONTENT])
-            span.error = f"JSON-RPC error {code_text}" if code is not None else "JSON-RPC error"
+            self._error_attributes(span, error)
         direction = span.attributes.get(s.DIRECTION, "")
         method_value = self._bounded(s.RPC_METHOD, text_of(method))
         self._observations.append(Observation(s.REQUESTS, 1, (
             (s.RPC_METHOD, method_value), (s.DIRECTION, direction), ("acp.outcome", outcome))))
         if method == p.INITIALIZE and type(result) is dict:
-            info = result.get("agentInfo") or result.get("info")
-            if type(info) is dict:
-                for attr, key in ((s.AGENT_NAME, "name"), (s.AGENT_VERSION, "version")):
-                    if isinstance(info.get(key), str):
-                        self.agent[attr] = text_of(info[key])
+            self._agent_info(result)
         if method == p.SESSION_PROMPT:
-            state = self._sessions.get(key_of(session_id))
-            if state is not None and state.turn is not None and state.turn.span is span:
-                stop = read.stop_reason(result)  # v1: the response ends the turn
-                if error is not None or stop is not None:
-                    usage_attributes(span, result)
-                    self._end_turn(state, timed.wall, stop if isinstance(stop, str) else None)
-                else:  # v2: the response only acknowledges; an idle state_update ends the turn
-                    usage_attributes(span, result)
-                    if not state.turn.acked:
-                        state.turn.acked = True
-                        self._acked += 1
+            self._prompt_answered(span, session_id, error, result, timed.wall)
             return
         if method in SESSION_SETUP and error is None:
-            new_id = read.created_session_id(result)
-            session_id = new_id if new_id is not None else session_id
-            if session_id is not None:
-                state = self._session(session_id, span.start)
-                if span.parent_id is None:  # session/new, session/fork: adopted by the new session
-                    span.trace_id, span.parent_id = state.span.trace_id, state.span.span_id
-                    span.attributes[s.SESSION_ID] = text_of(session_id)
-                dialect = span.attributes.get(s.DIALECT)
-                if dialect is not None:
-                    state.span.attributes[s.DIALECT] = dialect
+            session_id = self._session_set_up(span, session_id, result)
         if method == REQUEST_PERMISSION:
             permission_attributes(span, request.msg, result)
         self._end(span, timed.wall)
@@ -207,6 +174,58 @@ class TraceBuilder(SpanTree):
             state = self._sessions.pop(key_of(session_id), None)
             if state is not None:
                 self._close_session(state, timed.wall, unfinished=False)
+
+    def _error_attributes(self, span: SpanRecord, error: Any) -> None:
+        """A JSON-RPC error's code and (masked) message on the span, which ends in error."""
+        code = error.get("code") if type(error) is dict else None
+        if isinstance(code, int) and not isinstance(code, bool):
+            if -2**63 <= code < 2**63:  # what an OTLP int holds; the SDK drops a larger one silently
+                span.attributes[s.RPC_ERROR_CODE] = code
+            code_text = str(code) if abs(code) < 10**MAX_CODE_DIGITS else "(not a 64-bit integer)"
+        else:
+            code_text = text_of(code)[:MAX_CODE_DIGITS] if code is not None else ""
+        message = error.get("message") if type(error) is dict else None
+        if self.masked is not None and isinstance(message, str):
+            span.attributes[s.RPC_ERROR_MESSAGE] = self.masked_text(message[:MAX_CONTENT])
+        span.error = f"JSON-RPC error {code_text}" if code is not None else "JSON-RPC error"
+
+    def _agent_info(self, result: dict[str, Any]) -> None:
+        """The agent's name and version, from `initialize`'s result."""
+        info = result.get("agentInfo") or result.get("info")
+        if type(info) is dict:
+            for attr, key in ((s.AGENT_NAME, "name"), (s.AGENT_VERSION, "version")):
+                if isinstance(info.get(key), str):
+                    self.agent[attr] = text_of(info[key])
+
+    def _prompt_answered(self, span: SpanRecord, session_id: Any, error: Any, result: Any, wall: float) -> None:
+        """`session/prompt` answered: its turn ends (v1: a stop reason or an error), or is
+        acknowledged (v2: an idle state_update ends it)."""
+        state = self._sessions.get(key_of(session_id))
+        if state is not None and state.turn is not None and state.turn.span is span:
+            stop = read.stop_reason(result)  # v1: the response ends the turn
+            if error is not None or stop is not None:
+                usage_attributes(span, result)
+                self._end_turn(state, wall, stop if isinstance(stop, str) else None)
+            else:  # v2: the response only acknowledges; an idle state_update ends the turn
+                usage_attributes(span, result)
+                if not state.turn.acked:
+                    state.turn.acked = True
+                    self._acked += 1
+
+    def _session_set_up(self, span: SpanRecord, session_id: Any, result: Any) -> Any:
+        """A session made (new, load, resume, fork): its span adopts the request's, which
+        takes the session's trace; the session id, the new one when the result gives it."""
+        new_id = read.created_session_id(result)
+        session_id = new_id if new_id is not None else session_id
+        if session_id is not None:
+            state = self._session(session_id, span.start)
+            if span.parent_id is None:  # session/new, session/fork: adopted by the new session
+                span.trace_id, span.parent_id = state.span.trace_id, state.span.span_id
+                span.attributes[s.SESSION_ID] = text_of(session_id)
+            dialect = span.attributes.get(s.DIALECT)
+            if dialect is not None:
+                state.span.attributes[s.DIALECT] = dialect
+        return session_id
 
     # -- session/update -----------------------------------------------------------------------
 

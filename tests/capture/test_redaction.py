@@ -16,8 +16,8 @@ from acp_bridge.capture.redaction import (
     REDACTED,
     WITHHELD,
     Redactor,
-    has_duplicate_keys,
 )
+from acp_bridge.capture.spellings import has_duplicate_keys
 from tests.capture.secrets import NEW, SECRET, UNMASKABLE
 
 PROMPT = "Follow the team style guide."

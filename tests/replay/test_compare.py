@@ -116,7 +116,7 @@ def test_a_session_only_one_side_has_is_said() -> None:
         "session 2 setup: extra in B: B seq 20 -> session/new",
         "session 2 setup: extra in B: B seq 21 <- response session/new",
     ]
-    assert result.to_json()["counts"] == {"missing": 0, "extra": 2, "changed": 0}
+    assert result.as_json()["counts"] == {"missing": 0, "extra": 2, "changed": 0}
 
 
 def test_a_turn_past_the_bound_is_aligned_by_position_and_said() -> None:
@@ -151,7 +151,7 @@ def test_the_turns_together_are_bounded_too() -> None:
 
 def test_the_json_of_a_difference() -> None:
     result = compare_captures(capture(), capture(tool="edit"))
-    assert result.to_json() == {
+    assert result.as_json() == {
         "same": False, "counts": {"missing": 0, "extra": 0, "changed": 1}, "aligned": 8,
         "messages": {"a": 8, "b": 8}, "notes": [],
         "differences": [{"what": "changed", "where": "session 1 turn 1", "session": 1, "turn": 1, "a_seq": 7,

@@ -32,7 +32,7 @@ from acp_bridge.config import CaptureConfig, Config, SystemPromptConfig
 from acp_bridge.core import Direction, Forward, Relay, Verdict
 from acp_bridge.errors import CaptureError
 from acp_bridge.shell.bridge import bridge_streams
-from acp_bridge.shell.capture_file import CaptureFile, create_new, open_capture, start_capture
+from acp_bridge.shell.capture_file import CaptureFile, create_new, open_capture_for_writing, start_capture
 from tests.cli_helpers import run_cli_in_process
 from tests.conftest import agent_cmd, line, open_bridge, run_cli
 
@@ -72,7 +72,7 @@ async def relay_through(cfg: Config, to_agent: list[bytes]) -> bytes:
             pass
 
     with trio.fail_after(10):
-        with open_capture(cfg, argv=["acp-bridge", "run", "--system-prompt", "hush"]) as capture:
+        with open_capture_for_writing(cfg, argv=["acp-bridge", "run", "--system-prompt", "hush"]) as capture:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(agent_side)
                 nursery.start_soon(client_side)
@@ -178,7 +178,7 @@ async def test_required_capture_that_cannot_be_created_raises(tmp_path: Path) ->
 
 
 async def test_no_capture_configured_yields_none() -> None:
-    with open_capture(Config()) as capture:
+    with open_capture_for_writing(Config()) as capture:
         assert capture is None
 
 
@@ -188,7 +188,7 @@ async def test_each_batch_is_on_disk_when_record_returns_and_the_trailer_comes_h
     sends the line), and leaving the block, even cancelled, writes the trailer."""
     path = tmp_path / "c.jsonl"
     relay = Relay()
-    with trio.CancelScope() as scope, open_capture(config(path)) as capture:
+    with trio.CancelScope() as scope, open_capture_for_writing(config(path)) as capture:
         assert capture is not None
         for i in range(5):
             capture.record(1.0, 2.0, relay.feed(Direction.TO_AGENT, NOTE))
@@ -524,7 +524,7 @@ async def test_every_line_is_captured_before_the_bridge_sends_it(tmp_path: Path)
         await client_end.send_eof()
         assert await client_end.receive_some() == b""
 
-    with trio.fail_after(10), open_capture(Config(capture=CaptureConfig(path=str(path)))) as capture:
+    with trio.fail_after(10), open_capture_for_writing(Config(capture=CaptureConfig(path=str(path)))) as capture:
         assert capture is not None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(agent_side)
