@@ -47,12 +47,14 @@ async def with_agent(config: Config, client: Client, *, argv: Sequence[str] | No
     ours, theirs = trio.testing.lockstep_stream_pair()
     with open_capture_for_writing(config, argv=list(sys.argv if argv is None else argv)) as capture:
         run.capture = capture.path if capture is not None else None
+        drain = trio.CancelScope()  # ends with the agent's run
         async with trio.open_nursery() as nursery:
             def cannot_start(reason: str) -> None:
                 run.cannot_start = reason
 
             async def agent() -> None:
                 run.status = await serve(config, relay, theirs, capture, unavailable=cannot_start)
+                drain.cancel()
                 if run.cannot_start is not None:
                     nursery.cancel_scope.cancel()
 
@@ -61,4 +63,15 @@ async def with_agent(config: Config, client: Client, *, argv: Sequence[str] | No
                 nursery.cancel_scope.cancel()  # run_process's deliver_cancel: SIGTERM, grace, SIGKILL
             else:
                 await ours.send_eof()
+                with drain:  # the connection holds nothing: unread, the agent's output would stall the relay
+                    await _read_and_drop(ours)
     return run
+
+
+async def _read_and_drop(stream: trio.abc.ReceiveStream) -> None:
+    """What the agent writes once its client is done (recorded in the capture all the same)."""
+    try:
+        while await stream.receive_some(1 << 16):
+            pass
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
