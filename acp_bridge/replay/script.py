@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from acp_bridge.capture.pairs import TO_AGENT, TO_CLIENT, Pairs
 from acp_bridge.capture.reader import CaptureReader, UnreadableCapture, record_bytes, sent_bytes, split_lines
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.capture.summary import fmt_id
@@ -122,8 +123,8 @@ def build_script(capture: CaptureReader, *, before_rules: bool = False) -> Scrip
     head = capture.header.get("mono")
     script = Script([], head if isinstance(head, (int, float)) else 0.0, [])
     current, owner = script.opening, -1
-    pending: dict[Any, int] = {}  # id key of a recorded client request -> its index, until answered
-    agent_requests: dict[Any, str | None] = {}
+    pending: Pairs[int] = Pairs()  # a recorded client request's index, until answered
+    agent_requests: Pairs[Send] = Pairs()  # the agent's requests, until the client answers
     requests = script.requests
     for record in messages(capture):
         verdict = record.get("verdict")
@@ -141,12 +142,12 @@ def build_script(capture: CaptureReader, *, before_rules: bool = False) -> Scrip
                                           record.get("id"), mono)
                 requests.append(request)
                 current, owner = request.steps, request.index
-                pending[id_key(record.get("id"))] = request.index
+                pending.request(TO_AGENT, record.get("id"), request.index)
             elif kind == "response":
-                key = id_key(record.get("id"))
-                if key in agent_requests:
+                asked = agent_requests.response(TO_AGENT, record.get("id"))
+                if asked is not None:
                     expected = None if record.get("redacted") == WHOLE else line
-                    current.append(AwaitAnswer(key, agent_requests.pop(key), expected, mono))
+                    current.append(AwaitAnswer(asked.request, asked.method, expected, mono))
             continue  # notifications (cancel) and lines that are not JSON-RPC: consumed
         if verdict == "emit" and before_rules:
             continue  # the bridge wrote it: today's rules will write their own
@@ -160,7 +161,7 @@ def build_script(capture: CaptureReader, *, before_rules: bool = False) -> Scrip
             script.partial += 1
         answers = None
         if kind == "response":
-            index = pending.pop(id_key(record.get("id")), None)
+            index = pending.response(TO_CLIENT, record.get("id"))
             if index is not None:
                 answers = index
                 requests[index].answered = True
@@ -176,7 +177,7 @@ def build_script(capture: CaptureReader, *, before_rules: bool = False) -> Scrip
         if kind == "request":
             step.request = id_key(record.get("id"))
             step.method = record.get("method")
-            agent_requests[step.request] = step.method
+            agent_requests.request(TO_CLIENT, record.get("id"), step)
         current.append(step)
     return script
 
