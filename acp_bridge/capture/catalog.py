@@ -34,13 +34,12 @@ from typing import IO, Any
 
 import orjson
 
-from acp_bridge.capture.files import open_beneath, read_lines
+from acp_bridge.capture.files import Growth, grown_lines, open_beneath, stored_lines
 from acp_bridge.capture.reader import (
     LongLine,
     UnreadableCapture,
-    Unterminated,
     check_fields,
-    known_format,
+    header_problem,
     load_record,
     record_message,
 )
@@ -91,10 +90,9 @@ class Capture:
     # a new number each time the capture is read again from its start (replaced, cut short):
     # what a reader holds of an older generation is no longer the capture's
     generation: int = 0
-    # where reading goes on: the file's identity and the offset after the last whole line
-    _identity: tuple[int, int] | None = None
-    _offset: int = 0
-    _size: int = 0  # the file's size when it was last read: a torn tail is not read again until it grows
+    # where reading goes on: the file's identity, the offset after the last whole line, and
+    # the file's size when it was last read (a torn tail is not read again until it grows)
+    read: Growth = field(default_factory=Growth)
     _index: list[tuple[int, int]] = field(default_factory=list)  # (seq, offset of its line)
     _redactor: Redactor | None = None  # of the header's pointers, made when first asked for
 
@@ -107,19 +105,20 @@ class Capture:
     def version(self) -> tuple[int, int]:
         """Changes whenever what the last refresh read of the capture changes: what is
         computed from the capture as it was (findings, stats) can be kept until then."""
-        return self.generation, self._offset
+        return self.generation, self.read.offset
 
     @property
     def pid(self) -> int | None:
         value = self.header.get("pid") if self.header else None
         return value if type(value) is int else None
 
-    def _reset(self, identity: tuple[int, int] | None) -> None:
+    def restart(self, read: Growth) -> None:
+        """Forget what was read: the capture is read again from `read` (its top)."""
         self.header, self.problem, self.ended = None, None, False
         self.messages = self.findings = self.skipped = self.last_seq = 0
         self.client = self.agent = None
         self.generation = next(_generations)
-        self._identity, self._offset, self._size, self._index = identity, 0, 0, []
+        self.read, self._index = read, []
         self._redactor = None
 
     @property
@@ -129,7 +128,8 @@ class Capture:
             self._redactor = Redactor(valid_pointers((self.header or {}).get("redact")))
         return self._redactor
 
-    def _take(self, record: Json, offset: int) -> None:
+    def take(self, record: Json, offset: int) -> None:
+        """Count `record`, read at `offset` (its fields not checked yet: what is read of it is checked here)."""
         kind = record["type"]
         if kind == "message":
             seq = record.get("seq")
@@ -260,43 +260,25 @@ class Catalog:
         if file is None:
             return False
         with file:
-            info = os.fstat(file.fileno())
-            identity = (info.st_dev, info.st_ino)
-            if identity != capture._identity or info.st_size < capture._offset:
-                capture._reset(identity)  # replaced or cut short: read again from the start
-            if capture.problem is not None or info.st_size in (capture._offset, capture._size):
-                return True  # nothing new (a last line still unfinished was read as far as it went)
-            capture._size = info.st_size
-            file.seek(capture._offset)
-            for line, offset in self._lines(file, capture):
-                if capture.header is not None:
-                    # `_take` checks what it reads: the fields are not checked one by one here
+            if capture.read.replaced(file):
+                capture.restart(Growth.of(file))  # replaced or cut short: read again from the start
+            if capture.problem is not None:
+                return True
+            # only whole lines: a last line still unfinished is read when it is (`grown_lines`)
+            for line, offset in grown_lines(file, capture.read, max_line=self.max_line):
+                if isinstance(line, LongLine):  # passed over unread
+                    capture.skipped += 1
+                elif capture.header is not None:
+                    # `take` checks what it reads: the fields are not checked one by one here
                     if (record := load_record(line, checked=False)) is not None:
-                        capture._take(record, offset)
+                        capture.take(record, offset)
                 elif line.strip():
                     record = load_record(line)
-                    if record is None or record.get("type") != "header" or not known_format(record.get("format")):
-                        capture.problem = "not a capture of a format this version reads"
+                    capture.problem = header_problem(record)
+                    if capture.problem is not None:
                         break
                     capture.header = record
         return True
-
-    def _lines(self, file: IO[bytes], capture: Capture) -> Iterator[tuple[bytes, int]]:
-        """The whole lines from the capture's offset, each with its own; the offset moves
-        past each line as it is given. A last line without its newline is left for the next
-        refresh (the bridge may be writing it); a line over the limit is passed over unread."""
-        for line in read_lines(file, max_line=self.max_line):
-            if isinstance(line, Unterminated):
-                return
-            at = capture._offset
-            if isinstance(line, LongLine):
-                if file.tell() == at + line.size:  # no newline yet: still being written
-                    return
-                capture._offset = at + line.size + 1
-                capture.skipped += 1
-                continue
-            capture._offset += len(line) + 1
-            yield line, at
 
     def records(self, capture: Capture, after: int = 0, limit: int = 1000) -> list[Json]:
         """Up to `limit` message records of `capture` with `seq > after`, in order, as read
@@ -336,17 +318,7 @@ class Catalog:
         if file is None:
             return
         with file:
-            info = os.fstat(file.fileno())
-            if (info.st_dev, info.st_ino) != capture._identity or info.st_size < capture._offset:
-                return
-            file.seek(start)
-            offset = start
-            for line in read_lines(file, max_line=self.max_line):
-                if isinstance(line, Unterminated) or offset >= capture._offset:
-                    break
-                offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
-                if not isinstance(line, LongLine):
-                    yield line
+            yield from stored_lines(file, capture.read, start, max_line=self.max_line)
 
 
 def _written(record: Json) -> bytes:

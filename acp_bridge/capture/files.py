@@ -3,7 +3,8 @@ the reader and reading its lines (as it grows, too), and the local time of day f
 
 Owns: filling in `{time}` and `{pid}` (the config checks a template with `capture_path`
 before the run), opening a capture (`open_capture`: regular files only), reading its lines
-in bounded memory (following it like `tail -f`), and
+in bounded memory (following it like `tail -f`, or a read at a time from where the last one
+stopped: `Growth`, `grown_lines`, `stored_lines`), and
 `local_clock`, the one time-zone lookup of the package. The pure modules take times as
 numbers and clocks as functions, so they never read either. Must never: write a capture.
 """
@@ -15,6 +16,7 @@ import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import IO
 
 from acp_bridge.capture.reader import MAX_RECORD, CaptureReader, Line, LongLine, UnreadableCapture, Unterminated
@@ -141,6 +143,69 @@ def read_lines(file: IO[bytes], *, follow: bool = False, poll: float = POLL_SECO
             yield line if len(line) <= max_line else LongLine(len(line), max_line)
         if tail:
             file.seek(start + len(chunk) - len(tail))  # read it again, with what follows
+
+
+@dataclass
+class Growth:
+    """Where reading a capture that grows stands between one read and the next (`grown_lines`,
+    `stored_lines`): the file's identity (device, inode), the offset after the last whole line
+    read, and the file's size then (a torn last line is not read again until the file grows).
+    `Growth.of(file)` starts at the top of `file`."""
+
+    identity: tuple[int, int] | None = None
+    offset: int = 0
+    size: int = 0
+
+    @classmethod
+    def of(cls, file: IO[bytes]) -> Growth:
+        info = os.fstat(file.fileno())
+        return cls((info.st_dev, info.st_ino))
+
+    def replaced(self, file: IO[bytes]) -> bool:
+        """Is `file` not the one read so far: another file at the path, or shorter than what
+        was read (cut short, or rewritten from the start)? Then it is read again from the top."""
+        info = os.fstat(file.fileno())
+        return (info.st_dev, info.st_ino) != self.identity or info.st_size < self.offset
+
+
+def grown_lines(file: IO[bytes], at: Growth, *, max_line: int = MAX_RECORD) -> Iterator[tuple[Line, int]]:
+    """The whole lines `file` has grown by since `at`, each with its offset, without their
+    newlines; `at` moves past each line as it is given. Nothing when the file's size is what
+    it was. The torn-last-line rule of a capture that grows: a last line without its newline
+    is left for the next read (the bridge may be writing it). A line longer than `max_line`
+    comes as a `LongLine` once its newline is written, never held (`read_lines`)."""
+    size = os.fstat(file.fileno()).st_size
+    if size in (at.offset, at.size):
+        return
+    at.size = size
+    file.seek(at.offset)
+    for line in read_lines(file, max_line=max_line):
+        if isinstance(line, Unterminated):
+            return
+        start = at.offset
+        if isinstance(line, LongLine):
+            if file.tell() == start + line.size:  # no newline yet: still being written
+                return
+            at.offset = start + line.size + 1
+        else:
+            at.offset += len(line) + 1
+        yield line, start
+
+
+def stored_lines(file: IO[bytes], at: Growth, start: int, *, max_line: int = MAX_RECORD) -> Iterator[bytes]:
+    """The whole lines of `file` from offset `start` (a line's start) up to where `at` has
+    read, without their newlines (a line over `max_line` passed over unread); nothing when the
+    file was replaced or cut short since (`Growth.replaced`)."""
+    if at.replaced(file):
+        return
+    file.seek(start)
+    offset = start
+    for line in read_lines(file, max_line=max_line):
+        if isinstance(line, Unterminated) or offset >= at.offset:
+            break
+        offset += (line.size if isinstance(line, LongLine) else len(line)) + 1
+        if not isinstance(line, LongLine):
+            yield line
 
 
 def _long_line(file: IO[bytes], start: int, chunk: bytes, max_line: int, follow: bool) -> Line | None:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_bridge.capture.pairs import Pairs
 from acp_bridge.capture.reader import record_bytes, record_message
 from acp_bridge.capture.records import mask_record
 from acp_bridge.capture.redaction import WHOLE, Redactor
@@ -185,7 +186,7 @@ class RowBuilder:
         self._open_turns: collections.OrderedDict[Hashable, int] = collections.OrderedDict()
         self._outside: int | None = None  # the "between turns" group being filled
         self._last_group: int | None = None
-        self._requests: collections.OrderedDict[tuple[str, Hashable], int] = collections.OrderedDict()
+        self._requests: Pairs[int] = Pairs(MAX_OPEN)  # a request's row, until answered
         # a turn's request row -> its header row and session key
         self._turn_requests: collections.OrderedDict[int, tuple[int, Hashable]] = collections.OrderedDict()
         self._fold: _Pending | None = None
@@ -321,13 +322,9 @@ class RowBuilder:
         else:
             self._input = (mono, index)
         if kind == "request" and "id" in record:
-            key = (str(direction), id_key(record.get("id")))
-            self._requests[key] = index
-            if len(self._requests) > MAX_OPEN:
-                self._requests.popitem(last=False)
+            self._requests.request(direction, record.get("id"), index)
         elif kind == "response" and "id" in record:
-            other = "to-agent" if direction == "to-client" else "to-client"
-            request = self._requests.pop((other, id_key(record.get("id"))), None)
+            request = self._requests.response(direction, record.get("id"))
             if request is not None:
                 row["q"] = request
                 if isinstance(latency := record.get("latency"), (int, float)):

@@ -44,6 +44,19 @@ def known_format(version: Any) -> bool:
     return type(version) is int and version == FORMAT_VERSION
 
 
+def header_problem(record: Json | None) -> str | None:
+    """Why `record`, the first record of a file (None: its first line that is not blank is
+    no record), is not the header of a capture this version reads; None when it is. The
+    reader and the catalog both ask it."""
+    if record is None or record.get("type") != "header":
+        return "not a capture (the first line is not a header record)"
+    version = record.get("format")
+    if not known_format(version):
+        shown = repr(version) if isinstance(version, (str, int, float, type(None))) else type(version).__name__
+        return f"capture format {shown}; this acp-bridge reads format {FORMAT_VERSION}"
+    return None
+
+
 class UnreadableCapture(Exception):
     """A capture that cannot be read: the one line to say names the file, the line (None:
     the file as a whole) and the problem."""
@@ -117,13 +130,9 @@ class CaptureReader:
         if line is None:
             raise UnreadableCapture(self.path, None, "empty, not a capture")
         record = None if isinstance(line, LongLine) else _load(line)
-        if record is None or record.get("type") != "header":
-            raise UnreadableCapture(self.path, self.line, "not a capture (the first line is not a header record)")
-        version = record.get("format")
-        if not known_format(version):
-            shown = repr(version) if isinstance(version, (str, int, float, type(None))) else type(version).__name__
-            raise UnreadableCapture(self.path, self.line,
-                                    f"capture format {shown}; this acp-bridge reads format {FORMAT_VERSION}")
+        if (problem := header_problem(record)) is not None:
+            raise UnreadableCapture(self.path, self.line, problem)
+        assert record is not None
         return record
 
     def __iter__(self) -> Iterator[Json]:

@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
+from acp_bridge.capture.pairs import Pairs
 from acp_bridge.capture.summary import fmt_id, fmt_seconds, utc_clock
-from acp_bridge.core.messages import id_key
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 
@@ -39,7 +38,7 @@ class CaptureStats:
         self.malformed: Counter[str] = Counter()
         self.opaque = 0
         self.redacted = 0
-        self._open: dict[tuple[str, Any], Json] = {}
+        self._open: Pairs[Json] = Pairs()
 
     def __repr__(self) -> str:
         return f"<CaptureStats records={self.records} open={len(self._open)}>"
@@ -75,15 +74,10 @@ class CaptureStats:
         self._pair(record, direction)
 
     def _pair(self, record: Json, direction: str) -> None:
-        try:
-            key_id = id_key(record.get("id"))
-        except (TypeError, ValueError):
-            return
         if record.get("kind") == "request":
-            self._open[(direction, key_id)] = record
+            self._open.request(direction, record.get("id"), record)
         elif record.get("kind") == "response":
-            other = "to-agent" if direction == "to-client" else "to-client"
-            request = self._open.pop((other, key_id), None)
+            request = self._open.response(direction, record.get("id"))
             latency = record.get("latency")
             if not isinstance(latency, (int, float)) and request is not None:
                 latency = float(record.get("mono", 0.0)) - float(request.get("mono", 0.0))
@@ -93,7 +87,7 @@ class CaptureStats:
 
     @property
     def unanswered(self) -> list[Json]:
-        return sorted(self._open.values(), key=lambda r: r.get("seq", 0))
+        return sorted(self._open.open(), key=lambda r: r.get("seq", 0))
 
     def as_json(self) -> Json:
         """What `report` prints, as JSON (`stats --json`, the inspector, the MCP server): the

@@ -11,17 +11,17 @@ write to a capture, or import jsonschema unless `--schema` is given.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from acp_bridge.capture import junit
 from acp_bridge.capture.files import open_capture
 from acp_bridge.capture.reader import UnreadableCapture
 from acp_bridge.commands.captures import fail, say
 from acp_bridge.commands.output_file import NotAFile, refuse_special, written_whole
-from acp_bridge.core.printable import printable, printable_lines
+from acp_bridge.core.printable import printable
 from acp_bridge.health.findings import CODES, Finding, Level
 from acp_bridge.health.offline import Report, analyse
 
@@ -203,46 +203,27 @@ def _quoted(path: str) -> str:
     return shlex.quote(path)
 
 
-def _attr(text: str) -> str:
-    return printable(text, quote_backslash=False)
-
-
 def junit_xml(reports: list[Report], threshold: Level, *, with_schema: bool) -> str:
-    """JUnit XML: a test suite per capture, a test case per finding code. Every text is
-    made `printable` (a text node keeps its line feeds): XML 1.0 has no way to write most C0
-    controls, U+FFFE, U+FFFF or a lone surrogate, even as a character reference, and
-    ElementTree writes them as they are, into a file no parser reads."""
-    import xml.etree.ElementTree as ET
+    """JUnit XML (capture/junit.py): a test suite per capture, a test case per finding code."""
+    return junit.junit_xml("acp-bridge check", [_suite(report, threshold, with_schema=with_schema)
+                                                for report in reports])
 
-    root = ET.Element("testsuites", name="acp-bridge check")
-    total = failures = 0
-    for report in reports:
-        suite = ET.SubElement(root, "testsuite", name=_attr(report.path))
-        name = _attr(Path(report.path).stem)
-        cases = fails = 0
-        grouped = dict(report.grouped())
-        for code, info in CODES.items():
-            if code == "schema-invalid" and not with_schema:
-                continue
-            cases += 1
-            case = ET.SubElement(suite, "testcase", classname=f"acp-bridge.check.{name}", name=code)
-            if code not in report.counts:
-                continue
-            body = "\n".join(f"seq {f.seq}: {f.text}" for f in grouped.get(code, []))
-            message = f"{info.level.label}: {info.meaning} ({report.counts[code]}x)"
-            if info.level >= threshold:
-                fails += 1
-                failure = ET.SubElement(case, "failure", message=_attr(message), type=info.level.label)
-                failure.text = printable_lines(f"{body}\n{info.advice}")
-            else:
-                out = ET.SubElement(case, "system-out")
-                out.text = printable_lines(f"{message}\n{body}")
-        suite.set("tests", str(cases))
-        suite.set("failures", str(fails))
-        props = ET.SubElement(suite, "system-out")
-        props.text = printable_lines(f"verdict: {report.migration.verdict()}")
-        total += cases
-        failures += fails
-    root.set("tests", str(total))
-    root.set("failures", str(failures))
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + os.linesep
+
+def _suite(report: Report, threshold: Level, *, with_schema: bool) -> junit.Suite:
+    name = Path(report.path).stem
+    cases = []
+    grouped = dict(report.grouped())
+    for code, info in CODES.items():
+        if code == "schema-invalid" and not with_schema:
+            continue
+        if code not in report.counts:
+            cases.append(junit.Case(f"acp-bridge.check.{name}", code))
+            continue
+        body = "\n".join(f"seq {f.seq}: {f.text}" for f in grouped.get(code, []))
+        message = f"{info.level.label}: {info.meaning} ({report.counts[code]}x)"
+        if info.level >= threshold:
+            cases.append(junit.Case(f"acp-bridge.check.{name}", code,
+                                    failure=junit.Failure(message, info.level.label, f"{body}\n{info.advice}")))
+        else:
+            cases.append(junit.Case(f"acp-bridge.check.{name}", code, system_out=f"{message}\n{body}"))
+    return junit.Suite(report.path, cases, system_out=f"verdict: {report.migration.verdict()}")

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from acp_bridge.capture.pairs import TO_AGENT, Pairs
 from acp_bridge.capture.reader import record_bytes
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import protocol as p
@@ -97,7 +98,7 @@ class ClientSide:
         withheld: list[str] = []
         cwds: list[str] = []
         answers = Answers()
-        asked: dict[Any, Json] = {}  # id key -> the agent's request, until the client answers
+        asked: Pairs[Json] = Pairs()  # the agent's requests, until the client answers
         heard = 0  # the agent's lines since the last prompt, as the driver counts them live
         for record in records:
             seq = record.get("seq")
@@ -106,7 +107,7 @@ class ClientSide:
             if record.get("direction") == TO_CLIENT:
                 heard += 1
                 if record.get("kind") == "request":
-                    asked[id_key(record.get("id"))] = record
+                    asked.request(TO_CLIENT, record.get("id"), record)
                 continue
             data = record_bytes(record, "raw")
             if data is None:
@@ -119,7 +120,7 @@ class ClientSide:
                 continue
             msg = _loads(data)
             if kind == "response":
-                request = asked.pop(id_key(record.get("id")), None)
+                request = asked.response(TO_AGENT, record.get("id"))
                 if request is not None:
                     answers.add(request, msg, _pointers(record), seq)
                 continue

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge.core.printable import printable, printable_lines
+from acp_bridge.capture import junit
+from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay import facts
 from acp_bridge.replay.client_side import ClientSide, Outgoing
@@ -116,26 +117,19 @@ class DriveResult:
 
     def junit_xml(self, name: str) -> str:
         """JUnit XML: a test case per prompt turn; a setup that differs or failed is one more."""
-        import xml.etree.ElementTree as ET
+        cases = [junit.Case("acp-bridge.drive",
+                            f"{turn.where} (seq {turn.seq})" if turn.seq is not None else turn.where,
+                            failure=_failure(turn))
+                 for turn in self.turns if turn.is_prompt or not turn.ok]
+        return junit.junit_xml("acp-bridge drive", [junit.Suite(name, cases)])
 
-        root = ET.Element("testsuites", name="acp-bridge drive")
-        suite = ET.SubElement(root, "testsuite", name=printable(name, quote_backslash=False))
-        cases = [t for t in self.turns if t.is_prompt or not t.ok]
-        for turn in cases:
-            case = ET.SubElement(suite, "testcase", classname="acp-bridge.drive",
-                                 name=f"{turn.where} (seq {turn.seq})" if turn.seq is not None else turn.where)
-            if turn.problems:
-                failure = ET.SubElement(case, "failure", message=printable(turn.problems[0], quote_backslash=False),
-                                        type="failed")
-                failure.text = printable_lines("\n".join(turn.lines()))
-            elif turn.differences:
-                failure = ET.SubElement(case, "failure", message=f"{len(turn.differences)} difference(s)",
-                                        type="differs")
-                failure.text = printable_lines("\n".join(turn.lines()))
-        for element in (root, suite):
-            element.set("tests", str(len(cases)))
-            element.set("failures", str(sum(not t.ok for t in cases)))
-        return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+def _failure(turn: TurnResult) -> junit.Failure | None:
+    if turn.problems:
+        return junit.Failure(turn.problems[0], "failed", "\n".join(turn.lines()))
+    if turn.differences:
+        return junit.Failure(f"{len(turn.differences)} difference(s)", "differs", "\n".join(turn.lines()))
+    return None
 
 
 def live_tracks(records: Iterable[Json], compare: str) -> list[Track]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from acp_bridge.capture.pairs import TO_AGENT, TO_CLIENT, Pairs
 from acp_bridge.capture.reader import CaptureReader, UnreadableCapture, record_bytes, sent_bytes, split_lines
 from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.capture.summary import fmt_id
@@ -138,8 +139,8 @@ class _ScriptBuilder:
         self.script = script
         self.before_rules = before_rules
         self.current, self.owner = script.opening, -1  # the segment being filled, and its request
-        self.pending: dict[Any, int] = {}  # id key of a recorded client request -> its index, until answered
-        self.agent_requests: dict[Any, str | None] = {}
+        self.pending: Pairs[int] = Pairs()  # a recorded client request's index, until answered
+        self.agent_requests: Pairs[Send] = Pairs()  # the agent's requests, until the client answers
 
     def from_client(self, record: Json, mono: float) -> None:
         """A line toward the agent: a request starts a segment; an answer to an agent
@@ -156,12 +157,12 @@ class _ScriptBuilder:
                                       record.get("id"), mono)
             requests.append(request)
             self.current, self.owner = request.steps, request.index
-            self.pending[id_key(record.get("id"))] = request.index
+            self.pending.request(TO_AGENT, record.get("id"), request.index)
         elif kind == "response":
-            key = id_key(record.get("id"))
-            if key in self.agent_requests:
+            asked = self.agent_requests.response(TO_AGENT, record.get("id"))
+            if asked is not None:
                 expected = None if record.get("redacted") == WHOLE else line
-                self.current.append(AwaitAnswer(key, self.agent_requests.pop(key), expected, mono))
+                self.current.append(AwaitAnswer(asked.request, asked.method, expected, mono))
         # notifications (cancel) and lines that are not JSON-RPC: consumed
 
     def to_client(self, record: Json, mono: float) -> None:
@@ -180,7 +181,7 @@ class _ScriptBuilder:
             self.script.partial += 1
         answers = None
         if kind == "response":
-            index = self.pending.pop(id_key(record.get("id")), None)
+            index = self.pending.response(TO_CLIENT, record.get("id"))
             if index is not None:
                 answers = index
                 self.script.requests[index].answered = True
@@ -196,7 +197,7 @@ class _ScriptBuilder:
         if kind == "request":
             step.request = id_key(record.get("id"))
             step.method = record.get("method")
-            self.agent_requests[step.request] = step.method
+            self.agent_requests.request(TO_CLIENT, record.get("id"), step)
         self.current.append(step)
 
 

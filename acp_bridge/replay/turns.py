@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from acp_bridge.capture.pairs import Pairs
 from acp_bridge.capture.reader import record_bytes
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
@@ -120,7 +121,7 @@ def tracks(records: Iterable[Json], keep: Callable[[Message], Message] | None = 
     connection = Track(0, None)
     found = [connection]
     by_session: dict[Any, Track] = {}
-    unsettled: dict[Any, Message] = {}  # id key -> a client request of no session, unanswered
+    unsettled: Pairs[Message] = Pairs()  # the client's requests of no session, unanswered
     moved: set[int] = set()  # id() of connection messages that went to the session they created
     for record in records:
         if record.get("type") != "message":
@@ -130,9 +131,9 @@ def tracks(records: Iterable[Json], keep: Callable[[Message], Message] | None = 
         if session is None or isinstance(session, bool):
             connection.turns[0].append(message)
             if message.kind == "request" and message.direction == TO_AGENT:
-                unsettled[id_key(message.id)] = message
+                unsettled.request(message.direction, message.id, message)
             elif message.kind == "response":
-                unsettled.pop(id_key(message.id), None)
+                unsettled.response(message.direction, message.id)
             continue
         key = id_key(session)
         track = by_session.get(key)
@@ -140,7 +141,7 @@ def tracks(records: Iterable[Json], keep: Callable[[Message], Message] | None = 
             track = by_session[key] = Track(len(found), session)
             found.append(track)
             if message.kind == "response" and message.direction == TO_CLIENT:
-                request = unsettled.pop(id_key(message.id), None)
+                request = unsettled.response(message.direction, message.id)
                 if request is not None:  # session/new: the request that created it
                     moved.add(id(request))
                     track.turns[0].append(request)

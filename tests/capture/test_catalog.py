@@ -137,7 +137,7 @@ def test_a_torn_last_line_is_not_read_again_until_the_file_grows(tmp_path: Path,
         raise AssertionError("read again though the file has not changed")
 
     with monkeypatch.context() as patched:
-        patched.setattr("acp_bridge.capture.catalog.read_lines", no_read)
+        patched.setattr("acp_bridge.capture.files.read_lines", no_read)
         [capture] = catalog.refresh()
         assert capture.messages == 1
         assert catalog.reread("c.jsonl").messages == 1
@@ -188,7 +188,7 @@ def test_a_line_over_the_limit_is_passed_over_and_one_still_being_written_waits(
     path.write_bytes(header() + message(1) + huge[:3000])
     catalog = Catalog([str(tmp_path)], max_line=1000)
     [capture] = catalog.refresh()
-    assert (capture.messages, capture._offset) == (1, len(header() + message(1)))
+    assert (capture.messages, capture.read.offset) == (1, len(header() + message(1)))
 
     with path.open("ab") as file:
         file.write(huge[3000:] + message(3))

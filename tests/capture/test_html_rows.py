@@ -115,6 +115,16 @@ def test_links_a_response_to_its_request_and_the_bridge_s_message_to_its_cause()
     assert rows[2]["lat"] == 1.0 and rows[4]["o"] is None and "o" in rows[4]
 
 
+def test_a_reused_id_links_each_answer_to_its_own_request_oldest_first() -> None:
+    """Two requests of one id in flight (a peer's bug): each answer links to the request the
+    live bridge paired it with, the first to the first (capture/pairs.py)."""
+    ask = {"jsonrpc": "2.0", "id": 7, "method": "fs/read_text_file", "params": {"path": "/a"}}
+    rows = rows_of([record(1, ask, "to-client"), record(2, ask, "to-client"),
+                    record(3, {"jsonrpc": "2.0", "id": 7, "result": {}}, "to-agent"),
+                    record(4, {"jsonrpc": "2.0", "id": 7, "result": {}}, "to-agent")])
+    assert [(r["s"], r.get("q")) for r in rows if "h" not in r] == [(1, None), (2, None), (3, 1), (4, 2)]
+
+
 def test_groups_follow_turns_per_session() -> None:
     def prompt(seq: int, id_: int, session: str) -> dict[str, Any]:
         return record(seq, {"jsonrpc": "2.0", "id": id_, "method": "session/prompt",

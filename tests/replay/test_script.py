@@ -161,3 +161,20 @@ def test_a_valid_line_cut_anywhere_is_a_torn_tail(cut: int) -> None:
     last = b'{"type":"message","direction":"to-client","kind":"notification","method":"session/update"}'
     capture = parse_capture(HEADER + last[:min(cut, len(last) - 1)])
     assert list(messages(capture)) == [] and capture.torn == 2
+
+
+def test_a_reused_client_id_is_answered_in_the_order_the_bridge_paired_it() -> None:
+    """Two client requests of one id in flight (a client's bug): the first answer is the
+    first request's, as the live bridge paired it (capture/pairs.py), not the second's."""
+    def line(seq: int, direction: str, kind: str, msg: dict[str, Any]) -> bytes:
+        return orjson.dumps({"type": "message", "seq": seq, "direction": direction, "kind": kind,
+                             "method": msg.get("method"), "id": msg.get("id"), "mono": float(seq),
+                             "raw": orjson.dumps(msg).decode()}) + b"\n"
+
+    ask = {"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}
+    done = {"jsonrpc": "2.0", "id": 5, "result": {"stopReason": "end_turn"}}
+    capture = (orjson.dumps({"type": "header", "format": 1}) + b"\n" + line(1, "to-agent", "request", ask)
+               + line(2, "to-agent", "request", ask) + line(3, "to-client", "response", done))
+    script = build_script(parse_capture(capture))
+    assert [(r.index, r.answered) for r in script.requests] == [(0, True), (1, False)]
+    assert [step.answers for step in script.requests[1].steps if isinstance(step, Send)] == [0]
