@@ -26,9 +26,9 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_bridge.capture.masking import mask_record
 from acp_bridge.capture.previews import BODY_LIMIT, CHUNK_KINDS, SEP, body_text, cut, one_line, preview, update_of
 from acp_bridge.capture.reader import record_bytes, record_message
-from acp_bridge.capture.records import mask_record
 from acp_bridge.capture.redaction import WHOLE, Redactor
 from acp_bridge.capture.summary import WITHHELD_NOTE, short_session, summarize
 from acp_bridge.core import protocol as p
@@ -103,7 +103,7 @@ class RowBuilder:
 
     def redact(self, record: Json) -> Json:
         """The record masked again as everything that serves a capture masks it
-        (`records.mask_record`)."""
+        (`masking.mask_record`)."""
         return mask_record(self.redactor, record)
 
     # -- groups --------------------------------------------------------------------------
