@@ -35,6 +35,7 @@ from typing import IO, Any
 import orjson
 
 from acp_bridge.capture.files import Growth, grown_lines, open_beneath, stored_lines
+from acp_bridge.capture.masking import mask_record
 from acp_bridge.capture.reader import (
     LongLine,
     UnreadableCapture,
@@ -43,7 +44,7 @@ from acp_bridge.capture.reader import (
     load_record,
     record_message,
 )
-from acp_bridge.capture.records import mask_record, safe_dumps
+from acp_bridge.capture.records import safe_dumps
 from acp_bridge.capture.redaction import Redactor, valid_pointers
 from acp_bridge.core.lines import MIB
 from acp_bridge.core.protocol import Json

@@ -3,7 +3,8 @@
 Owns: the header record, one record per forwarded line (one for a whole line over the
 parse limit, however many pieces it went out in), and the trailer: the general path, which
 parses and masks each line. Runs of untouched lines take the lean path (`runs`) unless the
-encoder is made with `lean=False`. Redaction lives in `redaction`, reading in `reader`.
+encoder is made with `lean=False`. Redaction lives in `redaction`, reading in `reader`,
+masking a record again to serve it in `masking`.
 Must never: do IO, read a clock (times are passed in), import trio or click, touch the bytes
 the relay forwards (redaction changes the record only), or raise on anything from the wire:
 a record that cannot be written as it should be is still written, with what could be. A line
@@ -23,7 +24,8 @@ from typing import Any
 import orjson
 
 from acp_bridge import __version__
-from acp_bridge.capture.reader import FORMAT_VERSION, record_bytes, record_message
+from acp_bridge.capture.masking import withhold
+from acp_bridge.capture.reader import FORMAT_VERSION
 from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor
 from acp_bridge.capture.runs import LeanRuns
 from acp_bridge.capture.text_redaction import mask_argv
@@ -142,44 +144,6 @@ def safe_dumps(record: Json) -> bytes:
     except TypeError:
         return dumps({"type": record.get("type"), "seq": record.get("seq"), "time": record.get("time"),
                       "mono": record.get("mono"), "error": "capture: this record cannot be written"})
-
-
-def withhold(record: Json) -> Json:
-    """Withhold a record's line whole: `raw`, and `out` if something else went out."""
-    for key in ("raw", "out"):
-        if record.get(key) is not None or f"{key}_b64" in record:
-            record.pop(f"{key}_b64", None)
-            record[key] = REDACTED
-    record["redacted"] = WHOLE
-    return record
-
-
-def mask_record(redactor: Redactor, record: Json) -> Json:
-    """The record with the capture's redaction applied again to raw and out, as everything
-    that serves a capture shows it (the export's page, the inspector, the MCP server): a
-    line that could hold a secret and cannot be masked precisely is withheld whole. The
-    record itself when nothing is masked (it is never changed: a masked one is a copy)."""
-    if record.get("redacted") == WHOLE:
-        return record
-    keys: tuple[str, ...] = ("raw", "out")
-    if record.get("truncated"):  # raw is the head of a long line: never parsed, so never masked
-        if redactor.may_hold_any_secret(record_bytes(record, "raw") or b""):
-            return withhold(dict(record))
-        keys = ("out",)  # whole, if a record has one (the bridge writes none: an edited capture)
-    masked: Json | None = None
-    for key in keys:
-        data = record_bytes(record, key)
-        if data is None or redactor.passes_unmasked(data):  # most lines: not parsed here
-            continue
-        line, hits = redactor.mask_line(data, record_message(record, key))
-        if hits is None:
-            return withhold(masked if masked is not None else dict(record))
-        if hits:
-            masked = masked if masked is not None else dict(record)
-            masked.pop(f"{key}_b64", None)
-            masked[key] = line.decode("utf-8", "replace")
-            masked["redacted"] = sorted(set(masked.get("redacted") or ()) | set(hits))
-    return record if masked is None else masked
 
 
 @dataclass(slots=True)

@@ -125,15 +125,16 @@ def partial_probe(command: list[str], agent: list[str], protocol: int, with_sess
 
 
 def _check_editor(editor: str, settings: str | None, as_json: bool) -> int:
+    from acp_bridge.setup import settings_document as sd
     from acp_bridge.setup import settings_file as sf
 
-    if (problem := sf.missing_library()) is not None:
+    if (problem := sd.missing_library()) is not None:
         fail(problem)
     path = Path(settings) if settings is not None else sf.settings_path(editor, dict(os.environ),
                                                                           os.path.expanduser("~"))
     try:
         loaded = sf.load(path)
-        present = sf.Document(loaded.text or "", str(path)).entries()
+        present = sd.Document(loaded.text or "", str(path)).entries()
     except sf.SettingsError as exc:
         fail(str(exc))
     rows: list[dict[str, Any]] = []

@@ -30,7 +30,8 @@ def mcp(roots: tuple[str, ...]) -> None:
     problem = missing_sdk()
     if problem is not None:
         fail(problem)
-    from acp_bridge.mcp.server import StdoutGone, serve
+    from acp_bridge.mcp.server import serve
+    from acp_bridge.mcp.stdio import StdoutGone
     from acp_bridge.shell.posix import process_exists
 
     try:

@@ -28,7 +28,8 @@ from acp_bridge.core.rewrites.options import FILE
 from acp_bridge.setup import entries as e
 
 if TYPE_CHECKING:
-    from acp_bridge.setup.settings_file import Document, Loaded
+    from acp_bridge.setup.settings_document import Document
+    from acp_bridge.setup.settings_file import Loaded
 
 EXIT_NOT_FOUND = 1
 ALL = "\0all"  # what `--wrap`/`--unwrap` hold when given without a name (then --all says which)
@@ -206,15 +207,16 @@ class _Edit:
     def open(cls, editor: str, settings: str | None, for_agent: bool) -> _Edit:
         """The editor's settings file (or the one `--settings` names), read; a usage error
         (exit 2) when it cannot be."""
+        from acp_bridge.setup import settings_document as sd
         from acp_bridge.setup import settings_file as sf
 
-        if (problem := sf.missing_library()) is not None:
+        if (problem := sd.missing_library()) is not None:
             fail(problem)
         path = Path(settings) if settings is not None else sf.settings_path(editor, dict(os.environ),
                                                                               os.path.expanduser("~"))
         try:
             loaded = sf.load(path)
-            document = sf.Document(loaded.text or "", str(path))
+            document = sd.Document(loaded.text or "", str(path))
         except sf.SettingsError as exc:
             fail(str(exc))
         return cls(path, loaded, document, for_agent=for_agent)

@@ -1,15 +1,14 @@
 """Findings and the migration report, computed afterwards from a capture's records.
 
 Owns: feeding every message record of one capture (one connection) to the findings engine,
-parsing each line (post hoc there is time for that, so nothing is sampled), and the
-migration report: which suggestion form each side used and how often, what the bridge wrote
-or took out, which system-prompt dialect carried the prompt, and the one-sentence verdict.
+parsing each line (post hoc there is time for that, so nothing is sampled), counting what
+the migration report needs (the report and its verdict: `health/migration.py`), and `check`'s
+report of one capture.
 Must never: do IO (records are handed in), read a clock, or raise on what a capture holds.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,11 +22,11 @@ from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import Direction, Frame, Kind, classify
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.stray_output import is_stray
-from acp_bridge.core.rewrites.suggestions import PromptSuggestions
 from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Pending
 from acp_bridge.health.engine import Engine
 from acp_bridge.health.findings import CODES, Finding, Level
+from acp_bridge.health.migration import Migration, client_form, suggestion_form, suggestions, suggestions_out
 
 KEPT = 50  # occurrences kept per code and session (the rest are counted)
 KEPT_PER_CODE = 1000  # ... and per code across sessions (a peer may name a new session in every line)
@@ -35,93 +34,7 @@ KEPT_PER_CODE = 1000  # ... and per code across sessions (a peer may name a new 
 # in flight, and a capture with many unanswered requests would otherwise take quadratic time.
 SCAN_EVERY = 1.0
 INF = float("inf")
-UNWRITABLE = "(cannot be written back)"  # `failed_by_rule`'s name for a message no rule was asked about
 _DIRECTIONS = {"to-agent": Direction.TO_AGENT, "to-client": Direction.TO_CLIENT}
-
-
-@dataclass
-class Migration:
-    """What the suggestion and system-prompt rules met on one connection."""
-
-    client_form: str = "unknown"  # new, legacy (AIR only), both, none, unknown (no initialize seen)
-    # The form the client reads as the suggestions rule decides it (`core/shapes.client_form`:
-    # NEW, LEGACY or None), what the verdict goes by; None too while no initialize was seen.
-    reads: str | None = None
-    agent_legacy: int = 0  # suggestion updates the agent sent, per form
-    agent_new: int = 0
-    client_legacy: int = 0  # suggestion updates the client received, per form
-    client_new: int = 0
-    written: int = 0  # suggestion updates the bridge wrote (conversions, withdrawals)
-    withdrawals: int = 0  # of those, empty lists
-    taken_out: int = 0  # agent suggestion updates not forwarded as they came
-    dialects: Counter[str] = field(default_factory=Counter)  # spec, meta, first-prompt, refused
-    changed: Counter[str] = field(default_factory=Counter)  # messages changed or written, per rule
-    # Messages a rule failed on (verdict error), per rule ("": what the rules made of it
-    # could not be written back, so they were not asked).
-    failed: Counter[str] = field(default_factory=Counter)
-    # Changes the pair does not need: the bridge's withdrawal on a prompt when the agent then
-    # withdrew as well, and the agent's own withdrawals the bridge held back as repeats.
-    redundant: int = 0
-    _awaiting: dict[Any, int] = field(default_factory=dict)  # session -> bridge withdrawals not yet echoed
-
-    def as_dict(self) -> Json:
-        return {
-            "client_form": self.client_form,
-            "agent_sent": {"legacy": self.agent_legacy, "new": self.agent_new},
-            "client_received": {"legacy": self.client_legacy, "new": self.client_new},
-            "bridge_wrote": self.written, "withdrawals": self.withdrawals, "taken_out": self.taken_out,
-            "system_prompt": dict(self.dialects), "changed_by_rule": dict(self.changed),
-            "needed_by_rule": dict(self.needed()),
-            "failed_by_rule": {rule or UNWRITABLE: n for rule, n in self.failed.items()},
-        }
-
-    def needed(self) -> Counter[str]:
-        """`changed` without the redundant changes."""
-        needed = Counter(self.changed)
-        needed[PromptSuggestions.name] -= self.redundant
-        return +needed
-
-    def verdict(self) -> str:
-        """One sentence: does this pair still need the bridge, and why. Never that it can be
-        removed while a rule failed: what the rule would have done is not known."""
-        failed = ", ".join(f"{rule or 'a message they could not change'} {n}x"
-                           for rule, n in sorted(self.failed.items(), key=lambda item: (not item[0], item[0])))
-        if not self.needed():
-            if failed:
-                return (f"rules failed ({failed}): what they would have done is not known, so whether the "
-                        "bridge can be removed is not either; fix them and check a new capture")
-            return "nothing was rewritten: the bridge can be removed"
-        reasons = []
-        known = self.client_form != "unknown"
-        if self.agent_legacy and self.reads == read.NEW:
-            reasons.append(f"the agent sends suggestions in the legacy form ({self.agent_legacy}x), "
-                           "converted for a client that reads the new form")
-        if self.agent_new and self.reads == read.LEGACY:
-            reasons.append(f"the client reads only the legacy form and the agent sends the new form "
-                           f"({self.agent_new}x)")
-        if known and self.reads is None and (self.agent_legacy or self.agent_new):
-            reasons.append("the client reads no suggestions and the agent sends them (taken out)")
-        if self.taken_out and not reasons:  # the forms match: the lifetime rules took them out
-            reasons.append(f"the bridge took out suggestions the agent sent where the client must not get "
-                           f"them ({self.taken_out}x: during history replay, or for a turn already over)")
-        unechoed = sum(self._awaiting.values())
-        if unechoed:
-            reasons.append(f"the bridge withdrew suggestions on the next prompt ({unechoed}x), which the agent "
-                           "did not do")
-        fallback = [d for d in ("meta", "first-prompt") if self.dialects.get(d)]
-        if fallback:
-            reasons.append(f"the agent lacks the systemPrompt capability (the prompt went through "
-                           f"{' and '.join(fallback)})")
-        elif self.dialects.get("spec"):
-            reasons.append("the system prompt comes from the bridge's configuration")
-        if self.dialects.get("refused"):
-            reasons.append("the bridge refused session setup it could not give the system prompt to")
-        if not reasons:
-            rules = ", ".join(f"{rule} {n}x" for rule, n in sorted(self.needed().items()))
-            reasons.append(f"it changed or wrote messages ({rules})")
-        if failed:
-            reasons.append(f"and rules failed ({failed}), so it may need it for more")
-        return "this pair still needs the bridge because " + "; ".join(reasons)
 
 
 @dataclass
@@ -205,7 +118,7 @@ def analyse(path: str, records: Iterable[Json], config: HealthConfig | None = No
     report.version = session.agent_version
     report.agent = _name(session.agent_init, "agentInfo", "info")
     report.client = _name(session.client_init, "clientInfo", "info")
-    report.migration.reads, report.migration.client_form = _client_form(session)
+    report.migration.reads, report.migration.client_form = client_form(session)
     report.findings.sort(key=lambda f: (-f.level, f.code, f.seq if f.seq is not None else -1))
     return report
 
@@ -244,7 +157,7 @@ def _feed(engine: Engine, migration: Migration, record: Json, now: float) -> Non
                     engine.answered(pending, msg, now, seq)
                 if SYSTEM_PROMPT in rules:
                     migration.dialects["refused"] += 1
-            _suggestions_out(migration, msg, written=True)
+            suggestions_out(migration, msg, written=True)
         return
     try:
         _message(engine, migration, record, direction, now)
@@ -296,7 +209,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
             migration.dialects[dialect] += 1
         engine.system_prompt_sent(record.get("method"), msg, out, now, seq)
     if direction is Direction.TO_CLIENT and kind == "notification":
-        form = _suggestion_form(msg)
+        form = suggestion_form(msg)
         if form is not None:
             if form == "legacy":
                 migration.agent_legacy += 1
@@ -304,7 +217,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
                 migration.agent_new += 1
             if verdict in ("drop", "rewrite"):
                 migration.taken_out += 1
-            if _suggestions(msg, form) == []:  # the agent's own withdrawal
+            if suggestions(msg, form) == []:  # the agent's own withdrawal
                 session = read.session_id_of(msg)
                 if verdict == "drop":
                     migration.redundant += 1  # held back as a repeat: harmless without the bridge too
@@ -314,9 +227,9 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
         if verdict == "rewrite":
             out = record_message(record, "out")
             if isinstance(out, dict):
-                _suggestions_out(migration, out, written=False)
+                suggestions_out(migration, out, written=False)
         elif verdict != "drop" and form is not None:  # it went out as it came
-            _suggestions_out(migration, msg, written=False, form=form)
+            suggestions_out(migration, msg, written=False, form=form)
 
 
 def _exact_message(record: Json, key: str) -> Any:
@@ -330,34 +243,6 @@ def _exact_message(record: Json, key: str) -> Any:
         if data is not None:
             msg["id"] = integer_id(data, msg["id"])
     return msg
-
-
-def _suggestions_out(migration: Migration, msg: Json, *, written: bool, form: str | None = None) -> None:
-    """A suggestion update that reached the client (`form`: its form, when known)."""
-    form = form or _suggestion_form(msg)
-    if form is None:
-        return
-    if form == "legacy":
-        migration.client_legacy += 1
-    else:
-        migration.client_new += 1
-    if written:
-        migration.written += 1
-        if _suggestions(msg, form) == []:
-            migration.withdrawals += 1
-            session = read.session_id_of(msg)
-            migration._awaiting[session] = migration._awaiting.get(session, 0) + 1
-
-
-def _suggestion_form(msg: Any) -> str | None:
-    """The form of suggestions a `session/update` carries (`core/shapes.suggestion_form`)."""
-    if type(msg) is not dict or msg.get("method") != p.SESSION_UPDATE:
-        return None
-    return read.suggestion_form(read.update_of(msg))
-
-
-def _suggestions(msg: Any, form: str) -> Any:
-    return read.suggestion_items(read.update_of(msg), form)
 
 
 def _from_fields(record: Json) -> Json | None:
@@ -414,18 +299,3 @@ def _name(init: Json | None, *keys: str) -> str | None:
     return None
 
 
-# `Migration.client_form` for each form the rule reads (`core/shapes.client_form`).
-FORM_NAMES = {read.NEW: "new", read.LEGACY: "legacy (AIR only)", None: "none"}
-
-
-def _client_form(session: Session) -> tuple[str | None, str]:
-    """What the client reads, as the suggestions rule decides it (`core/shapes.client_form`),
-    and its name in the report: "both" names a client that reads the new form and carries
-    the AIR marker too; "unknown", a capture with no initialize."""
-    if not session.client_ready:
-        return None, "unknown"
-    caps = session.client_caps  # what the rule reads: the client's initialize as the session kept it
-    form = read.client_form(caps)
-    if form == read.NEW and read.air_marker(caps):
-        return form, "both"
-    return form, FORM_NAMES[form]

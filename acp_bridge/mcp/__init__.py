@@ -2,9 +2,10 @@
 (docs/mcp.md).
 
 Owns, in its modules: the tools themselves over a `capture.Catalog`, with no SDK in sight
-(`tools`, bounded by `pages`), and their MCP server on stdio (`server`), the only module that
-imports the optional `mcp` extra (the official MCP Python SDK). Must never: import the SDK
-outside `server`, write anything, or read a file outside the folders it was given.
+(`tools`, bounded by `pages`), and their MCP server on stdio (`server`, with `stdio` in front
+of the SDK's transport), the only modules that import the optional `mcp` extra (the official
+MCP Python SDK). Must never: import the SDK outside `server` and `stdio`, write anything, or
+read a file outside the folders it was given.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from acp_bridge.capture import html_rows
 from acp_bridge.capture.html import render
-from acp_bridge.capture.html_rows import BODY_LIMIT, RowBuilder, preview
+from acp_bridge.capture.html_rows import RowBuilder
+from acp_bridge.capture.previews import BODY_LIMIT, body_text, one_line, preview
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.capture.summary import summarize, utc_clock
 from tests.capture.samples import page_rows, record, update
@@ -300,7 +301,7 @@ def test_a_preview_is_what_splitting_the_whole_text_gives(pieces: list[str], lim
     """`one_line` reads only the words it shows (a 16 MiB chunk of words, split whole, took
     the export to 326 MiB), and gives what `" ".join(text.split())` cut to the limit gives."""
     text = "".join(pieces)
-    assert html_rows.one_line(text, limit) == _old_one_line(text, limit)
+    assert one_line(text, limit) == _old_one_line(text, limit)
 
 
 def _old_body(data: str | bytes, limit: int) -> tuple[str, int, int]:
@@ -317,7 +318,7 @@ def test_a_long_line_is_turned_into_text_a_piece_at_a_time(data: str | bytes, li
     """The head, length and size of a line's text, from pieces as small as one character
     or byte (a character cut between pieces, a line end split from the text, a lone
     surrogate), are those of the whole line decoded at once."""
-    assert html_rows.body_text(data, limit, piece) == _old_body(data, limit)
+    assert body_text(data, limit, piece) == _old_body(data, limit)
 
 
 def test_a_long_chunk_in_a_fold_is_cut_once_and_counted_whole() -> None:

@@ -17,7 +17,8 @@ def test_the_walk_finds_the_modules() -> None:
     assert len(names) >= 15  # core/, rewrites/, capture/
     assert {"acp_bridge.core.relay", "acp_bridge.core.rewrites.base", "acp_bridge.core.shapes",
             "acp_bridge.capture.records", "acp_bridge.capture.redaction", "acp_bridge.capture.spellings",
-            "acp_bridge.capture.reader", "acp_bridge.capture.stats"} <= set(names)
+            "acp_bridge.capture.reader", "acp_bridge.capture.stats", "acp_bridge.capture.previews",
+            "acp_bridge.capture.masking"} <= set(names)
     assert CAPTURE_SHELL.isdisjoint(names)
     for name in CAPTURE_SHELL:  # the shell list names real modules
         assert importlib.util.find_spec(name) is not None

@@ -406,7 +406,7 @@ def test_a_folder_swapped_for_a_link_after_listing_is_not_served(tmp_path: Path)
 async def test_every_api_serves_messages_masked_as_the_export_shows_them(tmp_path: Path) -> None:
     """The messages API served MCP env values, auth params and header values in clear that
     the page's rows and `export --html` mask again: every answer now masks them the one way
-    (`records.mask_record`), on the export's own hostile samples."""
+    (`masking.mask_record`), on the export's own hostile samples."""
     hostile = hostile_captures(tmp_path)
     async with running(tmp_path) as server:
         for capture in hostile:

@@ -11,6 +11,7 @@ from pathlib import Path
 import json5
 import pytest
 
+from acp_bridge.setup import settings_document as sd
 from acp_bridge.setup import settings_file as sf
 
 FILES = Path(__file__).parent / "files"
@@ -27,7 +28,7 @@ def assert_one_insertion(before: str, after: str, inserted: str) -> None:
 
 
 def test_an_entry_added_to_zeds_own_file_is_one_insertion_in_its_style() -> None:
-    doc = sf.Document(ZED, "settings.json")
+    doc = sd.Document(ZED, "settings.json")
     doc.set_entry("agent (acp-bridge)", ENTRY)
     after = doc.text()
     assert_one_insertion(ZED, after, (
@@ -42,7 +43,7 @@ def test_an_entry_added_to_zeds_own_file_is_one_insertion_in_its_style() -> None
 
 
 def test_keys_changed_in_place_keep_the_comment_on_the_entrys_line() -> None:
-    doc = sf.Document(ZED, "settings.json")
+    doc = sd.Document(ZED, "settings.json")
     doc.set_key("My agent", "command", "/b/acp-bridge")
     doc.set_key("My agent", "args", ["run", "--", "my-agent", "--acp"])
     assert doc.text() == ZED.replace('"command": "my-agent",', '"command": "/b/acp-bridge",').replace(
@@ -50,7 +51,7 @@ def test_keys_changed_in_place_keep_the_comment_on_the_entrys_line() -> None:
 
 
 def test_a_file_without_agent_servers_gets_it_at_the_end_with_its_tabs_and_comments_kept() -> None:
-    doc = sf.Document(USER, "settings.json")
+    doc = sd.Document(USER, "settings.json")
     doc.set_entry("a", {"command": "/b/acp-bridge"})
     after = doc.text()
     assert_one_insertion(USER, after, '\n\t"agent_servers": {\n\t\t"a": {\n\t\t\t"command": "/b/acp-bridge"\n\t\t}\n\t},')
@@ -58,7 +59,7 @@ def test_a_file_without_agent_servers_gets_it_at_the_end_with_its_tabs_and_comme
 
 
 def test_a_jetbrains_file_without_trailing_commas_gets_a_comma_and_the_entry() -> None:
-    doc = sf.Document(JETBRAINS, "acp.json")
+    doc = sd.Document(JETBRAINS, "acp.json")
     doc.set_entry("b", {"command": "/b/acp-bridge", "args": [], "env": {}})
     after = doc.text()
     assert after == JETBRAINS.replace(
@@ -70,20 +71,20 @@ def test_a_jetbrains_file_without_trailing_commas_gets_a_comma_and_the_entry() -
 
 def test_a_comment_after_the_last_member_stays_on_its_line_after_the_new_comma() -> None:
     text = '{\n  "a": 1 // one\n}\n'
-    doc = sf.Document(text, "s")
+    doc = sd.Document(text, "s")
     doc.set_entry("x", {})
     assert doc.text() == '{\n  "a": 1, // one\n  "agent_servers": {\n    "x": {}\n  }\n}\n'
 
 
 @pytest.mark.parametrize("text", ["", "\n", "{}", "{\n}\n", "// nothing yet\n{\n}\n"])
 def test_an_empty_file_or_object_gets_the_entry(text: str) -> None:
-    doc = sf.Document(text, "s")
+    doc = sd.Document(text, "s")
     doc.set_entry("x", {"command": "c"})
     assert json5.loads(doc.text()) == {"agent_servers": {"x": {"command": "c"}}}
 
 
 def test_a_removed_key_leaves_valid_text() -> None:
-    doc = sf.Document('{"agent_servers": {"x": {"command": "c", "args": []}}}', "s")
+    doc = sd.Document('{"agent_servers": {"x": {"command": "c", "args": []}}}', "s")
     doc.remove_key("x", "args")
     assert json5.loads(doc.text()) == {"agent_servers": {"x": {"command": "c"}}}
 
@@ -98,7 +99,7 @@ def test_a_removed_key_leaves_valid_text() -> None:
 ])
 def test_a_file_that_does_not_parse_is_refused_with_its_line(text: str, message: str) -> None:
     def edit() -> None:
-        sf.Document(text, "s").set_entry("x", {})
+        sd.Document(text, "s").set_entry("x", {})
 
     with pytest.raises(sf.SettingsError) as caught:
         edit()
@@ -179,7 +180,7 @@ def test_a_file_too_big_for_settings_is_refused_unread(tmp_path: Path) -> None:
 
 def test_a_hundred_digit_number_and_unicode_escapes_elsewhere_in_the_file_stay_as_written() -> None:
     text = '{\n  "big": 1234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890,\n  "e": "\\u00e9",\n}\n'
-    doc = sf.Document(text, "s")
+    doc = sd.Document(text, "s")
     doc.set_entry("x", {"command": "c"})
     assert doc.text().startswith(text.split(",\n}", 1)[0] + ",")
     assert '"e": "\\u00e9",' in doc.text()
