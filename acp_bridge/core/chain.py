@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from acp_bridge.core.messages import NOTIFICATION, RESPONSE, Direction, Frame, Kind
 from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 from acp_bridge.core.unparsed import has_escape
 from acp_bridge.errors import BridgeError
 
@@ -109,7 +109,7 @@ class Chain:
         """Does any rule look at this kind of message?"""
         return bool(self._hooks.get(kind))
 
-    def run(self, frame: Frame, request: Pending | None, session: Session) -> ChainResult | None:
+    def run(self, frame: Frame, request: Pending | None, session: Connection) -> ChainResult | None:
         """Run the hooks for `frame`'s kind in order; a drop stops the chain. None: every
         rule passed (the usual case, so it allocates nothing). Raises `RuleError` naming
         the rule that raised or returned no outcome (a bug in that rule)."""

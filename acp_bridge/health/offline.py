@@ -25,7 +25,7 @@ from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.stray_output import is_stray
 from acp_bridge.core.rewrites.suggestions import PromptSuggestions
 from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 from acp_bridge.health.engine import Engine
 from acp_bridge.health.findings import CODES, Finding, Level
 
@@ -418,7 +418,7 @@ def _name(init: Json | None, *keys: str) -> str | None:
 FORM_NAMES = {read.NEW: "new", read.LEGACY: "legacy (AIR only)", None: "none"}
 
 
-def _client_form(session: Session) -> tuple[str | None, str]:
+def _client_form(session: Connection) -> tuple[str | None, str]:
     """What the client reads, as the suggestions rule decides it (`core/shapes.client_form`),
     and its name in the report: "both" names a client that reads the new form and carries
     the AIR marker too; "unknown", a capture with no initialize."""

@@ -22,6 +22,7 @@ from acp_bridge.capture.records import HEAD_BYTES, CaptureEncoder, header_record
 from acp_bridge.capture.redaction import PROMPT_REDACTED, REDACTED, Redactor
 from acp_bridge.core import (
     DROP,
+    Connection,
     Direction,
     Emit,
     Forward,
@@ -29,7 +30,6 @@ from acp_bridge.core import (
     Relay,
     Replace,
     Rewrite,
-    Session,
     Verdict,
 )
 from acp_bridge.core.pointer import parse_pointer
@@ -46,13 +46,13 @@ class Tagger(Rewrite):
     name = "tagger"
     triggers = (b'"drop"', b'"ping"')
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         if frame.method == "tag":
             assert frame.msg is not None
             return Replace({**frame.msg, "params": {"tagged": True}})
         return super().request(frame, session)
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         if frame.method == "drop":
             return DROP
         if frame.method == "ping":

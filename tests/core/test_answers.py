@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.config import RewriteConfig
-from acp_bridge.core import DROP, PASS, Direction, Emit, Frame, Relay, Replace, Rewrite, Session, Verdict
+from acp_bridge.core import DROP, PASS, Connection, Direction, Emit, Frame, Relay, Replace, Rewrite, Verdict
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.core.rewrites.table import TableRule
 from acp_bridge.core.session import Pending
@@ -27,13 +27,13 @@ class DropAll(Rewrite):
     name = "drop-all"
     triggers = (b'"note"',)
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return DROP
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         return DROP
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         return DROP
 
 
@@ -42,7 +42,7 @@ class AnswerItself(Rewrite):
 
     name = "answer-itself"
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         answer = {"jsonrpc": "2.0", "id": frame.id, "error": {"code": -32602, "message": "no"}}
         return Replace(None, then=(Emit(frame.direction.reverse, answer),))
 
@@ -52,7 +52,7 @@ class SendOnRenamed(Rewrite):
 
     name = "send-on-renamed"
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         assert frame.msg is not None
         return Replace(None, then=(Emit(frame.direction, {**frame.msg, "method": "renamed"}),))
 
@@ -60,7 +60,7 @@ class SendOnRenamed(Rewrite):
 class DropAnswers(Rewrite):
     name = "drop-answers"
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         return DROP if request.method == "p" else PASS
 
 
@@ -154,7 +154,7 @@ def test_an_emit_with_another_id_or_toward_the_other_side_is_no_answer() -> None
     class Unrelated(Rewrite):
         name = "unrelated"
 
-        def request(self, frame: Frame, session: Session) -> Outcome:
+        def request(self, frame: Frame, session: Connection) -> Outcome:
             return Replace(None, then=(Emit(C, {"jsonrpc": "2.0", "id": "1", "result": {}}),
                                        Emit(A, {"jsonrpc": "2.0", "id": 1, "result": {}})))
 
@@ -196,10 +196,10 @@ class DropSome(Rewrite):
     def __init__(self, requests: set[int], answers: set[int]) -> None:
         self.requests, self.answers = requests, answers
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return DROP if frame.id in self.requests else PASS
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         return DROP if frame.id in self.answers else PASS
 
 

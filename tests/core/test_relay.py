@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from acp_bridge.core import (
     DROP,
     PASS,
+    Connection,
     Direction,
     Emit,
     Forward,
@@ -21,7 +22,6 @@ from acp_bridge.core import (
     Relay,
     Replace,
     Rewrite,
-    Session,
     Verdict,
 )
 from acp_bridge.core.chain import RuleError
@@ -150,7 +150,7 @@ class Tag(Rewrite):
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def notification(self, frame: Frame, session: Session) -> Replace:
+    def notification(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         seen = list(frame.msg.get("tagged", []))
         return Replace({**frame.msg, "tagged": [*seen, self.name]})
@@ -160,14 +160,14 @@ class Dropper(Rewrite):
     name = "dropper"
     triggers = (b"tag-me",)
 
-    def notification(self, frame: Frame, session: Session) -> Replace:
+    def notification(self, frame: Frame, session: Connection) -> Replace:
         return Replace(None, then=(Emit(C, {"jsonrpc": "2.0", "method": "dropped"}),))
 
 
 class Boom(Rewrite):
     name = "boom"
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         raise RuntimeError("bug")
 
 
@@ -212,7 +212,7 @@ def test_a_dropped_request_is_no_longer_pending() -> None:
     class DropRequests(Rewrite):
         name = "drop-requests"
 
-        def request(self, frame: Frame, session: Session) -> Replace:
+        def request(self, frame: Frame, session: Connection) -> Replace:
             return DROP
 
     relay = Relay([DropRequests()], strict=True)
@@ -378,7 +378,7 @@ class Withdraw(Rewrite):
 
     name = "withdraw"
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         return Replace(frame.msg, then=(Emit(C, {"jsonrpc": "2.0", "method": "w"}),))
 
@@ -402,7 +402,7 @@ class Surround(Rewrite):
 
     name = "surround"
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         return Replace({**frame.msg, "method": "new"},
                        then=(Emit(A, {"jsonrpc": "2.0", "method": "after"}),),
@@ -446,7 +446,7 @@ def test_a_rewritten_unterminated_last_line_gets_a_newline() -> None:
 class Rename(Rewrite):
     name = "rename"
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         return Replace({**frame.msg, "method": "new"})
 
@@ -514,7 +514,7 @@ def test_a_notification_hook_without_triggers_is_refused_at_definition() -> None
     """Without triggers the hook would run only on lines parsed for another reason."""
     with pytest.raises(TypeError, match="declares no triggers"):
         class Silent(Rewrite):
-            def notification(self, frame: Frame, session: Session) -> Replace:
+            def notification(self, frame: Frame, session: Connection) -> Replace:
                 return DROP
 
 
@@ -528,7 +528,7 @@ def test_every_line_triggers_see_every_notification_even_in_runs() -> None:
         def __init__(self) -> None:
             self.seen = 0
 
-        def notification(self, frame: Frame, session: Session) -> Replace:
+        def notification(self, frame: Frame, session: Connection) -> Replace:
             self.seen += 1
             assert frame.msg is not None
             return Replace(frame.msg)
@@ -561,7 +561,7 @@ def stopped(id_: bytes = b"1") -> bytes:
 class MarkAnswers(Rewrite):
     name = "mark"
 
-    def response(self, frame: Frame, request: Pending | None, session: Session) -> Replace:
+    def response(self, frame: Frame, request: Pending | None, session: Connection) -> Replace:
         assert frame.msg is not None
         return Replace({**frame.msg, "result": {"marked": frame.msg.get("result")}})
 
@@ -620,7 +620,7 @@ def test_strict_keeps_what_a_long_read_made_before_the_failing_line(bulk: bool) 
 class Look(Rewrite):
     name = "look"
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return PASS
 
 
@@ -667,7 +667,7 @@ class NotANumber(Rewrite):
     def __init__(self, value: object, where: str) -> None:
         self.value, self.where = value, where
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         if self.where == "emit":
             return Replace(frame.msg, then=(Emit(C, {"jsonrpc": "2.0", "method": "n", "params": self.value}),))

@@ -13,7 +13,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_bridge.core import PASS, Direction, Forward, Frame, Relay, Rewrite, Session, Verdict
+from acp_bridge.core import PASS, Connection, Direction, Forward, Frame, Relay, Rewrite, Verdict
 from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.shell.bridge import Bridge, bridge_streams
@@ -127,7 +127,7 @@ class FailOnBad(Rewrite):
 
     name = "fail-on-bad"
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         if frame.method == "bad":
             raise RuntimeError("bug")
         return PASS
@@ -279,7 +279,7 @@ class FailOnBadNote(Rewrite):
     name = "fail-on-bad-note"
     triggers = (b'"bad"',)
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         raise RuntimeError("bug")
 
 

@@ -17,7 +17,7 @@ from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
 
 if TYPE_CHECKING:
-    from acp_bridge.core.session import Pending, Session
+    from acp_bridge.core.session import Connection, Pending
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ EVERY_LINE: tuple[bytes, ...] = (b"",)
 
 
 class SessionFacts(Protocol):
-    """What a hook may read of the connection (`Session` is the one implementation).
+    """What a hook may read of the connection (`Connection` is the one implementation).
 
     Read-only: a hook must not change what these return (the capabilities are the
     messages' own objects). `state_for` is the exception: it is the rule's own per-session
@@ -122,13 +122,13 @@ class Rule:
                     f"{cls.__name__} overrides notification() but declares no triggers: name the "
                     "bytes a notification it acts on must contain, or use EVERY_LINE")
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return PASS
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         return PASS
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         return PASS
 
     def __repr__(self) -> str:
