@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from acp_bridge.core.rewrites.base import Outcome as Outcome
     from acp_bridge.core.rewrites.base import Replace as Replace
     from acp_bridge.core.rewrites.base import Rewrite as Rewrite
+    from acp_bridge.core.rewrites.base import Rule as Rule
     from acp_bridge.core.session import Connection as Connection
     from acp_bridge.core.session import Pending as Pending
     from acp_bridge.core.statistics import RelayStatistics as RelayStatistics
@@ -37,7 +38,7 @@ _WHERE = {
     "acp_bridge.core.lines": ("MIB", "LineSplitter", "Opaque"),
     "acp_bridge.core.forward": ("Forward", "Verdict"),
     "acp_bridge.core.relay": ("Relay",),
-    "acp_bridge.core.rewrites.base": ("DROP", "PASS", "Emit", "Outcome", "Replace", "Rewrite"),
+    "acp_bridge.core.rewrites.base": ("DROP", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "Rule"),
     "acp_bridge.core.session": ("Pending", "Connection"),
     "acp_bridge.core.statistics": ("RelayStatistics",),
 }
@@ -45,7 +46,7 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 
 __all__ = [  # what _WHERE lists, loaded on first use (spelt out for tools that read it)
     "DROP", "MIB", "PASS", "Connection", "Direction", "Emit", "Forward", "Frame", "Kind", "LineSplitter",
-    "Opaque", "Outcome", "Pending", "Relay", "RelayStatistics", "Replace", "Rewrite",
+    "Opaque", "Outcome", "Pending", "Relay", "RelayStatistics", "Replace", "Rewrite", "Rule",
     "Verdict", "classify", "encode",
 ]
 

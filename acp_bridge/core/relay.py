@@ -34,7 +34,7 @@ from acp_bridge.core.messages import (
     encode,
 )
 from acp_bridge.core.printable import printable
-from acp_bridge.core.rewrites.base import Rewrite
+from acp_bridge.core.rewrites.base import Rule
 from acp_bridge.core.rewrites.stray_output import StrayOutput
 from acp_bridge.core.scan import Finder
 from acp_bridge.core.session import Connection, Pending
@@ -90,7 +90,7 @@ class Relay:
 
     def __init__(
         self,
-        rewrites: Sequence[Rewrite] = (),
+        rewrites: Sequence[Rule] = (),
         *,
         strict: bool = False,
         max_line: int = 16 * MIB,

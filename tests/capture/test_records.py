@@ -29,7 +29,7 @@ from acp_bridge.core import (
     Frame,
     Relay,
     Replace,
-    Rewrite,
+    Rule,
     Verdict,
 )
 from acp_bridge.core.pointer import parse_pointer
@@ -40,7 +40,7 @@ from tests.capture.samples import DROPPED, NOTE, PING, REQ, RESP, TAG, WALL, bas
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
-class Tagger(Rewrite):
+class Tagger(Rule):
     """Test rewrite: `tag` requests get a param, `drop` notifications vanish, `ping` emits."""
 
     name = "tagger"

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.config import RewriteConfig
-from acp_bridge.core import DROP, PASS, Connection, Direction, Emit, Frame, Relay, Replace, Rewrite, Verdict
+from acp_bridge.core import DROP, PASS, Connection, Direction, Emit, Frame, Relay, Replace, Rule, Verdict
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.core.rewrites.table import TableRule
 from acp_bridge.core.session import Pending
@@ -21,7 +21,7 @@ from acp_bridge.core.session import Pending
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
-class DropAll(Rewrite):
+class DropAll(Rule):
     """Drops every message of every kind it is shown."""
 
     name = "drop-all"
@@ -37,7 +37,7 @@ class DropAll(Rewrite):
         return DROP
 
 
-class AnswerItself(Rewrite):
+class AnswerItself(Rule):
     """Drops a request and answers it itself, as the system-prompt rule's `error` mode does."""
 
     name = "answer-itself"
@@ -47,7 +47,7 @@ class AnswerItself(Rewrite):
         return Replace(None, then=(Emit(frame.direction.reverse, answer),))
 
 
-class SendOnRenamed(Rewrite):
+class SendOnRenamed(Rule):
     """Drops a request and sends it on under another method, with its id."""
 
     name = "send-on-renamed"
@@ -57,7 +57,7 @@ class SendOnRenamed(Rewrite):
         return Replace(None, then=(Emit(frame.direction, {**frame.msg, "method": "renamed"}),))
 
 
-class DropAnswers(Rewrite):
+class DropAnswers(Rule):
     name = "drop-answers"
 
     def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
@@ -151,7 +151,7 @@ def test_a_request_sent_on_in_another_form_is_not_answered() -> None:
 
 
 def test_an_emit_with_another_id_or_toward_the_other_side_is_no_answer() -> None:
-    class Unrelated(Rewrite):
+    class Unrelated(Rule):
         name = "unrelated"
 
         def request(self, frame: Frame, session: Connection) -> Outcome:
@@ -188,7 +188,7 @@ def test_a_table_that_drops_a_request_names_itself_in_the_answer() -> None:
         C, Verdict.EMIT, error(b"1", "no-p", "this request: it was not sent to the agent"), ("no-p",))
 
 
-class DropSome(Rewrite):
+class DropSome(Rule):
     """Drops the requests and the answers whose ids it is given."""
 
     name = "drop-some"

@@ -18,7 +18,7 @@ from acp_bridge.core import (
     Kind,
     Relay,
     Replace,
-    Rewrite,
+    Rule,
     Verdict,
     classify,
 )
@@ -30,7 +30,7 @@ A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"trail": []}}
 
 
-class Step(Rewrite):
+class Step(Rule):
     """A rule that notes the trail it saw, then does one thing: "pass", "mark" (add its name
     to the trail), "drop", "emit" (forward as it is and say something), "mark+emit",
     "drop+emit"."""
@@ -89,7 +89,7 @@ def test_a_rule_that_only_emits_keeps_the_frame_itself() -> None:
     assert outcome is not None and outcome.frame is frame
 
 
-class Hooks(Rewrite):
+class Hooks(Rule):
     """Notes which hook was called for what."""
 
     name = "hooks"
@@ -111,7 +111,7 @@ class Hooks(Rewrite):
         return PASS
 
 
-class OnlyResponses(Rewrite):
+class OnlyResponses(Rule):
     name = "only-responses"
 
     def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
@@ -147,7 +147,7 @@ def test_only_the_hooks_a_rule_overrides_are_wanted() -> None:
 # -- a rule's failures: named, and only outcomes count ----------------------------------------
 
 
-class Returns(Rewrite):
+class Returns(Rule):
     def __init__(self, value: object) -> None:
         self.value = value
 
@@ -177,7 +177,7 @@ def test_what_is_not_an_outcome_is_a_failure_of_that_rule(value: object, why: st
     assert (raised.value.rule, str(raised.value)) == ("Returns", f"rule 'Returns' failed: TypeError: {why}")
 
 
-class Nothing(Rewrite):
+class Nothing(Rule):
     """Each hook notes its call and returns nothing, as a mitmproxy hook may."""
 
     triggers = EVERY_LINE
@@ -211,10 +211,10 @@ def test_a_hook_that_returns_nothing_passes_the_line_as_it_came(direction: Direc
 
 
 def test_a_rule_is_named_after_its_class_unless_it_says() -> None:
-    class NoUsage(Rewrite):
+    class NoUsage(Rule):
         pass
 
-    class Named(Rewrite):
+    class Named(Rule):
         name = "named"
 
     assert (NoUsage().name, Named().name, Step("s", "pass").name) == ("NoUsage", "named", "s")
@@ -244,7 +244,7 @@ def test_a_failing_rule_is_said_once_and_each_traceback_at_debug(caplog: pytest.
     (BaseException("odd"), "BaseException: odd"),
 ])
 def test_a_rule_that_calls_exit_fails_like_any_other(error: BaseException, said: str) -> None:
-    class Exits(Rewrite):
+    class Exits(Rule):
         def request(self, frame: Frame, session: Connection) -> Outcome:
             raise error
 
@@ -254,7 +254,7 @@ def test_a_rule_that_calls_exit_fails_like_any_other(error: BaseException, said:
 
 
 def test_ctrl_c_while_a_rule_runs_is_not_that_rule_failing() -> None:
-    class Interrupted(Rewrite):
+    class Interrupted(Rule):
         def request(self, frame: Frame, session: Connection) -> Outcome:
             raise KeyboardInterrupt
 
@@ -265,7 +265,7 @@ def test_ctrl_c_while_a_rule_runs_is_not_that_rule_failing() -> None:
 def test_what_a_rule_raises_is_said_in_brief(caplog: pytest.LogCaptureFixture) -> None:
     """A rule that raises with a whole message in its text (`ValueError(f"odd: {msg}")`):
     its stderr line and each failing line's record carry the first ERROR_SHOWN characters."""
-    class Loud(Rewrite):
+    class Loud(Rule):
         def request(self, frame: Frame, session: Connection) -> Outcome:
             raise ValueError("x" * 1_000_000)
 
@@ -277,7 +277,7 @@ def test_what_a_rule_raises_is_said_in_brief(caplog: pytest.LogCaptureFixture) -
     assert warning.startswith(f"rule 'Loud' failed: {fwd.error}, on <Frame")
 
 
-class DropsWhatItSees(Rewrite):
+class DropsWhatItSees(Rule):
     """Trusts its triggers as docs/rules.md says it may: drops every notification shown to it."""
 
     triggers = EVERY_LINE  # each instance names its own, as a [[rewrite]] table does
@@ -305,7 +305,7 @@ def test_a_notification_is_shown_only_to_the_rules_whose_triggers_it_holds(text:
 def test_a_change_that_cannot_be_written_is_said_once_per_rule(caplog: pytest.LogCaptureFixture) -> None:
     """Garbage in a Replace (an object JSON has no form for) fails open, and stderr names
     the rule: once for each rule, however often, so one rule's does not hide another's."""
-    class Garbage(Rewrite):
+    class Garbage(Rule):
         def __init__(self, name: str) -> None:
             self.name = name
 

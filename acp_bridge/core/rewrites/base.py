@@ -1,6 +1,6 @@
 """The rule interface: hooks that look at one message and return an outcome.
 
-Owns: `Rule` (also spelt `Rewrite`, the built-ins' older name), the outcomes `PASS` (or
+Owns: `Rule` (`Rewrite`, the built-ins' older name, is an alias kept for API_VERSION 1), the outcomes `PASS` (or
 None), `DROP`, `Replace`, and `Emit` (a message the bridge itself sends, in either
 direction, after the message or `before` it), and `SessionFacts`, what a hook may read of
 the session. The built-in rules and the user's (`acp_bridge.rules`, the public surface) are
@@ -135,4 +135,4 @@ class Rule:
         return f"<{type(self).__name__} {self.name}>"
 
 
-Rewrite = Rule  # the name the built-ins were written with
+Rewrite = Rule  # the built-ins' older name, kept for API_VERSION 1: the package says Rule

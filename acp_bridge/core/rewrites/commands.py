@@ -25,7 +25,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import OFF_FLAG, BuiltIn, Option
 from acp_bridge.core.session import Connection, Pending
 
@@ -53,7 +53,7 @@ def commands_update(response: Json, method: str, request_session: Any) -> Json |
                                          p.AVAILABLE_COMMANDS: commands})
 
 
-class MirrorCommands(Rewrite):
+class MirrorCommands(Rule):
     """On by default; `[commands] mirror_initial = false` or `--no-commands-mirror` turns it off."""
 
     name = "commands-mirror"

@@ -31,7 +31,7 @@ from acp_bridge.core import shapes as read
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief, id_key
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
-from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import FLAG, OFF_FLAG, BuiltIn, Option
 from acp_bridge.core.rewrites.settings import SuggestionsSettings
 from acp_bridge.core.session import Connection, Pending
@@ -152,7 +152,7 @@ def stated_list_key(fwd: Forward) -> tuple[str, Any] | None:
     return (PromptSuggestions.name, id_key(params.get("sessionId"))) if states_list else None
 
 
-class PromptSuggestions(Rewrite):
+class PromptSuggestions(Rule):
     """Convert, filter or drop prompt suggestions to match what the client advertised."""
 
     name = "suggestions"

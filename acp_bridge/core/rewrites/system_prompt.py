@@ -32,7 +32,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import TO_AGENT, Direction, Frame, brief, id_key
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.system_prompt_options import NAME
 from acp_bridge.core.rewrites.system_prompt_shapes import (
     ANY_SETUP,
@@ -75,7 +75,7 @@ def agent_system_prompt(session: Connection) -> Json | None:
 
 
 
-class SystemPrompt(Rewrite):
+class SystemPrompt(Rule):
     """Inject the configured system prompt into session setup (see the module docstring)."""
 
     name = NAME

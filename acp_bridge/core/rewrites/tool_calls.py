@@ -27,7 +27,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import FLAG, BuiltIn, Option
 from acp_bridge.core.session import Connection, Pending
 
@@ -100,7 +100,7 @@ def background_calls(update: Json) -> frozenset[str]:
                      and isinstance(item.get("toolCallId"), str))
 
 
-class CloseToolCalls(Rewrite):
+class CloseToolCalls(Rule):
     """`[repair] close_tool_calls = true` or `--close-tool-calls` (off by default)."""
 
     name = "close-tool-calls"
