@@ -64,7 +64,7 @@ class Migration:
     redundant: int = 0
     _awaiting: dict[Any, int] = field(default_factory=dict)  # session -> bridge withdrawals not yet echoed
 
-    def as_dict(self) -> Json:
+    def as_json(self) -> Json:
         return {
             "client_form": self.client_form,
             "agent_sent": {"legacy": self.agent_legacy, "new": self.agent_new},
@@ -160,7 +160,7 @@ class Report:
                                   "direction": f.direction, "method": f.method, "id": f.id} for f in findings]}
                 for code, findings in self.grouped()
             ],
-            "migration": self.migration.as_dict(),
+            "migration": self.migration.as_json(),
             "verdict": self.migration.verdict(),
         }
 
