@@ -12,7 +12,7 @@ from acp_bridge.core.rewrites import base
 from acp_bridge.core.rewrites.suggestions import PromptSuggestions
 from acp_bridge.core.rewrites.system_prompt import SystemPrompt
 from acp_bridge.core.rewrites.table import Match, TableRule
-from acp_bridge.core.session import Session
+from acp_bridge.core.session import Connection
 from tests.conftest import ROOT
 
 
@@ -24,7 +24,7 @@ def test_the_built_in_rules_are_rules_of_the_public_api() -> None:
 
 
 def test_the_session_offers_the_facts_a_hook_may_read() -> None:
-    facts: api.SessionFacts = Session()  # checked by mypy: Session implements the protocol
+    facts: api.SessionFacts = Connection()  # checked by mypy: Connection implements the protocol
     assert (facts.client_ready, facts.protocol_version, facts.v2, facts.client_caps, facts.agent_caps,
             facts.pending(api.Direction.TO_AGENT)) == (False, None, False, {}, {}, [])
 

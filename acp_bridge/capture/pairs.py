@@ -1,12 +1,12 @@
 """Requests and their responses paired over a capture's records, as the live bridge pairs
-them (core/session.py, `Session`'s pending table): `stats`, the exported page, the replay's
+them (core/session.py, `Connection`'s pending table): `stats`, the exported page, the replay's
 turns, script and client side all pair through `Pairs`.
 
 Owns: the key of a request in flight, its direction and its id as written (`id_key`: `1`,
 `1.0`, `true` and `"1"` are all different ids, and both sides may number from 0), and which
 request a response answers: the oldest one in flight with its id that travelled the other
 way. A request whose id is already in flight from the same side (a peer's bug) waits behind
-it for its own answer, as in the live `Session`.
+it for its own answer, as in the live `Connection`.
 Must never: read a message (callers hand in the direction and id of a record), or hold more
 than `max_open` requests when given one (the oldest in flight is then forgotten).
 """

@@ -24,7 +24,7 @@ from acp_bridge.errors import BridgeError, ConfigError
 from acp_bridge.shell.logs import setup_logging
 
 if TYPE_CHECKING:
-    from acp_bridge.core.rewrites import Rewrite
+    from acp_bridge.core.rewrites import Rule
 
 log = logging.getLogger("acp_bridge")
 
@@ -296,7 +296,7 @@ def _reason(exc: BaseException) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
-def load_rules(config: Config) -> list[Rewrite]:
+def load_rules(config: Config) -> list[Rule]:
     """The rules `config` runs, in order (built-in, [[rewrite]], [rules], --rule). Raises ConfigError."""
     if not (config.rewrite or config.rules.files or config.rules.enable or config.rules.command_line):
         from acp_bridge.core.rewrites import build_rewrites  # the usual run: no loader to import
@@ -307,7 +307,7 @@ def load_rules(config: Config) -> list[Rewrite]:
     return [loaded.rule for loaded in load(config)]
 
 
-def run_and_report(config: Config, rules: list[Rewrite] | None = None) -> int:
+def run_and_report(config: Config, rules: list[Rule] | None = None) -> int:
     """Run the bridge (with `rules`, the built-ins when None); map what happened to an exit status."""
     # trio and the bridge only here: `replay --rules` imports this module and runs without them.
     with collector_paused():

@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from acp_bridge.core.rewrites.base import Outcome as Outcome
     from acp_bridge.core.rewrites.base import Replace as Replace
     from acp_bridge.core.rewrites.base import Rewrite as Rewrite
+    from acp_bridge.core.rewrites.base import Rule as Rule
+    from acp_bridge.core.session import Connection as Connection
     from acp_bridge.core.session import Pending as Pending
-    from acp_bridge.core.session import Session as Session
     from acp_bridge.core.statistics import RelayStatistics as RelayStatistics
 
 _WHERE = {
@@ -37,16 +38,16 @@ _WHERE = {
     "acp_bridge.core.lines": ("MIB", "LineSplitter", "Opaque"),
     "acp_bridge.core.forward": ("Forward", "Verdict"),
     "acp_bridge.core.relay": ("Relay",),
-    "acp_bridge.core.rewrites.base": ("DROP", "PASS", "Emit", "Outcome", "Replace", "Rewrite"),
-    "acp_bridge.core.session": ("Pending", "Session"),
+    "acp_bridge.core.rewrites.base": ("DROP", "PASS", "Emit", "Outcome", "Replace", "Rewrite", "Rule"),
+    "acp_bridge.core.session": ("Pending", "Connection"),
     "acp_bridge.core.statistics": ("RelayStatistics",),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [  # what _WHERE lists, loaded on first use (spelt out for tools that read it)
-    "DROP", "MIB", "PASS", "Direction", "Emit", "Forward", "Frame", "Kind", "LineSplitter",
-    "Opaque", "Outcome", "Pending", "Relay", "RelayStatistics", "Replace", "Rewrite",
-    "Session", "Verdict", "classify", "encode",
+    "DROP", "MIB", "PASS", "Connection", "Direction", "Emit", "Forward", "Frame", "Kind", "LineSplitter",
+    "Opaque", "Outcome", "Pending", "Relay", "RelayStatistics", "Replace", "Rewrite", "Rule",
+    "Verdict", "classify", "encode",
 ]
 
 

@@ -17,7 +17,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.id_scanner import MemberScanner
 from acp_bridge.core.messages import RESPONSE, TO_AGENT, TO_CLIENT, Direction, Frame, Kind, Unencodable, encode, id_key
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 
 # The rule the bridge's own answers name (for a gone agent, or as it stops itself):
 # its own work, a name no user rule may take (config/rules.py).
@@ -28,7 +28,7 @@ class Answers:
     """The relay's own messages: the answers it gives when nobody else can, and where
     everything it writes goes in its destination stream."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Connection) -> None:
         self.session = session
         self.agent_gone: tuple[str, Any] | None = None  # (message, data) once the agent is gone
         # What the bridge writes itself must land between whole lines of its destination:

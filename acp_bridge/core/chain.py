@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core.messages import NOTIFICATION, RESPONSE, Direction, Frame, Kind
 from acp_bridge.core.printable import printable
-from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rewrite
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rule
+from acp_bridge.core.session import Connection, Pending
 from acp_bridge.core.unparsed import has_escape
 from acp_bridge.errors import BridgeError
 
@@ -87,7 +87,7 @@ class ChainResult:
 
 
 class Chain:
-    def __init__(self, rewrites: Sequence[Rewrite]) -> None:
+    def __init__(self, rewrites: Sequence[Rule]) -> None:
         self.rewrites = tuple(rewrites)
         # Per kind, only the hooks a rewrite overrides, in chain order: no call for nothing.
         # A notification hook comes with its rule's triggers: a line parsed for another
@@ -96,7 +96,7 @@ class Chain:
             kind: tuple(
                 (rw.name, getattr(rw, hook), tuple(rw.triggers) if kind is NOTIFICATION else None)
                 for rw in self.rewrites
-                if getattr(type(rw), hook) is not getattr(Rewrite, hook)
+                if getattr(type(rw), hook) is not getattr(Rule, hook)
             )
             for kind, hook in _HOOKS
         }
@@ -109,7 +109,7 @@ class Chain:
         """Does any rule look at this kind of message?"""
         return bool(self._hooks.get(kind))
 
-    def run(self, frame: Frame, request: Pending | None, session: Session) -> ChainResult | None:
+    def run(self, frame: Frame, request: Pending | None, session: Connection) -> ChainResult | None:
         """Run the hooks for `frame`'s kind in order; a drop stops the chain. None: every
         rule passed (the usual case, so it allocates nothing). Raises `RuleError` naming
         the rule that raised or returned no outcome (a bug in that rule)."""

@@ -1,7 +1,7 @@
 """Relay: bytes in from one side, `Forward`s out, with the rewrite chain in between.
 
 Owns: splitting each direction into lines, deciding which lines to parse, pairing through
-`Session`, running the ordered rewrites, and turning their outcomes into bytes with a
+`Connection`, running the ordered rewrites, and turning their outcomes into bytes with a
 destination. Must never: do IO, await, read a clock (the shell passes `now`), or re-encode a
 line that no rewrite changed: an untouched line leaves as the very bytes that came in.
 """
@@ -34,10 +34,10 @@ from acp_bridge.core.messages import (
     encode,
 )
 from acp_bridge.core.printable import printable
-from acp_bridge.core.rewrites.base import Rewrite
+from acp_bridge.core.rewrites.base import Rule
 from acp_bridge.core.rewrites.stray_output import StrayOutput
 from acp_bridge.core.scan import Finder
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 from acp_bridge.core.unparsed import ESCAPE, Unparsed, has_escape
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class Relay:
 
     def __init__(
         self,
-        rewrites: Sequence[Rewrite] = (),
+        rewrites: Sequence[Rule] = (),
         *,
         strict: bool = False,
         max_line: int = 16 * MIB,
@@ -109,7 +109,7 @@ class Relay:
         # `[relay] stray_output = "stderr"`: agent lines that are not a JSON object are not
         # forwarded; the shell shows them on stderr (core/rewrites/stray_output.py).
         self.stray = StrayOutput(divert_stray)
-        self.session = Session()
+        self.session = Connection()
         self._splitters = {d: LineSplitter(max_line) for d in Direction}
         self._triggers = _ALWAYS_PARSE + tuple(sorted(self.chain.triggers))
         self._needles = tuple(dict.fromkeys(scan_needle(t) for t in self._triggers))

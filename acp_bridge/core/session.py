@@ -1,4 +1,7 @@
-"""Session: what the bridge knows about the connection, shared by every rewrite.
+"""Connection: what the bridge knows about the ACP connection, shared by every rewrite.
+
+Named for the connection, not an ACP session: an ACP session is one `sessionId`, and one
+connection holds many (the hooks still receive it as `session`, as docs/rules.md teaches).
 
 Owns: the requests in flight in each direction (keyed by origin and id, so both sides may
 number from 0 and `1` is not `"1"`), the `initialize` exchange (the client's advertised
@@ -67,7 +70,7 @@ def _version_in(init: Json | None) -> int | None:
     return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
-class Session:
+class Connection:
     """Connection-wide facts, updated by the relay before any rewrite runs."""
 
     def __init__(self) -> None:
@@ -89,7 +92,7 @@ class Session:
 
     def __repr__(self) -> str:
         return (
-            f"<Session v{self.protocol_version} pending={len(self._pending)} "
+            f"<Connection v{self.protocol_version} pending={len(self._pending)} "
             f"sessions={len(self._states)} client_init={self.client_init is not None} "
             f"agent_init={self.agent_init is not None}>"
         )

@@ -1,4 +1,4 @@
-"""What `Relay.statistics()` and `Session.statistics()` return.
+"""What `Relay.statistics()` and `Connection.statistics()` return.
 
 Owns: the two frozen records of what is in flight. They live apart from the relay and the
 session so that a run, which never asks for them, does not build their dataclasses as it

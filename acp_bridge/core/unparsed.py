@@ -2,7 +2,7 @@
 
 Owns: lines over the parse limit (forwarded piece by piece while the member scanner reads
 their id and method), batches, and messages orjson rejects for a detail (a lone surrogate,
-NaN): their requests and responses are still tracked and paired through `Session`, so that
+NaN): their requests and responses are still tracked and paired through `Connection`, so that
 every request is answered if the agent dies. Must never: hold a long line whole, or change a
 byte of what it forwards.
 """
@@ -19,7 +19,7 @@ from acp_bridge.core.id_scanner import Members, MemberScanner
 from acp_bridge.core.lines import Opaque
 from acp_bridge.core.literals import number_literals
 from acp_bridge.core.messages import Direction, Frame
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 
 ESCAPE = b"\\u"  # what could spell any key: the relay's chunk scan looks for it too
 
@@ -41,7 +41,7 @@ class Unparsed:
     """Requests and responses in lines the rules cannot read: tracked and paired all the
     same, or refused through `answers` once the agent is gone."""
 
-    def __init__(self, session: Session, answers: Answers) -> None:
+    def __init__(self, session: Connection, answers: Answers) -> None:
         self.session = session
         self.answers = answers
 

@@ -6,7 +6,7 @@ ignored cancels, v1 shapes on v2, the migration facts), counting each code per s
 and telling listeners. Fed the same way live (`watchdog`, from what the relay already
 parsed) and post hoc (`offline`, from every record of a capture).
 
-Requests in flight are not tracked here but read from a `core.session.Session`: the relay's
+Requests in flight are not tracked here but read from a `core.session.Connection`: the relay's
 own live (so the forwarding path pays nothing per request for the timers), one kept by the
 caller post hoc. Timers are one scan of that table when the earliest deadline has come.
 
@@ -28,7 +28,7 @@ from acp_bridge.core import shapes as read
 from acp_bridge.core.literals import integer_id
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, brief, id_key
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 from acp_bridge.health.findings import CODES, Finding
 from acp_bridge.health.sessions import CLOSED_KEPT, SessionRules
 from acp_bridge.health.sessions import V1_ONLY_UPDATES as V1_ONLY_UPDATES
@@ -64,12 +64,12 @@ class Engine(SessionRules):
         max_closed: closed sessions remembered (`sessions.CLOSED_KEPT` live).
     """
 
-    def __init__(self, config: HealthConfig | None = None, session: Session | None = None, *, notify: int = 1,
+    def __init__(self, config: HealthConfig | None = None, session: Connection | None = None, *, notify: int = 1,
                  max_tracked: int = 100_000, max_sessions: int = 100_000, max_counted: int = 10_000,
                  max_closed: int = CLOSED_KEPT) -> None:
         super().__init__()
         self.config = config or HealthConfig()
-        self.session = session if session is not None else Session()  # requests in flight
+        self.session = session if session is not None else Connection()  # requests in flight
         self.notify = notify
         self.listeners: list[Listener] = []  # called with each finding reported (OpenTelemetry can add one)
         self.counts: dict[tuple[str, Any], int] = {}

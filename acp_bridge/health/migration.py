@@ -17,7 +17,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.suggestions import PromptSuggestions
-from acp_bridge.core.session import Session
+from acp_bridge.core.session import Connection
 
 UNWRITABLE = "(cannot be written back)"  # `failed_by_rule`'s name for a message no rule was asked about
 
@@ -47,7 +47,7 @@ class Migration:
     redundant: int = 0
     _awaiting: dict[Any, int] = field(default_factory=dict)  # session -> bridge withdrawals not yet echoed
 
-    def as_dict(self) -> Json:
+    def as_json(self) -> Json:
         return {
             "client_form": self.client_form,
             "agent_sent": {"legacy": self.agent_legacy, "new": self.agent_new},
@@ -139,7 +139,7 @@ def suggestions(msg: Any, form: str) -> Any:
 FORM_NAMES = {read.NEW: "new", read.LEGACY: "legacy (AIR only)", None: "none"}
 
 
-def client_form(session: Session) -> tuple[str | None, str]:
+def client_form(session: Connection) -> tuple[str | None, str]:
     """What the client reads, as the suggestions rule decides it (`core/shapes.client_form`),
     and its name in the report: "both" names a client that reads the new form and carries
     the AIR marker too; "unknown", a capture with no initialize."""

@@ -73,7 +73,7 @@ class Report:
                                   "direction": f.direction, "method": f.method, "id": f.id} for f in findings]}
                 for code, findings in self.grouped()
             ],
-            "migration": self.migration.as_dict(),
+            "migration": self.migration.as_json(),
             "verdict": self.migration.verdict(),
         }
 

@@ -19,7 +19,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, id_key
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 
 INF = float("inf")
 V1_ONLY_UPDATES = frozenset({"current_mode_update", "tool_call", "plan"})  # removed in v2 (acp-notes 4.2)
@@ -30,7 +30,7 @@ class SessionRules:
     """The session and cancel rules (see the module docstring); `Engine` mixes them in."""
 
     config: HealthConfig
-    session: Session
+    session: Connection
     soonest: float
     max_sessions: int
     max_closed: int

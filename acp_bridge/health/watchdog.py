@@ -7,7 +7,7 @@ of each read that came in runs (a sample, for session ids and update shapes) and
 the agent, the lines that name `session/cancel`; the one timer task; and telling each
 finding, once per code and session: in the log, and to the observers (the capture file
 writes its record, telemetry makes it a span event). Requests in flight, their pairing and
-the `initialize` facts are the relay's `Session`'s, read and never changed here.
+the `initialize` facts are the relay's `Connection`'s, read and never changed here.
 
 Must never: change, delay or reorder traffic, parse every line of a big read (of its runs
 of untouched lines, only the first line is looked at), or take the bridge down: a failure
@@ -47,7 +47,7 @@ from acp_bridge.core.messages import (
     id_key,
 )
 from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
-from acp_bridge.core.session import Session
+from acp_bridge.core.session import Connection
 from acp_bridge.core.shapes import session_named
 from acp_bridge.errors import CaptureError
 from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, failed_rule
@@ -56,7 +56,7 @@ from acp_bridge.health.findings import CODES, Finding, Level
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from acp_bridge.core.session import Session
+    from acp_bridge.core.session import Connection
 
 log = logging.getLogger("acp_bridge.health")
 
@@ -78,7 +78,7 @@ class Watchdog:
             one (or once it stopped): what a finding's `about` counts from.
     """
 
-    def __init__(self, config: Config, session: Session, *, tell: Callable[[float, Finding], None] | None = None,
+    def __init__(self, config: Config, session: Connection, *, tell: Callable[[float, Finding], None] | None = None,
                  last_seq: Callable[[], int | None] | None = None) -> None:
         self.engine = Engine(config.health, session, notify=1)
         self.engine.listeners.append(self._report)

@@ -28,7 +28,7 @@ import orjson
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay.diff import compact_diff, showable
-from acp_bridge.replay.turns import Message, Track, tracks
+from acp_bridge.replay.turns import Recorded, Track, tracks
 
 MISSING, EXTRA, CHANGED = "missing", "extra", "changed"
 
@@ -65,8 +65,8 @@ class Difference:
     where: str  # "session 1 turn 2"
     session: int
     turn: int
-    a: Message | None
-    b: Message | None
+    a: Recorded | None
+    b: Recorded | None
     anchor: int | None  # the seq in A where it happens (for an extra message: the next A message's)
     pointers: Json = field(default_factory=dict)  # pointer -> {"was": ..., "now": ...}
 
@@ -152,7 +152,7 @@ class CaptureDiff:
                 "differences": [d.as_json() for d in self.differences]}
 
 
-Projection = Callable[[list[Message]], list[Message]]
+Projection = Callable[[list[Recorded]], list[Recorded]]
 Pairs = list[tuple[int | None, int | None]]
 
 
@@ -190,7 +190,7 @@ def compare_tracks(a: Sequence[Track], b: Sequence[Track], options: DiffOptions 
     return result
 
 
-def _compare_turn(result: CaptureDiff, where: str, session: int, turn: int, a: list[Message], b: list[Message],
+def _compare_turn(result: CaptureDiff, where: str, session: int, turn: int, a: list[Recorded], b: list[Recorded],
                   options: DiffOptions, ignored: tuple[str, ...], sessions: _SessionIds | None) -> None:
     keys_a, keys_b = [m.key for m in a], [m.key for m in b]
     left = options.max_total_cells - result.cells
@@ -223,7 +223,7 @@ def _compare_turn(result: CaptureDiff, where: str, session: int, turn: int, a: l
                 result.differences.append(Difference(CHANGED, where, session, turn, a[i], b[j], a[i].seq, changes))
 
 
-def _anchors(pairs: Pairs, a: list[Message]) -> list[int | None]:
+def _anchors(pairs: Pairs, a: list[Recorded]) -> list[int | None]:
     """For each pair, the seq of the next A message from it on (the last one's at the end)."""
     out: list[int | None] = [None] * len(pairs)
     following = a[-1].seq if a else None

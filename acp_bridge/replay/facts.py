@@ -20,21 +20,21 @@ from typing import Any
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
-from acp_bridge.replay.turns import TO_CLIENT, Message
+from acp_bridge.replay.turns import TO_CLIENT, Recorded
 
 FACT = "fact"
 _NONE = object()  # a turn's end that names no stop reason
 
 
-def structure(messages: list[Message]) -> list[Message]:
+def structure(messages: list[Recorded]) -> list[Recorded]:
     return _facts(messages, with_text=False)
 
 
-def text(messages: list[Message]) -> list[Message]:
+def text(messages: list[Recorded]) -> list[Recorded]:
     return _facts(messages, with_text=True)
 
 
-def kept(message: Message, *, with_text: bool) -> Message:
+def kept(message: Recorded, *, with_text: bool) -> Recorded:
     """`message` with only what `structure` (or, `with_text`, `text`) reads of it, so that a
     capture's messages can be held by the thousand whatever their size: the facts of a turn
     of such messages are those of the turn itself (tests/replay/test_compare.py)."""
@@ -67,14 +67,14 @@ def kept(message: Message, *, with_text: bool) -> Message:
 _UPDATE_FIELDS = ("sessionUpdate", "toolCallId", "kind", "title", "status", "state", "stopReason")
 
 
-def _fact(source: Message, label: str, value: dict[str, Any]) -> Message:
-    return Message(source.seq, TO_CLIENT, FACT, label, None, None, value)
+def _fact(source: Recorded, label: str, value: dict[str, Any]) -> Recorded:
+    return Recorded(source.seq, TO_CLIENT, FACT, label, None, None, value)
 
 
-def _facts(messages: list[Message], *, with_text: bool) -> list[Message]:
-    out: list[Message] = []
+def _facts(messages: list[Recorded], *, with_text: bool) -> list[Recorded]:
+    out: list[Recorded] = []
     tools: dict[Any, dict[str, Any]] = {}  # toolCallId -> its fact's value, updated to the final state
-    run: tuple[str, Message] | None = None  # the run of chunks going on: its kind, its fact
+    run: tuple[str, Recorded] | None = None  # the run of chunks going on: its kind, its fact
     texts: dict[int, list[str]] = {}  # id() of a run's fact -> its texts, joined once (not copied per chunk)
     for message in messages:
         if message.direction != TO_CLIENT or message.emitted or not isinstance(message.msg, dict):

@@ -28,7 +28,7 @@ from acp_bridge.core.messages import Direction
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Relay
-from acp_bridge.core.rewrites import Rewrite, RuleSettings, build_rewrites
+from acp_bridge.core.rewrites import Rule, RuleSettings, build_rewrites
 from acp_bridge.replay.diff import compact_diff, showable
 from acp_bridge.replay.script import messages
 
@@ -182,7 +182,7 @@ def _renumbered(record: Json, encoder: CaptureEncoder) -> bytes:
     return safe_dumps({**record, "seq": encoder.seq})
 
 
-def rerun(capture: CaptureReader, rules: RuleSettings, rewrites: Sequence[Rewrite] | None = None, *,
+def rerun(capture: CaptureReader, rules: RuleSettings, rewrites: Sequence[Rule] | None = None, *,
           strict: bool = False, max_line: int = 16 * MIB,
           redact: Sequence[str] = (), write: bool = False, argv: Sequence[str] = (), pid: int = 0,
           config_digest: str = "", divert_stray: bool = False) -> Rerun:

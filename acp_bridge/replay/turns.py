@@ -1,6 +1,6 @@
 """A capture's messages cut into sessions and turns, the units two captures are aligned by.
 
-Owns: `Message` (one message record, its line parsed once, and the key the alignment
+Owns: `Recorded` (one message record, its line parsed once, and the key the alignment
 matches on), `Track` (a session: its turns) and `tracks(records)`: the message records of a
 capture, as the one reader yields them, grouped by session (in the order each was created;
 track 0 is the connection: what belongs to no session, such as `initialize`) and by turn
@@ -30,7 +30,7 @@ ARROWS = {TO_AGENT: "->", TO_CLIENT: "<-"}
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class Recorded:
     """One message record: where it went, what it is, and its line parsed (`msg`: the JSON
     value; the line's text when it is not JSON; None when the capture holds no line)."""
 
@@ -68,8 +68,8 @@ class Message:
         return f"{ARROWS.get(self.direction, '?')} {what}"
 
 
-def message_of(record: Json) -> Message:
-    """A message record as a `Message`: its line as the peer sent it (`raw`), or as the
+def message_of(record: Json) -> Recorded:
+    """A message record as `Recorded`: its line as the peer sent it (`raw`), or as the
     bridge wrote it (`out` of an `emit`)."""
     text = record.get("raw")
     if not isinstance(text, str):
@@ -84,7 +84,7 @@ def message_of(record: Json) -> Message:
         msg = _loads(data)
     seq = record.get("seq")
     direction = record.get("direction")
-    return Message(seq if isinstance(seq, int) else None,
+    return Recorded(seq if isinstance(seq, int) else None,
                    direction if isinstance(direction, str) else "?",
                    str(record.get("kind", "other")), record.get("method"), record.get("session"),
                    record.get("id"), msg, hash(text) if isinstance(text, str) else 0, record.get("verdict") == "emit")
@@ -103,7 +103,7 @@ class Track:
 
     index: int
     session: Any  # its id in the capture (None for the connection)
-    turns: list[list[Message]] = field(default_factory=lambda: [[]])
+    turns: list[list[Recorded]] = field(default_factory=lambda: [[]])
 
     def label(self, turn: int) -> str:
         if self.index == 0:
@@ -114,14 +114,14 @@ class Track:
         return sum(len(turn) for turn in self.turns)
 
 
-def tracks(records: Iterable[Json], keep: Callable[[Message], Message] | None = None) -> list[Track]:
+def tracks(records: Iterable[Json], keep: Callable[[Recorded], Recorded] | None = None) -> list[Track]:
     """The message records of a capture by session and turn (see the module's docstring);
     with `keep`, each message as it makes it (what a comparison reads of it: `drive` holds
     no more of a long run of the agent's output)."""
     connection = Track(0, None)
     found = [connection]
     by_session: dict[Any, Track] = {}
-    unsettled: Pairs[Message] = Pairs()  # the client's requests of no session, unanswered
+    unsettled: Pairs[Recorded] = Pairs()  # the client's requests of no session, unanswered
     moved: set[int] = set()  # id() of connection messages that went to the session they created
     for record in records:
         if record.get("type") != "message":

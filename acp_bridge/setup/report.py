@@ -4,7 +4,7 @@ will do for it, and each problem with its fix. Pure.
 Owns: `Probe` (what the probe saw: times, the agent's answers, its stray stdout, its exit),
 the predictions, made by the very functions the rules call (`choose_plan` and
 `agent_system_prompt` for the system prompt's dialect, `client_form` for who gets which
-suggestions) on a `Session` holding the agent's `initialize` answer, the problems and their
+suggestions) on a `Connection` holding the agent's `initialize` answer, the problems and their
 fixes (`problems`), and the report as lines and as JSON. Must never: decide again what a
 rule decides (it asks the rule's functions), or run anything.
 """
@@ -21,7 +21,7 @@ from acp_bridge.core.rewrites.suggestion_shapes import LEGACY, NEW
 from acp_bridge.core.rewrites.suggestions import client_form
 from acp_bridge.core.rewrites.system_prompt import agent_system_prompt
 from acp_bridge.core.rewrites.system_prompt_shapes import choose_plan
-from acp_bridge.core.session import Session
+from acp_bridge.core.session import Connection
 
 Json = dict[str, Any]
 
@@ -63,10 +63,10 @@ class Problem:
     fix: str
 
 
-def _session(probe: Probe, client_caps: Json) -> Session:
-    """A `Session` as the relay would hold it after this client's initialize and the agent's
+def _session(probe: Probe, client_caps: Json) -> Connection:
+    """A `Connection` as the relay would hold it after this client's initialize and the agent's
     answer: what the rules read their facts from."""
-    session = Session()
+    session = Connection()
     key = "capabilities" if probe.protocol >= 2 else "clientCapabilities"
     session.client_init = {"protocolVersion": probe.protocol, key: client_caps}
     result = (probe.initialize or {}).get("result")

@@ -27,7 +27,7 @@ from acp_bridge.core import Forward
 
 if TYPE_CHECKING:
     from acp_bridge.core.findings import Finding
-    from acp_bridge.core.session import Session
+    from acp_bridge.core.session import Connection
     from acp_bridge.shell.capture_file import CaptureFile
 
 log = logging.getLogger("acp_bridge.shell.observers")
@@ -93,7 +93,7 @@ class Observers:
                 log.debug("observer failure", exc_info=True)
 
 
-def build_observers(config: Config, capture: CaptureFile | None, session: Session) -> Observers:
+def build_observers(config: Config, capture: CaptureFile | None, session: Connection) -> Observers:
     """The capture file and the observers `config` asks for, each imported only when it is
     asked for. `session`: the relay's, whose facts an observer may read (not change)."""
     observers = Observers([capture] if capture is not None else [])
@@ -112,7 +112,7 @@ def build_observers(config: Config, capture: CaptureFile | None, session: Sessio
 
 @asynccontextmanager
 async def observing(config: Config, capture: CaptureFile | None,
-                    session: Session) -> AsyncIterator[Observer | None]:
+                    session: Connection) -> AsyncIterator[Observer | None]:
     """Run the configured observers for the life of the block; yield what the bridge
     records into (the capture itself, or None, when there is nothing else)."""
     observers = build_observers(config, capture, session)

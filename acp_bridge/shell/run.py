@@ -22,7 +22,7 @@ import trio
 
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
-from acp_bridge.core.rewrites import Rewrite, build_rewrites, stray_output
+from acp_bridge.core.rewrites import Rule, build_rewrites, stray_output
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import AgentProcess, terminate
 from acp_bridge.shell.bridge import Bridge, bridge_streams
@@ -64,7 +64,7 @@ async def open_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[tri
             await stream.aclose()
 
 
-async def run_bridge(config: Config, rules: Sequence[Rewrite] | None = None, *, stdin_fd: int = 0,
+async def run_bridge(config: Config, rules: Sequence[Rule] | None = None, *, stdin_fd: int = 0,
                      stdout_fd: int = 1) -> int:
     """Run the agent behind the bridge until the connection ends; return the exit status.
     `rules`: the rules to run, in order (`config/rules.py` loads them); None: the built-ins."""

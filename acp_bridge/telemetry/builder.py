@@ -3,7 +3,7 @@
 Owns: what the traffic means for the span tree of a connection (a trace per session:
 session > invoke_agent turn > execute_tool and request spans; requests outside a session as
 their own traces): which message starts or ends which span, with what attributes; a
-response ends the span of the request the relay's `Session` paired it with (`Timed.request`:
+response ends the span of the request the relay's `Connection` paired it with (`Timed.request`:
 the builder keeps no pairing of its own); tool calls by `toolCallId`; turns of v1 (the
 prompt's response ends it) and v2 (an idle `state_update` ends it); handing lines a rule
 touched to `work`; and what content may be added (only with a redactor: `--otlp-content`).

@@ -1,7 +1,7 @@
 """The span builder's records: the open state it keeps, and where its spans are made and ended.
 
 Owns: the records of open sessions, turns and requests (`SessionSpan`, `TurnSpan`,
-`RequestSpan`: spans with what their end needs, not the relay's `core.Session` and
+`RequestSpan`: spans with what their end needs, not the relay's `core.Connection` and
 `Pending`); choosing span and trace ids; ending a span once (never before it started) and
 collecting what ended and the metric observations made, for `take()`; and the bound on
 distinct metric values from the wire.

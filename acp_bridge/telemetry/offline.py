@@ -1,7 +1,7 @@
 """A capture as telemetry: its records fed to the span builder with their recorded times.
 
 Owns: turning capture records (docs/capture-format.md) back into `Timed` messages, paired by
-a `core.session.Session` as the relay paired them (`paired`), and
+a `core.session.Connection` as the relay paired them (`paired`), and
 `acp-bridge export CAPTURE --otlp`: the same spans a live bridge would have sent, with the
 times the capture recorded. Metrics are not sent (an OTLP metric carries the time it was
 collected, not a recorded one). Must never: write to the capture, or send content: a
@@ -18,7 +18,7 @@ from typing import Any
 from acp_bridge.capture.reader import record_message
 from acp_bridge.core.messages import Direction, Frame, Kind
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.session import Session
+from acp_bridge.core.session import Connection
 from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.spans import SpanRecord, Timed
 
@@ -51,7 +51,7 @@ def timed_message(record: Json) -> Timed | None:
     return Timed(float(wall), direction, msg, verdict, rules, sent)
 
 
-def paired(session: Session, timed: Timed) -> Timed:
+def paired(session: Connection, timed: Timed) -> Timed:
     """`timed`, with the request it is or answers as the relay's session paired it (set on
     it): a request is tracked unless it was dropped (the relay forgets those), and a
     response, the bridge's own answers included, is paired with the oldest request in
@@ -74,7 +74,7 @@ def capture_spans(records: Iterable[Json], builder: TraceBuilder | None = None,
     (or the last message) ends there, marked unfinished. A record whose time no span can
     carry (`span_time`) is left out, and handed to `skipped`."""
     builder = builder or TraceBuilder()
-    session = Session()  # pairs requests and responses as the relay did
+    session = Connection()  # pairs requests and responses as the relay did
     builder.released = session.forget  # what the builder let go of: held to its caps
     last: float | None = None
     for record in records:

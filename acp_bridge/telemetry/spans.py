@@ -66,7 +66,7 @@ HISTOGRAMS = (TURN_DURATION, TTFC_METRIC, TOOL_DURATION)
 class Timed:
     """One message with its time, as telemetry is fed it: when its read completed, where it
     went, the message as it came (None: not a JSON-RPC object), what the bridge did, for a
-    rewritten line the message as it went out, and the request as the relay's `Session`
+    rewritten line the message as it went out, and the request as the relay's `Connection`
     paired it (a request's own, a response's request).
     """
 

@@ -1,4 +1,4 @@
-"""`Pairs`: requests and responses paired over records as the live `Session` pairs them."""
+"""`Pairs`: requests and responses paired over records as the live `Connection` pairs them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from acp_bridge.capture.pairs import Pairs, answered_by
 from acp_bridge.capture.reader import load_record
 from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.core.messages import Direction, classify
-from acp_bridge.core.session import Session
+from acp_bridge.core.session import Connection
 
 # (kind, direction, id, name): a request is kept under its name; a response expects the
 # name of the request it answers (None: none)
@@ -78,7 +78,7 @@ def test_stats_pairs_a_reused_id_as_the_bridge_did() -> None:
     assert [r["method"] for r in stats.unanswered] == ["b"]
 
 
-# One id past 64 bits: the live Session reads such ids as floats, so two of them that round
+# One id past 64 bits: the live Connection reads such ids as floats, so two of them that round
 # alike would pair there (a capture's reader reads them exactly)
 IDS = st.one_of(st.integers(-2, 3), st.sampled_from(["0", "1", "x", 1.0, 2.5, True, False, None, 2**64 + 1]))
 EVENTS = st.lists(st.tuples(st.booleans(), st.sampled_from(list(Direction)), IDS), max_size=40)
@@ -87,8 +87,8 @@ EVENTS = st.lists(st.tuples(st.booleans(), st.sampled_from(list(Direction)), IDS
 @given(EVENTS)
 def test_pairs_pair_as_the_live_session_pairs(events: list[tuple[bool, Direction, Any]]) -> None:
     """For any stream of requests and responses, each response pairs with the request the
-    live `Session` pairs it with, fed the same messages."""
-    session = Session()
+    live `Connection` pairs it with, fed the same messages."""
+    session = Connection()
     pairs: Pairs[int] = Pairs()
     for number, (is_request, direction, id_) in enumerate(events):
         body = {"method": "m", "params": {"n": number}} if is_request else {"result": number}

@@ -22,14 +22,14 @@ from acp_bridge.capture.records import HEAD_BYTES, CaptureEncoder, header_record
 from acp_bridge.capture.redaction import PROMPT_REDACTED, REDACTED, Redactor
 from acp_bridge.core import (
     DROP,
+    Connection,
     Direction,
     Emit,
     Forward,
     Frame,
     Relay,
     Replace,
-    Rewrite,
-    Session,
+    Rule,
     Verdict,
 )
 from acp_bridge.core.pointer import parse_pointer
@@ -40,19 +40,19 @@ from tests.capture.samples import DROPPED, NOTE, PING, REQ, RESP, TAG, WALL, bas
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
-class Tagger(Rewrite):
+class Tagger(Rule):
     """Test rewrite: `tag` requests get a param, `drop` notifications vanish, `ping` emits."""
 
     name = "tagger"
     triggers = (b'"drop"', b'"ping"')
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         if frame.method == "tag":
             assert frame.msg is not None
             return Replace({**frame.msg, "params": {"tagged": True}})
         return super().request(frame, session)
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         if frame.method == "drop":
             return DROP
         if frame.method == "ping":

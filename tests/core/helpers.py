@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_bridge.core import PASS, Frame, Rewrite, Session
+from acp_bridge.core import PASS, Connection, Frame, Rule
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.core.session import Pending
 
@@ -17,10 +17,10 @@ def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
     return parts
 
 
-class FailOnSecondAnswer(Rewrite):
+class FailOnSecondAnswer(Rule):
     name = "fail-on-2"
 
-    def response(self, frame: Frame, request: Pending | None, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending | None, session: Connection) -> Outcome:
         if frame.id == 2:
             raise RuntimeError("bug")
         return PASS

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.config import RewriteConfig
-from acp_bridge.core import DROP, PASS, Direction, Emit, Frame, Relay, Replace, Rewrite, Session, Verdict
+from acp_bridge.core import DROP, PASS, Connection, Direction, Emit, Frame, Relay, Replace, Rule, Verdict
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.core.rewrites.table import TableRule
 from acp_bridge.core.session import Pending
@@ -21,46 +21,46 @@ from acp_bridge.core.session import Pending
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
-class DropAll(Rewrite):
+class DropAll(Rule):
     """Drops every message of every kind it is shown."""
 
     name = "drop-all"
     triggers = (b'"note"',)
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return DROP
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         return DROP
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         return DROP
 
 
-class AnswerItself(Rewrite):
+class AnswerItself(Rule):
     """Drops a request and answers it itself, as the system-prompt rule's `error` mode does."""
 
     name = "answer-itself"
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         answer = {"jsonrpc": "2.0", "id": frame.id, "error": {"code": -32602, "message": "no"}}
         return Replace(None, then=(Emit(frame.direction.reverse, answer),))
 
 
-class SendOnRenamed(Rewrite):
+class SendOnRenamed(Rule):
     """Drops a request and sends it on under another method, with its id."""
 
     name = "send-on-renamed"
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         assert frame.msg is not None
         return Replace(None, then=(Emit(frame.direction, {**frame.msg, "method": "renamed"}),))
 
 
-class DropAnswers(Rewrite):
+class DropAnswers(Rule):
     name = "drop-answers"
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         return DROP if request.method == "p" else PASS
 
 
@@ -151,10 +151,10 @@ def test_a_request_sent_on_in_another_form_is_not_answered() -> None:
 
 
 def test_an_emit_with_another_id_or_toward_the_other_side_is_no_answer() -> None:
-    class Unrelated(Rewrite):
+    class Unrelated(Rule):
         name = "unrelated"
 
-        def request(self, frame: Frame, session: Session) -> Outcome:
+        def request(self, frame: Frame, session: Connection) -> Outcome:
             return Replace(None, then=(Emit(C, {"jsonrpc": "2.0", "id": "1", "result": {}}),
                                        Emit(A, {"jsonrpc": "2.0", "id": 1, "result": {}})))
 
@@ -188,7 +188,7 @@ def test_a_table_that_drops_a_request_names_itself_in_the_answer() -> None:
         C, Verdict.EMIT, error(b"1", "no-p", "this request: it was not sent to the agent"), ("no-p",))
 
 
-class DropSome(Rewrite):
+class DropSome(Rule):
     """Drops the requests and the answers whose ids it is given."""
 
     name = "drop-some"
@@ -196,10 +196,10 @@ class DropSome(Rewrite):
     def __init__(self, requests: set[int], answers: set[int]) -> None:
         self.requests, self.answers = requests, answers
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return DROP if frame.id in self.requests else PASS
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         return DROP if frame.id in self.answers else PASS
 
 

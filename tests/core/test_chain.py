@@ -11,14 +11,14 @@ import pytest
 from acp_bridge.core import (
     DROP,
     PASS,
+    Connection,
     Direction,
     Emit,
     Frame,
     Kind,
     Relay,
     Replace,
-    Rewrite,
-    Session,
+    Rule,
     Verdict,
     classify,
 )
@@ -30,7 +30,7 @@ A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"trail": []}}
 
 
-class Step(Rewrite):
+class Step(Rule):
     """A rule that notes the trail it saw, then does one thing: "pass", "mark" (add its name
     to the trail), "drop", "emit" (forward as it is and say something), "mark+emit",
     "drop+emit"."""
@@ -39,7 +39,7 @@ class Step(Rewrite):
         self.name, self.does = name, does
         self.saw: list[str] | None = None
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         assert isinstance(frame.msg, dict)
         self.saw = list(frame.msg["params"]["trail"])
         then = (Emit(C, {"jsonrpc": "2.0", "method": f"{self.name}/said"}),) if "emit" in self.does else ()
@@ -51,7 +51,7 @@ class Step(Rewrite):
 
 
 def summary(chain: Chain, frame: Frame) -> tuple[list[str], bool, list[str], list[str]] | None:
-    outcome = chain.run(frame, None, Session())
+    outcome = chain.run(frame, None, Connection())
     if outcome is None:
         return None
     assert isinstance(outcome.frame.msg, dict)
@@ -85,11 +85,11 @@ def test_rules_run_in_order_and_a_drop_stops_the_chain(
 
 def test_a_rule_that_only_emits_keeps_the_frame_itself() -> None:
     frame = classify(A, orjson.dumps(REQUEST) + b"\n")
-    outcome = Chain([Step("a", "emit")]).run(frame, None, Session())
+    outcome = Chain([Step("a", "emit")]).run(frame, None, Connection())
     assert outcome is not None and outcome.frame is frame
 
 
-class Hooks(Rewrite):
+class Hooks(Rule):
     """Notes which hook was called for what."""
 
     name = "hooks"
@@ -98,23 +98,23 @@ class Hooks(Rewrite):
     def __init__(self) -> None:
         self.called: list[str] = []
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         self.called.append("request")
         return PASS
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         self.called.append(f"response to {request.method}")
         return PASS
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         self.called.append("notification")
         return PASS
 
 
-class OnlyResponses(Rewrite):
+class OnlyResponses(Rule):
     name = "only-responses"
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         raise AssertionError("a request never reaches a response hook")
 
 
@@ -124,12 +124,12 @@ class OnlyResponses(Rewrite):
 ])
 def test_each_kind_calls_its_own_hook(line: bytes, called: list[str]) -> None:
     hooks = Hooks()
-    assert Chain([hooks]).run(classify(A, line + b"\n"), None, Session()) is None
+    assert Chain([hooks]).run(classify(A, line + b"\n"), None, Connection()) is None
     assert hooks.called == called
 
 
 def test_a_response_is_given_its_request() -> None:
-    session = Session()
+    session = Connection()
     request = classify(C, b'{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{}}\n')
     pending = session.on_request(request)
     hooks = Hooks()
@@ -140,18 +140,18 @@ def test_a_response_is_given_its_request() -> None:
 def test_only_the_hooks_a_rule_overrides_are_wanted() -> None:
     chain = Chain([OnlyResponses()])
     assert [kind for kind in (Kind.REQUEST, Kind.RESPONSE, Kind.NOTIFICATION) if chain.wants(kind)] == [Kind.RESPONSE]
-    assert chain.run(classify(A, orjson.dumps(REQUEST) + b"\n"), None, Session()) is None
+    assert chain.run(classify(A, orjson.dumps(REQUEST) + b"\n"), None, Connection()) is None
     assert Chain([Hooks()]).triggers == frozenset(EVERY_LINE)
 
 
 # -- a rule's failures: named, and only outcomes count ----------------------------------------
 
 
-class Returns(Rewrite):
+class Returns(Rule):
     def __init__(self, value: object) -> None:
         self.value = value
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return self.value  # type: ignore[return-value]
 
 
@@ -173,11 +173,11 @@ class Returns(Rewrite):
 ])
 def test_what_is_not_an_outcome_is_a_failure_of_that_rule(value: object, why: str) -> None:
     with pytest.raises(RuleError) as raised:
-        Chain([Returns(value)]).run(classify(A, orjson.dumps(REQUEST) + b"\n"), None, Session())
+        Chain([Returns(value)]).run(classify(A, orjson.dumps(REQUEST) + b"\n"), None, Connection())
     assert (raised.value.rule, str(raised.value)) == ("Returns", f"rule 'Returns' failed: TypeError: {why}")
 
 
-class Nothing(Rewrite):
+class Nothing(Rule):
     """Each hook notes its call and returns nothing, as a mitmproxy hook may."""
 
     triggers = EVERY_LINE
@@ -185,13 +185,13 @@ class Nothing(Rewrite):
     def __init__(self) -> None:
         self.called = 0
 
-    def request(self, frame: Frame, session: Session) -> None:
+    def request(self, frame: Frame, session: Connection) -> None:
         self.called += 1
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> None:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> None:
         self.called += 1
 
-    def notification(self, frame: Frame, session: Session) -> None:
+    def notification(self, frame: Frame, session: Connection) -> None:
         self.called += 1
 
 
@@ -211,10 +211,10 @@ def test_a_hook_that_returns_nothing_passes_the_line_as_it_came(direction: Direc
 
 
 def test_a_rule_is_named_after_its_class_unless_it_says() -> None:
-    class NoUsage(Rewrite):
+    class NoUsage(Rule):
         pass
 
-    class Named(Rewrite):
+    class Named(Rule):
         name = "named"
 
     assert (NoUsage().name, Named().name, Step("s", "pass").name) == ("NoUsage", "named", "s")
@@ -244,8 +244,8 @@ def test_a_failing_rule_is_said_once_and_each_traceback_at_debug(caplog: pytest.
     (BaseException("odd"), "BaseException: odd"),
 ])
 def test_a_rule_that_calls_exit_fails_like_any_other(error: BaseException, said: str) -> None:
-    class Exits(Rewrite):
-        def request(self, frame: Frame, session: Session) -> Outcome:
+    class Exits(Rule):
+        def request(self, frame: Frame, session: Connection) -> Outcome:
             raise error
 
     raw = orjson.dumps(REQUEST) + b"\n"
@@ -254,8 +254,8 @@ def test_a_rule_that_calls_exit_fails_like_any_other(error: BaseException, said:
 
 
 def test_ctrl_c_while_a_rule_runs_is_not_that_rule_failing() -> None:
-    class Interrupted(Rewrite):
-        def request(self, frame: Frame, session: Session) -> Outcome:
+    class Interrupted(Rule):
+        def request(self, frame: Frame, session: Connection) -> Outcome:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -265,8 +265,8 @@ def test_ctrl_c_while_a_rule_runs_is_not_that_rule_failing() -> None:
 def test_what_a_rule_raises_is_said_in_brief(caplog: pytest.LogCaptureFixture) -> None:
     """A rule that raises with a whole message in its text (`ValueError(f"odd: {msg}")`):
     its stderr line and each failing line's record carry the first ERROR_SHOWN characters."""
-    class Loud(Rewrite):
-        def request(self, frame: Frame, session: Session) -> Outcome:
+    class Loud(Rule):
+        def request(self, frame: Frame, session: Connection) -> Outcome:
             raise ValueError("x" * 1_000_000)
 
     raw = orjson.dumps(REQUEST) + b"\n"
@@ -277,7 +277,7 @@ def test_what_a_rule_raises_is_said_in_brief(caplog: pytest.LogCaptureFixture) -
     assert warning.startswith(f"rule 'Loud' failed: {fwd.error}, on <Frame")
 
 
-class DropsWhatItSees(Rewrite):
+class DropsWhatItSees(Rule):
     """Trusts its triggers as docs/rules.md says it may: drops every notification shown to it."""
 
     triggers = EVERY_LINE  # each instance names its own, as a [[rewrite]] table does
@@ -285,7 +285,7 @@ class DropsWhatItSees(Rewrite):
     def __init__(self, name: str, trigger: bytes) -> None:
         self.name, self.triggers = name, (trigger,)
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         return DROP
 
 
@@ -305,11 +305,11 @@ def test_a_notification_is_shown_only_to_the_rules_whose_triggers_it_holds(text:
 def test_a_change_that_cannot_be_written_is_said_once_per_rule(caplog: pytest.LogCaptureFixture) -> None:
     """Garbage in a Replace (an object JSON has no form for) fails open, and stderr names
     the rule: once for each rule, however often, so one rule's does not hide another's."""
-    class Garbage(Rewrite):
+    class Garbage(Rule):
         def __init__(self, name: str) -> None:
             self.name = name
 
-        def request(self, frame: Frame, session: Session) -> Outcome:
+        def request(self, frame: Frame, session: Connection) -> Outcome:
             return Replace({**(frame.msg or {}), "x": object()}) if frame.method == self.name else PASS
 
     relay = Relay([Garbage("a"), Garbage("b")])

@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from acp_bridge.core import (
     DROP,
     PASS,
+    Connection,
     Direction,
     Emit,
     Forward,
     Frame,
     Relay,
     Replace,
-    Rewrite,
-    Session,
+    Rule,
     Verdict,
 )
 from acp_bridge.core.chain import RuleError
@@ -65,7 +65,7 @@ NEUTRAL = [
 @pytest.mark.parametrize("raw", NEUTRAL)
 @pytest.mark.parametrize("direction", [A, C])
 def test_untouched_line_leaves_as_the_same_bytes_object(raw: bytes, direction: Direction) -> None:
-    relay = Relay([Rewrite()], strict=True)
+    relay = Relay([Rule()], strict=True)
     (forward,) = relay.feed(direction, raw)
     assert forward.data is forward.raw
     assert forward.data == raw
@@ -106,7 +106,7 @@ line_strategy = st.one_of(
 def test_protocol_streams_pass_unchanged_in_any_chunking(lines: list[bytes], cuts: list[int], direction: Direction) -> None:
     """Messages of every kind, valid or not, come back out identical and in order."""
     data = b"".join(lines)
-    relay = Relay([Rewrite()], strict=True)
+    relay = Relay([Rule()], strict=True)
     out = feed_all(relay, direction, split_at(data, cuts))
     assert b"".join(f.data for f in out) == data
 
@@ -142,7 +142,7 @@ def test_a_response_is_paired_at_most_once() -> None:
     assert second[0].request is None
 
 
-class Tag(Rewrite):
+class Tag(Rule):
     """Adds `tagged: name` to notifications; the next one sees the previous one's output."""
 
     triggers = (b"tag-me",)
@@ -150,24 +150,24 @@ class Tag(Rewrite):
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def notification(self, frame: Frame, session: Session) -> Replace:
+    def notification(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         seen = list(frame.msg.get("tagged", []))
         return Replace({**frame.msg, "tagged": [*seen, self.name]})
 
 
-class Dropper(Rewrite):
+class Dropper(Rule):
     name = "dropper"
     triggers = (b"tag-me",)
 
-    def notification(self, frame: Frame, session: Session) -> Replace:
+    def notification(self, frame: Frame, session: Connection) -> Replace:
         return Replace(None, then=(Emit(C, {"jsonrpc": "2.0", "method": "dropped"}),))
 
 
-class Boom(Rewrite):
+class Boom(Rule):
     name = "boom"
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         raise RuntimeError("bug")
 
 
@@ -209,10 +209,10 @@ def test_strict_relay_raises_a_failing_rule_by_its_name() -> None:
 
 
 def test_a_dropped_request_is_no_longer_pending() -> None:
-    class DropRequests(Rewrite):
+    class DropRequests(Rule):
         name = "drop-requests"
 
-        def request(self, frame: Frame, session: Session) -> Replace:
+        def request(self, frame: Frame, session: Connection) -> Replace:
             return DROP
 
     relay = Relay([DropRequests()], strict=True)
@@ -246,7 +246,7 @@ def test_over_long_lines_pass_as_opaque_and_are_never_parsed() -> None:
 
 @given(st.binary(max_size=1024))
 def test_strict_relay_with_neutral_rule_never_raises_on_any_bytes(data: bytes) -> None:
-    relay = Relay([Rewrite()], strict=True, max_line=64)
+    relay = Relay([Rule()], strict=True, max_line=64)
     out = feed_all(relay, C, [data])
     assert sent(out, C) == data
 
@@ -373,12 +373,12 @@ def test_dense_lines_that_need_a_look_are_relayed_line_by_line() -> None:
 # -- whole lines, answers, inputs that cannot be written back --------------------------------
 
 
-class Withdraw(Rewrite):
+class Withdraw(Rule):
     """Emits a fixed notification toward the client for every client request."""
 
     name = "withdraw"
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         return Replace(frame.msg, then=(Emit(C, {"jsonrpc": "2.0", "method": "w"}),))
 
@@ -397,12 +397,12 @@ def test_an_emit_waits_for_the_long_line_streaming_to_its_destination() -> None:
     assert [f.data for f in tail] == [b'"}\n', W, b'{"a":1}\n']
 
 
-class Surround(Rewrite):
+class Surround(Rule):
     """Renames each client request, with a message before it either way and one after."""
 
     name = "surround"
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         return Replace({**frame.msg, "method": "new"},
                        then=(Emit(A, {"jsonrpc": "2.0", "method": "after"}),),
@@ -443,10 +443,10 @@ def test_a_rewritten_unterminated_last_line_gets_a_newline() -> None:
     assert sent(out, A) == b'{"jsonrpc":"2.0","id":1,"method":"new"}\n'
 
 
-class Rename(Rewrite):
+class Rename(Rule):
     name = "rename"
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         return Replace({**frame.msg, "method": "new"})
 
@@ -513,22 +513,22 @@ def test_closing_a_session_frees_its_state() -> None:
 def test_a_notification_hook_without_triggers_is_refused_at_definition() -> None:
     """Without triggers the hook would run only on lines parsed for another reason."""
     with pytest.raises(TypeError, match="declares no triggers"):
-        class Silent(Rewrite):
-            def notification(self, frame: Frame, session: Session) -> Replace:
+        class Silent(Rule):
+            def notification(self, frame: Frame, session: Connection) -> Replace:
                 return DROP
 
 
 def test_every_line_triggers_see_every_notification_even_in_runs() -> None:
     from acp_bridge.core.rewrites import EVERY_LINE
 
-    class Count(Rewrite):
+    class Count(Rule):
         name = "count"
         triggers = EVERY_LINE
 
         def __init__(self) -> None:
             self.seen = 0
 
-        def notification(self, frame: Frame, session: Session) -> Replace:
+        def notification(self, frame: Frame, session: Connection) -> Replace:
             self.seen += 1
             assert frame.msg is not None
             return Replace(frame.msg)
@@ -558,10 +558,10 @@ def stopped(id_: bytes = b"1") -> bytes:
     return b'{"jsonrpc":"2.0","id":' + id_ + b',"error":{"code":-32603,"message":"stopped"}}\n'
 
 
-class MarkAnswers(Rewrite):
+class MarkAnswers(Rule):
     name = "mark"
 
-    def response(self, frame: Frame, request: Pending | None, session: Session) -> Replace:
+    def response(self, frame: Frame, request: Pending | None, session: Connection) -> Replace:
         assert frame.msg is not None
         return Replace({**frame.msg, "result": {"marked": frame.msg.get("result")}})
 
@@ -617,10 +617,10 @@ def test_strict_keeps_what_a_long_read_made_before_the_failing_line(bulk: bool) 
     assert raised.value.sent_first == []
 
 
-class Look(Rewrite):
+class Look(Rule):
     name = "look"
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return PASS
 
 
@@ -659,7 +659,7 @@ def test_an_unsent_request_stays_in_flight_once() -> None:
     assert [fwd.data for fwd in relay.fail_pending("stopped", unsent=unsent)] == [stopped()]
 
 
-class NotANumber(Rewrite):
+class NotANumber(Rule):
     """Writes a value JSON cannot carry (NaN, Infinity) into its result, or an emit."""
 
     name = "not-a-number"
@@ -667,7 +667,7 @@ class NotANumber(Rewrite):
     def __init__(self, value: object, where: str) -> None:
         self.value, self.where = value, where
 
-    def request(self, frame: Frame, session: Session) -> Replace:
+    def request(self, frame: Frame, session: Connection) -> Replace:
         assert frame.msg is not None
         if self.where == "emit":
             return Replace(frame.msg, then=(Emit(C, {"jsonrpc": "2.0", "method": "n", "params": self.value}),))

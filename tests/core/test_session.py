@@ -1,4 +1,4 @@
-"""Session: the connection's facts that the rules and the observers read (core/session.py)."""
+"""Connection: the connection's facts that the rules and the observers read (core/session.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import orjson
 import pytest
 
 from acp_bridge.core.messages import Direction, classify
-from acp_bridge.core.session import Session
+from acp_bridge.core.session import Connection
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
 
-def initialize(session: Session, asked: Any, answer: Any) -> None:
+def initialize(session: Connection, asked: Any, answer: Any) -> None:
     request = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": asked}}
     session.on_request(classify(A, orjson.dumps(request) + b"\n"))
     if answer is not None:
@@ -31,13 +31,13 @@ def test_the_agents_version_is_its_answer_alone(asked: Any, answer: Any, negotia
                                                  agent: int | None) -> None:
     """Health judges v1 shapes by what the agent answered (a version only asked for is not
     negotiated); the rules fall back to what the client asked."""
-    session = Session()
+    session = Connection()
     initialize(session, asked, answer)
     assert (session.protocol_version, session.agent_version) == (negotiated, agent)
 
 
 def test_versions_follow_a_second_initialize() -> None:
-    session = Session()
+    session = Connection()
     initialize(session, 1, {"result": {"protocolVersion": 1}})
     assert (session.protocol_version, session.agent_version) == (1, 1)
     initialize(session, 2, {"result": {"protocolVersion": 2}})
@@ -45,7 +45,7 @@ def test_versions_follow_a_second_initialize() -> None:
 
 
 def test_initialize_facts_are_kept_from_both_sides() -> None:
-    session = Session()
+    session = Connection()
     initialize(session, 2, {"result": {"protocolVersion": 2, "agentInfo": {"name": "a"}}})
     assert session.client_init == {"protocolVersion": 2}
     assert session.agent_init == {"protocolVersion": 2, "agentInfo": {"name": "a"}}

@@ -2,7 +2,7 @@
 the obvious code it replaces, and shown to be the path taken.
 
 - `id_key`'s fast path for int and str ids;
-- `Session.on_request` reading the message once rather than through Frame's properties;
+- `Connection.on_request` reading the message once rather than through Frame's properties;
 - the suggestions rule's `replays` (a request's params are parsed again only for the
   methods that can replay) and its cached `client_form`.
 """
@@ -21,7 +21,7 @@ from acp_bridge.core.messages import Direction, Frame, Kind, classify, id_key
 from acp_bridge.core.relay import Relay
 from acp_bridge.core.rewrites import build_rewrites
 from acp_bridge.core.rewrites.suggestions import PromptSuggestions, client_form, is_replay, replays
-from acp_bridge.core.session import _UNREAD, Pending, Session
+from acp_bridge.core.session import _UNREAD, Connection, Pending
 
 TO_AGENT, TO_CLIENT = Direction.TO_AGENT, Direction.TO_CLIENT
 
@@ -66,19 +66,19 @@ def test_on_request_reads_what_the_frame_properties_read(msg: dict[str, Any], di
                                                          at: float) -> None:
     raw = orjson.dumps(msg) + b"\n"
     frame = Frame(direction, raw, Kind.REQUEST, msg)
-    pending = Session().on_request(frame, at)
+    pending = Connection().on_request(frame, at)
     assert (pending.origin, pending.method, pending.session_id, pending.raw, pending.at) == (
         direction, frame.method or "", p.get_path(frame.params, "sessionId"), raw, at)
     assert pending.id is frame.id or pending.id == frame.id
 
 
 def test_on_request_of_a_frame_without_a_message() -> None:
-    pending = Session().on_request(Frame(TO_AGENT, b"x\n", Kind.REQUEST), 1.0)
+    pending = Connection().on_request(Frame(TO_AGENT, b"x\n", Kind.REQUEST), 1.0)
     assert (pending.id, pending.method, pending.session_id) == (None, "", None)
 
 
-def _v2_session(v2: bool) -> Session:
-    session = Session()
+def _v2_session(v2: bool) -> Connection:
+    session = Connection()
     session.client_init = {"protocolVersion": 2 if v2 else 1}
     return session
 
@@ -113,7 +113,7 @@ inits = st.one_of(json_values, st.fixed_dictionaries({}, optional={
 @given(st.lists(inits, min_size=1, max_size=4))
 def test_cached_client_form_follows_every_initialize(sequence: list[Any]) -> None:
     rule = PromptSuggestions(Config().suggestions)
-    session = Session()
+    session = Connection()
     for params in sequence:
         session.client_init = params if isinstance(params, dict) else {}
         assert rule._client_form(session) == client_form(session)

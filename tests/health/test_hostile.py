@@ -99,10 +99,10 @@ def test_check_keeps_a_bounded_number_of_findings_per_code(tmp_path: Path, sessi
 
 def test_a_session_that_is_a_big_object_is_logged_bounded(caplog: pytest.LogCaptureFixture) -> None:
     from acp_bridge.config import Config
-    from acp_bridge.core.session import Session
+    from acp_bridge.core.session import Connection
     from acp_bridge.health.findings import Finding, Level
 
-    dog = watchdog.Watchdog(Config(), Session())
+    dog = watchdog.Watchdog(Config(), Connection())
     huge = {f"key{i}": "v" * 10_000 for i in range(100)}
     with caplog.at_level(logging.INFO, logger="acp_bridge.health"):
         dog._report(Finding("update-unknown-session", Level.WARNING, huge, "an update", 0.0))

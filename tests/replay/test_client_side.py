@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from acp_bridge.replay import facts
 from acp_bridge.replay.client_side import Answers, ClientSide, Outgoing, Rewriter
-from acp_bridge.replay.turns import Message
+from acp_bridge.replay.turns import Recorded
 from tests.replay.drive import permission, rec
 
 OPTIONS = [{"optionId": "ok-1", "kind": "allow_once"}, {"optionId": "no-1", "kind": "reject_once"}]
@@ -125,24 +125,24 @@ def test_the_client_side_of_a_capture() -> None:
     assert side.answers.answer(read(5, "/w/a"))[0] == {"jsonrpc": "2.0", "id": 5, "result": {"content": "A"}}
 
 
-def update(which: str, seq: int = 1, **fields: Any) -> Message:
+def update(which: str, seq: int = 1, **fields: Any) -> Recorded:
     msg = {"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": which, **fields}}}
-    return Message(seq, "to-client", "notification", "session/update", "s", None, msg)
+    return Recorded(seq, "to-client", "notification", "session/update", "s", None, msg)
 
 
-def text(which: str, said: str, seq: int = 1) -> Message:
+def text(which: str, said: str, seq: int = 1) -> Recorded:
     return update(which, seq, content={"type": "text", "text": said})
 
 
 TURN = [
     text("agent_message_chunk", "He", 1), text("agent_message_chunk", "llo", 2), text("agent_thought_chunk", "hm", 3),
     update("tool_call", 4, toolCallId="c", title="Read", kind="read", status="pending"),
-    Message(5, "to-client", "request", "session/request_permission", "s", "p",
+    Recorded(5, "to-client", "request", "session/request_permission", "s", "p",
             {"id": "p", "method": "session/request_permission", "params": {"options": OPTIONS}}),
-    Message(6, "to-agent", "response", "session/request_permission", "s", "p", {"id": "p", "result": {}}),
+    Recorded(6, "to-agent", "response", "session/request_permission", "s", "p", {"id": "p", "result": {}}),
     update("tool_call_update", 7, toolCallId="c", status="completed"),
     update("state_update", 8, state="idle", stopReason="end_turn"),
-    Message(9, "to-client", "response", "fs/read_text_file", "s", 4, {"id": 4, "error": {"code": 1, "message": "m"}}),
+    Recorded(9, "to-client", "response", "fs/read_text_file", "s", 4, {"id": 4, "error": {"code": 1, "message": "m"}}),
 ]
 
 
@@ -189,7 +189,7 @@ _SHAPE = st.one_of(
               st.fixed_dictionaries({}, optional={"error": _ERROR, "result": _RESULT})),
     st.tuples(st.sampled_from(["notification", "request", "response", "other"]),
               st.sampled_from(["session/update", "session/prompt", "session/request_permission", None]), _VALUES))
-_MESSAGE = st.builds(lambda shape, seq, direction, emitted: Message(seq, direction, shape[0], shape[1], None, None,
+_MESSAGE = st.builds(lambda shape, seq, direction, emitted: Recorded(seq, direction, shape[0], shape[1], None, None,
                                                                     shape[2], emitted=emitted),
                      _SHAPE, st.integers(0, 9), st.sampled_from(["to-client", "to-client", "to-agent"]),
                      st.sampled_from([False, False, True]))
@@ -197,7 +197,7 @@ _MESSAGE = st.builds(lambda shape, seq, direction, emitted: Message(seq, directi
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_MESSAGE, max_size=8))
-def test_a_turn_of_kept_messages_has_the_turn_s_facts(turn: list[Message]) -> None:
+def test_a_turn_of_kept_messages_has_the_turn_s_facts(turn: list[Recorded]) -> None:
     """`facts.kept` holds only what the facts read of a message (`drive` keeps the live run's
     messages so, and held a long run of output whole before): the facts are the same."""
     assert facts.structure([facts.kept(m, with_text=False) for m in turn]) == facts.structure(turn)
@@ -210,10 +210,10 @@ def test_kept_messages_of_a_turn_hold_no_more_than_their_facts_read() -> None:
     assert facts.kept(TURN[0], with_text=True).msg == {"params": {"update": {
         "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "He"}}}}
     assert facts.kept(TURN[5], with_text=True).msg is None  # the client's: no facts
-    turn = [*TURN, Message(10, "to-client", "notification", "session/update", "s", None, {"params": {"update": {
+    turn = [*TURN, Recorded(10, "to-client", "notification", "session/update", "s", None, {"params": {"update": {
         "sessionUpdate": "agent_message_chunk", "content": [{"type": "text", "text": "a"}, {"type": "image"},
                                                             {"type": "text", "text": "b"}]}}}),
             update("plan", 11, entries=[1], content={"type": "text", "text": "p"}),
-            Message(12, "to-client", "response", "session/prompt", "s", 2, {"id": 2, "result": {"stopReason": "x"}})]
+            Recorded(12, "to-client", "response", "session/prompt", "s", 2, {"id": 2, "result": {"stopReason": "x"}})]
     assert facts.structure([facts.kept(m, with_text=False) for m in turn]) == facts.structure(turn)
     assert facts.text([facts.kept(m, with_text=True) for m in turn]) == facts.text(turn)

@@ -13,7 +13,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_bridge.core import PASS, Direction, Forward, Frame, Relay, Rewrite, Session, Verdict
+from acp_bridge.core import PASS, Connection, Direction, Forward, Frame, Relay, Rule, Verdict
 from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.shell.bridge import Bridge, bridge_streams
@@ -122,12 +122,12 @@ async def test_a_gone_peer_with_open_output_ends_the_session_and_requests_are_an
                 b'{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"agent died","data":{"exitStatus":9}}}\n')
 
 
-class FailOnBad(Rewrite):
+class FailOnBad(Rule):
     """A rule with a bug that only a request for method "bad" reaches."""
 
     name = "fail-on-bad"
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         if frame.method == "bad":
             raise RuntimeError("bug")
         return PASS
@@ -275,11 +275,11 @@ async def test_a_diverted_line_over_the_parse_limit_is_one_stderr_line_and_nothi
                      "acp-bridge: agent stdout (not forwarded): banner"]
 
 
-class FailOnBadNote(Rewrite):
+class FailOnBadNote(Rule):
     name = "fail-on-bad-note"
     triggers = (b'"bad"',)
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         raise RuntimeError("bug")
 
 

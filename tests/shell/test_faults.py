@@ -15,7 +15,7 @@ import trio
 import trio.testing
 
 from acp_bridge.config import AgentConfig, Config, RelayConfig
-from acp_bridge.core import Frame, Relay, Rewrite, Session
+from acp_bridge.core import Connection, Frame, Relay, Rule
 from acp_bridge.core.chain import RuleError
 from acp_bridge.core.rewrites.base import Outcome
 from acp_bridge.shell.run import serve
@@ -52,10 +52,10 @@ async def test_a_huge_line_is_streamed_with_bounded_memory(tmp_path: Path) -> No
     assert peak_kib < 150 * 1024, f"peak RSS {peak_kib} KiB"
 
 
-class Boom(Rewrite):
+class Boom(Rule):
     name = "boom"
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         raise ValueError("rule bug")
 
 

@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from acp_bridge.core import Session
+from acp_bridge.core import Connection
 from acp_bridge.telemetry.builder import TraceBuilder
 from acp_bridge.telemetry.offline import paired
 from acp_bridge.telemetry.spans import Observation, SpanRecord, Timed
@@ -29,9 +29,9 @@ def update(session: str, **fields: Any) -> dict[str, Any]:
 
 
 def feeder(builder: TraceBuilder) -> Callable[[float, str, Any], None]:
-    """`feed(wall, direction, msg)`: a message to `builder`, paired by a `Session` as the
+    """`feed(wall, direction, msg)`: a message to `builder`, paired by a `Connection` as the
     relay pairs them (as `export --otlp` feeds it)."""
-    session = Session()
+    session = Connection()
 
     def feed(wall: float, direction: str, msg: Any) -> None:
         builder.feed(paired(session, Timed(wall, direction, msg)))

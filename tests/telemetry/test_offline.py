@@ -1,4 +1,4 @@
-"""A capture as telemetry (`export --otlp`): its records paired by a `Session` as the relay
+"""A capture as telemetry (`export --otlp`): its records paired by a `Connection` as the relay
 paired them, and that session held to the builder's caps."""
 
 from __future__ import annotations

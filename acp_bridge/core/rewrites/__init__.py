@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rewrite, Rule
+from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import BuiltIn
 from acp_bridge.core.rewrites.settings import (
     CommandsSettings,
@@ -15,7 +15,7 @@ from acp_bridge.core.rewrites.settings import (
     SystemPromptSettings,
 )
 
-__all__ = ["DROP", "EVERY_LINE", "PASS", "BuiltIn", "Emit", "Outcome", "Replace", "Rewrite", "Rule", "RuleSettings",
+__all__ = ["DROP", "EVERY_LINE", "PASS", "BuiltIn", "Emit", "Outcome", "Replace", "Rule", "RuleSettings",
            "build_rewrites", "built_ins"]
 
 
@@ -46,6 +46,6 @@ def built_ins() -> tuple[BuiltIn, ...]:
             tool_calls.DECLARED)
 
 
-def build_rewrites(config: RuleSettings) -> list[Rewrite]:
+def build_rewrites(config: RuleSettings) -> list[Rule]:
     """The rewrites a configuration asks for, in the order they run."""
     return [built_in.make(config) for built_in in built_ins() if built_in.rule is not None and built_in.is_on(config)]

@@ -1,6 +1,6 @@
 """The rule interface: hooks that look at one message and return an outcome.
 
-Owns: `Rule` (also spelt `Rewrite`, the built-ins' older name), the outcomes `PASS` (or
+Owns: `Rule` (`Rewrite`, the built-ins' older name, is an alias kept for API_VERSION 1), the outcomes `PASS` (or
 None), `DROP`, `Replace`, and `Emit` (a message the bridge itself sends, in either
 direction, after the message or `before` it), and `SessionFacts`, what a hook may read of
 the session. The built-in rules and the user's (`acp_bridge.rules`, the public surface) are
@@ -17,7 +17,7 @@ from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
 
 if TYPE_CHECKING:
-    from acp_bridge.core.session import Pending, Session
+    from acp_bridge.core.session import Connection, Pending
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ EVERY_LINE: tuple[bytes, ...] = (b"",)
 
 
 class SessionFacts(Protocol):
-    """What a hook may read of the connection (`Session` is the one implementation).
+    """What a hook may read of the connection (`Connection` is the one implementation).
 
     Read-only: a hook must not change what these return (the capabilities are the
     messages' own objects). `state_for` is the exception: it is the rule's own per-session
@@ -122,17 +122,17 @@ class Rule:
                     f"{cls.__name__} overrides notification() but declares no triggers: name the "
                     "bytes a notification it acts on must contain, or use EVERY_LINE")
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return PASS
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         return PASS
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         return PASS
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
 
 
-Rewrite = Rule  # the name the built-ins were written with
+Rewrite = Rule  # the built-ins' older name, kept for API_VERSION 1: the package says Rule

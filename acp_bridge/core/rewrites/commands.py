@@ -25,9 +25,9 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import OFF_FLAG, BuiltIn, Option
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 
 # A response to these names the session its request named; session/new and session/fork
 # answer with the session they made (a fork's request names the session it forks from).
@@ -53,12 +53,12 @@ def commands_update(response: Json, method: str, request_session: Any) -> Json |
                                          p.AVAILABLE_COMMANDS: commands})
 
 
-class MirrorCommands(Rewrite):
+class MirrorCommands(Rule):
     """On by default; `[commands] mirror_initial = false` or `--no-commands-mirror` turns it off."""
 
     name = "commands-mirror"
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         if (request.method not in p.SETUP_METHODS or request.origin is not Direction.TO_AGENT
                 or frame.msg is None or not session.client_ready):
             return PASS

@@ -31,10 +31,10 @@ from acp_bridge.core import shapes as read
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief, id_key
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
-from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import FLAG, OFF_FLAG, BuiltIn, Option
 from acp_bridge.core.rewrites.settings import SuggestionsSettings
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 from acp_bridge.core.shapes import LEGACY, NEW
 
 log = logging.getLogger("acp_bridge.suggestions")
@@ -51,24 +51,24 @@ MAX_SESSIONS = 1024
 
 @dataclass(slots=True)
 class SuggestionsState:
-    """What this rule keeps per ACP session (`Session.state_for(SuggestionsState, id)`)."""
+    """What this rule keeps per ACP session (`Connection.state_for(SuggestionsState, id)`)."""
 
     offered: list[Any] = field(default_factory=list)  # suggestions the client now holds
     offered_form: str | None = None  # NEW or LEGACY, the form `offered` was sent in
     agent_forms: set[str] = field(default_factory=set)  # suggestion forms the agent sent here
 
 
-def client_suggestions(session: Session) -> p.Json | None:
+def client_suggestions(session: Connection) -> p.Json | None:
     """The client's `session.promptSuggestions` capability, or None if not advertised."""
     return read.advertised_suggestions(session.client_caps)
 
 
-def legacy_client(session: Session) -> bool:
+def legacy_client(session: Connection) -> bool:
     """The client carries the JetBrains AIR marker (`_meta.jetbrains.air` is an object)."""
     return read.air_marker(session.client_caps)
 
 
-def agent_accepts(session: Session, capability: str) -> bool:
+def agent_accepts(session: Connection, capability: str) -> bool:
     """Does the agent accept this prompt content type (`image`, `audio`, `embeddedContext`)?
 
     v1 uses booleans under `promptCapabilities`; v2 uses `{}` markers under
@@ -80,7 +80,7 @@ def agent_accepts(session: Session, capability: str) -> bool:
     return isinstance(p.get_path(caps, "session", "prompt", capability), dict)
 
 
-def client_form(session: Session) -> str | None:
+def client_form(session: Connection) -> str | None:
     """The form this client reads (bridge-rules 2.1): NEW, LEGACY, or None for neither
     (`core/shapes.client_form`, which `check`'s migration verdict calls too)."""
     return read.client_form(session.client_caps)
@@ -99,19 +99,19 @@ def is_replay(method: str, params: Any, v2: bool) -> bool:
 _REPLAY_METHODS = frozenset({p.SESSION_LOAD, p.SESSION_RESUME})
 
 
-def replays(request: Pending, session: Session) -> bool:
+def replays(request: Pending, session: Connection) -> bool:
     """`is_replay` of a request in flight. Its params are parsed again from its line (see
     `Pending.params`), so only for a method that can replay: not for every prompt's answer."""
     return request.method in _REPLAY_METHODS and is_replay(request.method, request.params, session.v2)
 
 
-def replaying(session: Session, session_id: Any) -> bool:
+def replaying(session: Connection, session_id: Any) -> bool:
     """Is a history replay of this session in flight (requested, not yet answered)?"""
     method = p.SESSION_RESUME if session.v2 else p.SESSION_LOAD
     return any(is_replay(req.method, req.params, session.v2) for req in session.in_flight(method, session_id))
 
 
-def allowed_types(session: Session) -> frozenset[str]:
+def allowed_types(session: Connection) -> frozenset[str]:
     return shapes.allowed_block_types(client_suggestions(session) or {},
                                       lambda capability: agent_accepts(session, capability))
 
@@ -152,7 +152,7 @@ def stated_list_key(fwd: Forward) -> tuple[str, Any] | None:
     return (PromptSuggestions.name, id_key(params.get("sessionId"))) if states_list else None
 
 
-class PromptSuggestions(Rewrite):
+class PromptSuggestions(Rule):
     """Convert, filter or drop prompt suggestions to match what the client advertised."""
 
     name = "suggestions"
@@ -168,7 +168,7 @@ class PromptSuggestions(Rewrite):
         # identity cannot be reused).
         self._form_of: tuple[object, str | None] = (object(), None)
         # The sessions this rule holds state for, used longest ago first: id_key -> the id
-        # (one Session forgets is let go when the rule sees the `session/close` answered,
+        # (one Connection forgets is let go when the rule sees the `session/close` answered,
         # or found stale when room is made).
         self._holding: dict[Any, Any] = {}
 
@@ -177,7 +177,7 @@ class PromptSuggestions(Rewrite):
 
     # -- client -> agent ---------------------------------------------------------------------
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         if frame.direction is not TO_AGENT or not session.client_ready or frame.msg is None:
             return PASS
         method, params = frame.method or "", frame.params
@@ -198,7 +198,7 @@ class PromptSuggestions(Rewrite):
             state.offered = []  # a replayed session starts with an empty list
         return PASS
 
-    def _existing(self, session: Session, session_id: Any) -> SuggestionsState | None:
+    def _existing(self, session: Connection, session_id: Any) -> SuggestionsState | None:
         """This session's state if it has one (now the one used last), without making it."""
         state = session.existing_state(SuggestionsState, session_id)
         if state is not None:
@@ -206,7 +206,7 @@ class PromptSuggestions(Rewrite):
             self._holding[key] = self._holding.pop(key, session_id)
         return state
 
-    def _state(self, session: Session, session_id: Any) -> SuggestionsState:
+    def _state(self, session: Connection, session_id: Any) -> SuggestionsState:
         """This session's state, made on first use, within MAX_SESSIONS sessions."""
         state = self._existing(session, session_id)
         if state is None:
@@ -215,7 +215,7 @@ class PromptSuggestions(Rewrite):
             self._holding[id_key(session_id)] = session_id
         return state
 
-    def _make_room(self, session: Session) -> None:
+    def _make_room(self, session: Connection) -> None:
         """Below MAX_SESSIONS sessions held: the stale keys let go, else the one used
         longest ago."""
         if len(self._holding) < MAX_SESSIONS:
@@ -227,14 +227,14 @@ class PromptSuggestions(Rewrite):
             session.drop_state(SuggestionsState, oldest)
             del self._holding[key]
 
-    def _client_form(self, session: Session) -> str | None:
+    def _client_form(self, session: Connection) -> str | None:
         """`client_form(session)`, worked out again only when the capabilities changed."""
         caps = session.client_caps
         if self._form_of[0] is not caps:
             self._form_of = (caps, client_form(session))
         return self._form_of[1]
 
-    def _initialize(self, msg: p.Json, session: Session) -> Outcome:
+    def _initialize(self, msg: p.Json, session: Connection) -> Outcome:
         params = msg.get("params")
         if not isinstance(params, dict):
             return PASS
@@ -249,7 +249,7 @@ class PromptSuggestions(Rewrite):
             self._explain_no_unlock(session, form)
         return PASS if changed is None else Replace({**msg, "params": changed})
 
-    def _explain_no_unlock(self, session: Session, form: str | None) -> None:
+    def _explain_no_unlock(self, session: Connection, form: str | None) -> None:
         """--unlock-legacy-agent was asked for and unlocked nothing: say why, once (at -v)."""
         if self._unlock_explained:
             return
@@ -277,9 +277,9 @@ class PromptSuggestions(Rewrite):
         emit = Emit(Direction.TO_CLIENT, p.session_update(session_id, shapes.withdrawal(form)))
         return Replace(msg, then=(emit,))  # the prompt itself goes on unchanged
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         if request.method == p.SESSION_CLOSE and self._holding:
-            # Session has forgotten a closed session's state: so does the list of those held.
+            # Connection has forgotten a closed session's state: so does the list of those held.
             if session.existing_state(SuggestionsState, request.session_id) is None:
                 self._holding.pop(id_key(request.session_id), None)
             return PASS
@@ -295,7 +295,7 @@ class PromptSuggestions(Rewrite):
 
     # -- agent -> client -------------------------------------------------------------------------
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         if (
             frame.direction is not TO_CLIENT
             or frame.method != p.SESSION_UPDATE
@@ -314,7 +314,7 @@ class PromptSuggestions(Rewrite):
             return self._legacy_form(frame.msg, update, legacy, session, session_id)
         return PASS
 
-    def _new_form(self, msg: p.Json, update: p.Json, session: Session, session_id: Any) -> Outcome:
+    def _new_form(self, msg: p.Json, update: p.Json, session: Connection, session_id: Any) -> Outcome:
         form = client_form(session)
         suggestions = update.get("suggestions")
         if form is None:
@@ -342,7 +342,7 @@ class PromptSuggestions(Rewrite):
         return Replace(shapes.with_update(msg, shapes.legacy_update(items, update.get(p.META))))
 
     def _legacy_form(
-        self, msg: p.Json, update: p.Json, legacy: read.LegacyPayload, session: Session, session_id: Any
+        self, msg: p.Json, update: p.Json, legacy: read.LegacyPayload, session: Connection, session_id: Any
     ) -> Outcome:
         form = client_form(session)
         if form == LEGACY and legacy.items is None:

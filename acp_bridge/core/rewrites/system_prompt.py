@@ -32,7 +32,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import TO_AGENT, Direction, Frame, brief, id_key
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.system_prompt_options import NAME
 from acp_bridge.core.rewrites.system_prompt_shapes import (
     ANY_SETUP,
@@ -50,21 +50,21 @@ from acp_bridge.core.rewrites.system_prompt_shapes import (
 )
 
 if TYPE_CHECKING:
-    from acp_bridge.core.session import Pending, Session
+    from acp_bridge.core.session import Connection, Pending
 
 log = logging.getLogger("acp_bridge.system_prompt")
 
 
 @dataclass(slots=True)
 class SystemPromptState:
-    """What this rule keeps per ACP session (`Session.state_for(SystemPromptState, id)`)."""
+    """What this rule keeps per ACP session (`Connection.state_for(SystemPromptState, id)`)."""
 
     first_prompt_due: bool = False  # first-prompt dialect: inject into the next prompt
     first_prompt_request: Any = None  # id_key of the prompt that carried it, until answered
     dialect: str | None = None  # how the system prompt reached it (logged once)
 
 
-def agent_system_prompt(session: Session) -> Json | None:
+def agent_system_prompt(session: Connection) -> Json | None:
     """The agent's `systemPrompt` session capability (v1 `sessionCapabilities`, v2
     `session`), or None if not advertised."""
     caps = session.agent_caps
@@ -75,7 +75,7 @@ def agent_system_prompt(session: Session) -> Json | None:
 
 
 
-class SystemPrompt(Rewrite):
+class SystemPrompt(Rule):
     """Inject the configured system prompt into session setup (see the module docstring)."""
 
     name = NAME
@@ -84,10 +84,10 @@ class SystemPrompt(Rewrite):
         self.config = config
         self._warned_downgrade = False
 
-    def plan(self, session: Session) -> Plan:
+    def plan(self, session: Connection) -> Plan:
         return choose_plan(self.config, agent_system_prompt(session), _agent_name(session), session.v2)
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         msg = frame.msg
         if (frame.direction is not TO_AGENT or not session.client_ready
                 or msg is None or not isinstance(msg.get("params"), dict)):
@@ -142,7 +142,7 @@ class SystemPrompt(Rewrite):
             log.warning("%s %s: the client's %s, which cannot be merged with the configured prompt; "
                         "forwarded as the client sent it, WITHOUT the configured prompt", method, brief(id_), what)
 
-    def _prompt(self, frame: Frame, msg: Json, session: Session) -> Outcome:
+    def _prompt(self, frame: Frame, msg: Json, session: Connection) -> Outcome:
         state = session.existing_state(SystemPromptState, read.session_id_of(msg))
         if state is None or not state.first_prompt_due:
             return PASS
@@ -154,7 +154,7 @@ class SystemPrompt(Rewrite):
         state.first_prompt_request = id_key(frame.id)
         return Replace(changed)
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         """Only reads: learns new session ids, re-arms a refused first prompt, logs."""
         msg = frame.msg
         if request.origin is not TO_AGENT or not session.client_ready or msg is None:
@@ -193,7 +193,7 @@ class SystemPrompt(Rewrite):
             self._log_dialect(session, session_id, request.method, plan, injected)
         return PASS
 
-    def _log_dialect(self, session: Session, session_id: Any, method: str, plan: Plan,
+    def _log_dialect(self, session: Connection, session_id: Any, method: str, plan: Plan,
                      injected: bool) -> None:
         """Once per session: which dialect carried the prompt, so a user can tell it took."""
         sid = session_id if isinstance(session_id, str) else brief(session_id)
@@ -234,11 +234,11 @@ class SystemPrompt(Rewrite):
                         sid, missing)
 
 
-def _agent_name(session: Session) -> str | None:
+def _agent_name(session: Connection) -> str | None:
     name = session.agent_info.get("name")
     return name if isinstance(name, str) else None
 
 
-def _who(session: Session) -> str:
+def _who(session: Connection) -> str:
     name = _agent_name(session)
     return f'agent "{name}"' if name else "the agent"

@@ -3,7 +3,7 @@
 Owns: the dialects, choosing a `Plan` from the agent's capability and the configuration,
 the `systemPrompt` and `_meta.systemPrompt` values, merging with a client's own prompt,
 and copy-on-write edits of setup and prompt requests. Must never: keep state, log, or read
-a `Session` (the rule in `system_prompt.py` does that and passes plain values here).
+a `Connection` (the rule in `system_prompt.py` does that and passes plain values here).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from acp_bridge.core.pointer import (
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import DROP, EVERY_LINE, PASS, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.settings import RewriteSettings
-from acp_bridge.core.session import Session
+from acp_bridge.core.session import Connection
 
 log = logging.getLogger("acp_bridge.rules")
 
@@ -185,10 +185,10 @@ class TableRule(Rule):
         self.triggers = self.match.triggers
         self.unfit = 0  # messages a pointer could not be applied to (the first is said)
 
-    def request(self, frame: Frame, session: Session) -> Outcome:
+    def request(self, frame: Frame, session: Connection) -> Outcome:
         return self._apply(frame)
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         return self._apply(frame)
 
     def _apply(self, frame: Frame) -> Outcome:

@@ -27,9 +27,9 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
-from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rewrite
+from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import FLAG, BuiltIn, Option
-from acp_bridge.core.session import Pending, Session
+from acp_bridge.core.session import Connection, Pending
 
 OPEN = frozenset({"pending", "in_progress"})
 MAX_OPEN = 1000  # open tool calls remembered per session; later ones are not closed
@@ -100,13 +100,13 @@ def background_calls(update: Json) -> frozenset[str]:
                      and isinstance(item.get("toolCallId"), str))
 
 
-class CloseToolCalls(Rewrite):
+class CloseToolCalls(Rule):
     """`[repair] close_tool_calls = true` or `--close-tool-calls` (off by default)."""
 
     name = "close-tool-calls"
 
     def __init__(self) -> None:
-        # The sessions this rule holds open calls for, oldest first (Session forgets one on
+        # The sessions this rule holds open calls for, oldest first (Connection forgets one on
         # `session/close` without telling: such keys are found stale and let go).
         self._holding: dict[str, None] = {}
     # Parsed: only the lines that open, move or end a tool call, and v2's state updates (a
@@ -114,7 +114,7 @@ class CloseToolCalls(Rewrite):
     # mentions "tool_call" does not match).
     triggers = (b'"tool_call"', b'"tool_call_update"', b'"state_update"')
 
-    def notification(self, frame: Frame, session: Session) -> Outcome:
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
         msg = frame.msg
         if frame.direction is not Direction.TO_CLIENT or msg is None or msg.get("method") != p.SESSION_UPDATE:
             return PASS
@@ -129,14 +129,14 @@ class CloseToolCalls(Rewrite):
             return self._close(frame, session, session_id, background_calls(update))
         return PASS
 
-    def response(self, frame: Frame, request: Pending, session: Session) -> Outcome:
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         if request.method != p.SESSION_PROMPT or request.origin is not Direction.TO_AGENT or session.v2:
             return PASS  # v2 answers a prompt when it accepts it: the idle update ends the turn
         if session.in_flight(p.SESSION_PROMPT, request.session_id):
             return PASS  # another prompt of the session runs on (this one was refused mid-turn)
         return self._close(frame, session, request.session_id, frozenset())
 
-    def _track(self, session: Session, session_id: Any, update: Json) -> None:
+    def _track(self, session: Connection, session_id: Any, update: Json) -> None:
         call_id = read.tool_call_id(update)
         if not isinstance(call_id, str) or len(call_id) > MAX_ID or not isinstance(session_id, str):
             return
@@ -153,7 +153,7 @@ class CloseToolCalls(Rewrite):
         elif state is not None and state.calls.pop(call_id, None) is not None and not state.calls:
             self._forget(session, session_id)
 
-    def _make_room(self, session: Session) -> None:
+    def _make_room(self, session: Connection) -> None:
         """Below MAX_SESSIONS sessions held: the stale keys let go, else the oldest session."""
         if len(self._holding) < MAX_SESSIONS:
             return
@@ -161,11 +161,11 @@ class CloseToolCalls(Rewrite):
         if len(self._holding) >= MAX_SESSIONS:
             self._forget(session, next(iter(self._holding)))
 
-    def _forget(self, session: Session, session_id: Any) -> None:
+    def _forget(self, session: Connection, session_id: Any) -> None:
         session.drop_state(OpenToolCalls, session_id)
         self._holding.pop(session_id, None)
 
-    def _close(self, frame: Frame, session: Session, session_id: Any, keep: frozenset[str]) -> Outcome:
+    def _close(self, frame: Frame, session: Connection, session_id: Any, keep: frozenset[str]) -> Outcome:
         state = session.existing_state(OpenToolCalls, session_id)
         if state is None or frame.msg is None:
             return PASS

@@ -706,7 +706,7 @@ def test_suggestion_state_is_bounded_across_sessions() -> None:
     assert relay.session.existing_state(SuggestionsState, "s11") is None  # the oldest then
     assert [f.data for f in relay.feed(TO_AGENT, prompt(2, "s10"))] == [prompt(2, "s10"), line(in_session(NEW_CLEAR, "s10"))]
     relay.feed(TO_AGENT, line({"jsonrpc": "2.0", "id": 9, "method": "session/close", "params": {"sessionId": "s12"}}))
-    relay.feed(TO_CLIENT, b'{"jsonrpc":"2.0","id":9,"result":{}}\n')  # Session forgets s12's state
+    relay.feed(TO_CLIENT, b'{"jsonrpc":"2.0","id":9,"result":{}}\n')  # Connection forgets s12's state
     relay.feed(TO_CLIENT, line(in_session(N1, "newer")))
     assert relay.session.existing_state(SuggestionsState, "s13") is not None  # s12's place was free
     assert relay.session.session_count == MAX_SESSIONS

@@ -236,7 +236,7 @@ def test_open_calls_are_held_for_so_many_sessions_at_once() -> None:
     assert held == [f"s{i}" for i in range(10, MAX_SESSIONS + 10)]
     assert relay.session.session_count == MAX_SESSIONS
     relay.feed(A, line({"jsonrpc": "2.0", "id": 9, "method": "session/close", "params": {"sessionId": "s10"}}))
-    relay.feed(C, answer(9, "{}"))  # Session forgets s10's state; the rule finds the key stale
+    relay.feed(C, answer(9, "{}"))  # Connection forgets s10's state; the rule finds the key stale
     relay.feed(C, call("new", "c", "pending"))
     assert relay.session.existing_state(OpenToolCalls, "s11") is not None  # not let go: s10's place was free
     assert relay.session.existing_state(OpenToolCalls, "new") is not None
