@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
-import os
-from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -22,7 +20,7 @@ from acp_bridge import __version__
 from acp_bridge.commands import EXIT_USAGE
 from acp_bridge.commands.run import resolve_config
 from acp_bridge.commands.run import run as run_command
-from acp_bridge.commands.setup import bridge_command, resolve_program, run_args
+from acp_bridge.commands.setup import bridge_command, read_settings, resolve_program, run_args
 from acp_bridge.core.printable import printable
 from acp_bridge.errors import ConfigError
 from acp_bridge.setup import entries as e
@@ -30,7 +28,7 @@ from acp_bridge.setup import entries as e
 EXIT_PROBLEMS = 1
 
 
-def fail(message: str, status: int = EXIT_USAGE) -> None:
+def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
     click.echo(f"acp-bridge: doctor: {message}", err=True)
     raise SystemExit(status)
 
@@ -125,18 +123,8 @@ def partial_probe(command: list[str], agent: list[str], protocol: int, with_sess
 
 
 def _check_editor(editor: str, settings: str | None, as_json: bool) -> int:
-    from acp_bridge.setup import settings_document as sd
-    from acp_bridge.setup import settings_file as sf
-
-    if (problem := sd.missing_library()) is not None:
-        fail(problem)
-    path = Path(settings) if settings is not None else sf.settings_path(editor, dict(os.environ),
-                                                                          os.path.expanduser("~"))
-    try:
-        loaded = sf.load(path)
-        present = sd.Document(loaded.text or "", str(path)).entries()
-    except sf.SettingsError as exc:
-        fail(str(exc))
+    path, loaded, document = read_settings(editor, settings, fail)
+    present = document.entries()
     rows: list[dict[str, Any]] = []
     for name, entry in present.items():
         through = e.bridged(entry)

@@ -15,8 +15,9 @@ import copy
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -40,7 +41,7 @@ PATH_OPTIONS = frozenset({"config_file", "capture", "log_file", "rule_files",
                             if option.kind == FILE)})
 
 
-def fail(message: str, status: int = EXIT_USAGE) -> None:
+def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
     click.echo(f"acp-bridge: setup: {message}", err=True)
     raise SystemExit(status)
 
@@ -191,6 +192,25 @@ def _print_snippet(ctx: click.Context, editor: str, agent: tuple[str, ...], name
     click.echo(text, nl=False)
 
 
+def read_settings(editor: str, settings: str | None,
+                  refuse: Callable[[str], NoReturn] = fail) -> tuple[Path, Loaded, Document]:
+    """The editor's settings file (or the one `--settings` names): its path, what was read,
+    and its document; `refuse` (a usage error, exit 2) when it cannot be read or parsed
+    (`setup` and `doctor --editor` read it alike)."""
+    from acp_bridge.setup import settings_document as sd
+    from acp_bridge.setup import settings_file as sf
+
+    if (problem := sd.missing_library()) is not None:
+        refuse(problem)
+    path = Path(settings) if settings is not None else sf.settings_path(editor, dict(os.environ),
+                                                                          os.path.expanduser("~"))
+    try:
+        loaded = sf.load(path)
+        return path, loaded, sd.Document(loaded.text or "", str(path))
+    except sf.SettingsError as exc:
+        refuse(str(exc))
+
+
 class _Edit:
     """One settings file being edited: its document, and the changes said so far."""
 
@@ -207,19 +227,7 @@ class _Edit:
     def open(cls, editor: str, settings: str | None, for_agent: bool) -> _Edit:
         """The editor's settings file (or the one `--settings` names), read; a usage error
         (exit 2) when it cannot be."""
-        from acp_bridge.setup import settings_document as sd
-        from acp_bridge.setup import settings_file as sf
-
-        if (problem := sd.missing_library()) is not None:
-            fail(problem)
-        path = Path(settings) if settings is not None else sf.settings_path(editor, dict(os.environ),
-                                                                              os.path.expanduser("~"))
-        try:
-            loaded = sf.load(path)
-            document = sd.Document(loaded.text or "", str(path))
-        except sf.SettingsError as exc:
-            fail(str(exc))
-        return cls(path, loaded, document, for_agent=for_agent)
+        return cls(*read_settings(editor, settings), for_agent=for_agent)
 
     def apply(self, entry_name: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         """Entry `entry_name` made `new`: added, or only its changed keys set and removed."""
