@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from acp_bridge.core.answers import Answers, answered_by, dropped_answer
 from acp_bridge.core.chain import Chain, ChainResult, RuleError
+from acp_bridge.core.direction_state import direction_states
 from acp_bridge.core.forward import VERDICT_PASS, complete_lines
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
-from acp_bridge.core.lines import MIB, LineSplitter, Opaque
+from acp_bridge.core.lines import MIB, Opaque
 from acp_bridge.core.messages import (
     OTHER,
     REQUEST,
@@ -110,14 +111,14 @@ class Relay:
         # forwarded; the shell shows them on stderr (core/rewrites/stray_output.py).
         self.stray = StrayOutput(divert_stray)
         self.session = Session()
-        self._splitters = {d: LineSplitter(max_line) for d in Direction}
+        self._directions = direction_states(max_line)  # one record per direction, shared with the two below
         self._triggers = _ALWAYS_PARSE + tuple(sorted(self.chain.triggers))
         self._needles = tuple(dict.fromkeys(scan_needle(t) for t in self._triggers))
         self._wanted = frozenset(kind for kind in Kind if self.chain.wants(kind))
-        self._answers = Answers(self.session)  # what the bridge writes itself, and where
+        self._answers = Answers(self.session, self._directions)  # what the bridge writes itself, and where
         if self.chain.wants(RESPONSE):
             self._answers.ahead_of_answer = self._ahead_of_own_answer
-        self._unparsed = Unparsed(self.session, self._answers)
+        self._unparsed = Unparsed(self.session, self._answers, self._directions)
         self.unencodable = 0  # lines a rule changed that could not be written back
         self._unencodable_said: set[str] = set()  # the rules whose unwritable change was said
         self.failures: dict[str, int] = {}  # per rule: how often it failed (each said once)
@@ -150,7 +151,7 @@ class Relay:
         return out
 
     def _feed(self, direction: Direction, chunk: bytes, now: float, out: list[Forward]) -> None:
-        splitter = self._splitters[direction]
+        splitter = self._directions[direction].splitter
         if not self.bulk:
             self._pieces(direction, splitter.feed(chunk), now, out)
             return
@@ -229,7 +230,8 @@ class Relay:
         message of its own the same way (an answer to a request left in flight) does a
         newline go first, so that the message is a line of its own.
         """
-        splitter = self._splitters[direction]
+        state = self._directions[direction]
+        splitter = state.splitter
         torn = not splitter.idle
         out: list[Forward] = []
         try:
@@ -240,7 +242,7 @@ class Relay:
         if torn:
             written = [f.data for f in out if f.direction is direction and f.data]
             if written and not written[-1].endswith(b"\n"):  # the stream's last line, unterminated
-                self._answers.torn[direction] = True
+                state.torn = True
             self._answers.release_held(direction, out)
         return out
 
@@ -334,7 +336,7 @@ class Relay:
         for direction, message in ahead:  # what must reach its side before this message
             self._answers.emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules), before=True), out)
         if data and not data.endswith(b"\n"):
-            self._answers.torn[frame.direction] = True  # an unterminated last line, passed on as it came
+            self._directions[frame.direction].torn = True  # an unterminated last line, passed on as it came
         out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))
         if outcome.dropped and request is not None:
             self._answer_dropped(frame, request, outcome, out)
