@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from acp_bridge.core import protocol as p
+from acp_bridge.core.direction_state import DirectionState
 from acp_bridge.core.forward import Forward, Verdict
-from acp_bridge.core.id_scanner import MemberScanner
 from acp_bridge.core.messages import RESPONSE, TO_AGENT, TO_CLIENT, Direction, Frame, Kind, Unencodable, encode, id_key
 from acp_bridge.core.session import Connection, Pending
 
@@ -28,17 +28,12 @@ class Answers:
     """The relay's own messages: the answers it gives when nobody else can, and where
     everything it writes goes in its destination stream."""
 
-    def __init__(self, session: Connection) -> None:
+    def __init__(self, session: Connection, directions: dict[Direction, DirectionState]) -> None:
         self.session = session
         self.agent_gone: tuple[str, Any] | None = None  # (message, data) once the agent is gone
-        # What the bridge writes itself must land between whole lines of its destination:
-        # held back while a long line is streaming there, and after a line the source left
-        # unterminated at its end, preceded by the newline it lacked.
-        self.held: dict[Direction, list[Forward]] = {d: [] for d in Direction}
-        self.torn = dict.fromkeys(Direction, False)
-        # The line over the parse limit streaming in each direction, with the scanner that
-        # reads its members (`Unparsed.opaque` keeps it): None between such lines.
-        self.long: dict[Direction, MemberScanner | None] = dict.fromkeys(Direction)
+        # Each direction's long line, torn end and held messages (the relay's records): what
+        # the bridge writes itself must land between whole lines of its destination.
+        self.directions = directions
         # What must reach the client ahead of an answer the bridge gives itself (the relay
         # asks the rules: such an answer may end a turn, and the tool calls it left open
         # are closed before it); None: nothing.
@@ -46,17 +41,18 @@ class Answers:
 
     def emit(self, fwd: Forward, out: list[Forward]) -> None:
         """Place a message the bridge wrote: never inside a line of its destination."""
-        direction = fwd.direction
-        if self.long[direction] is not None:  # a long line is streaming there: after it
-            self.held[direction].append(fwd)
+        state = self.directions[fwd.direction]
+        if state.long is not None:  # a long line is streaming there: after it
+            state.held.append(fwd)
             return
-        if self.torn[direction]:
-            self.torn[direction] = False
+        if state.torn:
+            state.torn = False
             fwd.data = b"\n" + fwd.data
         out.append(fwd)
 
     def release_held(self, direction: Direction, out: list[Forward]) -> None:
-        held, self.held[direction] = self.held[direction], []
+        state = self.directions[direction]
+        held, state.held = state.held, []
         for fwd in held:
             self.emit(fwd, out)
 
@@ -99,8 +95,8 @@ class Answers:
         """
         self.in_flight_again(unsent)
         if cut is not None:
-            self.long[Direction.TO_CLIENT], self.held[Direction.TO_CLIENT] = None, []
-            self.torn[Direction.TO_CLIENT] = cut
+            state = self.directions[Direction.TO_CLIENT]
+            state.long, state.held, state.torn = None, [], cut
         self.agent_gone = (message, data)
         out: list[Forward] = []
         for request in self.session.pending(Direction.TO_AGENT):

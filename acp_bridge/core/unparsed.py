@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from acp_bridge.core.answers import Answers
+from acp_bridge.core.direction_state import DirectionState
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.id_scanner import Members, MemberScanner
 from acp_bridge.core.lines import Opaque
@@ -41,27 +42,28 @@ class Unparsed:
     """Requests and responses in lines the rules cannot read: tracked and paired all the
     same, or refused through `answers` once the agent is gone."""
 
-    def __init__(self, session: Connection, answers: Answers) -> None:
+    def __init__(self, session: Connection, answers: Answers, directions: dict[Direction, DirectionState]) -> None:
         self.session = session
         self.answers = answers
+        self.directions = directions  # the relay's records: each direction's long line, torn end
 
     def opaque(self, direction: Direction, piece: Opaque, now: float, out: list[Forward]) -> None:
         """A piece of a line over the parse limit: forwarded at once, and scanned for its id
         and method, so that a long request is answered too if the agent dies."""
-        answers = self.answers
-        scanner = answers.long[direction]
+        state = self.directions[direction]
+        scanner = state.long
         if scanner is None:
-            scanner = answers.long[direction] = MemberScanner()
+            scanner = state.long = MemberScanner()
         scanner.feed(piece.data)
         out.append(Forward(direction, piece.data, piece.data, Verdict.OPAQUE))
         if not piece.end:
             return
-        answers.long[direction] = None
+        state.long = None
         if piece.data.endswith(b"\n"):
             self._members(direction, scanner.finish(), now, out)
         else:  # torn by the end of the stream: no message, and what follows needs a newline
-            answers.torn[direction] = True
-        answers.release_held(direction, out)
+            state.torn = True
+        self.answers.release_held(direction, out)
 
     def other(self, frame: Frame, now: float, out: list[Forward]) -> None:
         """Not one JSON-RPC message the rules may read: forwarded as it came. A batch's

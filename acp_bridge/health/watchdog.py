@@ -42,6 +42,7 @@ from acp_bridge.core.messages import (
     TO_AGENT,
     TO_CLIENT,
     Direction,
+    Frame,
     brief,
     classify,
     id_key,
@@ -118,13 +119,9 @@ class Watchdog:
             self._base = self.last_seq()
 
     def _record(self, mono: float, forwards: Sequence[Forward]) -> None:
+        """One read's forwards: what each message teaches the engine, in order."""
         engine = self.engine
-        first = forwards[0]
-        source = first.frame.direction if first.frame is not None else first.direction
-        if source is TO_CLIENT and first.verdict is not VERDICT_EMIT:
-            engine.last_out = mono
-        if self._base is not None:
-            self._cursor = (0, self._base)
+        source = self._read_starts(mono, forwards[0])
         sampled = source is TO_AGENT
         seq: int | None = None
         base = self._base
@@ -174,15 +171,35 @@ class Watchdog:
                     seq = self._seq_before(forwards, index) + 1
                 if kind is NOTIFICATION:
                     engine.notification(fwd.direction, frame.msg, mono, seq)  # type: ignore[arg-type]
-            if fwd.verdict is VERDICT_ERROR:  # a rule failed on it; it went on as it came
-                if base is not None:
-                    seq = self._seq_before(forwards, index) + 1
-                self._rule_failed(fwd, mono, seq)
-            if fwd.rules and fwd.verdict is VERDICT_REWRITE and SYSTEM_PROMPT in fwd.rules:
-                if base is not None:
-                    seq = self._seq_before(forwards, index) + 1
-                out = classify(frame.direction, fwd.data).msg
-                engine.system_prompt_sent(frame.method, frame.msg, out, mono, seq)
+            if fwd.verdict is VERDICT_ERROR or fwd.verdict is VERDICT_REWRITE:
+                self._rules_outcome(fwd, frame, mono, forwards, index)
+        self._read_ends(mono, unknown, saw_request)
+
+    def _read_starts(self, mono: float, first: Forward) -> Direction:
+        """Where the read came from (the source of its first forward); the time of the last
+        output toward the client, and the read's seq cursor, brought up to it."""
+        source = first.frame.direction if first.frame is not None else first.direction
+        if source is TO_CLIENT and first.verdict is not VERDICT_EMIT:
+            self.engine.last_out = mono
+        if self._base is not None:
+            self._cursor = (0, self._base)
+        return source
+
+    def _rules_outcome(self, fwd: Forward, frame: Frame, mono: float, forwards: Sequence[Forward],
+                       index: int) -> None:
+        """A rule failed on `fwd`'s message (it went on as it came), or the system prompt
+        rule rewrote it: said to the engine."""
+        seq = None if self._base is None else self._seq_before(forwards, index) + 1
+        if fwd.verdict is VERDICT_ERROR:
+            self._rule_failed(fwd, mono, seq)
+        if fwd.rules and fwd.verdict is VERDICT_REWRITE and SYSTEM_PROMPT in fwd.rules:
+            out = classify(frame.direction, fwd.data).msg
+            self.engine.system_prompt_sent(frame.method, frame.msg, out, mono, seq)
+
+    def _read_ends(self, mono: float, unknown: int, saw_request: bool) -> None:
+        """The read's unknown ids, counted at once; after a request, a session reused, and
+        the soonest a new request may be due."""
+        engine = self.engine
         if unknown:
             engine.count_unknown(unknown)
         if saw_request:

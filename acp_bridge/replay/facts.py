@@ -79,65 +79,88 @@ def _facts(messages: list[Recorded], *, with_text: bool) -> list[Recorded]:
     for message in messages:
         if message.direction != TO_CLIENT or message.emitted or not isinstance(message.msg, dict):
             continue
-        msg = message.msg
         if message.kind == "notification" and message.method == p.SESSION_UPDATE:
-            update = p.get_path(msg, "params", "update")
+            update = p.get_path(message.msg, "params", "update")
             kind = message.update
             if not isinstance(update, dict) or kind is None:
                 continue
             if kind.endswith("_chunk"):
-                if run is not None and run[0] == kind:
-                    if with_text:
-                        texts[id(run[1])].append(_text_of(update))
-                    continue
-                fact = _fact(message, f"update {kind}", {"update": kind})
-                if with_text:
-                    fact.msg["text"] = ""
-                    texts[id(fact)] = [_text_of(update)]
-                out.append(fact)
-                run = (kind, fact)
+                run = _chunk_fact(message, update, kind, run, texts, out, with_text=with_text)
                 continue
-            run = None
-            value: dict[str, Any] = {"update": kind}
-            if kind in read.TOOL_CALL_UPDATES:
-                tool_id = _hashable(read.tool_call_id(update))
-                known = tools.get(tool_id)
-                if known is None:
-                    known = tools[tool_id] = {}
-                    value["toolCall"] = known
-                for field in ("kind", "title", "status"):
-                    if field in update:
-                        known[field] = update[field]
-            elif kind == p.STATE_UPDATE:
-                value["state"] = update.get("state")
-            elif with_text and (said := _text_of(update)):
-                value["text"] = said
-            out.append(_fact(message, f"update {kind}", value))
-            if read.ends_turn_v2(update) and (reason := read.stop_reason(update, _NONE)) is not _NONE:
-                out.append(_fact(message, "stop reason", {"stopReason": reason}))
-            continue
+            _update_facts(message, update, kind, tools, out, with_text=with_text)
+        else:
+            _message_facts(message, message.msg, out, with_text=with_text)
         run = None
-        if message.kind == "request":
-            request: dict[str, Any] = {"request": message.method}
-            if message.method == "session/request_permission":
-                options = p.get_path(msg, "params", "options")
-                request["options"] = [o.get("kind") for o in options if isinstance(o, dict)] \
-                    if isinstance(options, list) else None
-            out.append(_fact(message, f"request {message.method}", request))
-        elif message.kind == "response":
-            error = msg.get("error")
-            if isinstance(error, dict):
-                value = {"method": message.method, "code": error.get("code")}
-                if with_text:
-                    value["message"] = error.get("message")
-                out.append(_fact(message, "error", {"error": value}))
-            elif message.method == p.SESSION_PROMPT and (reason := read.stop_reason(msg.get("result"), _NONE)) \
-                    is not _NONE:
-                out.append(_fact(message, "stop reason", {"stopReason": reason}))
-    for fact in out:
+    _join_texts(out, texts)
+    return out
+
+
+def _chunk_fact(message: Recorded, update: dict[str, Any], kind: str, run: tuple[str, Recorded] | None,
+                texts: dict[int, list[str]], out: list[Recorded], *, with_text: bool) -> tuple[str, Recorded]:
+    """A chunk: one more of the run of its kind going on (its text joins the run's), or the
+    first of a new run, whose one fact stands for all of them. Returns the run."""
+    if run is not None and run[0] == kind:
+        if with_text:
+            texts[id(run[1])].append(_text_of(update))
+        return run
+    fact = _fact(message, f"update {kind}", {"update": kind})
+    if with_text:
+        fact.msg["text"] = ""
+        texts[id(fact)] = [_text_of(update)]
+    out.append(fact)
+    return (kind, fact)
+
+
+def _update_facts(message: Recorded, update: dict[str, Any], kind: str, tools: dict[Any, dict[str, Any]],
+                  out: list[Recorded], *, with_text: bool) -> None:
+    """An update that is not a chunk: its fact (a tool call's carries its state so far), and
+    the stop reason of a turn it ends."""
+    value: dict[str, Any] = {"update": kind}
+    if kind in read.TOOL_CALL_UPDATES:
+        tool_id = _hashable(read.tool_call_id(update))
+        known = tools.get(tool_id)
+        if known is None:
+            known = tools[tool_id] = {}
+            value["toolCall"] = known
+        for field in ("kind", "title", "status"):
+            if field in update:
+                known[field] = update[field]
+    elif kind == p.STATE_UPDATE:
+        value["state"] = update.get("state")
+    elif with_text and (said := _text_of(update)):
+        value["text"] = said
+    out.append(_fact(message, f"update {kind}", value))
+    if read.ends_turn_v2(update) and (reason := read.stop_reason(update, _NONE)) is not _NONE:
+        out.append(_fact(message, "stop reason", {"stopReason": reason}))
+
+
+def _message_facts(message: Recorded, msg: dict[str, Any], out: list[Recorded], *, with_text: bool) -> None:
+    """A request's fact (a permission request's with its options' kinds), an error's, and the
+    stop reason a prompt's answer gives."""
+    if message.kind == "request":
+        request: dict[str, Any] = {"request": message.method}
+        if message.method == "session/request_permission":
+            options = p.get_path(msg, "params", "options")
+            request["options"] = [o.get("kind") for o in options if isinstance(o, dict)] \
+                if isinstance(options, list) else None
+        out.append(_fact(message, f"request {message.method}", request))
+    elif message.kind == "response":
+        error = msg.get("error")
+        if isinstance(error, dict):
+            value = {"method": message.method, "code": error.get("code")}
+            if with_text:
+                value["message"] = error.get("message")
+            out.append(_fact(message, "error", {"error": value}))
+        elif message.method == p.SESSION_PROMPT and (reason := read.stop_reason(msg.get("result"), _NONE)) \
+                is not _NONE:
+            out.append(_fact(message, "stop reason", {"stopReason": reason}))
+
+
+def _join_texts(facts: list[Recorded], texts: dict[int, list[str]]) -> None:
+    """Each run's fact gets its chunks' texts, joined once at the end."""
+    for fact in facts:
         if id(fact) in texts:
             fact.msg["text"] = "".join(texts[id(fact)])
-    return out
 
 
 def _text_of(update: dict[str, Any]) -> str:

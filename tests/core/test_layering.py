@@ -16,6 +16,7 @@ def test_the_walk_finds_the_modules() -> None:
     names = pure_modules()
     assert len(names) >= 15  # core/, rewrites/, capture/
     assert {"acp_bridge.core.relay", "acp_bridge.core.rewrites.base", "acp_bridge.core.shapes",
+            "acp_bridge.core.direction_state", "acp_bridge.core.runs", "acp_bridge.core.verdicts",
             "acp_bridge.capture.records", "acp_bridge.capture.redaction", "acp_bridge.capture.spellings",
             "acp_bridge.capture.reader", "acp_bridge.capture.stats", "acp_bridge.capture.previews",
             "acp_bridge.capture.masking"} <= set(names)
