@@ -29,7 +29,7 @@ from acp_bridge.shell import posix
 
 STDERR_TAIL = 4096
 MAX_LINE = 16 * 1024 * 1024  # a line longer than this is kept only in part
-LINGER = 0.3  # after session/new, how long commands an agent sends next may take to arrive
+LINGER = 1.0  # after session/new, how long the commands an agent sends next may take to arrive
 STOP_WAIT = 12.0  # the bridge's own ladder: grace, SIGTERM, grace, SIGKILL (5 s each by default)
 INITIALIZE, SESSION_NEW, CLOSE = 1, 2, 3
 
@@ -128,6 +128,7 @@ class _Conversation:
                 commands = p.get_path(update, "availableCommands")
                 if isinstance(commands, list):
                     self.probe.commands = [c for c in commands if isinstance(c, dict)]
+                    self.arrived.set()
 
     async def read_stderr(self) -> None:
         stream = self.proc.stderr
@@ -199,15 +200,16 @@ async def _converse(talk: _Conversation, probe: Probe, protocol: int, with_sessi
         session_id = read.created_session_id(p.get_path(probe.session, "result"))
         if session_id is None:
             return
+        # Commands usually follow the answer at once; they are waited for before the session
+        # is closed, as an agent may send them after it has answered session/close.
+        with trio.move_on_after(LINGER):
+            while not probe.commands and not talk.eof.is_set():
+                talk.arrived = trio.Event()
+                await talk.arrived.wait()
         if offers_close(result):
             await talk.send(CLOSE, p.SESSION_CLOSE, {"sessionId": session_id})
             answer = await talk.wait_answer(CLOSE)
             probe.closed = answer is not None and "result" in answer
-        else:
-            with trio.move_on_after(LINGER):  # commands usually follow the answer at once
-                while not probe.commands and not talk.eof.is_set():
-                    talk.arrived = trio.Event()
-                    await talk.arrived.wait()
     if waited.cancelled_caught:
         probe.timed_out = f"{timeout:g} s, waiting for the answer to " + (
             "session/new" if probe.session is None else "session/close")

@@ -199,6 +199,7 @@ def as_json(probe: Probe, prompt: SystemPromptSettings, suggest: SuggestionsSett
         "capabilities": caps,
         "stray_stdout": probe.stray,
         "commands": [c.get("name") for c in probe.commands if isinstance(c, dict)],
+        "session_closed": probe.closed,
         "exit_status": probe.exited,
         "problems": [{"problem": x.what, "fix": x.fix} for x in problems(probe)],
     }

@@ -4,6 +4,8 @@
     doctor_agent.py reject     answer initialize with an error (an unsupported version)
     doctor_agent.py not-acp    answer initialize with JSON that is not JSON-RPC 2.0
     doctor_agent.py exit       write why on stderr and exit 3 at once
+    doctor_agent.py commands   offer session/close, and send its commands 0.2 s after session/new
+                               (as claude-agent-acp does, once it has loaded them)
 
 Answering: initialize gets protocol version 1 and agentInfo, session/new a session id;
 it exits at the end of stdin.
@@ -13,6 +15,17 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+
+WRITING = threading.Lock()
+COMMANDS = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {
+    "sessionUpdate": "available_commands_update",
+    "availableCommands": [{"name": "compact", "description": "compact the context", "input": None}]}}}
+
+
+def write(msg: dict[str, object]) -> None:
+    with WRITING:
+        print(json.dumps(msg), flush=True)
 
 
 def answer(msg: dict[str, object], mode: str) -> dict[str, object] | None:
@@ -22,10 +35,16 @@ def answer(msg: dict[str, object], mode: str) -> dict[str, object] | None:
             return {"jsonrpc": "2.0", "id": id_, "error": {"code": -32602, "message": "unsupported protocol version"}}
         if mode == "not-acp":
             return {"id": id_, "result": {"protocolVersion": 1}}
+        capabilities = {"sessionCapabilities": {"close": {}}} if mode == "commands" else {}
         return {"jsonrpc": "2.0", "id": id_, "result": {
-            "protocolVersion": 1, "agentCapabilities": {}, "agentInfo": {"name": "doctor-agent", "version": "0"}}}
+            "protocolVersion": 1, "agentCapabilities": capabilities,
+            "agentInfo": {"name": "doctor-agent", "version": "0"}}}
     if method == "session/new":
+        if mode == "commands":
+            threading.Timer(0.2, write, (COMMANDS,)).start()
         return {"jsonrpc": "2.0", "id": id_, "result": {"sessionId": "s1"}}
+    if method == "session/close":
+        return {"jsonrpc": "2.0", "id": id_, "result": {}}
     return None
 
 
@@ -38,7 +57,7 @@ def main(mode: str) -> int:
     for line in sys.stdin:
         reply = answer(json.loads(line), mode)
         if reply is not None:
-            print(json.dumps(reply), flush=True)
+            write(reply)
     return 0
 
 

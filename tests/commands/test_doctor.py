@@ -53,6 +53,15 @@ def test_the_typescript_sdk_agent_is_healthy_and_its_commands_are_listed() -> No
     assert facts["commands"] == ["hello"]
 
 
+def test_commands_sent_a_moment_after_session_new_are_waited_for_before_the_session_is_closed() -> None:
+    """Before, doctor closed the session at once and listed no commands (CI saw it with the
+    TypeScript SDK's agent on a busy machine)."""
+    status, facts = doctor("--session", "--", *DOCTOR_AGENT, "commands")
+    assert status == 0, facts["problems"]
+    assert facts["commands"] == ["compact"]
+    assert facts["session_closed"] is True
+
+
 def test_the_demo_agent_needs_the_unlock_for_a_client_that_reads_the_new_update() -> None:
     status, facts = doctor("--session", "--", PYTHON, "-m", "acp_bridge.demo.legacy_agent")
     assert status == 0, facts["problems"]
