@@ -35,7 +35,7 @@ def answer(msg: dict[str, object], mode: str) -> dict[str, object] | None:
             return {"jsonrpc": "2.0", "id": id_, "error": {"code": -32602, "message": "unsupported protocol version"}}
         if mode == "not-acp":
             return {"id": id_, "result": {"protocolVersion": 1}}
-        capabilities = {"sessionCapabilities": {"close": {}}} if mode == "commands" else {}
+        capabilities: dict[str, object] = {"sessionCapabilities": {"close": {}}} if mode == "commands" else {}
         return {"jsonrpc": "2.0", "id": id_, "result": {
             "protocolVersion": 1, "agentCapabilities": capabilities,
             "agentInfo": {"name": "doctor-agent", "version": "0"}}}
