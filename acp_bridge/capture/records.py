@@ -86,9 +86,11 @@ def _utc_text(wall: float) -> str:
 
 
 def header_record(*, wall: float, mono: float, argv: Sequence[str], config_digest: str,
-                  pid: int, redact: Sequence[str] = (), include_system_prompt: bool = False) -> Json:
-    """The first record of every capture."""
-    return {
+                  pid: int, redact: Sequence[str] = (), include_system_prompt: bool = False,
+                  chain: dict[str, str] | None = None) -> Json:
+    """The first record of every capture. `chain`: the bridge ran as a component of a proxy
+    chain (its role and the conductor's dialect), absent otherwise."""
+    header: Json = {
         "type": "header",
         "format": FORMAT_VERSION,
         "bridge": __version__,
@@ -101,6 +103,9 @@ def header_record(*, wall: float, mono: float, argv: Sequence[str], config_diges
         "redact": list(redact),
         "include_system_prompt": include_system_prompt,
     }
+    if chain is not None:
+        header["chain"] = dict(chain)
+    return header
 
 
 def dumps(record: Json) -> bytes:

@@ -10,6 +10,7 @@ never: print anything but protocol bytes to stdout while relaying (messages go t
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,10 @@ def run(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], 
     \b
     Example, as an editor's agent command:
       {"command": "acp-bridge", "args": ["run", "--", "claude-agent-acp"]}
+
+    With no agent, it is a proxy in an ACP chain: a conductor starts it and
+    gives it its successor (`proxy/initialize`, or the older `_meta.proxy`);
+    see docs/proxy-chains.md. Exit status 2 if what started it is no conductor.
     """
     with prints_to_stderr():  # stdout is the client's protocol stream, from here to the end
         _run(ctx, config_file, agent, options)
@@ -142,7 +147,8 @@ run.params[:] = _with_rule_options(run.params)
 
 def _run(ctx: click.Context, config_file: str | None, agent: tuple[str, ...], options: dict[str, Any]) -> None:
     try:
-        config = resolve_config(ctx, config_file, agent, options)
+        # No agent: a conductor's component, unless a person started it at a terminal.
+        config = resolve_config(ctx, config_file, agent, options, agent_required=_stdin_is_a_terminal())
         if config.telemetry.enabled:
             from acp_bridge.telemetry import require_sdk
 
@@ -184,8 +190,15 @@ def spelling(ctx: click.Context, name: str) -> str:
     return max(param.opts, key=len)
 
 
+def _stdin_is_a_terminal() -> bool:
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
+
+
 def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str, ...],
-                   options: dict[str, Any]) -> Config:
+                   options: dict[str, Any], *, agent_required: bool = True) -> Config:
     """Merge defaults, the file, the environment and the command line into one Config.
 
     A higher layer's value replaces a lower one's, and for the system prompt that holds for
@@ -193,6 +206,8 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
     Only two spellings in the same layer conflict (`--system-prompt` with
     `--system-prompt-file`, `ACP_BRIDGE_SYSTEM_PROMPT` with `ACP_BRIDGE_SYSTEM_PROMPT_FILE`,
     `text` with `file` in the file, `-v` with `-q`). `effective` runs once, on the merged result.
+    Without `agent_required`, no agent command is a proxy chain's component (`run` under a
+    conductor).
     """
     file = Config()
     if config_file is not None:  # the file's reader and schema only with a file: start-up
@@ -204,9 +219,10 @@ def resolve_config(ctx: click.Context, config_file: str | None, agent: tuple[str
     command_line = only_on_the_command_line.over(layer_overrides(ctx, options, COMMAND_LINE))
     environment = layer_overrides(ctx, options, ENVIRONMENT)
     config = effective(apply_overrides(file, command_line.over(environment)))
-    if not config.agent.command:
+    if not config.agent.command and agent_required:
         raise ConfigError("no agent command: put it after `--` (acp-bridge run -- AGENT) or set [agent] "
-                          "command; to see the bridge at work with its bundled agent, run `acp-bridge demo`")
+                          "command; to see the bridge at work with its bundled agent, run `acp-bridge demo`; "
+                          "as a proxy in an ACP chain, a conductor starts it without one (docs/proxy-chains.md)")
     return config
 
 

@@ -182,7 +182,7 @@ class CaptureFile:
 
 def start_capture(config: Config, *, argv: Sequence[str] | None = None,
                   wall: float | None = None, mono: float | None = None,
-                  pid: int | None = None) -> CaptureFile | None:
+                  pid: int | None = None, chain: dict[str, str] | None = None) -> CaptureFile | None:
     """Create the capture file and write its header; None when it cannot be (said once).
 
     Raises:
@@ -207,7 +207,7 @@ def start_capture(config: Config, *, argv: Sequence[str] | None = None,
     header = header_record(
         wall=wall, mono=mono, argv=list(sys.argv if argv is None else argv),
         config_digest=config.digest(), pid=pid, redact=config.capture.redact,
-        include_system_prompt=config.capture.include_system_prompt,
+        include_system_prompt=config.capture.include_system_prompt, chain=chain,
     )
     if not capture.write(dumps(header)):
         return None
@@ -220,7 +220,8 @@ def start_capture(config: Config, *, argv: Sequence[str] | None = None,
 
 
 @contextmanager
-def open_capture_for_writing(config: Config, *, argv: Sequence[str] | None = None) -> Iterator[CaptureFile | None]:
+def open_capture_for_writing(config: Config, *, argv: Sequence[str] | None = None,
+                             chain: dict[str, str] | None = None) -> Iterator[CaptureFile | None]:
     """The capture for one session, or None when capture is off or failed to start.
 
     Leaving the block writes the trailer and closes the file, however the session ended.
@@ -230,7 +231,7 @@ def open_capture_for_writing(config: Config, *, argv: Sequence[str] | None = Non
     if config.capture.path is None:
         yield None
         return
-    capture = start_capture(config, argv=argv)
+    capture = start_capture(config, argv=argv, chain=chain)
     if capture is None:
         yield None
         return

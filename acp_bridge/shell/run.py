@@ -22,6 +22,7 @@ import trio
 
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
+from acp_bridge.core.proxy_link import Dialect, chain_facts
 from acp_bridge.core.rewrites import Rule, build_rewrites, stray_output
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import AgentProcess, terminate
@@ -75,6 +76,19 @@ async def run_bridge(config: Config, rules: Sequence[Rule] | None = None, *, std
                   divert_stray=stray_output.DECLARED.is_on(config))
     from acp_bridge.shell.observers import observing
 
+    if not config.agent.command:  # a component of a proxy chain: its conductor is on stdio
+        from acp_bridge.shell.chain import serve_chain
+
+        @asynccontextmanager
+        async def open_observer(dialect: Dialect) -> AsyncIterator[Observer | None]:
+            from acp_bridge.shell.capture_file import open_capture_for_writing
+
+            with open_capture_for_writing(config, chain=chain_facts(dialect)) as capture:
+                async with observing(config, capture, relay.session) as sink:
+                    yield sink
+
+        async with open_stdio(stdin_fd, stdout_fd) as stdio:
+            return await serve_chain(config, relay, stdio, open_observer)
     if config.capture.path is None:
         async with observing(config, None, relay.session) as sink, open_stdio(stdin_fd, stdout_fd) as client:
             return await serve(config, relay, client, sink)

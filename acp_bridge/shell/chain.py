@@ -1,0 +1,210 @@
+"""`acp-bridge run` with no agent: a component of an ACP proxy chain, under a conductor.
+
+Owns: reading the conductor's first line and deciding the dialect (core/proxy_link.py), the
+two sides the relay sees made from the one connection (the conductor's lines, unwrapped,
+become a client stream and an agent stream; what the relay writes toward each is wrapped or
+not and goes out on the one stdout), and writing to that stdout a whole line at a time, so
+that what goes toward the client and what goes toward the successor never interleave
+within a line. Must never: write anything to stdout but protocol lines, or hold a line over
+the parse limit whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from acp_bridge.core import Direction, Relay
+from acp_bridge.core.lines import LineSplitter, Opaque
+from acp_bridge.core.proxy_link import CONDUCTOR, FROM_AGENT, FROM_CLIENT, Dialect, ProxyLink, Refusal, first_message
+from acp_bridge.shell.bridge import AgentLife, Bridge, bridge_streams
+
+if TYPE_CHECKING:
+    from acp_bridge.shell.observers import Observer
+
+log = logging.getLogger("acp_bridge.chain")
+
+EXIT_NO_CHAIN = 2
+READ_SIZE = 1 << 20
+INBOX = 16  # chunks a side's inbox holds before the conductor's stream waits for it
+
+
+class Stdout:
+    """The conductor's end of our stdout, shared by the client's side and the successor's:
+    a writer that has begun a line keeps it until the line ends."""
+
+    def __init__(self, stream: trio.abc.SendStream) -> None:
+        self.stream = stream
+        self._owner: str | None = None  # the writer in the middle of a line
+        self._free = trio.Event()
+        self._lock = trio.StrictFIFOLock()  # one send_all at a time
+
+    async def write(self, who: str, data: bytes, *, ends_line: bool) -> None:
+        while self._owner not in (None, who):
+            await self._free.wait()
+        self._owner = who
+        async with self._lock:
+            await self.stream.send_all(data)
+        if ends_line:
+            self._owner = None
+            self._free.set()
+            self._free = trio.Event()
+
+
+class Inbox(trio.abc.ReceiveStream):
+    """One side's bytes, as the conductor's stream delivers them to it."""
+
+    def __init__(self, channel: trio.MemoryReceiveChannel[bytes]) -> None:
+        self.channel = channel
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            return await self.channel.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return b""
+
+    async def aclose(self) -> None:
+        await self.channel.aclose()
+
+
+class ToClient(trio.abc.HalfCloseableStream):
+    """What the relay sends toward the client: out plain, as it is (but for the sacp
+    initialize answer, see `ProxyLink.to_client`)."""
+
+    def __init__(self, stdout: Stdout, link: ProxyLink, inbox: Inbox) -> None:
+        self.stdout, self.link, self.inbox = stdout, link, inbox
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        data = self.link.to_client(bytes(data))
+        await self.stdout.write("client", data, ends_line=data.endswith(b"\n"))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def send_eof(self) -> None:
+        await trio.lowlevel.checkpoint()  # the conductor's stream ends when the process does
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        return await self.inbox.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inbox.aclose()
+
+
+class ToSuccessor(ToClient):
+    """What the relay sends toward the agent: each line wrapped for the conductor."""
+
+    def __init__(self, stdout: Stdout, link: ProxyLink, inbox: Inbox, max_line: int) -> None:
+        super().__init__(stdout, link, inbox)
+        self.lines = LineSplitter(max_line)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        out: list[bytes] = []
+        ends_line = True
+        for piece in self.lines.feed(bytes(data)):
+            out.append(self.link.to_successor(piece))
+            ends_line = not isinstance(piece, Opaque) or piece.end
+        if not self.lines.idle:
+            ends_line = False
+        wrapped = b"".join(out)
+        if wrapped or not ends_line:
+            await self.stdout.write("successor", wrapped, ends_line=ends_line)
+
+
+class ConductorLife(AgentLife):
+    """The agent side is the conductor's stream: it is gone when that stream ends."""
+
+    async def after_output_ends(self, bridge: Bridge) -> tuple[str, Any]:
+        return "the conductor closed the connection before the successor answered", None
+
+
+async def read_first_line(stdin: trio.abc.ReceiveStream, lines: LineSplitter) -> tuple[bytes | None, list[Any]]:
+    """The conductor's first complete line (None at EOF or when it is over the parse limit),
+    and the pieces read after it."""
+    while True:
+        chunk = await _receive(stdin)
+        pieces = lines.feed(chunk) if chunk else lines.feed_eof()
+        if pieces:
+            first = pieces[0]
+            return (None if isinstance(first, Opaque) else first), pieces[1:]
+        if not chunk:
+            return None, []
+
+
+async def serve_chain(config: Any, relay: Relay, stdio: trio.StapledStream[Any, Any],
+                      open_observer: Callable[[Dialect], Any]) -> int:
+    """Be a proxy under the conductor on `stdio` until it closes the connection.
+
+    `open_observer(dialect)`: an async context manager giving the observer (the capture,
+    health, telemetry) once the chain's dialect is known, for the capture's header."""
+    max_line = config.relay.parse_limit_mib * 1024 * 1024
+    lines = LineSplitter(max_line)
+    first, rest = await read_first_line(stdio.receive_stream, lines)
+    if first is None:
+        log.error("%s", "the conductor closed the connection before its first message"
+                  if not rest else "the first message is over the parse limit")
+        return EXIT_NO_CHAIN
+    decided = first_message(first)
+    if isinstance(decided, Refusal):
+        if decided.answer is not None:
+            await stdio.send_stream.send_all(decided.answer)
+        log.error("%s", decided.reason)
+        return EXIT_NO_CHAIN
+    dialect, as_client = decided
+    log.info("chain: a proxy in the %s dialect", dialect.name)
+    link = ProxyLink.started(dialect, first, max_line)
+    async with open_observer(dialect) as observer:
+        await _relay(link, relay, stdio, as_client, rest, lines, observer)
+    return 0
+
+
+async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, Any], first: bytes,
+                 rest: list[Any], lines: LineSplitter, observer: Observer | None) -> None:
+    stdout = Stdout(stdio.send_stream)
+    to_client_tx, to_client_rx = trio.open_memory_channel[bytes](INBOX)
+    to_agent_tx, to_agent_rx = trio.open_memory_channel[bytes](INBOX)
+    client = ToClient(stdout, link, Inbox(to_client_rx))
+    agent = ToSuccessor(stdout, link, Inbox(to_agent_rx), relay.max_line)
+    senders = {FROM_CLIENT: to_client_tx, FROM_AGENT: to_agent_tx}
+
+    async def route(pieces: list[Any]) -> None:
+        for piece in pieces:
+            for where, data in link.from_conductor(piece):
+                if where == CONDUCTOR:
+                    await stdout.write("link", data, ends_line=True)
+                elif data:
+                    await senders[where].send(data)
+
+    async def read_conductor() -> None:
+        async with to_client_tx, to_agent_tx:
+            await to_client_tx.send(first)
+            await route(rest)
+            while chunk := await _receive(stdio.receive_stream):
+                await route(lines.feed(chunk))
+            await route(lines.feed_eof())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_conductor)
+        await bridge_streams(client, agent, relay, observer, ConductorLife())
+        nursery.cancel_scope.cancel()
+
+
+async def _receive(stream: trio.abc.ReceiveStream) -> bytes:
+    try:
+        return bytes(await stream.receive_some(READ_SIZE))
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return b""
+
+
+def stdin_is_a_terminal(fd: int = 0) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+__all__ = ["EXIT_NO_CHAIN", "Direction", "serve_chain", "stdin_is_a_terminal"]

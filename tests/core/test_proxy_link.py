@@ -1,0 +1,211 @@
+"""ProxyLink: the conductor's lines made the client's and the agent's, and back, in both
+dialects; params spliced byte for byte, ids mapped per hop, cancels hop-local, malformed
+envelopes answered, lines over the parse limit streamed."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_bridge.core.lines import LineSplitter, Opaque
+from acp_bridge.core.proxy_link import (
+    CONDUCTOR,
+    FROM_AGENT,
+    FROM_CLIENT,
+    NO_AGENT,
+    OFFICIAL,
+    SACP,
+    Dialect,
+    ProxyLink,
+    Refusal,
+    first_message,
+)
+from tests.core.json_values import JSON_VALUES, encoded
+
+OFFICIAL_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1}}\n'
+SACP_INIT = b'{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":1,"_meta":{"proxy":true}}}\n'
+
+
+def link(dialect: Dialect = OFFICIAL, max_line: int = 1 << 20) -> ProxyLink:
+    """A started link; with a small `max_line`, one that decides on a long line from its
+    first 100 bytes, so that what follows reaches it in pieces."""
+    first = OFFICIAL_INIT if dialect is OFFICIAL else SACP_INIT
+    return ProxyLink.started(dialect, first, max_line, head=100)
+
+
+def test_proxy_initialize_is_the_official_dialect_and_reaches_the_rules_as_initialize() -> None:
+    assert first_message(OFFICIAL_INIT) == (
+        OFFICIAL, b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n')
+
+
+def test_initialize_with_meta_proxy_is_the_sacp_dialect_and_goes_on_as_it_came() -> None:
+    assert first_message(SACP_INIT) == (SACP, SACP_INIT)
+
+
+@pytest.mark.parametrize(("line", "answer"), [
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n',
+                 b'{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":' + json.dumps(NO_AGENT).encode() + b"}}\n",
+                 id="an-editors-initialize"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"proxy":"yes"}}}\n',
+                 b'{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":' + json.dumps(NO_AGENT).encode() + b"}}\n",
+                 id="proxy-not-true"),
+    pytest.param(b'{"jsonrpc":"2.0","method":"proxy/initialize","params":{}}\n', None, id="a-notification"),
+    pytest.param(b"hello\n", None, id="not-json"),
+])
+def test_anything_else_first_is_refused_with_an_answer_when_it_has_an_id(line: bytes, answer: bytes | None) -> None:
+    assert first_message(line) == Refusal(NO_AGENT, answer)
+
+
+@given(params=st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=4) | st.lists(JSON_VALUES, max_size=3),
+       spacing=st.integers(0, 2), official=st.booleans())
+def test_a_wrapped_notifications_params_reach_the_relay_byte_for_byte(params: Any, spacing: int, official: bool) -> None:
+    raw = encoded(params, spacing)
+    dialect = OFFICIAL if official else SACP
+    envelope = (b'{"jsonrpc":"2.0","method":"' + dialect.notification.encode()
+                + b'","params":{"method":"session/update","params":' + raw + b',"_meta":{"hop":1}}}\r\n')
+    assert link(dialect).from_conductor(envelope) == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","method":"session/update","params":' + raw + b"}\r\n")]
+
+
+@given(params=st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=4), spacing=st.integers(0, 2),
+       client_id=st.integers(-(10**30), 10**30).map(str) | st.text(max_size=5).map(json.dumps))
+def test_a_client_request_is_wrapped_byte_for_byte_and_its_answer_comes_back_to_its_id(
+        params: Any, spacing: int, client_id: str) -> None:
+    raw, cid = encoded(params, spacing), client_id.encode()
+    chain = link()
+    request = b'{"jsonrpc":"2.0","id":' + cid + b',"method":"session/prompt","params":' + raw + b"}\n"
+    assert chain.to_successor(request) == (
+        b'{"jsonrpc":"2.0","id":1,"method":"proxy/successor","params":{"method":"session/prompt","params":'
+        + raw + b"}}\n")
+    answer = b'{"jsonrpc":"2.0","id":1,"result":' + raw + b"}\n"
+    assert chain.from_conductor(answer) == [(FROM_AGENT, b'{"jsonrpc":"2.0","id":' + cid + b',"result":' + raw + b"}\n")]
+    assert chain.in_flight == 0
+
+
+def test_a_successor_request_goes_upstream_with_our_id_and_the_clients_answer_goes_back_in_its_envelope() -> None:
+    chain = link(SACP)
+    envelope = (b'{"jsonrpc":"2.0","id":"c-7","method":"_proxy/successor/request","params":'
+                b'{"method":"session/request_permission","params":{"sessionId":"s","n":1.50}}}\n')
+    assert chain.from_conductor(envelope) == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","n":1.50}}\n')]
+    # The client's answer arrives plain: an answer to no envelope of ours, so the client's.
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"cancelled"}}}\n'
+    assert chain.from_conductor(answer) == [(FROM_CLIENT, answer)]
+    assert chain.to_successor(answer) == b'{"jsonrpc":"2.0","id":"c-7","result":{"outcome":{"outcome":"cancelled"}}}\n'
+    assert chain.in_flight == 0
+
+
+def test_an_error_the_conductor_makes_answers_the_clients_request() -> None:
+    chain = link()
+    chain.to_successor(b'{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{}}\n')
+    error = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"successor exited"}}\n'
+    assert chain.from_conductor(error) == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"successor exited"}}\n')]
+
+
+def test_official_cancels_are_hop_local_both_ways() -> None:
+    chain = link()
+    chain.to_successor(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{}}\n')
+    assert chain.to_successor(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"p"}}\n') == (
+        b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}\n')
+    assert chain.to_successor(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"gone"}}\n') == b""
+    chain.from_conductor(b'{"jsonrpc":"2.0","id":40,"method":"proxy/successor","params":{"method":"fs/read_text_file",'
+                         b'"params":{"path":"/a"}}}\n')
+    assert chain.from_conductor(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":40.0}}\n') == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}\n')]
+    own = b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}\n'
+    assert chain.from_conductor(own) == [(FROM_CLIENT, own)]  # the client cancels its own request
+
+
+def test_sacp_has_no_hop_local_cancel_it_is_wrapped_like_any_notification() -> None:
+    cancel = b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"p"}}\n'
+    assert link(SACP).to_successor(cancel) == (
+        b'{"jsonrpc":"2.0","method":"_proxy/successor/notification","params":{"method":"$/cancel_request",'
+        b'"params":{"requestId":"p"}}}\n')
+
+
+@pytest.mark.parametrize(("envelope", "answer"), [
+    pytest.param(b'{"jsonrpc":"2.0","id":3,"method":"proxy/successor","params":{"params":{}}}\n',
+                 b'{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"a malformed proxy/successor envelope '
+                 b'from the conductor: its params have no method"}}\n', id="no-method"),
+    pytest.param(b'{"jsonrpc":"2.0","id":3,"method":"proxy/successor","params":{"method":"x","params":"text"}}\n',
+                 b'{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"a malformed proxy/successor envelope '
+                 b'from the conductor: the params it wraps are neither an object nor an array"}}\n', id="params-a-string"),
+    pytest.param(b'{"jsonrpc":"2.0","id":3,"method":"proxy/successor","params":[1]}\n',
+                 b'{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"a malformed proxy/successor envelope '
+                 b'from the conductor: its params have no method"}}\n', id="params-an-array"),
+    pytest.param(b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"params":{}}}\n', None, id="a-notification"),
+])
+def test_a_malformed_envelope_is_answered_and_said_once(envelope: bytes, answer: bytes | None,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    chain = link()
+    with caplog.at_level(logging.WARNING, "acp_bridge.chain"):
+        first, second = chain.from_conductor(envelope), chain.from_conductor(envelope)
+    assert first == second == ([(CONDUCTOR, answer)] if answer is not None else [])
+    assert len(caplog.records) == 1 and "said once" in caplog.records[0].getMessage()
+    assert chain.in_flight == 0
+
+
+def test_the_sacp_initialize_answer_says_proxy_true_and_nothing_else_changes() -> None:
+    chain = link(SACP)
+    other = b'{"jsonrpc":"2.0","method":"session/update","params":{"n":1.0}}\n'
+    answer = b'{"jsonrpc":"2.0","id":"i","result":{"protocolVersion":1,"_meta":{"x":1}}}\n'
+    assert chain.to_client(other + answer) == other + (
+        b'{"jsonrpc":"2.0","id":"i","result":{"protocolVersion":1,"_meta":{"x":1,"proxy":true}}}\n')
+    assert chain.to_client(answer) == answer  # once only
+    assert link().to_client(answer) == answer  # the official dialect's answer is the successor's
+
+
+def feed_all(chain: ProxyLink, data: bytes, cuts: list[int], outgoing: bool) -> list[tuple[str, bytes]]:
+    """`data` through a splitter of the link's parse limit, cut at `cuts`; what came out."""
+    splitter, out = LineSplitter(chain.max_line), []
+    bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    pieces = [p for a, b in itertools.pairwise(bounds) for p in splitter.feed(data[a:b])]
+    for piece in pieces:
+        if outgoing:
+            out.append(("conductor", chain.to_successor(piece)))
+        else:
+            out.extend(chain.from_conductor(piece))
+    assert any(isinstance(p, Opaque) for p in pieces)  # the long path was taken
+    return out
+
+
+def joined(routed: list[tuple[str, bytes]], where: str) -> bytes:
+    assert {to for to, data in routed if data} <= {where}
+    return b"".join(data for _, data in routed)
+
+
+@given(text=st.text(min_size=200, max_size=600), cuts=st.lists(st.integers(0, 2000), max_size=8))
+def test_a_long_wrapped_line_is_unwrapped_in_pieces_as_a_short_one_would_be(text: str, cuts: list[int]) -> None:
+    params = json.dumps({"sessionId": "s", "update": {"text": text, "a": [1, {"}": "]"}]}}).encode()
+    envelope = (b'{"jsonrpc":"2.0","id":8,"method":"proxy/successor","params":{"method":"session/update","params":'
+                + params + b',"_meta":{"k":"}"}},"x":1}\n')
+    expected = b'{"jsonrpc":"2.0","id":1,"method":"session/update","params":' + params + b"}\n"
+    assert link().from_conductor(envelope) == [(FROM_AGENT, expected)]
+    assert joined(feed_all(link(max_line=64), envelope, cuts, outgoing=False), FROM_AGENT) == expected
+
+
+@given(text=st.text(min_size=200, max_size=600), cuts=st.lists(st.integers(0, 2000), max_size=8))
+def test_a_long_client_line_is_wrapped_in_pieces_as_a_short_one_would_be(text: str, cuts: list[int]) -> None:
+    params = json.dumps({"sessionId": "s", "prompt": [{"type": "text", "text": text}]}).encode()
+    line = b'{"jsonrpc":"2.0","id":"r","method":"session/prompt","params":' + params + b"}\n"
+    expected = link().to_successor(line)
+    chain = link(max_line=64)
+    assert joined(feed_all(chain, line, cuts, outgoing=True), "conductor") == expected
+    assert chain.from_conductor(b'{"jsonrpc":"2.0","id":1,"result":{}}\n') == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","id":"r","result":{}}\n')]
+
+
+def test_a_long_line_whose_wrapped_method_comes_after_its_params_is_answered_not_passed_on() -> None:
+    chain = link(max_line=64)
+    envelope = (b'{"jsonrpc":"2.0","id":8,"method":"proxy/successor","params":{"params":{"t":"' + b"x" * 200
+                + b'"},"method":"session/update"}}\n')  # its head, 100 bytes, does not hold the method
+    out = feed_all(chain, envelope, [100], outgoing=False)
+    assert [to for to, data in out if data] == [CONDUCTOR]
+    assert json.loads(out[0][1])["id"] == 8 and json.loads(out[0][1])["error"]["code"] == -32602
