@@ -1,0 +1,123 @@
+"""`acp-bridge run` with no agent, under a conductor played by the test: the first message
+decides, the rules see the unwrapped messages, the capture records them as the client and
+the agent sent them, a closed connection leaves nothing unanswered, long lines stream.
+(tests/chain/ runs it under real conductors.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import trio
+
+from acp_bridge.core.proxy_link import NO_AGENT
+from tests.cli_helpers import bridge_in_process
+from tests.conftest import run_cli
+
+PROXY_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
+INIT_RESULT = b'{"protocolVersion":1,"agentCapabilities":{"sessionCapabilities":{"systemPrompt":{}}}}'
+
+
+def records(path: Path) -> list[dict[str, object]]:
+    return [orjson.loads(raw) for raw in path.read_bytes().splitlines()]
+
+
+async def test_a_conversation_under_the_official_dialect_with_a_system_prompt_and_a_capture(tmp_path: Path) -> None:
+    capture = tmp_path / "chain.jsonl"
+    async with bridge_in_process(["run", "--capture", str(capture), "--system-prompt", "Be brief."]) as bridge:
+        await bridge.send(PROXY_INIT)
+        got = await bridge.read_until(b"\n")
+        assert got == (b'{"jsonrpc":"2.0","id":1,"method":"proxy/successor","params":{"method":"initialize",'
+                       b'"params":{"protocolVersion":1,"clientCapabilities":{}}}}\n')
+        await bridge.send(b'{"jsonrpc":"2.0","id":1,"result":' + INIT_RESULT + b"}\n")
+        await bridge.read_until(b'"id":0,')
+        await bridge.send(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":"/w","mcpServers":[]}}\n')
+        await bridge.read_until(b'"session/new"')
+        # The successor streams a chunk (with a number orjson would respell) and answers.
+        await bridge.send(b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+                          b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","n":1.50}}}}\n')
+        await bridge.send(b'{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}\n')
+        await bridge.read_until(b'"id":"n"')
+    out = bytes(bridge.received).splitlines(keepends=True)
+    assert out[1:] == [
+        b'{"jsonrpc":"2.0","id":0,"result":' + INIT_RESULT + b"}\n",
+        b'{"jsonrpc":"2.0","id":2,"method":"proxy/successor","params":{"method":"session/new","params":'
+        b'{"cwd":"/w","mcpServers":[],"systemPrompt":{"mode":"append","content":[{"type":"text","text":"Be brief."}]}}}}\n',
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"agent_message_chunk","n":1.50}}}\n',
+        b'{"jsonrpc":"2.0","id":"n","result":{"sessionId":"s"}}\n',
+    ]
+    assert bridge.proc.returncode == 0
+    kept = records(capture)
+    assert kept[0]["chain"] == {"role": "proxy", "dialect": "official"}
+    assert [(r["direction"], r["kind"], r["method"], r["id"]) for r in kept if r["type"] == "message"] == [
+        ("to-agent", "request", "initialize", 0), ("to-client", "response", "initialize", 0),
+        ("to-agent", "request", "session/new", "n"), ("to-client", "notification", "session/update", None),
+        ("to-client", "response", "session/new", "n")]
+    # As the agent sent it: the chunk's number keeps its spelling.
+    assert b'\\"n\\":1.50' in capture.read_bytes()
+
+
+async def test_the_sacp_dialects_answer_to_initialize_says_proxy_true() -> None:
+    init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"_meta":{"proxy":true}}}\n'
+    async with bridge_in_process(["run"]) as bridge:
+        await bridge.send(init)
+        assert await bridge.read_until(b"\n") == (
+            b'{"jsonrpc":"2.0","id":1,"method":"_proxy/successor/request","params":{"method":"initialize",'
+            b'"params":{"protocolVersion":1,"_meta":{"proxy":true}}}}\n')
+        await bridge.send(b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{}}}\n')
+        await bridge.read_until(b'"id":0')
+    assert bytes(bridge.received).splitlines()[1] == (
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"_meta":{"proxy":true}}}')
+
+
+async def test_a_closed_connection_answers_every_request_still_in_flight() -> None:
+    async with bridge_in_process(["run"]) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+    answer = json.loads(bytes(bridge.received).splitlines()[1])
+    assert answer["id"] == 0
+    assert answer["error"]["message"] == "the conductor closed the connection before the successor answered"
+
+
+async def test_an_editor_that_starts_it_without_an_agent_is_answered_and_told_how(tmp_path: Path) -> None:
+    init = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+    done = await run_cli(["run"], stdin=init)
+    assert done.returncode == 2
+    assert done.stdout == (b'{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":'
+                           + json.dumps(NO_AGENT).encode() + b"}}\n")
+    assert done.stderr.decode().splitlines() == [f"acp-bridge: ERROR: {NO_AGENT}"]
+
+
+def test_at_a_terminal_with_no_agent_it_says_so_at_once() -> None:
+    leader, follower = os.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "acp_bridge", "run"], stdin=follower, capture_output=True,
+                              timeout=30, check=False)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert done.returncode == 2 and done.stdout == b""
+    assert b"no agent command" in done.stderr and b"conductor" in done.stderr
+
+
+async def test_a_40_mib_wrapped_line_reaches_the_client_unwrapped_byte_for_byte() -> None:
+    text = b"x" * (40 << 20)
+    params = b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"' \
+             + text + b'"}}}'
+    envelope = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+                + params + b"}}\n")
+    async with bridge_in_process(["run"], timeout=60) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge.send, envelope)
+            await bridge.read_until(b'"}}}}\n')
+    expected = b'{"jsonrpc":"2.0","method":"session/update","params":' + params + b"}\n"
+    received = bytes(bridge.received)
+    start = received.index(b'{"jsonrpc":"2.0","method":"session/update"')
+    assert received[start:start + len(expected)] == expected
