@@ -47,6 +47,7 @@ from acp_bridge.capture.reader import (
 from acp_bridge.capture.records import safe_dumps
 from acp_bridge.capture.redaction import Redactor, valid_pointers
 from acp_bridge.core.lines import MIB
+from acp_bridge.core.methods import INITIALIZE
 from acp_bridge.core.protocol import Json
 
 SUFFIX = ".jsonl"
@@ -139,7 +140,7 @@ class Capture:
                     self._index.append((seq, offset))
                 self.last_seq = max(self.last_seq, seq)
             self.messages += 1
-            if record.get("method") == "initialize":
+            if record.get("method") == INITIALIZE:
                 self._note_peers(check_fields(record))
         elif kind == "finding":
             self.findings += 1 if not record.get("total") else 0

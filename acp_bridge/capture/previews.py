@@ -16,6 +16,7 @@ import itertools
 import re
 from typing import Any
 
+from acp_bridge.core import methods as m
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 
@@ -87,6 +88,12 @@ def _suggestions(items: Any) -> str:
     return " | ".join(text for text in texts if isinstance(text, str) and text)
 
 
+# Methods whose preview is one string of their params: the new title, the authentication
+# state, the MCP method carried, the question asked.
+PARAM_SHOWN = {m.SESSION_SET_TITLE: "title", m.AUTH_STATUS_UPDATE: "state", m.MCP_MESSAGE: "method",
+               m.ELICITATION_CREATE: "message"}
+
+
 def preview(msg: Any, method: Any, kind: Any) -> str:
     """What a person wants to see of a message without opening it: the agent's text, the
     tool's title, the prompt, the stop reason, the error."""
@@ -128,8 +135,11 @@ def preview(msg: Any, method: Any, kind: Any) -> str:
             names = [str(c.get("name")) for c in update["availableCommands"] if isinstance(c, dict)]
             return one_line(" ".join("/" + n for n in names))
         return ""
-    if method == "session/request_permission":
+    if method == m.SESSION_REQUEST_PERMISSION:
         return one_line(str(p.get_path(params, "toolCall", "title") or ""))
+    shown = PARAM_SHOWN.get(method) if isinstance(method, str) else None
+    if shown is not None:
+        return one_line(str(params[shown])) if isinstance(params.get(shown), str) else ""
     for key in ("path", "command", "cwd"):
         if isinstance(params.get(key), str):
             return one_line(str(params[key]))

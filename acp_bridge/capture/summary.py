@@ -306,7 +306,7 @@ class RecordFilter:
     def updates_match(self, record: Json) -> bool:
         """A `session/update` of one of the kinds, as it came or as it was sent (a rewrite
         that changes the kind matches both); the message is parsed only here."""
-        if record.get("method") != "session/update":
+        if record.get("method") != p.SESSION_UPDATE:
             return False
         return any(read.message_update_kind(record_message(record, key)) in self.updates
                    for key in ("raw", "out"))

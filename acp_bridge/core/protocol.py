@@ -1,7 +1,8 @@
 """The wire vocabulary of ACP and JSON-RPC 2.0 that the bridge reads or writes.
 
-Owns: method names, `sessionUpdate` values, capability keys and error codes, as string and
-integer constants, and the small accessors that read a capability from either protocol version.
+Owns: `sessionUpdate` values, capability keys and error codes, as string and integer
+constants, and the small accessors that read a capability from either protocol version
+(method names are `core/methods.py`'s, some named here too).
 Must never: hold state, do IO, or guess at shapes it does not know (an accessor returns None).
 """
 
@@ -9,23 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
+# Method names, and the groups of them, live in `core/methods.py` (the one table of the SDK
+# 2.4.0 schemas); the ones most code reads are named here too.
+from acp_bridge.core.methods import AUTH_LOGIN as AUTH_LOGIN
+from acp_bridge.core.methods import AUTHENTICATE as AUTHENTICATE
+from acp_bridge.core.methods import INITIALIZE as INITIALIZE
+from acp_bridge.core.methods import SESSION_CANCEL as SESSION_CANCEL
+from acp_bridge.core.methods import SESSION_CLOSE as SESSION_CLOSE
+from acp_bridge.core.methods import SESSION_FORK as SESSION_FORK
+from acp_bridge.core.methods import SESSION_LOAD as SESSION_LOAD
+from acp_bridge.core.methods import SESSION_NEW as SESSION_NEW
+from acp_bridge.core.methods import SESSION_PROMPT as SESSION_PROMPT
+from acp_bridge.core.methods import SESSION_RESUME as SESSION_RESUME
+from acp_bridge.core.methods import SESSION_UPDATE as SESSION_UPDATE
+from acp_bridge.core.methods import SETUP_METHODS as SETUP_METHODS
+from acp_bridge.core.methods import TERMINAL_CREATE as TERMINAL_CREATE
+
 Json = dict[str, Any]
 
 JSONRPC = "2.0"
-
-# Methods (ACP v1 and v2; see spec/acp-notes.md sections 2-3).
-INITIALIZE = "initialize"
-SESSION_NEW = "session/new"
-SESSION_LOAD = "session/load"
-SESSION_RESUME = "session/resume"
-SESSION_FORK = "session/fork"
-SESSION_CLOSE = "session/close"
-SESSION_PROMPT = "session/prompt"
-SESSION_CANCEL = "session/cancel"
-SESSION_UPDATE = "session/update"
-AUTHENTICATE = "authenticate"
-AUTH_LOGIN = "auth/login"
-TERMINAL_CREATE = "terminal/create"
 
 # session/update discriminators.
 SESSION_INFO_UPDATE = "session_info_update"
@@ -34,9 +37,6 @@ AVAILABLE_COMMANDS_UPDATE = "available_commands_update"
 TOOL_CALL = "tool_call"  # v1 only: v2 creates a tool call with its first tool_call_update
 TOOL_CALL_UPDATE = "tool_call_update"
 STATE_UPDATE = "state_update"  # v2: `state: "idle"` ends a turn
-
-# The requests that set a session up (their responses may carry `availableCommands`).
-SETUP_METHODS = frozenset({SESSION_NEW, SESSION_LOAD, SESSION_RESUME, SESSION_FORK})
 
 # Keys.
 META = "_meta"

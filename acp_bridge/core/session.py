@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from acp_bridge.core import protocol as p
 from acp_bridge.core.literals import written_id
 from acp_bridge.core.messages import Direction, Frame, id_key, loads
+from acp_bridge.core.methods import SESSION_CLOSERS
 from acp_bridge.core.protocol import Json
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class Connection:
             result = frame.msg.get("result") if frame.msg else None
             if isinstance(result, dict):
                 self.agent_init = result
-        elif pending.method == p.SESSION_CLOSE and frame.msg is not None and "result" in frame.msg:
+        elif pending.method in SESSION_CLOSERS and frame.msg is not None and "result" in frame.msg:
             self._states.pop(id_key(pending.session_id), None)  # nothing more will concern it
         return pending
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from acp_bridge.config import HealthConfig
+from acp_bridge.core import methods as m
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.literals import integer_id
@@ -37,15 +38,12 @@ INF = math.inf
 RECENT = 256  # answered requests remembered, to tell a second answer from an unknown id
 
 # Agent requests that wait on a person or on a command by design: no threshold unless
-# `[health] methods` sets one.
-WAIT_BY_DESIGN = frozenset({"session/request_permission", "terminal/wait_for_exit"})
-SESSION_OPENERS = frozenset({p.SESSION_NEW, p.SESSION_FORK})  # their response names the session
-SESSION_REOPENERS = frozenset({p.SESSION_LOAD, p.SESSION_RESUME})  # the request names it
-# Removed in v2 (spec/acp-notes.md 2.4, 3.2).
-V1_ONLY_METHODS = frozenset({
-    "session/load", "session/set_mode", "authenticate", "fs/read_text_file", "fs/write_text_file",
-    "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill",
-})
+# `[health] methods` sets one. What each group holds is `core/methods.py`'s.
+WAIT_BY_DESIGN = m.WAIT_BY_DESIGN
+SESSION_OPENERS = m.SESSION_OPENERS  # their response names the session
+SESSION_REOPENERS = m.SESSION_REOPENERS  # the request names it
+SESSION_CLOSERS = m.SESSION_CLOSERS  # their success ends the session they name
+V1_ONLY_METHODS = m.V1_ONLY  # removed in v2 (spec/acp-notes.md 2.4, 3.2)
 
 Listener = Callable[[Finding], None]
 _UNSET: Any = object()
@@ -301,8 +299,8 @@ class Engine(SessionRules):
                 self._maybe.pop(_session_key(created), None)
             if not self._opening:
                 self._flush_maybe()
-        elif method == p.SESSION_CLOSE and "result" in msg:
-            self._close(request.session_id)
+        elif method in SESSION_CLOSERS and "result" in msg:
+            self._close(request.session_id, method)
 
     # -- what the rules did --------------------------------------------------------------------
 
@@ -348,7 +346,7 @@ class Engine(SessionRules):
 
 _UNKNOWN_ID = ("response-unknown-id", None)
 # Methods whose requests or answers teach the engine something (capabilities, sessions).
-SPECIAL = frozenset({p.INITIALIZE, p.SESSION_CLOSE, *SESSION_OPENERS, *SESSION_REOPENERS, *V1_ONLY_METHODS})
+SPECIAL = frozenset({p.INITIALIZE, *SESSION_CLOSERS, *SESSION_OPENERS, *SESSION_REOPENERS, *V1_ONLY_METHODS})
 
 
 def rule_key(rule: str | None) -> tuple[str, str | None]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from acp_bridge.core.methods import INITIALIZE
 from acp_bridge.core.protocol import Json
 from acp_bridge.extras import install
 from acp_bridge.health.findings import CODES, Finding
@@ -157,11 +158,11 @@ def schema_findings(validator: Validator, records: Iterable[Json]) -> list[Findi
             continue
         msg = record_message(record, "raw") if record.get("verdict") != "emit" else None
         method = record.get("method")
-        if method == "initialize" and record.get("kind") == "request" and isinstance(msg, dict):
+        if method == INITIALIZE and record.get("kind") == "request" and isinstance(msg, dict):
             asked = msg.get("params", {}).get("protocolVersion") if isinstance(msg.get("params"), dict) else None
             if isinstance(asked, int) and not isinstance(asked, bool):
                 version = asked
-        if method == "initialize" and record.get("kind") == "response":
+        if method == INITIALIZE and record.get("kind") == "response":
             negotiated = msg.get("result", {}).get("protocolVersion") if isinstance(msg, dict) else None
             if isinstance(negotiated, int) and not isinstance(negotiated, bool):
                 version = negotiated

@@ -43,7 +43,8 @@ class SessionRules:
         # The last `max_closed` sessions closed, oldest first: an update for one of them is
         # update-closed-session. Older ones are forgotten (nothing may grow with sessions
         # that ended); an update for one of those is then reported as not open.
-        self._closed: OrderedDict[Any, None] = OrderedDict()
+        # (Each with the method that closed it: `session/close` or `session/archive`.)
+        self._closed: OrderedDict[Any, str] = OrderedDict()
         self._closed_forgotten = False
         self._opening = 0  # session/new and session/fork in flight
         # Updates for a session that a session/new or session/fork in flight may be creating:
@@ -122,7 +123,7 @@ class SessionRules:
             pass
         elif skey in self._closed:
             self.flag("update-closed-session", session, at, seq,
-                       "session/update for {} after its session/close", session,
+                       "session/update for {} after its {}", session, self._closed[skey],
                        direction=TO_CLIENT, method=p.SESSION_UPDATE)
         elif not self._sessions_full:
             if self._opening:
@@ -207,13 +208,14 @@ class SessionRules:
             return
         self._sessions[skey] = True
 
-    def _close(self, session: Any) -> None:
-        """`session/close` succeeded: the session's own facts go; its id joins the last closed."""
+    def _close(self, session: Any, method: str = p.SESSION_CLOSE) -> None:
+        """`method` (`session/close`, `session/archive`) succeeded: the session's own facts go;
+        its id joins the last closed."""
         skey = _session_key(session)
         self._running.pop(skey, None)
         if self._sessions.pop(skey, None) is None:
             return  # never known open (or past the cap): nothing to tell later updates by
-        self._closed[skey] = None
+        self._closed[skey] = method
         if len(self._closed) > self.max_closed:
             self._closed.popitem(last=False)
             self._closed_forgotten = True

@@ -47,6 +47,7 @@ from acp_bridge.core.messages import (
     classify,
     id_key,
 )
+from acp_bridge.core.methods import SESSION_CANCEL
 from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
 from acp_bridge.core.session import Connection
 from acp_bridge.core.shapes import session_named
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_bridge.health")
 
 INF = math.inf
+CANCEL = SESSION_CANCEL.encode()  # what an unparsed line toward the agent is searched for
 REPORTED_PER_CODE = 10  # findings of one code logged and passed to the observers; the rest are counted
 _LOG_LEVEL = {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING, Level.ERROR: logging.ERROR}
 
@@ -234,8 +236,8 @@ class Watchdog:
         if verdict is VERDICT_OPAQUE:
             pass
         elif source is TO_AGENT:
-            if b"session/cancel" in fwd.raw:
-                self._lines(fwd, b"session/cancel", mono, forwards, index)
+            if CANCEL in fwd.raw:
+                self._lines(fwd, CANCEL, mono, forwards, index)
         elif self.engine.watching_cancel and b'"state_update"' in fwd.raw:
             self._lines(fwd, b'"state_update"', mono, forwards, index)
         elif not fwd.untouched_lines or not sampled:  # a line that came alone (a small read): parsed
@@ -258,7 +260,7 @@ class Watchdog:
             frame = classify(fwd.direction, line)
             if frame.kind is NOTIFICATION and frame.msg is not None:
                 later = frozenset(id(f.request) for f in forwards[index + 1:] if f.request is not None) \
-                    if frame.method == "session/cancel" else frozenset()
+                    if frame.method == SESSION_CANCEL else frozenset()
                 self.engine.notification(fwd.direction, frame.msg, mono, None if before is None else before + number,
                                          later)
 

@@ -25,14 +25,15 @@ import orjson
 from acp_bridge.capture.pairs import TO_AGENT, Pairs
 from acp_bridge.capture.reader import record_bytes
 from acp_bridge.capture.redaction import WHOLE
+from acp_bridge.core import methods as m
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Unencodable, classify, encode, id_key
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay.turns import TO_CLIENT, Track, tracks
 
-PERMISSION = "session/request_permission"
-CREATES_SESSION = frozenset({p.SESSION_NEW, p.SESSION_FORK})
+PERMISSION = m.SESSION_REQUEST_PERMISSION
+CREATES_SESSION = m.SESSION_OPENERS
 
 
 @dataclass
@@ -261,7 +262,7 @@ def match_key(method: Any, params: Any) -> Any:
     params = params if isinstance(params, dict) else {}
     if method == PERMISSION:
         return (method,)
-    if method in ("fs/read_text_file", "fs/write_text_file"):
+    if method in (m.FS_READ_TEXT_FILE, m.FS_WRITE_TEXT_FILE):
         return (method, _text(params.get("path")))
     if method == p.TERMINAL_CREATE:
         return (method, _text(params.get("command")), _text(params.get("args")))

@@ -20,6 +20,7 @@ from typing import Any
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
+from acp_bridge.core.methods import SESSION_REQUEST_PERMISSION
 from acp_bridge.replay.turns import TO_CLIENT, Recorded
 
 FACT = "fact"
@@ -50,7 +51,7 @@ def kept(message: Recorded, *, with_text: bool) -> Recorded:
             small["content"] = {"type": "text", "text": _text_of(update)}
         return dataclasses.replace(message, msg={"params": {"update": small}})
     small_msg: dict[str, Any] = {}
-    if message.kind == "request" and message.method == "session/request_permission":
+    if message.kind == "request" and message.method == SESSION_REQUEST_PERMISSION:
         options = p.get_path(msg, "params", "options")
         small_msg["params"] = {"options": [{"kind": o.get("kind")} for o in options if isinstance(o, dict)]
                                if isinstance(options, list) else None}
@@ -139,7 +140,7 @@ def _message_facts(message: Recorded, msg: dict[str, Any], out: list[Recorded], 
     stop reason a prompt's answer gives."""
     if message.kind == "request":
         request: dict[str, Any] = {"request": message.method}
-        if message.method == "session/request_permission":
+        if message.method == SESSION_REQUEST_PERMISSION:
             options = p.get_path(msg, "params", "options")
             request["options"] = [o.get("kind") for o in options if isinstance(o, dict)] \
                 if isinstance(options, list) else None

@@ -19,6 +19,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from acp_bridge.core import methods as m
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.telemetry import spans as s
@@ -40,8 +41,8 @@ from acp_bridge.telemetry.work import BridgeWork
 
 MAX_CODE_DIGITS = 32  # of an error code in a span's status description
 TOOL_DONE = frozenset({"completed", "failed"})
-SESSION_SETUP = frozenset({p.SESSION_NEW, p.SESSION_LOAD, p.SESSION_RESUME, p.SESSION_FORK})
-REQUEST_PERMISSION = "session/request_permission"
+SESSION_SETUP = m.SETUP_METHODS
+REQUEST_PERMISSION = m.SESSION_REQUEST_PERMISSION
 
 
 class TraceBuilder(SpanTree):
@@ -82,7 +83,7 @@ class TraceBuilder(SpanTree):
                 elif method == p.SESSION_CANCEL:
                     turn = self._turn_of(read.session_id_of(msg))
                     if turn is not None:
-                        add_event(turn.span, "session/cancel", timed.wall, {})
+                        add_event(turn.span, p.SESSION_CANCEL, timed.wall, {})
             elif "id" in msg and ("result" in msg or "error" in msg):
                 self._response(timed, msg)
         if timed.rules:
@@ -134,8 +135,10 @@ class TraceBuilder(SpanTree):
         self._requests[id(pending)] = RequestSpan(span, pending, msg)
 
     def _parent_of(self, method: str, params: Any, session_id: Any, wall: float) -> SpanRecord | None:
-        if session_id is None or method in (p.SESSION_NEW, p.SESSION_FORK):
+        if session_id is None or method in m.SESSION_OPENERS:
             return None  # a new session's span starts with its response, and adopts this one
+        if method in m.SESSION_DETACHED and key_of(session_id) not in self._sessions:
+            return None  # it names a session without joining it: no session span for it
         state = self._session(session_id, wall)
         if method == REQUEST_PERMISSION:
             tool_id = read.permission_tool_call_id(params)
@@ -170,7 +173,7 @@ class TraceBuilder(SpanTree):
         if method == REQUEST_PERMISSION:
             permission_attributes(span, request.msg, result)
         self._end(span, timed.wall)
-        if method == p.SESSION_CLOSE and error is None and session_id is not None:
+        if method in m.SESSION_CLOSERS and error is None and session_id is not None:
             state = self._sessions.pop(key_of(session_id), None)
             if state is not None:
                 self._close_session(state, timed.wall, unfinished=False)

@@ -26,6 +26,7 @@ from acp_bridge.config import Config
 from acp_bridge.core.findings import Finding
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import Direction
+from acp_bridge.core.methods import SESSION_CANCEL
 from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
 from acp_bridge.telemetry import require_sdk
 from acp_bridge.telemetry import spans as s
@@ -55,7 +56,7 @@ FINISH_BATCH = 256  # spans handed between two looks at the clock at the end
 TOOL_CALL = b'CallId"'
 STATE_UPDATE = b"state_update"
 CHUNK = b"agent_message_chunk"
-CANCEL = b"session/cancel"
+CANCEL = SESSION_CANCEL.encode()
 
 
 def telemetry_observer(config: Config) -> TelemetryObserver:

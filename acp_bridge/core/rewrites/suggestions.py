@@ -30,6 +30,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief, id_key
+from acp_bridge.core.methods import SESSION_CLOSERS
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import FLAG, OFF_FLAG, BuiltIn, Option
@@ -278,7 +279,7 @@ class PromptSuggestions(Rule):
         return Replace(msg, then=(emit,))  # the prompt itself goes on unchanged
 
     def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
-        if request.method == p.SESSION_CLOSE and self._holding:
+        if request.method in SESSION_CLOSERS and self._holding:
             # Connection has forgotten a closed session's state: so does the list of those held.
             if session.existing_state(SuggestionsState, request.session_id) is None:
                 self._holding.pop(id_key(request.session_id), None)
