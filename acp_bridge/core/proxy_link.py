@@ -25,12 +25,11 @@ import orjson
 
 from acp_bridge.core.json_spans import SpanError, ValueEnd, head_members, spans
 from acp_bridge.core.lines import Opaque, Piece
+from acp_bridge.core.methods import CANCEL_REQUEST, INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR
 
 log = logging.getLogger("acp_bridge.chain")
 
-CANCEL_REQUEST = "$/cancel_request"
-PROXY_INITIALIZE = "proxy/initialize"
-PROXY_SUCCESSOR = "proxy/successor"
+# The sacp dialect's envelopes are no ACP method (core/methods.py has the official ones).
 SACP_REQUEST = "_proxy/successor/request"
 SACP_NOTIFICATION = "_proxy/successor/notification"
 
@@ -56,7 +55,7 @@ class Dialect:
 
 OFFICIAL = Dialect("official", PROXY_INITIALIZE, PROXY_SUCCESSOR, PROXY_SUCCESSOR,
                    hop_local_cancel=True, answer_meta=False)
-SACP = Dialect("sacp", "initialize", SACP_REQUEST, SACP_NOTIFICATION,
+SACP = Dialect("sacp", INITIALIZE, SACP_REQUEST, SACP_NOTIFICATION,
                hop_local_cancel=False, answer_meta=True)
 
 def chain_facts(dialect: Dialect) -> dict[str, str]:
@@ -125,7 +124,7 @@ def first_message(line: bytes) -> tuple[Dialect, bytes] | Refusal:
         return OFFICIAL, line[:start] + b'"initialize"' + line[end:]
     params = msg.get("params") if msg is not None else None
     meta = params.get("_meta") if isinstance(params, dict) else None
-    if method == "initialize" and raw_id is not None and isinstance(meta, dict) and meta.get("proxy") is True:
+    if method == INITIALIZE and raw_id is not None and isinstance(meta, dict) and meta.get("proxy") is True:
         return SACP, line
     return Refusal(NO_AGENT, _error_line(raw_id, INVALID_REQUEST, NO_AGENT) if raw_id is not None else None)
 
