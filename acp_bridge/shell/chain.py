@@ -21,6 +21,7 @@ import trio
 from acp_bridge.core import Direction, Relay
 from acp_bridge.core.lines import LineSplitter, Opaque
 from acp_bridge.core.proxy_link import CONDUCTOR, FROM_AGENT, FROM_CLIENT, Dialect, ProxyLink, Refusal, first_message
+from acp_bridge.shell import posix
 from acp_bridge.shell.bridge import AgentLife, Bridge, bridge_streams
 
 if TYPE_CHECKING:
@@ -116,10 +117,38 @@ class ToSuccessor(ToClient):
 
 
 class ConductorLife(AgentLife):
-    """The agent side is the conductor's stream: it is gone when that stream ends."""
+    """The agent side is the conductor's stream: it is gone when that stream ends, or when
+    a signal (SIGTERM, SIGINT, SIGHUP) tells the bridge to stop; with no agent of its own
+    to pass it to, the bridge stops itself."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self._told = trio.Event()
+
+    async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
+        await nursery.start(self._listen)
+
+    async def _listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with posix.forwarded_signals() as signals:
+            task_status.started()
+            async for signum in signals:
+                log.info("received %s; stopping", posix.signal_name(signum))
+                self.signal = signum
+                self._told.set()
+                return
+
+    async def wait_gone(self) -> None:
+        await self._told.wait()
 
     async def after_output_ends(self, bridge: Bridge) -> tuple[str, Any]:
+        if self.signal is not None:
+            return f"acp-bridge received {posix.signal_name(self.signal)} before the successor answered", None
         return "the conductor closed the connection before the successor answered", None
+
+    @property
+    def status(self) -> int:
+        """The exit status: 0, or 128+N after signal N, as a shell reports it."""
+        return 0 if self.signal is None else 128 + self.signal
 
 
 async def read_first_line(stdin: trio.abc.ReceiveStream, lines: LineSplitter) -> tuple[bytes | None, list[Any]]:
@@ -157,13 +186,14 @@ async def serve_chain(config: Any, relay: Relay, stdio: trio.StapledStream[Any, 
     dialect, as_client = decided
     log.info("chain: a proxy in the %s dialect", dialect.name)
     link = ProxyLink.started(dialect, first, max_line)
+    life = ConductorLife()
     async with open_observer(dialect) as observer:
-        await _relay(link, relay, stdio, as_client, rest, lines, observer)
-    return 0
+        await _relay(link, relay, stdio, as_client, rest, lines, observer, life)
+    return life.status
 
 
 async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, Any], first: bytes,
-                 rest: list[Any], lines: LineSplitter, observer: Observer | None) -> None:
+                 rest: list[Any], lines: LineSplitter, observer: Observer | None, life: ConductorLife) -> None:
     stdout = Stdout(stdio.send_stream)
     to_client_tx, to_client_rx = trio.open_memory_channel[bytes](INBOX)
     to_agent_tx, to_agent_rx = trio.open_memory_channel[bytes](INBOX)
@@ -189,7 +219,7 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read_conductor)
-        await bridge_streams(client, agent, relay, observer, ConductorLife())
+        await bridge_streams(client, agent, relay, observer, life)
         nursery.cancel_scope.cancel()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import trio
 
 from acp_bridge.core.proxy_link import NO_AGENT
 from tests.cli_helpers import bridge_in_process
-from tests.conftest import run_cli
+from tests.conftest import open_bridge, run_cli
 
 PROXY_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
 INIT_RESULT = b'{"protocolVersion":1,"agentCapabilities":{"sessionCapabilities":{"systemPrompt":{}}}}'
@@ -121,3 +122,18 @@ async def test_a_40_mib_wrapped_line_reaches_the_client_unwrapped_byte_for_byte(
     received = bytes(bridge.received)
     start = received.index(b'{"jsonrpc":"2.0","method":"session/update"')
     assert received[start:start + len(expected)] == expected
+
+
+async def test_sigterm_answers_what_is_in_flight_keeps_the_capture_whole_and_exits_143(tmp_path: Path) -> None:
+    capture = tmp_path / "term.jsonl"
+    async with open_bridge(["run", "--capture", str(capture)]) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")  # the wrapped initialize: the bridge is relaying
+        bridge.proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(20):
+            status = await bridge.proc.wait()
+            received = await bridge.read_all()
+    assert status == 128 + signal.SIGTERM
+    answer = json.loads(received.splitlines()[1])
+    assert (answer["id"], answer["error"]["message"]) == (0, "acp-bridge received SIGTERM before the successor answered")
+    assert [r["type"] for r in records(capture)] == ["header", "message", "message", "end"]
