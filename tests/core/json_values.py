@@ -21,4 +21,4 @@ def encoded(value: Any, spacing: int) -> bytes:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
     if spacing == 1:
         return json.dumps(value, separators=(" , ", " : ")).encode()
-    return json.dumps(value, indent=1).encode()
+    return json.dumps(value, separators=(",\t", " :  ")).encode()  # no newline: it stays one line

@@ -73,6 +73,22 @@ def test_a_wrapped_notifications_params_reach_the_relay_byte_for_byte(params: An
         (FROM_AGENT, b'{"jsonrpc":"2.0","method":"session/update","params":' + raw + b"}\r\n")]
 
 
+@given(params=st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=4) | st.lists(JSON_VALUES, max_size=3),
+       spacing=st.integers(0, 2), envelope_id=st.none() | st.integers(0, 10**25) | st.text(max_size=4),
+       official=st.booleans())
+def test_the_quick_unwrap_is_taken_for_conductors_envelopes_and_equals_the_general_path(
+        params: Any, spacing: int, envelope_id: Any, official: bool) -> None:
+    dialect = OFFICIAL if official else SACP
+    raw = encoded(params, spacing)
+    name = dialect.notification if envelope_id is None else dialect.request
+    head = b'{"jsonrpc":"2.0",' + (b"" if envelope_id is None else b'"id":' + json.dumps(envelope_id).encode() + b",")
+    envelope = head + b'"method":"' + name.encode() + b'","params":{"method":"session/update","params":' + raw + b"}}\n"
+    quick, general = link(dialect), link(dialect)
+    general.quick = False
+    assert quick._unwrap_quickly(envelope) is not None  # the path is taken
+    assert link(dialect).from_conductor(envelope) == general.from_conductor(envelope)
+
+
 @given(params=st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=4), spacing=st.integers(0, 2),
        client_id=st.integers(-(10**30), 10**30).map(str) | st.text(max_size=5).map(json.dumps))
 def test_a_client_request_is_wrapped_byte_for_byte_and_its_answer_comes_back_to_its_id(
