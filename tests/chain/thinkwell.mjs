@@ -19,7 +19,10 @@ const client = {
     return {
       send(message) { process.stdout.write(JSON.stringify(message) + "\n"); },
       messages: (async function* () {
-        for await (const line of lines) if (line.trim()) yield JSON.parse(line);
+        for await (const line of lines) {
+          if (!line.trim()) continue;
+          try { yield JSON.parse(line); } catch { console.error(`thinkwell.mjs: not JSON, dropped: ${line.slice(0, 200)}`); }
+        }
       })(),
       async close() { lines.close(); },
     };
