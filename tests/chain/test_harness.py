@@ -107,11 +107,13 @@ def test_python_conductor_reports_each_envelope_the_schemas_reject(tmp_path: Pat
 
 
 @needs_schemas
-def test_python_conductor_cancels_hop_by_hop_and_answers_for_a_successor_that_exits(tmp_path: Path) -> None:
-    """The client cancels a prompt: each hop gets `$/cancel_request` with its own id of that
+def test_python_conductor_routes_requests_both_ways_cancels_hop_by_hop_and_answers_for_an_exit(tmp_path: Path) -> None:
+    """The agent's request reaches the client through the proxy, and the answer comes back.
+    The client cancels its prompt: each hop gets `$/cancel_request` with its own id of that
     request. The agent then exits: the prompt is answered with the conductor's own error,
     through the proxy, under the client's id."""
-    agent = scripted(tmp_path, {"initialize": [{"respond": {"protocolVersion": 1}}], "session/prompt": [],
+    read = {"jsonrpc": "2.0", "id": "agent-1", "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/x"}}
+    agent = scripted(tmp_path, {"initialize": [{"respond": {"protocolVersion": 1}}], "session/prompt": [{"send": read}],
                                 "$/cancel_request": [{"exit": 0}]})
     conductor = python_conductor([reference_proxy(), agent], tmp_path)
     big = b"123456789012345678901234567890"
@@ -119,6 +121,8 @@ def test_python_conductor_cancels_hop_by_hop_and_answers_for_a_successor_that_ex
         chain.send(INIT)
         chain.receive()
         chain.send(b'{"jsonrpc":"2.0","id":' + big + b',"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}')
+        assert chain.receive() == b'{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"sessionId": "s", "path": "/x"}}'
+        chain.send(b'{"jsonrpc":"2.0","id":1,"result":{"content":"hi"}}')
         chain.send(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":' + big + b"}}")
         assert chain.receive() == (b'{"jsonrpc":"2.0","id":' + big + b',"error":{"code": %d, "message": '
                                    b'"conductor: component 1 exited"}}' % EXITED)
@@ -133,8 +137,11 @@ def test_python_conductor_cancels_hop_by_hop_and_answers_for_a_successor_that_ex
     assert (tmp_path / "agent.log").read_bytes().splitlines() == [
         b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}',
         b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}',
+        b'{"jsonrpc":"2.0","id":"agent-1","result":{"content":"hi"}}',
         cancel % b"2",
     ]
+    assert b'{"jsonrpc":"2.0","id":3,"method":"proxy/successor","params":{"method":"fs/read_text_file","params":' \
+           b'{"sessionId": "s", "path": "/x"}}}' in conductor.lines(0, "sent")
 
 
 @needs_schemas
