@@ -30,7 +30,8 @@ def test_the_quickstart_is_two_commands_and_ci_runs_the_test_command() -> None:
 def test_contributing_says_how_to_get_the_tests_a_fresh_machine_skips() -> None:
     assert "CONTRIBUTING.md" in _section(README, "Quickstart")
     for needed in ("@agentclientprotocol/sdk", "npm pack", "apt-get", "install -y", "chromium",
-                   "npm install", "--prefix .sdk-ts @agentclientprotocol/sdk zod"):
+                   "npm install", "--prefix .sdk-ts @agentclientprotocol/sdk zod",
+                   "--prefix .conductor @thinkwell/conductor@0.5.7"):
         assert needed in CI and needed in CONTRIBUTING, needed
     assert ".schemas/package/schema/" in CONTRIBUTING
     assert '".schemas" / "package" / "schema"' in (ROOT / "tests" / "core" / "test_schema.py").read_text(encoding="utf-8")

@@ -1,0 +1,165 @@
+"""The chain harness itself, before acp-bridge can be a component: both conductors route a
+real client's session through the reference proxy to a real agent, the Python conductor's
+schema validation catches a malformed envelope, and its cancel and exit handling are hop-local."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chain.harness import (
+    EXITED,
+    VIOLATION_STATUS,
+    RawChain,
+    connect,
+    python_conductor,
+    reference_proxy,
+    schemas_missing,
+    sdk_agent,
+    thinkwell_conductor,
+    thinkwell_missing,
+)
+from tests.conftest import TESTS, sdk
+from tests.shell.sdk_client import RecordingClient
+
+needs_schemas = pytest.mark.skipif(schemas_missing() is not None, reason=schemas_missing() or "")
+
+
+async def session(command: list[str]) -> tuple[Any, Any, RecordingClient, int | None]:
+    """initialize, session/new and one prompt, from the Python SDK's client through `command`."""
+    acp = sdk()
+    client = RecordingClient()
+    async with connect(client, command) as (conn, process):
+        init = await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 30)
+        new = await asyncio.wait_for(conn.new_session(cwd="/tmp", mcp_servers=[]), 30)
+        reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hi chain")]), 30)
+        await asyncio.wait_for(client.wait_for_updates(2), 30)
+    assert new.session_id == "sess_1"
+    return init, reply, client, process.returncode
+
+
+@needs_schemas
+def test_sdk_session_through_the_python_conductor_and_the_reference_proxy(tmp_path: Path) -> None:
+    conductor = python_conductor([reference_proxy(), sdk_agent()], tmp_path)
+    init, reply, client, status = asyncio.run(session(conductor.command))
+    assert init.agent_info.name == "sdk-echo-agent" and init.field_meta is None
+    assert reply.stop_reason == "end_turn"
+    assert [update.content.text for _, update in client.updates] == ["echo: ", "hi chain"]
+    assert (conductor.violations(), status) == ([], 0)
+    # The proxy got proxy/initialize, the agent initialize; the prompt's params went from the
+    # client to the agent byte for byte, inside the proxy's envelope on the way.
+    prompt = b'"params":{"sessionId":"sess_1","prompt":[{"text":"hi chain","type":"text"}]}'
+    assert conductor.lines(0, "sent")[0].startswith(b'{"jsonrpc":"2.0","id":1,"method":"proxy/initialize","params":{')
+    assert conductor.lines(0, "received")[0].startswith(b'{"jsonrpc":"2.0","id":"p1","method":"proxy/successor",'
+                                                        b'"params":{"method":"initialize","params":{')
+    assert conductor.lines(1, "sent")[0].startswith(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{')
+    assert [line for hop, direction in (("client", "received"), (0, "sent"), (0, "received"), (1, "sent"))
+            for line in conductor.lines(hop, direction) if b"session/prompt" in line] == [
+        b'{"jsonrpc":"2.0","id":2,"method":"session/prompt",' + prompt + b"}",
+        b'{"jsonrpc":"2.0","id":3,"method":"session/prompt",' + prompt + b"}",
+        b'{"jsonrpc":"2.0","id":"p3","method":"proxy/successor","params":{"method":"session/prompt",' + prompt + b"}}",
+        b'{"jsonrpc":"2.0","id":3,"method":"session/prompt",' + prompt + b"}",
+    ]
+
+
+def test_sdk_session_through_thinkwell_conductor_and_the_reference_proxy() -> None:
+    """The sacp dialect: the proxy learns its role from `_meta.proxy` and must say it back,
+    and @thinkwell/conductor hands that `_meta` on to the client."""
+    missing = thinkwell_missing()
+    if missing:
+        pytest.skip(missing)
+    init, reply, client, status = asyncio.run(session(thinkwell_conductor([reference_proxy(), sdk_agent()])))
+    assert init.agent_info.name == "sdk-echo-agent" and init.field_meta == {"proxy": True}
+    assert reply.stop_reason == "end_turn"
+    assert [update.content.text for _, update in client.updates] == ["echo: ", "hi chain"]
+    assert status == 0
+
+
+def scripted(tmp_path: Path, on: dict[str, Any]) -> list[str]:
+    script = tmp_path / "agent.json"
+    script.write_text(json.dumps({"log": str(tmp_path / "agent.log"), "on": on}), encoding="utf-8")
+    return [sys.executable, "-u", str(TESTS / "agents" / "scripted_agent.py"), str(script)]
+
+
+INIT = b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
+
+
+@needs_schemas
+def test_python_conductor_reports_each_envelope_the_schemas_reject(tmp_path: Path) -> None:
+    """A proxy whose envelopes carry `"_meta": "bad"` (the schemas want an object): the chain
+    still answers, and the conductor names the fault once per schema and exits 3."""
+    agent = scripted(tmp_path, {"initialize": [{"respond": {"protocolVersion": 1}}]})
+    conductor = python_conductor([reference_proxy("--bad-meta"), agent], tmp_path)
+    with RawChain(conductor.command) as chain:
+        chain.send(INIT)
+        assert chain.receive() == b'{"jsonrpc":"2.0","id":"init","result":{"protocolVersion": 1}}'
+        status = chain.close()
+    assert status == VIOLATION_STATUS
+    meta = [line for line in conductor.violations() if "ProxySuccessorRequest" in line]
+    assert meta == [f"hop 0: received envelope: ProxySuccessorRequest in {version}/schema.unstable.json at _meta: "
+                    "'bad' is not of type 'object', 'null'" for version in ("v1", "v2")]
+    assert len(conductor.violations()) == 4  # and ProxyRequest, whose params match neither of its forms
+
+
+@needs_schemas
+def test_python_conductor_routes_requests_both_ways_cancels_hop_by_hop_and_answers_for_an_exit(tmp_path: Path) -> None:
+    """The agent's request reaches the client through the proxy, and the answer comes back.
+    The client cancels its prompt: each hop gets `$/cancel_request` with its own id of that
+    request. The agent then exits: the prompt is answered with the conductor's own error,
+    through the proxy, under the client's id."""
+    read = {"jsonrpc": "2.0", "id": "agent-1", "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/x"}}
+    agent = scripted(tmp_path, {"initialize": [{"respond": {"protocolVersion": 1}}], "session/prompt": [{"send": read}],
+                                "$/cancel_request": [{"exit": 0}]})
+    conductor = python_conductor([reference_proxy(), agent], tmp_path)
+    big = b"123456789012345678901234567890"
+    with RawChain(conductor.command) as chain:
+        chain.send(INIT)
+        chain.receive()
+        chain.send(b'{"jsonrpc":"2.0","id":' + big + b',"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}')
+        assert chain.receive() == b'{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"sessionId": "s", "path": "/x"}}'
+        chain.send(b'{"jsonrpc":"2.0","id":1,"result":{"content":"hi"}}')
+        chain.send(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":' + big + b"}}")
+        assert chain.receive() == (b'{"jsonrpc":"2.0","id":' + big + b',"error":{"code": %d, "message": '
+                                   b'"conductor: component 1 exited"}}' % EXITED)
+        status = chain.close()
+    assert (conductor.violations(), status) == ([], 0)
+    cancel = b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%s}}'
+    exited = b'"error":{"code": %d, "message": "conductor: component 1 exited"}}' % EXITED
+    # The conductor's id of the prompt on hop 0 is 2, the proxy's of its envelope "p2", and
+    # the conductor's of the prompt on hop 1 (the agent's, below) 2 again.
+    assert conductor.lines(0, "sent")[-2:] == [cancel % b"2", b'{"jsonrpc":"2.0","id":"p2",' + exited]
+    assert conductor.lines(0, "received")[-2:] == [cancel % b'"p2"', b'{"jsonrpc":"2.0","id":2,' + exited]
+    assert (tmp_path / "agent.log").read_bytes().splitlines() == [
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}',
+        b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}',
+        b'{"jsonrpc":"2.0","id":"agent-1","result":{"content":"hi"}}',
+        cancel % b"2",
+    ]
+    assert b'{"jsonrpc":"2.0","id":3,"method":"proxy/successor","params":{"method":"fs/read_text_file","params":' \
+           b'{"sessionId": "s", "path": "/x"}}}' in conductor.lines(0, "sent")
+
+
+@needs_schemas
+def test_validator_checks_envelopes_against_both_schemas() -> None:
+    from tests.chain.conductor import Validator
+
+    validator = Validator()
+    good = {"jsonrpc": "2.0", "id": 7, "method": "proxy/successor", "params": {"method": "session/new", "params": {}}}
+    assert validator.envelope(good) == []
+    assert validator.envelope({"jsonrpc": "2.0", "method": "proxy/successor", "params": {"method": "x"}}) == []
+    assert validator.envelope({"jsonrpc": "2.0", "id": 7, "result": {"anything": 1}}) == []
+    no_method = {"jsonrpc": "2.0", "id": 7, "method": "proxy/successor", "params": {"params": {}}}
+    assert [problem.split(" at ")[0] for problem in validator.envelope(no_method)] == [
+        "ProxyRequest in v1/schema.unstable.json", "ProxyRequest in v2/schema.unstable.json",
+        "ProxySuccessorRequest in v1/schema.unstable.json", "ProxySuccessorRequest in v2/schema.unstable.json"]
+    scalar = {"jsonrpc": "2.0", "method": "proxy/successor", "params": {"method": "x", "params": 5}}
+    assert validator.envelope(scalar) == ["proxy/successor params.params: when present, MUST be a JSON object "
+                                          "or array (the definition's description)"]
+    v1_init = {"jsonrpc": "2.0", "id": 1, "method": "proxy/initialize", "params": {"protocolVersion": 1}}
+    assert validator.envelope(v1_init) == []
+    assert validator.envelope({**v1_init, "params": {"protocolVersion": 2}}) != []  # v2's wants `info`
