@@ -47,7 +47,7 @@ SLOW_FIRST = (
     "tests/telemetry/test_endpoint_secrets.py", "tests/telemetry/test_e2e.py", "tests/shell/test_reliability.py",
     "tests/telemetry/test_hostile_e2e.py", "tests/mcp/test_server.py", "tests/capture/test_html.py",
     "tests/shell/test_closed_sessions.py", "tests/replay/test_sdk.py", "tests/commands/test_demo.py",
-    "tests/commands/test_doctor.py",
+    "tests/commands/test_doctor.py", "tests/chain/test_bridge_in_chain.py",
 )
 
 # Modules whose tests share something expensive run on one worker, so that it is made once:
@@ -62,7 +62,7 @@ GROUPS = {
     "tests/mcp/test_server.py": "mcp-server",
     # the ACP SDK, imported by the test process itself (`sdk()`, a second of CPU)
     "tests/shell/test_interop_sdk.py": "sdk", "tests/telemetry/test_e2e.py": "sdk", "tests/replay/test_sdk.py": "sdk",
-    "tests/chain/test_harness.py": "sdk",
+    "tests/chain/test_bridge_in_chain.py": "sdk",
 }
 
 

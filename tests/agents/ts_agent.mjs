@@ -1,6 +1,7 @@
 // An agent written with the official TypeScript SDK (@agentclientprotocol/sdk), for doctor's
-// interop test: it answers initialize and session/new (its command list follows at once) and
-// session/close.
+// interop test and the proxy-chain tests: it answers initialize and session/new (its command
+// list follows at once) and session/close; on session/prompt it asks the client's permission
+// to run a tool, says which option the client chose, and ends the turn.
 //
 //   node ts_agent.mjs SDK_DIR
 import { Readable, Writable } from "node:stream";
@@ -28,7 +29,22 @@ const app = acp.agent({ name: "ts-sdk-agent" })
     }), 0);
     return { sessionId };
   })
-  .onRequest("session/close", () => ({}));
+  .onRequest("session/close", () => ({}))
+  .onRequest("session/prompt", async ({ params }) => {
+    const { sessionId } = params;
+    const answer = await context.request("session/request_permission", {
+      sessionId,
+      toolCall: { toolCallId: "call-1", title: "Run the tests", kind: "execute", status: "pending" },
+      options: [{ optionId: "allow", name: "Allow", kind: "allow_once" },
+                { optionId: "reject", name: "Reject", kind: "reject_once" }],
+    });
+    const chosen = answer.outcome.outcome === "selected" ? answer.outcome.optionId : answer.outcome.outcome;
+    await context.notify("session/update", {
+      sessionId,
+      update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `permission: ${chosen}` } },
+    });
+    return { stopReason: "end_turn" };
+  });
 
 const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
 await connection.closed;

@@ -1,10 +1,9 @@
-"""The chain harness itself, before acp-bridge can be a component: both conductors route a
-real client's session through the reference proxy to a real agent, the Python conductor's
-schema validation catches a malformed envelope, and its cancel and exit handling are hop-local."""
+"""The chain harness itself: the Python conductor's schema validation catches a malformed
+envelope, and its cancel and exit handling are hop-local. (That both conductors route a real
+client's session is shown with acp-bridge as the proxy, in test_bridge_in_chain.py.)"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -16,68 +15,13 @@ from tests.chain.harness import (
     EXITED,
     VIOLATION_STATUS,
     RawChain,
-    connect,
     python_conductor,
     reference_proxy,
     schemas_missing,
-    sdk_agent,
-    thinkwell_conductor,
-    thinkwell_missing,
 )
-from tests.conftest import TESTS, sdk
-from tests.shell.sdk_client import RecordingClient
+from tests.conftest import TESTS
 
 needs_schemas = pytest.mark.skipif(schemas_missing() is not None, reason=schemas_missing() or "")
-
-
-async def session(command: list[str]) -> tuple[Any, Any, RecordingClient, int | None]:
-    """initialize, session/new and one prompt, from the Python SDK's client through `command`."""
-    acp = sdk()
-    client = RecordingClient()
-    async with connect(client, command) as (conn, process):
-        init = await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 30)
-        new = await asyncio.wait_for(conn.new_session(cwd="/tmp", mcp_servers=[]), 30)
-        reply = await asyncio.wait_for(conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hi chain")]), 30)
-        await asyncio.wait_for(client.wait_for_updates(2), 30)
-    assert new.session_id == "sess_1"
-    return init, reply, client, process.returncode
-
-
-@needs_schemas
-def test_sdk_session_through_the_python_conductor_and_the_reference_proxy(tmp_path: Path) -> None:
-    conductor = python_conductor([reference_proxy(), sdk_agent()], tmp_path)
-    init, reply, client, status = asyncio.run(session(conductor.command))
-    assert init.agent_info.name == "sdk-echo-agent" and init.field_meta is None
-    assert reply.stop_reason == "end_turn"
-    assert [update.content.text for _, update in client.updates] == ["echo: ", "hi chain"]
-    assert (conductor.violations(), status) == ([], 0)
-    # The proxy got proxy/initialize, the agent initialize; the prompt's params went from the
-    # client to the agent byte for byte, inside the proxy's envelope on the way.
-    prompt = b'"params":{"sessionId":"sess_1","prompt":[{"text":"hi chain","type":"text"}]}'
-    assert conductor.lines(0, "sent")[0].startswith(b'{"jsonrpc":"2.0","id":1,"method":"proxy/initialize","params":{')
-    assert conductor.lines(0, "received")[0].startswith(b'{"jsonrpc":"2.0","id":"p1","method":"proxy/successor",'
-                                                        b'"params":{"method":"initialize","params":{')
-    assert conductor.lines(1, "sent")[0].startswith(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{')
-    assert [line for hop, direction in (("client", "received"), (0, "sent"), (0, "received"), (1, "sent"))
-            for line in conductor.lines(hop, direction) if b"session/prompt" in line] == [
-        b'{"jsonrpc":"2.0","id":2,"method":"session/prompt",' + prompt + b"}",
-        b'{"jsonrpc":"2.0","id":3,"method":"session/prompt",' + prompt + b"}",
-        b'{"jsonrpc":"2.0","id":"p3","method":"proxy/successor","params":{"method":"session/prompt",' + prompt + b"}}",
-        b'{"jsonrpc":"2.0","id":3,"method":"session/prompt",' + prompt + b"}",
-    ]
-
-
-def test_sdk_session_through_thinkwell_conductor_and_the_reference_proxy() -> None:
-    """The sacp dialect: the proxy learns its role from `_meta.proxy` and must say it back,
-    and @thinkwell/conductor hands that `_meta` on to the client."""
-    missing = thinkwell_missing()
-    if missing:
-        pytest.skip(missing)
-    init, reply, client, status = asyncio.run(session(thinkwell_conductor([reference_proxy(), sdk_agent()])))
-    assert init.agent_info.name == "sdk-echo-agent" and init.field_meta == {"proxy": True}
-    assert reply.stop_reason == "end_turn"
-    assert [update.content.text for _, update in client.updates] == ["echo: ", "hi chain"]
-    assert status == 0
 
 
 def scripted(tmp_path: Path, on: dict[str, Any]) -> list[str]:
