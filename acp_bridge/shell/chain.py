@@ -174,8 +174,9 @@ async def serve_chain(config: Any, relay: Relay, stdio: trio.StapledStream[Any, 
     lines = LineSplitter(max_line)
     first, rest = await read_first_line(stdio.receive_stream, lines)
     if first is None:
-        log.error("%s", "the conductor closed the connection before its first message"
-                  if not rest else "the first message is over the parse limit")
+        log.error("%s", "no agent command, and stdin ended before a conductor's first message: give the agent's "
+                  "command after `--` (acp-bridge run -- AGENT), or start it as a proxy under an ACP conductor"
+                  if not rest else "the conductor's first message is over the parse limit; it is not a proxy/initialize")
         return EXIT_NO_CHAIN
     decided = first_message(first)
     if isinstance(decided, Refusal):

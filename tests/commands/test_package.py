@@ -167,7 +167,9 @@ def test_a_command_without_a_summary_is_listed_with_its_first_sentence_whole(mon
     (["run", "--verbos", "--", "x"], "acp-bridge: No such option '--verbos'. Did you mean '--verbose'? (see"),
     (["-v"], "acp-bridge: no agent command"),
 ])
-def test_the_short_form_reports_usage_errors_in_one_line(args: list[str], message: str) -> None:
+def test_the_short_form_reports_usage_errors_in_one_line(args: list[str], message: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("acp_bridge.commands.run._stdin_is_a_terminal", lambda: True)  # else: a chain's component
     result = CliRunner().invoke(main, args, prog_name="acp-bridge")
     assert result.exit_code == 2
     assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, result.stderr

@@ -151,10 +151,20 @@ async def test_an_agent_not_on_path_is_explained_with_what_usually_causes_it() -
     assert f"No such file or directory. {hint}.\n" in stderr
 
 
-def test_no_agent_command_is_a_usage_error() -> None:
+def test_no_agent_command_at_a_terminal_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("acp_bridge.commands.run._stdin_is_a_terminal", lambda: True)
     result = CliRunner().invoke(main, ["run"])
     assert result.exit_code == 2
-    assert "no agent command" in result.stderr
+    assert "no agent command" in result.stderr and "docs/proxy-chains.md" in result.stderr
+
+
+async def test_no_agent_command_and_nothing_on_stdin_is_a_usage_error() -> None:
+    """Not a terminal, so a chain's component, but nothing came: said, with the fix, exit 2."""
+    result = await run_cli(["run"], b"")
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.decode().splitlines() == [
+        "acp-bridge: ERROR: no agent command, and stdin ended before a conductor's first message: give the "
+        "agent's command after `--` (acp-bridge run -- AGENT), or start it as a proxy under an ACP conductor"]
 
 
 def test_help_explains_run() -> None:
