@@ -101,6 +101,27 @@ def capture_messages(path: Path) -> list[tuple[str, str, str | None, Any]]:
     return out
 
 
+def readers_agree(chain: Path, direct: Path, tmp_path: Path) -> None:
+    """`stats`, `show`, `export` and `replay --rules` read a chain's capture as any other: the
+    same counts as the capture made in front of the agent, every message shown, a page, and
+    the rules re-run over it as over that capture."""
+    def stats(path: Path) -> Any:
+        facts = json.loads(invoke(["stats", "--json", str(path)]).stdout)
+        return (facts["messages"], facts["malformed"], facts["ended"],
+                sorted((row["method"], row["direction"], row["count"]) for row in facts["by_method"]))
+
+    assert stats(chain) == stats(direct)
+    shown = invoke(["show", str(chain)])
+    assert shown.returncode == 0 and len(shown.stdout.splitlines()) == stats(direct)[0]
+    page = tmp_path / "chain.html"
+    assert invoke(["export", "--html", str(page), str(chain)]).returncode == 0
+    assert b"session/prompt" in page.read_bytes()
+    def rerun(path: Path) -> Any:  # with no system prompt given, the prompt that carried it differs
+        return json.loads(invoke(["replay", "--rules", "--json", str(path)]).stdout)["summary"]
+
+    assert rerun(chain) == rerun(direct) and rerun(chain)["compared"] > 0
+
+
 def check(path: Path) -> list[Any]:
     """`check`'s findings on a capture: each code with its count."""
     done = invoke(["check", "--json", str(path)])
@@ -118,6 +139,7 @@ def test_under_the_official_conductor_the_client_and_the_capture_see_what_they_s
     assert direct["texts"][1].startswith("Be brief.")  # the system prompt reached the agent both ways
     assert capture_messages(tmp_path / "chain.jsonl") == capture_messages(tmp_path / "direct.jsonl")
     assert check(tmp_path / "chain.jsonl") == check(tmp_path / "direct.jsonl")
+    readers_agree(tmp_path / "chain.jsonl", tmp_path / "direct.jsonl", tmp_path)
     header = orjson.loads((tmp_path / "chain.jsonl").read_bytes().splitlines()[0])
     assert header["chain"] == {"role": "proxy", "dialect": "official"}
     # The agent's chunk crossed the bridge byte for byte: from inside the conductor's envelope
