@@ -137,3 +137,30 @@ async def test_sigterm_answers_what_is_in_flight_keeps_the_capture_whole_and_exi
     answer = json.loads(received.splitlines()[1])
     assert (answer["id"], answer["error"]["message"]) == (0, "acp-bridge received SIGTERM before the successor answered")
     assert [r["type"] for r in records(capture)] == ["header", "message", "message", "end"]
+
+
+async def test_legacy_suggestions_from_the_successor_reach_a_new_client_as_the_new_update_and_are_withdrawn() -> None:
+    init = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":'
+            b'{"session":{"promptSuggestions":{}}},"_meta":{"proxy":true}}}\n')
+    legacy = (b'{"jsonrpc":"2.0","method":"_proxy/successor/notification","params":{"method":"session/update","params":'
+              b'{"sessionId":"s","update":{"sessionUpdate":"session_info_update","_meta":{"promptSuggestions":'
+              b'{"suggestions":[{"text":"Run the tests"}]}}}}}}\n')
+    async with bridge_in_process(["run"]) as bridge:
+        await bridge.send(init)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{}}}\n')
+        await bridge.send(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":"/","mcpServers":[]}}\n')
+        await bridge.read_until(b'"session/new"')
+        await bridge.send(b'{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}\n')
+        await bridge.send(legacy)
+        await bridge.read_until(b"prompt_suggestions_update")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
+        await bridge.read_until(b'"session/prompt"')
+    out = [json.loads(raw) for raw in bytes(bridge.received).splitlines()]
+    suggestions = [m["params"]["update"] for m in out if m.get("method") == "session/update"]
+    assert suggestions == [
+        {"sessionUpdate": "prompt_suggestions_update", "suggestions": [{"prompt": [{"type": "text", "text": "Run the tests"}]}]},
+        {"sessionUpdate": "prompt_suggestions_update", "suggestions": []},  # withdrawn by the new prompt, toward the client
+    ]
+    assert {"jsonrpc": "2.0", "id": 3, "method": "_proxy/successor/request",
+            "params": {"method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}} in out
