@@ -123,6 +123,17 @@ def throughput(tmp: Path, lines: int, repeat: int, rounds: int) -> list[Row]:
     rows.append(Row("1e. to client, a user rule loaded (triggers absent) vs none", round(ruled, 3), round(unruled, 3),
                     "s", round(unruled / ruled, 3), ">= 0.95", unruled / ruled >= 0.95,
                     "baseline = row 1 without the --rule; alternated"))
+    # Row 1f: the same chunks reaching the bridge as a chain's proxy (issue 35), each in the
+    # envelope a conductor wraps it in, unwrapped before the rules see it.
+    wrapped = tmp / "wrapped.jsonl"
+    wrapped.write_bytes(json.dumps(w.PROXY_INIT).encode() + b"\n")
+    with wrapped.open("ab") as out:
+        for i in range(lines):
+            out.write(w.wrapped_chunk_line(i))
+    chained = timed(f"cat {wrapped} | {q(BRIDGE + ['-c', str(rules)])} | cat > /dev/null", repeat)
+    rows.append(Row("1f. to client, as a chain's proxy vs in front of the agent", round(chained, 3), round(plain, 3),
+                    "s", round(plain / chained, 3), "report", True,
+                    "baseline = row 1; the same chunks in proxy/successor envelopes on stdin"))
     floor = timed(f"cat {init} | {q(TRIO_RELAY + ['cat', str(chunks)])} | cat > /dev/null", repeat)
     rows.append(Row("1c. floor: bare trio relay, to client", round(floor, 3), round(crelay, 3), "s",
                     round(crelay / floor, 3), "report", True, "bench/trio_relay.py: copies bytes, parses nothing"))

@@ -17,6 +17,16 @@ def chunk_line(i: int) -> bytes:
                                               "content": {"type": "text", "text": f"token {i:08d} of the reply "}}}}) + b"\n"
 
 
+PROXY_INIT = {"jsonrpc": "2.0", "id": 0, "method": "proxy/initialize", "params": INIT["params"]}
+
+
+def wrapped_chunk_line(i: int) -> bytes:
+    """`chunk_line(i)` as a conductor delivers it to a proxy: in a `proxy/successor` envelope."""
+    inner = orjson.loads(chunk_line(i))
+    return orjson.dumps({"jsonrpc": "2.0", "method": "proxy/successor",
+                         "params": {"method": inner["method"], "params": inner["params"]}}) + b"\n"
+
+
 def to_agent_line(i: int) -> bytes:
     if i % 2:
         return orjson.dumps({"jsonrpc": "2.0", "id": i, "result": {"content": f"file body {i}"}}) + b"\n"

@@ -176,7 +176,7 @@ async def serve_chain(config: Any, relay: Relay, stdio: trio.StapledStream[Any, 
     if first is None:
         log.error("%s", "no agent command, and stdin ended before a conductor's first message: give the agent's "
                   "command after `--` (acp-bridge run -- AGENT), or start it as a proxy under an ACP conductor"
-                  if not rest else "the conductor's first message is over the parse limit; it is not a proxy/initialize")
+                  if not rest else "the conductor's first message is over the parse limit: no proxy/initialize")
         return EXIT_NO_CHAIN
     decided = first_message(first)
     if isinstance(decided, Refusal):
@@ -203,12 +203,18 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
     senders = {FROM_CLIENT: to_client_tx, FROM_AGENT: to_agent_tx}
 
     async def route(pieces: list[Any]) -> None:
+        # What one read holds goes to each side as one chunk (its pump then takes the
+        # relay's bulk path), in order; the two sides are two streams, as in front of an agent.
+        out: dict[str, list[bytes]] = {FROM_CLIENT: [], FROM_AGENT: [], CONDUCTOR: []}
         for piece in pieces:
             for where, data in link.from_conductor(piece):
-                if where == CONDUCTOR:
-                    await stdout.write("link", data, ends_line=True)
-                elif data:
-                    await senders[where].send(data)
+                if data:
+                    out[where].append(data)
+        for answer in out[CONDUCTOR]:
+            await stdout.write("link", answer, ends_line=True)
+        for where in (FROM_CLIENT, FROM_AGENT):
+            if out[where]:
+                await senders[where].send(b"".join(out[where]))
 
     async def read_conductor() -> None:
         async with to_client_tx, to_agent_tx:
