@@ -24,8 +24,8 @@ from typing import Any
 from tests.chain.conductor import EXITED, VIOLATION_STATUS, schemas_missing
 from tests.conftest import ROOT, TESTS
 
-__all__ = ["EXITED", "VIOLATION_STATUS", "PythonConductor", "RawChain", "TraceEntry", "connect",
-           "python_conductor", "read_trace", "reference_proxy", "schemas_missing", "sdk_agent",
+__all__ = ["EXITED", "INIT", "VIOLATION_STATUS", "PythonConductor", "RawChain", "TraceEntry", "connect",
+           "python_conductor", "read_trace", "reference_proxy", "schemas_missing", "scripted", "sdk_agent",
            "thinkwell_conductor", "thinkwell_missing"]
 
 THINKWELL = ROOT / ".conductor" / "node_modules" / "@thinkwell" / "conductor" / "dist" / "index.js"
@@ -40,6 +40,18 @@ def sdk_agent(*args: str) -> list[str]:
 def reference_proxy(*args: str) -> list[str]:
     """The reference proxy (either dialect, from its first message); `--bad-meta` to break it."""
     return [sys.executable, "-u", "-m", "tests.chain.reference_proxy", *args]
+
+
+def scripted(tmp_path: Path, on: dict[str, Any]) -> list[str]:
+    """The scripted agent (`tests/agents/scripted_agent.py`) reacting as `on` says, logging
+    every line it receives to `tmp_path / "agent.log"`, as a component."""
+    script = tmp_path / "agent.json"
+    script.write_text(json.dumps({"log": str(tmp_path / "agent.log"), "on": on}), encoding="utf-8")
+    return [sys.executable, "-u", str(TESTS / "agents" / "scripted_agent.py"), str(script)]
+
+
+# A client's initialize, as a RawChain sends it.
+INIT = b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
 
 
 def thinkwell_missing() -> str | None:

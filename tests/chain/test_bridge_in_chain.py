@@ -17,10 +17,12 @@ import pytest
 
 from tests.chain.harness import (
     EXITED,
+    INIT,
     RawChain,
     connect,
     python_conductor,
     schemas_missing,
+    scripted,
     sdk_agent,
     thinkwell_conductor,
     thinkwell_missing,
@@ -182,15 +184,6 @@ def test_two_bridges_in_one_thinkwell_chain(tmp_path: Path) -> None:
     first, second = capture_messages(tmp_path / "first.jsonl"), capture_messages(tmp_path / "second.jsonl")
     assert first == second  # the second bridge saw what the first passed on, and the other way
     assert [m[2] for m in first if m[1] == "request"] == ["initialize", "session/new", "session/prompt"]
-
-
-def scripted(tmp_path: Path, on: dict[str, Any]) -> list[str]:
-    script = tmp_path / "agent.json"
-    script.write_text(json.dumps({"log": str(tmp_path / "agent.log"), "on": on}), encoding="utf-8")
-    return [sys.executable, "-u", str(TESTS / "agents" / "scripted_agent.py"), str(script)]
-
-
-INIT = b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
 
 
 @needs_schemas

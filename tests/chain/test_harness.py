@@ -4,33 +4,22 @@ client's session is shown with acp-bridge as the proxy, in test_bridge_in_chain.
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.chain.harness import (
     EXITED,
+    INIT,
     VIOLATION_STATUS,
     RawChain,
     python_conductor,
     reference_proxy,
     schemas_missing,
+    scripted,
 )
-from tests.conftest import TESTS
 
 needs_schemas = pytest.mark.skipif(schemas_missing() is not None, reason=schemas_missing() or "")
-
-
-def scripted(tmp_path: Path, on: dict[str, Any]) -> list[str]:
-    script = tmp_path / "agent.json"
-    script.write_text(json.dumps({"log": str(tmp_path / "agent.log"), "on": on}), encoding="utf-8")
-    return [sys.executable, "-u", str(TESTS / "agents" / "scripted_agent.py"), str(script)]
-
-
-INIT = b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
 
 
 @needs_schemas
