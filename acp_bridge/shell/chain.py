@@ -115,6 +115,24 @@ class ToSuccessor(ToClient):
         if wrapped or not ends_line:
             await self.stdout.write("successor", wrapped, ends_line=ends_line)
 
+    async def send_eof(self) -> None:
+        await self._end_line()
+
+    async def aclose(self) -> None:
+        await self._end_line()  # the bridge gives up on the agent side (`Outlet.abandon`)
+        await super().aclose()
+
+    async def _end_line(self) -> None:
+        """No more comes toward the agent: a torn last line the relay left goes on wrapped,
+        ended, since the client's side writes its lines to the same stdout after it."""
+        if self.lines.idle:
+            await trio.lowlevel.checkpoint()
+            return
+        wrapped = b"".join(self.link.to_successor(piece) for piece in self.lines.feed_eof())
+        if not wrapped.endswith(b"\n"):
+            wrapped += b"\n"
+        await self.stdout.write("successor", wrapped, ends_line=True)
+
 
 class ConductorLife(AgentLife):
     """The agent side is the conductor's stream: it is gone when that stream ends, or when

@@ -137,3 +137,15 @@ async def test_sigterm_answers_what_is_in_flight_keeps_the_capture_whole_and_exi
     answer = json.loads(received.splitlines()[1])
     assert (answer["id"], answer["error"]["message"]) == (0, "acp-bridge received SIGTERM before the successor answered")
     assert [r["type"] for r in records(capture)] == ["header", "message", "message", "end"]
+
+
+async def test_a_torn_last_client_line_goes_on_wrapped_and_its_request_is_answered() -> None:
+    async with bridge_in_process(["run"], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":"/w","mcpServers":[]}}')
+    lines = bytes(bridge.received).splitlines(keepends=True)
+    assert lines[1] == (b'{"jsonrpc":"2.0","id":2,"method":"proxy/successor","params":{"method":"session/new",'
+                        b'"params":{"cwd":"/w","mcpServers":[]}}}\n')
+    assert [json.loads(line)["id"] for line in lines[2:]] == [0, "n"]
+    assert all(line.endswith(b"\n") for line in lines)
