@@ -48,12 +48,19 @@ class Stdout:
         while self._owner not in (None, who):
             await self._free.wait()
         self._owner = who
-        async with self._lock:
-            await self.stream.send_all(data)
+        try:
+            async with self._lock:
+                await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._release()  # the conductor is gone: the other side's write fails too, it must not wait
+            raise
         if ends_line:
-            self._owner = None
-            self._free.set()
-            self._free = trio.Event()
+            self._release()
+
+    def _release(self) -> None:
+        self._owner = None
+        self._free.set()
+        self._free = trio.Event()
 
 
 class Inbox(trio.abc.ReceiveStream):

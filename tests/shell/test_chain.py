@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 import trio
 
 from acp_bridge.core.proxy_link import NO_AGENT
+from acp_bridge.shell.chain import Stdout
 from tests.cli_helpers import bridge_in_process
 from tests.conftest import open_bridge, run_cli
 
@@ -149,3 +151,17 @@ async def test_a_torn_last_client_line_goes_on_wrapped_and_its_request_is_answer
                         b'"params":{"cwd":"/w","mcpServers":[]}}}\n')
     assert [json.loads(line)["id"] for line in lines[2:]] == [0, "n"]
     assert all(line.endswith(b"\n") for line in lines)
+
+
+async def test_a_stdout_the_conductor_stopped_reading_fails_both_sides_and_blocks_neither() -> None:
+    reader, writer = os.pipe()
+    os.close(reader)  # the conductor is gone: a write is EPIPE
+    stdout = Stdout(trio.lowlevel.FdStream(writer))
+    try:
+        with pytest.raises(trio.BrokenResourceError):
+            await stdout.write("client", b'{"jsonrpc":"2.0","id":1,"result":{}}\n', ends_line=True)
+        with trio.fail_after(5), pytest.raises(trio.BrokenResourceError):
+            await stdout.write("successor", b'{"jsonrpc":"2.0","method":"proxy/successor","params":{}}\n',
+                               ends_line=True)
+    finally:
+        await stdout.stream.aclose()
