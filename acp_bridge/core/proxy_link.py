@@ -497,17 +497,40 @@ class ProxyLink:
             return data
         lines = data.split(b"\n")
         for i, line in enumerate(lines):
-            msg = _load(line)
-            if msg is None or "method" in msg or _id_key(orjson.dumps(msg.get("id"))) != self._initialize_id:
+            where = _members(line)
+            if where is None or "method" in where or "id" not in where \
+                    or _id_key(line[slice(*where["id"])]) != self._initialize_id:
                 continue
             self._initialize_id = None
-            result = msg.get("result")
-            if isinstance(result, dict):
-                meta = result.get("_meta")
-                result["_meta"] = {**(meta if isinstance(meta, dict) else {}), "proxy": True}
-                lines[i] = orjson.dumps(msg) + (b"\r" if line.endswith(b"\r") else b"")
+            if "result" in where:
+                lines[i] = _with_proxy_meta(line, *where["result"])
             break
         return b"\n".join(lines)
+
+
+def _with_proxy_meta(line: bytes, start: int, end: int) -> bytes:
+    """`line` with `_meta.proxy: true` in the object at `start:end` (an initialize result),
+    spliced in: every other byte stays as it was."""
+    result = _members(line, start)
+    if result is None:
+        return line  # not an object: nothing to say it in
+    if "_meta" not in result:
+        return _add_member(line, start, end, b'"_meta":{"proxy":true}')
+    meta_start, meta_end = result["_meta"]
+    meta = _members(line, meta_start)
+    if meta is None:
+        return line[:meta_start] + b'{"proxy":true}' + line[meta_end:]
+    if "proxy" in meta:
+        proxy_start, proxy_end = meta["proxy"]
+        return line[:proxy_start] + b"true" + line[proxy_end:]
+    return _add_member(line, meta_start, meta_end, b'"proxy":true')
+
+
+def _add_member(line: bytes, start: int, end: int, member: bytes) -> bytes:
+    """`member` added last to the object at `start:end`."""
+    close = end - 1  # the object's `}`
+    empty = not line[start + 1:close].strip()
+    return line[:close] + (member if empty else b"," + member) + line[close:]
 
 
 def _members(line: bytes, at: int = 0) -> dict[str, tuple[int, int]] | None:
