@@ -111,6 +111,17 @@ def _id_key(raw: bytes) -> bytes:
         return raw.strip()
 
 
+def _ours(raw: bytes) -> int | None:
+    """The id of one of our own requests that `raw` names (`2` or `2.0`), else None."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def first_message(line: bytes) -> tuple[Dialect, bytes] | Refusal:
     """Decide the chain's dialect from the conductor's first line; return it with the line
     to feed the relay as the client's (an official `proxy/initialize` becomes the
@@ -313,11 +324,8 @@ class ProxyLink:
         return (FROM_AGENT, line[:start] + client_id + line[end:])
 
     def _wrapped_answer(self, raw_id: bytes) -> bytes | None:
-        try:
-            value = orjson.loads(raw_id)
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(value, int) or isinstance(value, bool) or value not in self._wrapped:
+        value = _ours(raw_id)
+        if value not in self._wrapped:
             return None
         client_id = self._wrapped.pop(value)
         self._wrapped_ids.pop(_id_key(client_id), None)
@@ -436,11 +444,8 @@ class ProxyLink:
         if "id" not in where:
             return b""
         start, end = where["id"]
-        try:
-            value = orjson.loads(line[start:end])
-        except orjson.JSONDecodeError:
-            value = None
-        if not isinstance(value, int) or isinstance(value, bool) or value not in self._upstream:
+        value = _ours(line[start:end])
+        if value not in self._upstream:
             self._say_once("unknown-answer", "an answer toward the successor to no request of its; not sent")
             return b""
         envelope_id = self._upstream.pop(value)
@@ -468,11 +473,8 @@ class ProxyLink:
         params = outer.get("params")
         if method is None and raw_id is not None:
             start, end = outer["id"]  # small: it ended
-            try:
-                value = orjson.loads(raw_id)
-            except orjson.JSONDecodeError:
-                value = None
-            if isinstance(value, int) and value in self._upstream:
+            value = _ours(raw_id)
+            if value in self._upstream:
                 envelope_id = self._upstream.pop(value)
                 self._upstream_ids.pop(_id_key(envelope_id), None)
                 return _Stream("successor"), head[end:], head[:start] + envelope_id
