@@ -233,7 +233,10 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
                 if where == CONDUCTOR:
                     await stdout.write("link", data, ends_line=True)
                 elif data:
-                    await senders[where].send(data)
+                    try:
+                        await senders[where].send(data)
+                    except trio.BrokenResourceError:
+                        pass  # that side is no longer read (a signal stopped the bridge): nothing waits for it
 
     async def read_conductor() -> None:
         async with to_client_tx, to_agent_tx:

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 import orjson
@@ -165,3 +166,27 @@ async def test_a_stdout_the_conductor_stopped_reading_fails_both_sides_and_block
                                ends_line=True)
     finally:
         await stdout.stream.aclose()
+
+
+async def test_sigterm_while_the_successor_keeps_talking_exits_143() -> None:
+    chunk = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+             b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}}\n'
+             * 50)
+    async with open_bridge(["run"]) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+
+        async def talk() -> None:  # until the bridge is gone: more than its inbox holds after it stops
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                while True:
+                    await bridge.send(chunk)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(talk)
+            await bridge.read_until(b'"agent_message_chunk"')
+            nursery.start_soon(bridge.read_all)
+            bridge.proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(20):
+                status = await bridge.proc.wait()
+            nursery.cancel_scope.cancel()
+    assert status == 128 + signal.SIGTERM  # it was 1: the successor's next message hit its closed inbox
