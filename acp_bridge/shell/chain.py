@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -206,7 +207,8 @@ async def serve_chain(config: Any, relay: Relay, stdio: trio.StapledStream[Any, 
     decided = first_message(first)
     if isinstance(decided, Refusal):
         if decided.answer is not None:
-            await stdio.send_stream.send_all(decided.answer)
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # nobody reads: stderr says it
+                await stdio.send_stream.send_all(decided.answer)
         log.error("%s", decided.reason)
         return EXIT_NO_CHAIN
     dialect, as_client = decided
@@ -231,7 +233,8 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
         for piece in pieces:
             for where, data in link.from_conductor(piece):
                 if where == CONDUCTOR:
-                    await stdout.write("link", data, ends_line=True)
+                    with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # it stopped reading
+                        await stdout.write("link", data, ends_line=True)
                 elif data:
                     try:
                         await senders[where].send(data)

@@ -17,8 +17,10 @@ import orjson
 import pytest
 import trio
 
+from acp_bridge.config import Config
 from acp_bridge.core.proxy_link import NO_AGENT
 from acp_bridge.shell.chain import Stdout
+from acp_bridge.shell.run import run_bridge
 from tests.cli_helpers import bridge_in_process
 from tests.conftest import open_bridge, run_cli
 
@@ -190,3 +192,22 @@ async def test_sigterm_while_the_successor_keeps_talking_exits_143() -> None:
                 status = await bridge.proc.wait()
             nursery.cancel_scope.cancel()
     assert status == 128 + signal.SIGTERM  # it was 1: the successor's next message hit its closed inbox
+
+
+@pytest.mark.parametrize(("stdin", "status"), [
+    pytest.param(PROXY_INIT + b'{"jsonrpc":"2.0","id":3,"method":"proxy/successor","params":{"params":{}}}\n', 0,
+                 id="a-malformed-envelope"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n', 2, id="a-refusal"),
+])
+async def test_a_peer_that_stopped_reading_gets_no_crash_for_an_answer_of_the_bridges(stdin: bytes, status: int) -> None:
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    os.close(stdout_r)  # every write is EPIPE: the bridge's own answer too
+    os.write(stdin_w, stdin)
+    os.close(stdin_w)
+    try:
+        with trio.fail_after(10):
+            assert await run_bridge(Config(), stdin_fd=stdin_r, stdout_fd=stdout_w) == status
+    finally:
+        os.close(stdin_r)
+        os.close(stdout_w)
