@@ -202,7 +202,7 @@ async def serve_chain(config: Any, relay: Relay, stdio: trio.StapledStream[Any, 
     if first is None:
         log.error("%s", "no agent command, and stdin ended before a conductor's first message: give the agent's "
                   "command after `--` (acp-bridge run -- AGENT), or start it as a proxy under an ACP conductor"
-                  if not rest else "the conductor's first message is over the parse limit; it is not a proxy/initialize")
+                  if not rest else "the conductor's first message is over the parse limit: no proxy/initialize")
         return EXIT_NO_CHAIN
     decided = first_message(first)
     if isinstance(decided, Refusal):
@@ -230,16 +230,34 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
     senders = {FROM_CLIENT: to_client_tx, FROM_AGENT: to_agent_tx}
 
     async def route(pieces: list[Any]) -> None:
+        # What one read holds goes to each side as one chunk per run of that side's lines
+        # (its pump then takes the relay's bulk path), in the order it came: a pump in the
+        # middle of a line holds the stdout until the line ends, so the rest of that line
+        # must reach it before anything that waits for the stdout or for the other pump
+        # (an answer of the link's own, a send to an inbox that pump left full).
+        run: list[bytes] = []
+        side = FROM_CLIENT
         for piece in pieces:
             for where, data in link.from_conductor(piece):
+                if not data:
+                    continue
+                if where != side and run:
+                    await send(side, run)
+                    run = []
                 if where == CONDUCTOR:
                     with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # it stopped reading
                         await stdout.write("link", data, ends_line=True)
-                elif data:
-                    try:
-                        await senders[where].send(data)
-                    except trio.BrokenResourceError:
-                        pass  # that side is no longer read (a signal stopped the bridge): nothing waits for it
+                else:
+                    side = where
+                    run.append(data)
+        if run:
+            await send(side, run)
+
+    async def send(where: str, run: list[bytes]) -> None:
+        try:
+            await senders[where].send(b"".join(run))
+        except trio.BrokenResourceError:
+            pass  # that side is no longer read (a signal stopped the bridge): nothing waits for it
 
     async def read_conductor() -> None:
         async with to_client_tx, to_agent_tx:

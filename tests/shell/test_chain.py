@@ -10,17 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-from contextlib import suppress
 from pathlib import Path
 
 import orjson
-import pytest
 import trio
 
-from acp_bridge.config import Config
 from acp_bridge.core.proxy_link import NO_AGENT
-from acp_bridge.shell.chain import Stdout
-from acp_bridge.shell.run import run_bridge
 from tests.cli_helpers import bridge_in_process
 from tests.conftest import open_bridge, run_cli
 
@@ -142,72 +137,3 @@ async def test_sigterm_answers_what_is_in_flight_keeps_the_capture_whole_and_exi
     answer = json.loads(received.splitlines()[1])
     assert (answer["id"], answer["error"]["message"]) == (0, "acp-bridge received SIGTERM before the successor answered")
     assert [r["type"] for r in records(capture)] == ["header", "message", "message", "end"]
-
-
-async def test_a_torn_last_client_line_goes_on_wrapped_and_its_request_is_answered() -> None:
-    async with bridge_in_process(["run"], timeout=20) as bridge:
-        await bridge.send(PROXY_INIT)
-        await bridge.read_until(b"\n")
-        await bridge.send(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":"/w","mcpServers":[]}}')
-    lines = bytes(bridge.received).splitlines(keepends=True)
-    assert lines[1] == (b'{"jsonrpc":"2.0","id":2,"method":"proxy/successor","params":{"method":"session/new",'
-                        b'"params":{"cwd":"/w","mcpServers":[]}}}\n')
-    assert [json.loads(line)["id"] for line in lines[2:]] == [0, "n"]
-    assert all(line.endswith(b"\n") for line in lines)
-
-
-async def test_a_stdout_the_conductor_stopped_reading_fails_both_sides_and_blocks_neither() -> None:
-    reader, writer = os.pipe()
-    os.close(reader)  # the conductor is gone: a write is EPIPE
-    stdout = Stdout(trio.lowlevel.FdStream(writer))
-    try:
-        with pytest.raises(trio.BrokenResourceError):
-            await stdout.write("client", b'{"jsonrpc":"2.0","id":1,"result":{}}\n', ends_line=True)
-        with trio.fail_after(5), pytest.raises(trio.BrokenResourceError):
-            await stdout.write("successor", b'{"jsonrpc":"2.0","method":"proxy/successor","params":{}}\n',
-                               ends_line=True)
-    finally:
-        await stdout.stream.aclose()
-
-
-async def test_sigterm_while_the_successor_keeps_talking_exits_143() -> None:
-    chunk = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
-             b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}}\n'
-             * 50)
-    async with open_bridge(["run"]) as bridge:
-        await bridge.send(PROXY_INIT)
-        await bridge.read_until(b"\n")
-
-        async def talk() -> None:  # until the bridge is gone: more than its inbox holds after it stops
-            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                while True:
-                    await bridge.send(chunk)
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(talk)
-            await bridge.read_until(b'"agent_message_chunk"')
-            nursery.start_soon(bridge.read_all)
-            bridge.proc.send_signal(signal.SIGTERM)
-            with trio.fail_after(20):
-                status = await bridge.proc.wait()
-            nursery.cancel_scope.cancel()
-    assert status == 128 + signal.SIGTERM  # it was 1: the successor's next message hit its closed inbox
-
-
-@pytest.mark.parametrize(("stdin", "status"), [
-    pytest.param(PROXY_INIT + b'{"jsonrpc":"2.0","id":3,"method":"proxy/successor","params":{"params":{}}}\n', 0,
-                 id="a-malformed-envelope"),
-    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n', 2, id="a-refusal"),
-])
-async def test_a_peer_that_stopped_reading_gets_no_crash_for_an_answer_of_the_bridges(stdin: bytes, status: int) -> None:
-    stdin_r, stdin_w = os.pipe()
-    stdout_r, stdout_w = os.pipe()
-    os.close(stdout_r)  # every write is EPIPE: the bridge's own answer too
-    os.write(stdin_w, stdin)
-    os.close(stdin_w)
-    try:
-        with trio.fail_after(10):
-            assert await run_bridge(Config(), stdin_fd=stdin_r, stdout_fd=stdout_w) == status
-    finally:
-        os.close(stdin_r)
-        os.close(stdout_w)
