@@ -150,6 +150,7 @@ class ConductorLife(AgentLife):
     def __init__(self) -> None:
         self.signal: int | None = None
         self._told = trio.Event()
+        self._reading = trio.CancelScope()  # the read of the conductor's stream under way
 
     async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
         await nursery.start(self._listen)
@@ -160,8 +161,18 @@ class ConductorLife(AgentLife):
             async for signum in signals:
                 log.info("received %s; stopping", posix.signal_name(signum))
                 self.signal = signum
+                self._reading.cancel()
                 self._told.set()
                 return
+
+    async def receive(self, stream: trio.abc.ReceiveStream) -> bytes:
+        """The conductor's next bytes; b"" at its EOF, and once a signal has stopped the
+        reading, so that both sides end as they do at its EOF, with all that was read
+        before relayed (a read is stopped, never what it read)."""
+        with trio.CancelScope() as self._reading:
+            if self.signal is None:
+                return await _receive(stream)
+        return b""
 
     async def wait_gone(self) -> None:
         await self._told.wait()
@@ -263,7 +274,7 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
         async with to_client_tx, to_agent_tx:
             await to_client_tx.send(first)
             await route(rest)
-            while chunk := await _receive(stdio.receive_stream):
+            while chunk := await life.receive(stdio.receive_stream):
                 await route(lines.feed(chunk))
             await route(lines.feed_eof())
 

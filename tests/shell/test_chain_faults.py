@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 from contextlib import suppress
 from pathlib import Path
 
@@ -107,3 +109,29 @@ async def test_an_answer_of_the_links_own_waits_for_the_long_line_before_it_in_t
     assert lines[1] == (b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","t":"' + text
                         + b'"}}\n')
     assert json.loads(lines[2])["id"] == 3
+
+
+async def test_a_signal_stops_the_chain_as_the_conductors_eof_does_with_no_word_of_a_stray_process() -> None:
+    proc = await trio.lowlevel.open_process([sys.executable, "-m", "acp_bridge", "run"], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        await proc.stdin.send_all(PROXY_INIT)
+        received = b""
+        while b"\n" not in received:
+            received += await proc.stdout.receive_some(1 << 16)
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(20):
+            stderr = b""
+            while chunk := await proc.stderr.receive_some(1 << 16):
+                stderr += chunk
+            status = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        with trio.CancelScope(shield=True):
+            await proc.wait()
+    assert status == 128 + signal.SIGTERM
+    assert stderr.decode().splitlines() == [
+        "acp-bridge: WARNING: acp-bridge received SIGTERM before the successor answered: answered 1 request(s) left "
+        "in flight"]
