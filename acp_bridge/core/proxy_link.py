@@ -111,6 +111,17 @@ def _id_key(raw: bytes) -> bytes:
         return raw.strip()
 
 
+def _ours(raw: bytes) -> int | None:
+    """The id of one of our own requests that `raw` names (`2` or `2.0`), else None."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def first_message(line: bytes) -> tuple[Dialect, bytes] | Refusal:
     """Decide the chain's dialect from the conductor's first line; return it with the line
     to feed the relay as the client's (an official `proxy/initialize` becomes the
@@ -313,11 +324,8 @@ class ProxyLink:
         return (FROM_AGENT, line[:start] + client_id + line[end:])
 
     def _wrapped_answer(self, raw_id: bytes) -> bytes | None:
-        try:
-            value = orjson.loads(raw_id)
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(value, int) or isinstance(value, bool) or value not in self._wrapped:
+        value = _ours(raw_id)
+        if value not in self._wrapped:
             return None
         client_id = self._wrapped.pop(value)
         self._wrapped_ids.pop(_id_key(client_id), None)
@@ -436,11 +444,8 @@ class ProxyLink:
         if "id" not in where:
             return b""
         start, end = where["id"]
-        try:
-            value = orjson.loads(line[start:end])
-        except orjson.JSONDecodeError:
-            value = None
-        if not isinstance(value, int) or isinstance(value, bool) or value not in self._upstream:
+        value = _ours(line[start:end])
+        if value not in self._upstream:
             self._say_once("unknown-answer", "an answer toward the successor to no request of its; not sent")
             return b""
         envelope_id = self._upstream.pop(value)
@@ -468,11 +473,8 @@ class ProxyLink:
         params = outer.get("params")
         if method is None and raw_id is not None:
             start, end = outer["id"]  # small: it ended
-            try:
-                value = orjson.loads(raw_id)
-            except orjson.JSONDecodeError:
-                value = None
-            if isinstance(value, int) and value in self._upstream:
+            value = _ours(raw_id)
+            if value in self._upstream:
                 envelope_id = self._upstream.pop(value)
                 self._upstream_ids.pop(_id_key(envelope_id), None)
                 return _Stream("successor"), head[end:], head[:start] + envelope_id
@@ -497,17 +499,40 @@ class ProxyLink:
             return data
         lines = data.split(b"\n")
         for i, line in enumerate(lines):
-            msg = _load(line)
-            if msg is None or "method" in msg or _id_key(orjson.dumps(msg.get("id"))) != self._initialize_id:
+            where = _members(line)
+            if where is None or "method" in where or "id" not in where \
+                    or _id_key(line[slice(*where["id"])]) != self._initialize_id:
                 continue
             self._initialize_id = None
-            result = msg.get("result")
-            if isinstance(result, dict):
-                meta = result.get("_meta")
-                result["_meta"] = {**(meta if isinstance(meta, dict) else {}), "proxy": True}
-                lines[i] = orjson.dumps(msg) + (b"\r" if line.endswith(b"\r") else b"")
+            if "result" in where:
+                lines[i] = _with_proxy_meta(line, *where["result"])
             break
         return b"\n".join(lines)
+
+
+def _with_proxy_meta(line: bytes, start: int, end: int) -> bytes:
+    """`line` with `_meta.proxy: true` in the object at `start:end` (an initialize result),
+    spliced in: every other byte stays as it was."""
+    result = _members(line, start)
+    if result is None:
+        return line  # not an object: nothing to say it in
+    if "_meta" not in result:
+        return _add_member(line, start, end, b'"_meta":{"proxy":true}')
+    meta_start, meta_end = result["_meta"]
+    meta = _members(line, meta_start)
+    if meta is None:
+        return line[:meta_start] + b'{"proxy":true}' + line[meta_end:]
+    if "proxy" in meta:
+        proxy_start, proxy_end = meta["proxy"]
+        return line[:proxy_start] + b"true" + line[proxy_end:]
+    return _add_member(line, meta_start, meta_end, b'"proxy":true')
+
+
+def _add_member(line: bytes, start: int, end: int, member: bytes) -> bytes:
+    """`member` added last to the object at `start:end`."""
+    close = end - 1  # the object's `}`
+    empty = not line[start + 1:close].strip()
+    return line[:close] + (member if empty else b"," + member) + line[close:]
 
 
 def _members(line: bytes, at: int = 0) -> dict[str, tuple[int, int]] | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -48,12 +49,19 @@ class Stdout:
         while self._owner not in (None, who):
             await self._free.wait()
         self._owner = who
-        async with self._lock:
-            await self.stream.send_all(data)
+        try:
+            async with self._lock:
+                await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._release()  # the conductor is gone: the other side's write fails too, it must not wait
+            raise
         if ends_line:
-            self._owner = None
-            self._free.set()
-            self._free = trio.Event()
+            self._release()
+
+    def _release(self) -> None:
+        self._owner = None
+        self._free.set()
+        self._free = trio.Event()
 
 
 class Inbox(trio.abc.ReceiveStream):
@@ -115,6 +123,24 @@ class ToSuccessor(ToClient):
         if wrapped or not ends_line:
             await self.stdout.write("successor", wrapped, ends_line=ends_line)
 
+    async def send_eof(self) -> None:
+        await self._end_line()
+
+    async def aclose(self) -> None:
+        await self._end_line()  # the bridge gives up on the agent side (`Outlet.abandon`)
+        await super().aclose()
+
+    async def _end_line(self) -> None:
+        """No more comes toward the agent: a torn last line the relay left goes on wrapped,
+        ended, since the client's side writes its lines to the same stdout after it."""
+        if self.lines.idle:
+            await trio.lowlevel.checkpoint()
+            return
+        wrapped = b"".join(self.link.to_successor(piece) for piece in self.lines.feed_eof())
+        if not wrapped.endswith(b"\n"):
+            wrapped += b"\n"
+        await self.stdout.write("successor", wrapped, ends_line=True)
+
 
 class ConductorLife(AgentLife):
     """The agent side is the conductor's stream: it is gone when that stream ends, or when
@@ -124,6 +150,7 @@ class ConductorLife(AgentLife):
     def __init__(self) -> None:
         self.signal: int | None = None
         self._told = trio.Event()
+        self._reading = trio.CancelScope()  # the read of the conductor's stream under way
 
     async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
         await nursery.start(self._listen)
@@ -134,8 +161,18 @@ class ConductorLife(AgentLife):
             async for signum in signals:
                 log.info("received %s; stopping", posix.signal_name(signum))
                 self.signal = signum
+                self._reading.cancel()
                 self._told.set()
                 return
+
+    async def receive(self, stream: trio.abc.ReceiveStream) -> bytes:
+        """The conductor's next bytes; b"" at its EOF, and once a signal has stopped the
+        reading, so that both sides end as they do at its EOF, with all that was read
+        before relayed (a read is stopped, never what it read)."""
+        with trio.CancelScope() as self._reading:
+            if self.signal is None:
+                return await _receive(stream)
+        return b""
 
     async def wait_gone(self) -> None:
         await self._told.wait()
@@ -181,7 +218,8 @@ async def serve_chain(config: Any, relay: Relay, stdio: trio.StapledStream[Any, 
     decided = first_message(first)
     if isinstance(decided, Refusal):
         if decided.answer is not None:
-            await stdio.send_stream.send_all(decided.answer)
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # nobody reads: stderr says it
+                await stdio.send_stream.send_all(decided.answer)
         log.error("%s", decided.reason)
         return EXIT_NO_CHAIN
     dialect, as_client = decided
@@ -203,24 +241,40 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
     senders = {FROM_CLIENT: to_client_tx, FROM_AGENT: to_agent_tx}
 
     async def route(pieces: list[Any]) -> None:
-        # What one read holds goes to each side as one chunk (its pump then takes the
-        # relay's bulk path), in order; the two sides are two streams, as in front of an agent.
-        out: dict[str, list[bytes]] = {FROM_CLIENT: [], FROM_AGENT: [], CONDUCTOR: []}
+        # What one read holds goes to each side as one chunk per run of that side's lines
+        # (its pump then takes the relay's bulk path), in the order it came: a pump in the
+        # middle of a line holds the stdout until the line ends, so the rest of that line
+        # must reach it before anything that waits for the stdout or for the other pump
+        # (an answer of the link's own, a send to an inbox that pump left full).
+        run: list[bytes] = []
+        side = FROM_CLIENT
         for piece in pieces:
             for where, data in link.from_conductor(piece):
-                if data:
-                    out[where].append(data)
-        for answer in out[CONDUCTOR]:
-            await stdout.write("link", answer, ends_line=True)
-        for where in (FROM_CLIENT, FROM_AGENT):
-            if out[where]:
-                await senders[where].send(b"".join(out[where]))
+                if not data:
+                    continue
+                if where != side and run:
+                    await send(side, run)
+                    run = []
+                if where == CONDUCTOR:
+                    with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # it stopped reading
+                        await stdout.write("link", data, ends_line=True)
+                else:
+                    side = where
+                    run.append(data)
+        if run:
+            await send(side, run)
+
+    async def send(where: str, run: list[bytes]) -> None:
+        try:
+            await senders[where].send(b"".join(run))
+        except trio.BrokenResourceError:
+            pass  # that side is no longer read (a signal stopped the bridge): nothing waits for it
 
     async def read_conductor() -> None:
         async with to_client_tx, to_agent_tx:
             await to_client_tx.send(first)
             await route(rest)
-            while chunk := await _receive(stdio.receive_stream):
+            while chunk := await life.receive(stdio.receive_stream):
                 await route(lines.feed(chunk))
             await route(lines.feed_eof())
 

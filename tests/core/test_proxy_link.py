@@ -225,3 +225,40 @@ def test_a_long_line_whose_wrapped_method_comes_after_its_params_is_answered_not
     out = feed_all(chain, envelope, [100], outgoing=False)
     assert [to for to, data in out if data] == [CONDUCTOR]
     assert json.loads(out[0][1])["id"] == 8 and json.loads(out[0][1])["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize(("result", "patched"), [
+    pytest.param(b'{"protocolVersion":1,"n":1.50,"big":123456789012345678901234567890}',
+                 b'{"protocolVersion":1,"n":1.50,"big":123456789012345678901234567890,"_meta":{"proxy":true}}',
+                 id="numbers-keep-their-spelling"),
+    pytest.param(b'{ "_meta" : { "a" : 1e3 } }', b'{ "_meta" : { "a" : 1e3 ,"proxy":true} }', id="spaces"),
+    pytest.param(b"{}", b'{"_meta":{"proxy":true}}', id="empty"),
+    pytest.param(b'{"_meta":{}}', b'{"_meta":{"proxy":true}}', id="empty-meta"),
+    pytest.param(b'{"_meta":{"proxy":false,"a":"\\u00e9"}}', b'{"_meta":{"proxy":true,"a":"\\u00e9"}}', id="proxy-false"),
+    pytest.param(b'{"_meta":null}', b'{"_meta":{"proxy":true}}', id="meta-null"),
+])
+def test_the_sacp_initialize_answer_is_patched_in_place_byte_for_byte(result: bytes, patched: bytes) -> None:
+    answer = b'{"jsonrpc":"2.0","id":"i","result":' + result + b"}\r\n"
+    assert link(SACP).to_client(answer) == b'{"jsonrpc":"2.0","id":"i","result":' + patched + b"}\r\n"
+
+
+@pytest.mark.parametrize("spelling", [b"1", b"1.0", b"1e0"])
+def test_an_answer_names_our_request_in_any_spelling_of_its_number(spelling: bytes) -> None:
+    chain = link()
+    chain.to_successor(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{}}\n')
+    assert chain.from_conductor(b'{"jsonrpc":"2.0","id":' + spelling + b',"result":{}}\n') == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","id":"p","result":{}}\n')]
+    chain.from_conductor(b'{"jsonrpc":"2.0","id":7,"method":"proxy/successor","params":{"method":"fs/read_text_file",'
+                         b'"params":{}}}\n')  # upstream as our request 2
+    two = spelling.replace(b"1", b"2")
+    assert chain.to_successor(b'{"jsonrpc":"2.0","id":' + two + b',"result":{}}\n') == b'{"jsonrpc":"2.0","id":7,"result":{}}\n'
+    assert chain.in_flight == 0
+
+
+def test_a_long_answer_with_id_true_answers_no_request_of_ours() -> None:
+    chain = link(max_line=64)
+    chain.from_conductor(b'{"jsonrpc":"2.0","id":7,"method":"proxy/successor","params":{"method":"fs/read_text_file",'
+                         b'"params":{}}}\n')  # upstream as our request 1, which `true` equals in Python
+    answer = b'{"jsonrpc":"2.0","id":true,"result":{"content":"' + b"x" * 200 + b'"}}\n'
+    assert joined(feed_all(chain, answer, [], outgoing=True), "conductor") == b""
+    assert chain.in_flight == 1

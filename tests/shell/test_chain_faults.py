@@ -1,0 +1,137 @@
+"""`acp-bridge run` as a chain component when the conductor misbehaves: a torn last line,
+a stdout it closed or stopped reading, a signal while the successor talks, a long line and
+an answer of the bridge's own in one read."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from contextlib import suppress
+from pathlib import Path
+
+import pytest
+import trio
+
+from acp_bridge.config import Config
+from acp_bridge.shell.chain import Stdout
+from acp_bridge.shell.run import run_bridge
+from tests.cli_helpers import bridge_in_process
+from tests.conftest import open_bridge
+
+PROXY_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
+
+
+async def test_a_torn_last_client_line_goes_on_wrapped_and_its_request_is_answered() -> None:
+    async with bridge_in_process(["run"], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":"/w","mcpServers":[]}}')
+    lines = bytes(bridge.received).splitlines(keepends=True)
+    assert lines[1] == (b'{"jsonrpc":"2.0","id":2,"method":"proxy/successor","params":{"method":"session/new",'
+                        b'"params":{"cwd":"/w","mcpServers":[]}}}\n')
+    assert [json.loads(line)["id"] for line in lines[2:]] == [0, "n"]
+    assert all(line.endswith(b"\n") for line in lines)
+
+
+async def test_a_stdout_the_conductor_stopped_reading_fails_both_sides_and_blocks_neither() -> None:
+    reader, writer = os.pipe()
+    os.close(reader)  # the conductor is gone: a write is EPIPE
+    stdout = Stdout(trio.lowlevel.FdStream(writer))
+    try:
+        with pytest.raises(trio.BrokenResourceError):
+            await stdout.write("client", b'{"jsonrpc":"2.0","id":1,"result":{}}\n', ends_line=True)
+        with trio.fail_after(5), pytest.raises(trio.BrokenResourceError):
+            await stdout.write("successor", b'{"jsonrpc":"2.0","method":"proxy/successor","params":{}}\n',
+                               ends_line=True)
+    finally:
+        await stdout.stream.aclose()
+
+
+async def test_sigterm_while_the_successor_keeps_talking_exits_143() -> None:
+    chunk = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+             b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}}\n'
+             * 50)
+    async with open_bridge(["run"]) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+
+        async def talk() -> None:  # until the bridge is gone: more than its inbox holds after it stops
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                while True:
+                    await bridge.send(chunk)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(talk)
+            await bridge.read_until(b'"agent_message_chunk"')
+            nursery.start_soon(bridge.read_all)
+            bridge.proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(20):
+                status = await bridge.proc.wait()
+            nursery.cancel_scope.cancel()
+    assert status == 128 + signal.SIGTERM  # it was 1: the successor's next message hit its closed inbox
+
+
+@pytest.mark.parametrize(("stdin", "status"), [
+    pytest.param(PROXY_INIT + b'{"jsonrpc":"2.0","id":3,"method":"proxy/successor","params":{"params":{}}}\n', 0,
+                 id="a-malformed-envelope"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n', 2, id="a-refusal"),
+])
+async def test_a_peer_that_stopped_reading_gets_no_crash_for_an_answer_of_the_bridges(stdin: bytes, status: int) -> None:
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    os.close(stdout_r)  # every write is EPIPE: the bridge's own answer too
+    os.write(stdin_w, stdin)
+    os.close(stdin_w)
+    try:
+        with trio.fail_after(10):
+            assert await run_bridge(Config(), stdin_fd=stdin_r, stdout_fd=stdout_w) == status
+    finally:
+        os.close(stdin_r)
+        os.close(stdout_w)
+
+
+async def test_an_answer_of_the_links_own_waits_for_the_long_line_before_it_in_the_same_read(tmp_path: Path) -> None:
+    (tmp_path / "bridge.toml").write_text("[relay]\nparse_limit_mib = 1\n")
+    text = b"x" * (3 << 20)
+    long = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+            b'{"sessionId":"s","t":"' + text + b'"}}}\n')
+    malformed = b'{"jsonrpc":"2.0","id":3,"method":"proxy/successor","params":{"params":{}}}\n'
+    async with bridge_in_process(["run", "-c", str(tmp_path / "bridge.toml")], timeout=30) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge.send, long + malformed)
+            await bridge.read_until(b'"id":3,"error"')
+    lines = bytes(bridge.received).splitlines(keepends=True)
+    assert lines[1] == (b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","t":"' + text
+                        + b'"}}\n')
+    assert json.loads(lines[2])["id"] == 3
+
+
+async def test_a_signal_stops_the_chain_as_the_conductors_eof_does_with_no_word_of_a_stray_process() -> None:
+    proc = await trio.lowlevel.open_process([sys.executable, "-m", "acp_bridge", "run"], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        await proc.stdin.send_all(PROXY_INIT)
+        received = b""
+        while b"\n" not in received:
+            received += await proc.stdout.receive_some(1 << 16)
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(20):
+            stderr = b""
+            while chunk := await proc.stderr.receive_some(1 << 16):
+                stderr += chunk
+            status = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        with trio.CancelScope(shield=True):
+            await proc.wait()
+    assert status == 128 + signal.SIGTERM
+    assert stderr.decode().splitlines() == [
+        "acp-bridge: WARNING: acp-bridge received SIGTERM before the successor answered: answered 1 request(s) left "
+        "in flight"]
