@@ -12,14 +12,13 @@ the parse limit whole.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from acp_bridge.core import Direction, Relay
+from acp_bridge.core import Relay
 from acp_bridge.core.lines import LineSplitter, Opaque
 from acp_bridge.core.proxy_link import CONDUCTOR, FROM_AGENT, FROM_CLIENT, Dialect, ProxyLink, Refusal, first_message
 from acp_bridge.shell import posix
@@ -289,13 +288,3 @@ async def _receive(stream: trio.abc.ReceiveStream) -> bytes:
         return bytes(await stream.receive_some(READ_SIZE))
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         return b""
-
-
-def stdin_is_a_terminal(fd: int = 0) -> bool:
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
-
-
-__all__ = ["EXIT_NO_CHAIN", "Direction", "serve_chain", "stdin_is_a_terminal"]
