@@ -1,11 +1,11 @@
 """The bridge as a link in an ACP proxy chain: what a conductor sends, made into what the
 client and the agent said, and back.
 
-Owns: the two dialects (the official `proxy/initialize` and `proxy/successor`, and the older
-sacp one of `@thinkwell/conductor`: `initialize` with `_meta.proxy`, `_proxy/successor/*`),
-deciding which one a chain speaks from its first message, unwrapping what arrives from the
-successor and wrapping what goes to it, the ids of the envelopes the bridge sends (its own,
-as in any chain) and which message each answers, and hop-local cancellation. Must never:
+Owns: one chain connection's state once its dialect is known (core/proxy_wire.py has the
+dialects and the first message): unwrapping what arrives from the successor and wrapping
+what goes to it, the ids of the envelopes the bridge sends (its own, as in any chain) and
+which message each answers, hop-local cancellation, and lines over the parse limit on
+their way through. Must never:
 change a wrapped message's `method` or `params` bytes (they are spliced, never re-encoded),
 hold a line over the parse limit whole, or leave an envelope request unanswered because it
 was malformed.
@@ -24,157 +24,33 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from acp_bridge.core.json_spans import SpanError, ValueEnd, head_members, spans
+from acp_bridge.core.json_spans import ValueEnd, head_members, spans
 from acp_bridge.core.lines import Opaque, Piece
-from acp_bridge.core.methods import CANCEL_REQUEST, INITIALIZE, PROXY_INITIALIZE, PROXY_SUCCESSOR
+from acp_bridge.core.methods import CANCEL_REQUEST
+from acp_bridge.core.proxy_long_lines import DROPPED, HEAD, Head, Stream
+from acp_bridge.core.proxy_wire import (
+    ID_BYTES,
+    INVALID_PARAMS,
+    STRING_BYTES,
+    Dialect,
+    cancel_line,
+    cancelled_id,
+    error_line,
+    id_key,
+    members_of,
+    our_id_in,
+    small_string,
+    small_value,
+    terminator,
+    with_proxy_meta,
+)
 
 log = logging.getLogger("acp_bridge.chain")
-
-# The sacp dialect's envelopes are no ACP method (core/methods.py has the official ones).
-SACP_REQUEST = "_proxy/successor/request"
-SACP_NOTIFICATION = "_proxy/successor/notification"
 
 # Where a piece the conductor sent goes: into the relay as the client's (toward the agent),
 # into the relay as the agent's (toward the client), or straight back to the conductor.
 FROM_CLIENT, FROM_AGENT, CONDUCTOR = "client", "agent", "conductor"
 Routed = tuple[str, bytes]
-
-INVALID_REQUEST, INVALID_PARAMS = -32600, -32602
-_STRING = rb'"(?:[^"\\]|\\.)*"'  # a JSON string's bytes
-_ID = rb'-?[0-9]+|' + _STRING
-
-
-@dataclass(frozen=True, slots=True)
-class Dialect:
-    """How a conductor says "you are a proxy" and how it wraps a successor's messages."""
-
-    name: str
-    initialize: str  # the method of the first request
-    request: str  # the envelope of a request to or from the successor
-    notification: str  # the envelope of a notification
-    hop_local_cancel: bool  # `$/cancel_request` names an envelope of this hop
-    answer_meta: bool  # the initialize answer says `_meta.proxy: true`
-
-
-OFFICIAL = Dialect("official", PROXY_INITIALIZE, PROXY_SUCCESSOR, PROXY_SUCCESSOR,
-                   hop_local_cancel=True, answer_meta=False)
-SACP = Dialect("sacp", INITIALIZE, SACP_REQUEST, SACP_NOTIFICATION,
-               hop_local_cancel=False, answer_meta=True)
-
-def chain_facts(dialect: Dialect) -> dict[str, str]:
-    """What a capture's header says of a run as a chain component."""
-    return {"role": "proxy", "dialect": dialect.name}
-
-
-NO_AGENT = ("acp-bridge run was started without an agent: give the agent's command after `--` "
-            "(acp-bridge run -- AGENT), or start it as a proxy under an ACP conductor")
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """The first message was not a conductor's: why, and the answer to send if it had an id."""
-
-    reason: str
-    answer: bytes | None
-
-
-def _terminator(line: bytes) -> bytes:
-    if line.endswith(b"\r\n"):
-        return b"\r\n"
-    return b"\n" if line.endswith(b"\n") else b""
-
-
-def _load(line: bytes) -> dict[str, object] | None:
-    try:
-        msg = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    return msg if isinstance(msg, dict) else None
-
-
-def _error_line(raw_id: bytes, code: int, message: str) -> bytes:
-    error = orjson.dumps({"code": code, "message": message})
-    return b'{"jsonrpc":"2.0","id":' + raw_id + b',"error":' + error + b"}\n"
-
-
-def _id_key(raw: bytes) -> bytes:
-    """One spelling per id value, so that `1` and `1.0` are the same id and `"1"` another."""
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:  # a number orjson cannot hold: its digits are its name
-        return raw.strip()
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # an integer past 64 bits
-        return raw.strip()
-
-
-def _ours(raw: bytes) -> int | None:
-    """The id of one of our own requests that `raw` names (`2` or `2.0`), else None."""
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def first_message(line: bytes) -> tuple[Dialect, bytes] | Refusal:
-    """Decide the chain's dialect from the conductor's first line; return it with the line
-    to feed the relay as the client's (an official `proxy/initialize` becomes the
-    `initialize` it stands for), or why this is no chain."""
-    msg = _load(line)
-    method = msg.get("method") if msg is not None else None
-    try:
-        where = spans(line) if msg is not None else {}
-    except SpanError:
-        where = {}
-    raw_id = line[slice(*where["id"])] if "id" in where else None
-    if method == PROXY_INITIALIZE and raw_id is not None:
-        start, end = where["method"]
-        return OFFICIAL, line[:start] + b'"initialize"' + line[end:]
-    params = msg.get("params") if msg is not None else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if method == INITIALIZE and raw_id is not None and isinstance(meta, dict) and meta.get("proxy") is True:
-        return SACP, line
-    return Refusal(NO_AGENT, _error_line(raw_id, INVALID_REQUEST, NO_AGENT) if raw_id is not None else None)
-
-
-@dataclass(slots=True)
-class _Stream:
-    """A line over the parse limit on its way through: where its pieces go, and, when it
-    is being unwrapped or wrapped, where the wrapped value ends and what closes it."""
-
-    to: str
-    value: ValueEnd | None = None  # following the spliced value to its end
-    close: bytes = b""  # written once the value has ended
-    done: bool = False  # the value has ended: the rest of the line is the envelope's
-
-
-HEAD = 64 * 1024  # how much of a long line is read before deciding where it goes
-
-
-@dataclass(slots=True)
-class _Head:
-    """The first `HEAD` bytes of a long line, gathered from its pieces (a parse limit below
-    that cuts a line's first piece short of the members that say what it is)."""
-
-    parts: list[bytes] = field(default_factory=list)
-    size: int = 0
-
-    def take(self, piece: Opaque, enough: int) -> bytes | None:
-        """The head once there is `enough` of it (or the line ends), else None (held)."""
-        self.parts.append(piece.data)
-        self.size += len(piece.data)
-        if self.size < enough and not piece.end:
-            return None
-        head = b"".join(self.parts)
-        self.parts.clear()
-        self.size = 0
-        return head
 
 
 @dataclass
@@ -191,23 +67,23 @@ class ProxyLink:
     _upstream: dict[int, bytes] = field(default_factory=dict)  # our id upstream -> the conductor's envelope id
     _upstream_ids: dict[bytes, int] = field(default_factory=dict)  # the conductor's envelope id -> ours
     _initialize_id: bytes | None = None  # sacp: the initialize whose answer says `_meta.proxy`
-    _in: _Stream | None = None
-    _out: _Stream | None = None
+    _in: Stream | None = None
+    _out: Stream | None = None
     _said: set[str] = field(default_factory=set)
-    _heads: tuple[_Head, _Head] = field(default_factory=lambda: (_Head(), _Head()))  # from, to the conductor
+    _heads: tuple[Head, Head] = field(default_factory=lambda: (Head(), Head()))  # from, to the conductor
     _envelope: re.Pattern[bytes] = field(init=False)
 
     def __post_init__(self) -> None:
         names = b"|".join(re.escape(name.encode()) for name in {self.dialect.request, self.dialect.notification})
-        self._envelope = re.compile(rb'\{"jsonrpc":"2\.0",(?:"id":(' + _ID + rb'),)?"method":"(' + names
-                                    + rb')","params":\{"method":(' + _STRING + rb'),"params":')
+        self._envelope = re.compile(rb'\{"jsonrpc":"2\.0",(?:"id":(' + ID_BYTES + rb'),)?"method":"(' + names
+                                    + rb')","params":\{"method":(' + STRING_BYTES + rb'),"params":')
 
     @classmethod
     def started(cls, dialect: Dialect, first_line: bytes, max_line: int, head: int = HEAD) -> ProxyLink:
         link = cls(dialect, max_line, head)
         if dialect.answer_meta:
             where = spans(first_line)
-            link._initialize_id = _id_key(first_line[slice(*where["id"])])
+            link._initialize_id = id_key(first_line[slice(*where["id"])])
         return link
 
     @property
@@ -233,10 +109,10 @@ class ProxyLink:
         quick = self._unwrap_quickly(piece) if self.quick else None
         if quick is not None:
             return quick
-        where = _members(piece)
+        where = members_of(piece)
         if where is None:
             return [(FROM_CLIENT, piece)]  # not an object: the relay passes it on and records it
-        method = _small_string(piece, where.get("method"))
+        method = small_string(piece, where.get("method"))
         if method is not None and method in (self.dialect.request, self.dialect.notification):
             return self._unwrap(piece, method, where)
         if "method" not in where and "id" in where:
@@ -251,13 +127,13 @@ class ProxyLink:
         one_name = self.dialect.request == self.dialect.notification
         if not one_name and is_request != (method == self.dialect.request):
             return self._malformed(raw_id, f"{method} {'with' if is_request else 'without'} an id")
-        inner = _members(line, where["params"][0]) if "params" in where else None
-        if inner is None or _small_string(line, inner.get("method")) is None:
+        inner = members_of(line, where["params"][0]) if "params" in where else None
+        if inner is None or small_string(line, inner.get("method")) is None:
             return self._malformed(raw_id, "its params have no method")
         params = line[slice(*inner["params"])] if "params" in inner else None
         if params is not None and params[:1] not in (b"{", b"[") and params != b"null":
             return self._malformed(raw_id, "the params it wraps are neither an object nor an array")
-        return [self._unwrapped(raw_id, line[slice(*inner["method"])], params, _terminator(line))]
+        return [self._unwrapped(raw_id, line[slice(*inner["method"])], params, terminator(line))]
 
     def _unwrapped(self, raw_id: bytes | None, method: bytes, params: bytes | None, terminator: bytes) -> Routed:
         """The successor's message, out of its envelope: `method` and `params` as they came."""
@@ -276,8 +152,8 @@ class ProxyLink:
         found = self._envelope.match(line)
         if found is None:
             return None
-        terminator = _terminator(line)
-        end = len(line) - len(terminator)
+        ending = terminator(line)
+        end = len(line) - len(ending)
         if line[end - 2:end] != b"}}":
             return None
         raw_id, method = found.group(1), found.group(2).decode()
@@ -291,20 +167,20 @@ class ProxyLink:
             orjson.loads(params)
         except orjson.JSONDecodeError:
             return None
-        return [self._unwrapped(raw_id, found.group(3), params, terminator)]
+        return [self._unwrapped(raw_id, found.group(3), params, ending)]
 
     def _upstream_request(self, envelope_id: bytes) -> int:
         """The id we give the client for the successor's request in envelope `envelope_id`."""
         ours = self._own_id()
         self._upstream[ours] = envelope_id
-        self._upstream_ids[_id_key(envelope_id)] = ours
+        self._upstream_ids[id_key(envelope_id)] = ours
         return ours
 
     def _wrapped_request(self, client_id: bytes) -> int:
         """The id of the envelope that carries the client's request `client_id`."""
         ours = self._own_id()
         self._wrapped[ours] = client_id
-        self._wrapped_ids[_id_key(client_id)] = ours
+        self._wrapped_ids[id_key(client_id)] = ours
         return ours
 
     def _malformed(self, raw_id: bytes | None, why: str) -> list[Routed]:
@@ -312,7 +188,7 @@ class ProxyLink:
         self._say_once("malformed:" + why, "%s; answered with an error, not passed on", text)
         if raw_id is None:
             return []
-        return [(CONDUCTOR, _error_line(raw_id, INVALID_PARAMS, text))]
+        return [(CONDUCTOR, error_line(raw_id, INVALID_PARAMS, text))]
 
     def _answer_from_conductor(self, line: bytes, where: dict[str, tuple[int, int]]) -> Routed:
         """A response: to one of our envelopes (the successor's answer, for the client's
@@ -324,21 +200,21 @@ class ProxyLink:
         return (FROM_AGENT, line[:start] + client_id + line[end:])
 
     def _wrapped_answer(self, raw_id: bytes) -> bytes | None:
-        value = _ours(raw_id)
+        value = our_id_in(raw_id)
         if value not in self._wrapped:
             return None
         client_id = self._wrapped.pop(value)
-        self._wrapped_ids.pop(_id_key(client_id), None)
+        self._wrapped_ids.pop(id_key(client_id), None)
         return client_id
 
     def _cancel_from_conductor(self, line: bytes, where: dict[str, tuple[int, int]]) -> Routed:
         """The conductor cancels an envelope it sent us: the client is told to cancel the
         request we made of it for that envelope (as if the agent cancelled it)."""
-        target = _cancelled(line, where)
+        target = cancelled_id(line, where)
         ours = self._upstream_ids.get(target) if target is not None else None
         if ours is None:
             return (FROM_CLIENT, line)  # the client's own cancel of a request it sent
-        return (FROM_AGENT, _cancel_line(ours, _terminator(line)))
+        return (FROM_AGENT, cancel_line(ours, terminator(line)))
 
     def _from_conductor_opaque(self, piece: Opaque) -> list[Routed]:
         out: list[Routed] = []
@@ -350,63 +226,43 @@ class ProxyLink:
         else:
             data = piece.data
         stream = self._in
-        out.extend((stream.to, part) for part in self._through(stream, data, piece.end) if part)
+        out.extend((stream.to, part) for part in stream.through(data, piece.end, self._say_once) if part)
         if piece.end:
             self._in = None
         return out
 
-    def _open_incoming(self, head: bytes, out: list[Routed]) -> tuple[_Stream, bytes]:
+    def _open_incoming(self, head: bytes, out: list[Routed]) -> tuple[Stream, bytes]:
         """The head of a line over the parse limit: decide from its first members where
         it goes; return the stream and the bytes of the head still to go through it."""
         outer = {key: (start, end) for key, start, end in head_members(head)}
-        method = _small_string(head, outer.get("method"))
-        raw_id = _small_value(head, outer.get("id"))
+        method = small_string(head, outer.get("method"))
+        raw_id = small_value(head, outer.get("id"))
         if method in (self.dialect.request, self.dialect.notification):
             return self._open_unwrap(head, outer, raw_id, out)
         if method is None and raw_id is not None:
             start, end = outer["id"]  # small: it ended
             client_id = self._wrapped_answer(raw_id)
             if client_id is not None:
-                return _Stream(FROM_AGENT), head[:start] + client_id + head[end:]
-        return _Stream(FROM_CLIENT), head
+                return Stream(FROM_AGENT), head[:start] + client_id + head[end:]
+        return Stream(FROM_CLIENT), head
 
     def _open_unwrap(self, head: bytes, outer: dict[str, tuple[int, int | None]], raw_id: bytes | None,
-                     out: list[Routed]) -> tuple[_Stream, bytes]:
+                     out: list[Routed]) -> tuple[Stream, bytes]:
         params = outer.get("params")
         inner = {key: (start, end) for key, start, end in head_members(head, params[0])} if params else {}
-        inner_method = _small_value(head, inner.get("method"))
+        inner_method = small_value(head, inner.get("method"))
         value = inner.get("params")
         if params is None or inner_method is None or value is None or head[value[0]] not in b"{[":
             # The long value is not the wrapped params, or the keys come in an order that
             # would need the whole line: answered, and the line is not passed on.
             out.extend(self._malformed(raw_id, "a line over the parse limit whose wrapped method does not come "
                                                "before its wrapped params"))
-            return _Stream(CONDUCTOR, done=True), b""
+            return Stream(DROPPED, done=True), b""
         prefix = b'{"jsonrpc":"2.0",'
         if raw_id is not None:
             prefix += b'"id":%d,' % self._upstream_request(raw_id)
         out.append((FROM_AGENT, prefix + b'"method":' + inner_method + b',"params":'))
-        return _Stream(FROM_AGENT, ValueEnd(), close=b"}"), head[value[0]:]
-
-    def _through(self, stream: _Stream, data: bytes, end: bool) -> list[bytes]:
-        """The bytes of a long line's piece that go on: all of them, or, for a value being
-        spliced, up to its end and then what closes it (the envelope's own rest is left)."""
-        parts: list[bytes] = []
-        if stream.value is None or stream.done:
-            if stream.value is None and stream.to != CONDUCTOR:
-                parts.append(data)
-        else:
-            stop = stream.value.feed(data)
-            if stop is None:
-                parts.append(data)
-            else:
-                parts.append(data[:stop] + stream.close)
-                stream.done = True
-        if end and stream.value is not None and stream.to != CONDUCTOR:
-            if not stream.done:  # the line ended inside the value: it goes on as it is, torn
-                self._say_once("torn", "a long line from the conductor ended inside the message it wraps")
-            parts.append(_terminator(data) or b"\n")
-        return parts
+        return Stream(FROM_AGENT, ValueEnd(), close=b"}"), head[value[0]:]
 
     # -- toward the successor ----------------------------------------------------------
 
@@ -414,8 +270,8 @@ class ProxyLink:
         """A piece of what the relay sends toward the agent: what to write to the conductor."""
         if isinstance(piece, Opaque):
             return self._to_successor_opaque(piece)
-        where = _members(piece)
-        method = _small_string(piece, where.get("method")) if where is not None else None
+        where = members_of(piece)
+        method = small_string(piece, where.get("method")) if where is not None else None
         if where is None or ("method" in where and method is None):
             self._say_once("unwrappable", "a line toward the successor is not a JSON-RPC message; it is "
                                           "recorded in the capture, and not sent to the conductor")
@@ -423,9 +279,9 @@ class ProxyLink:
         if method is None:
             return self._answer_to_successor(piece, where)
         if method == CANCEL_REQUEST and self.dialect.hop_local_cancel:
-            target = _cancelled(piece, where)
+            target = cancelled_id(piece, where)
             ours = self._wrapped_ids.get(target) if target is not None else None
-            return _cancel_line(ours, _terminator(piece)) if ours is not None else b""
+            return cancel_line(ours, terminator(piece)) if ours is not None else b""
         return self._wrap(piece, where)
 
     def _wrap(self, line: bytes, where: dict[str, tuple[int, int]]) -> bytes:
@@ -437,19 +293,19 @@ class ProxyLink:
         body = head + b'"params":{"method":' + line[slice(*where["method"])]
         if "params" in where:
             body += b',"params":' + line[slice(*where["params"])]
-        return body + b"}}" + _terminator(line)
+        return body + b"}}" + terminator(line)
 
     def _answer_to_successor(self, line: bytes, where: dict[str, tuple[int, int]]) -> bytes:
         """The client's answer to a request of the successor's: the answer to its envelope."""
         if "id" not in where:
             return b""
         start, end = where["id"]
-        value = _ours(line[start:end])
+        value = our_id_in(line[start:end])
         if value not in self._upstream:
             self._say_once("unknown-answer", "an answer toward the successor to no request of its; not sent")
             return b""
         envelope_id = self._upstream.pop(value)
-        self._upstream_ids.pop(_id_key(envelope_id), None)
+        self._upstream_ids.pop(id_key(envelope_id), None)
         return line[:start] + envelope_id + line[end:]
 
     def _to_successor_opaque(self, piece: Opaque) -> bytes:
@@ -461,23 +317,23 @@ class ProxyLink:
         else:
             data, prefix = piece.data, b""
         stream = self._out
-        parts = [prefix, *self._through(stream, data, piece.end)] if stream.to != CONDUCTOR else []
+        parts = [prefix, *stream.through(data, piece.end, self._say_once)] if stream.to != DROPPED else []
         if piece.end:
             self._out = None
         return b"".join(parts)
 
-    def _open_outgoing(self, head: bytes) -> tuple[_Stream, bytes, bytes]:
+    def _open_outgoing(self, head: bytes) -> tuple[Stream, bytes, bytes]:
         outer = {key: (start, end) for key, start, end in head_members(head)}
-        method = _small_value(head, outer.get("method"))
-        raw_id = _small_value(head, outer.get("id"))
+        method = small_value(head, outer.get("method"))
+        raw_id = small_value(head, outer.get("id"))
         params = outer.get("params")
         if method is None and raw_id is not None:
             start, end = outer["id"]  # small: it ended
-            value = _ours(raw_id)
+            value = our_id_in(raw_id)
             if value in self._upstream:
                 envelope_id = self._upstream.pop(value)
-                self._upstream_ids.pop(_id_key(envelope_id), None)
-                return _Stream("successor"), head[end:], head[:start] + envelope_id
+                self._upstream_ids.pop(id_key(envelope_id), None)
+                return Stream("successor"), head[end:], head[:start] + envelope_id
         if method is not None and params is not None and head[params[0]] in b"{[":
             if raw_id is not None:
                 ours = self._wrapped_request(raw_id)
@@ -485,10 +341,10 @@ class ProxyLink:
             else:
                 prefix = b'{"jsonrpc":"2.0","method":"%s",' % self.dialect.notification.encode()
             prefix += b'"params":{"method":' + method + b',"params":'
-            return _Stream("successor", ValueEnd(), close=b"}}"), head[params[0]:], prefix
+            return Stream("successor", ValueEnd(), close=b"}}"), head[params[0]:], prefix
         self._say_once("long-unwrappable", "a line over the parse limit toward the successor cannot be wrapped "
                                            "(its method and id do not come before its params); not sent")
-        return _Stream(CONDUCTOR, done=True), b"", b""
+        return Stream(DROPPED, done=True), b"", b""
 
     # -- toward the client -------------------------------------------------------------
 
@@ -499,76 +355,12 @@ class ProxyLink:
             return data
         lines = data.split(b"\n")
         for i, line in enumerate(lines):
-            where = _members(line)
+            where = members_of(line)
             if where is None or "method" in where or "id" not in where \
-                    or _id_key(line[slice(*where["id"])]) != self._initialize_id:
+                    or id_key(line[slice(*where["id"])]) != self._initialize_id:
                 continue
             self._initialize_id = None
             if "result" in where:
-                lines[i] = _with_proxy_meta(line, *where["result"])
+                lines[i] = with_proxy_meta(line, *where["result"])
             break
         return b"\n".join(lines)
-
-
-def _with_proxy_meta(line: bytes, start: int, end: int) -> bytes:
-    """`line` with `_meta.proxy: true` in the object at `start:end` (an initialize result),
-    spliced in: every other byte stays as it was."""
-    result = _members(line, start)
-    if result is None:
-        return line  # not an object: nothing to say it in
-    if "_meta" not in result:
-        return _add_member(line, start, end, b'"_meta":{"proxy":true}')
-    meta_start, meta_end = result["_meta"]
-    meta = _members(line, meta_start)
-    if meta is None:
-        return line[:meta_start] + b'{"proxy":true}' + line[meta_end:]
-    if "proxy" in meta:
-        proxy_start, proxy_end = meta["proxy"]
-        return line[:proxy_start] + b"true" + line[proxy_end:]
-    return _add_member(line, meta_start, meta_end, b'"proxy":true')
-
-
-def _add_member(line: bytes, start: int, end: int, member: bytes) -> bytes:
-    """`member` added last to the object at `start:end`."""
-    close = end - 1  # the object's `}`
-    empty = not line[start + 1:close].strip()
-    return line[:close] + (member if empty else b"," + member) + line[close:]
-
-
-def _members(line: bytes, at: int = 0) -> dict[str, tuple[int, int]] | None:
-    """The spans of the members of the object at `at`; None when it is not one."""
-    try:
-        return spans(line, at)
-    except SpanError:
-        return None
-
-
-def _cancelled(line: bytes, where: dict[str, tuple[int, int]]) -> bytes | None:
-    """The id a `$/cancel_request` names, in one spelling per value (`_id_key`)."""
-    params = _members(line, where["params"][0]) if "params" in where else None
-    if params is None or "requestId" not in params:
-        return None
-    return _id_key(line[slice(*params["requestId"])])
-
-
-def _cancel_line(request_id: int, terminator: bytes) -> bytes:
-    return b'{"jsonrpc":"2.0","method":"%s","params":{"requestId":%d}}' % (
-        CANCEL_REQUEST.encode(), request_id) + (terminator or b"\n")
-
-
-def _small_value(head: bytes, span: tuple[int, int | None] | None) -> bytes | None:
-    """The bytes of a member's value that ended within the head, else None."""
-    if span is None or span[1] is None:
-        return None
-    return head[span[0]:span[1]]
-
-
-def _small_string(head: bytes, span: tuple[int, int | None] | None) -> str | None:
-    raw = _small_value(head, span)
-    if raw is None:
-        return None
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, str) else None

@@ -1,6 +1,6 @@
 """`acp-bridge run` with no agent: a component of an ACP proxy chain, under a conductor.
 
-Owns: reading the conductor's first line and deciding the dialect (core/proxy_link.py), the
+Owns: reading the conductor's first line and deciding the dialect (core/proxy_wire.py), the
 two sides the relay sees made from the one connection (the conductor's lines, unwrapped,
 become a client stream and an agent stream; what the relay writes toward each is wrapped or
 not and goes out on the one stdout), and writing to that stdout a whole line at a time, so
@@ -20,7 +20,8 @@ import trio
 
 from acp_bridge.core import Relay
 from acp_bridge.core.lines import LineSplitter, Opaque
-from acp_bridge.core.proxy_link import CONDUCTOR, FROM_AGENT, FROM_CLIENT, Dialect, ProxyLink, Refusal, first_message
+from acp_bridge.core.proxy_link import CONDUCTOR, FROM_AGENT, FROM_CLIENT, ProxyLink
+from acp_bridge.core.proxy_wire import Dialect, Refusal, first_message
 from acp_bridge.shell import posix
 from acp_bridge.shell.bridge import AgentLife, Bridge, bridge_streams
 

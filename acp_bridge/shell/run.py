@@ -22,7 +22,7 @@ import trio
 
 from acp_bridge.config import Config
 from acp_bridge.core import MIB, Direction, Relay
-from acp_bridge.core.proxy_link import Dialect, chain_facts
+from acp_bridge.core.proxy_wire import Dialect, chain_facts
 from acp_bridge.core.rewrites import Rule, build_rewrites, stray_output
 from acp_bridge.shell import posix
 from acp_bridge.shell.agent import AgentProcess, terminate

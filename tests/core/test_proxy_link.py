@@ -14,18 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.core.lines import LineSplitter, Opaque
-from acp_bridge.core.proxy_link import (
-    CONDUCTOR,
-    FROM_AGENT,
-    FROM_CLIENT,
-    NO_AGENT,
-    OFFICIAL,
-    SACP,
-    Dialect,
-    ProxyLink,
-    Refusal,
-    first_message,
-)
+from acp_bridge.core.proxy_link import CONDUCTOR, FROM_AGENT, FROM_CLIENT, ProxyLink
+from acp_bridge.core.proxy_wire import NO_AGENT, OFFICIAL, SACP, Dialect, Refusal, first_message
 from tests.core.json_values import JSON_VALUES, encoded
 
 OFFICIAL_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1}}\n'

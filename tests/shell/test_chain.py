@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import trio
 
-from acp_bridge.core.proxy_link import NO_AGENT
+from acp_bridge.core.proxy_wire import NO_AGENT
 from tests.cli_helpers import bridge_in_process
 from tests.conftest import open_bridge, run_cli
 
