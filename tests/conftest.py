@@ -62,7 +62,6 @@ GROUPS = {
     "tests/mcp/test_server.py": "mcp-server",
     # the ACP SDK, imported by the test process itself (`sdk()`, a second of CPU)
     "tests/shell/test_interop_sdk.py": "sdk", "tests/telemetry/test_e2e.py": "sdk", "tests/replay/test_sdk.py": "sdk",
-    "tests/chain/test_bridge_in_chain.py": "sdk",
 }
 
 

@@ -17,7 +17,7 @@ import trio
 
 from acp_bridge.core.proxy_wire import NO_AGENT
 from tests.cli_helpers import bridge_in_process
-from tests.conftest import open_bridge, run_cli
+from tests.conftest import invoke, open_bridge, run_cli
 
 PROXY_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
 INIT_RESULT = b'{"protocolVersion":1,"agentCapabilities":{"sessionCapabilities":{"systemPrompt":{}}}}'
@@ -106,13 +106,17 @@ def test_at_a_terminal_with_no_agent_it_says_so_at_once() -> None:
     assert b"no agent command" in done.stderr and b"conductor" in done.stderr
 
 
-async def test_a_40_mib_wrapped_line_reaches_the_client_unwrapped_byte_for_byte() -> None:
-    text = b"x" * (40 << 20)
+async def test_a_wrapped_line_over_the_parse_limit_reaches_the_client_unwrapped_byte_for_byte(tmp_path: Path) -> None:
+    """3 MiB over a 1 MiB parse limit (the path a 40 MiB line takes at the default 16 MiB;
+    tests/chain/ sends 40 MiB through a conductor): streamed, and recorded as too long to parse."""
+    config, capture = tmp_path / "limit.toml", tmp_path / "long.jsonl"
+    config.write_text("[relay]\nparse_limit_mib = 1\n")
+    text = b"x" * (3 << 20)
     params = b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"' \
              + text + b'"}}}'
     envelope = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
                 + params + b"}}\n")
-    async with bridge_in_process(["run"], timeout=60) as bridge:
+    async with bridge_in_process(["run", "-c", str(config), "--capture", str(capture)], timeout=60) as bridge:
         await bridge.send(PROXY_INIT)
         await bridge.read_until(b"\n")
         async with trio.open_nursery() as nursery:
@@ -122,6 +126,7 @@ async def test_a_40_mib_wrapped_line_reaches_the_client_unwrapped_byte_for_byte(
     received = bytes(bridge.received)
     start = received.index(b'{"jsonrpc":"2.0","method":"session/update"')
     assert received[start:start + len(expected)] == expected
+    assert json.loads(invoke(["stats", "--json", str(capture)]).stdout)["opaque"] == 1  # the long path was taken
 
 
 async def test_sigterm_answers_what_is_in_flight_keeps_the_capture_whole_and_exits_143(tmp_path: Path) -> None:
