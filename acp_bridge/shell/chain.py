@@ -26,6 +26,7 @@ from acp_bridge.shell import posix
 from acp_bridge.shell.bridge import AgentLife, Bridge, bridge_streams
 
 if TYPE_CHECKING:
+    from acp_bridge.config import Config
     from acp_bridge.shell.observers import Observer
 
 log = logging.getLogger("acp_bridge.chain")
@@ -189,19 +190,19 @@ class ConductorLife(AgentLife):
 
 
 async def read_first_line(stdin: trio.abc.ReceiveStream, lines: LineSplitter) -> tuple[bytes | None, list[Any]]:
-    """The conductor's first complete line (None at EOF or when it is over the parse limit),
-    and the pieces read after it."""
+    """The conductor's first complete line and the pieces read after it; None and the
+    pieces read when it is over the parse limit; None and nothing at EOF."""
     while True:
         chunk = await _receive(stdin)
         pieces = lines.feed(chunk) if chunk else lines.feed_eof()
         if pieces:
             first = pieces[0]
-            return (None if isinstance(first, Opaque) else first), pieces[1:]
+            return (None, pieces) if isinstance(first, Opaque) else (first, pieces[1:])
         if not chunk:
             return None, []
 
 
-async def serve_chain(config: Any, relay: Relay, stdio: trio.StapledStream[Any, Any],
+async def serve_chain(config: Config, relay: Relay, stdio: trio.StapledStream[Any, Any],
                       open_observer: Callable[[Dialect], Any]) -> int:
     """Be a proxy under the conductor on `stdio` until it closes the connection.
 

@@ -169,3 +169,13 @@ async def test_legacy_suggestions_from_the_successor_reach_a_new_client_as_the_n
     ]
     assert {"jsonrpc": "2.0", "id": 3, "method": "_proxy/successor/request",
             "params": {"method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}} in out
+
+
+async def test_a_first_message_over_the_parse_limit_is_no_conductors(tmp_path: Path) -> None:
+    config = tmp_path / "limit.toml"
+    config.write_text("[relay]\nparse_limit_mib = 1\n")
+    done = await run_cli(["run", "-c", str(config)], stdin=b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize",'
+                         b'"params":{"x":"' + b"y" * (2 << 20) + b'"}}')
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.decode().splitlines() == [
+        "acp-bridge: ERROR: the conductor's first message is over the parse limit: no proxy/initialize"]
