@@ -29,7 +29,7 @@ from acp_bridge.shell import posix
 
 STDERR_TAIL = 4096
 MAX_LINE = 16 * 1024 * 1024  # a line longer than this is kept only in part
-LINGER = 1.0  # after session/new, how long the commands an agent sends next may take to arrive
+LINGER = 0.5  # after session/new, how long the commands an agent sends next may take to arrive
 STOP_WAIT = 12.0  # the bridge's own ladder: grace, SIGTERM, grace, SIGKILL (5 s each by default)
 INITIALIZE, SESSION_NEW, CLOSE = 1, 2, 3
 

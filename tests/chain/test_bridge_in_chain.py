@@ -182,10 +182,15 @@ def test_two_bridges_in_one_thinkwell_chain(tmp_path: Path) -> None:
     missing = thinkwell_missing()
     if missing:
         pytest.skip(missing)
+    chunk = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "$sessionId", "update": {
+        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "two bridges"}}}}
+    agent = scripted(tmp_path, {"initialize": [{"respond": {"protocolVersion": 1, "agentCapabilities": {}}}],
+                                "session/new": [{"respond": {"sessionId": "sess_1"}}],
+                                "session/prompt": [{"send": chunk}, {"respond": {"stopReason": "end_turn"}}]})
     chain = [bridge("--capture", str(tmp_path / "first.jsonl")), bridge("--capture", str(tmp_path / "second.jsonl")),
-             sdk_agent()]
-    seen = asyncio.run(session(thinkwell_conductor(chain), texts=2))
-    assert (seen["texts"], seen["stop"], seen["status"]) == (["echo: ", "hi chain"], "end_turn", 0)
+             agent]
+    seen = asyncio.run(session(thinkwell_conductor(chain), texts=1))
+    assert (seen["texts"], seen["stop"], seen["status"]) == (["two bridges"], "end_turn", 0)
     first, second = capture_messages(tmp_path / "first.jsonl"), capture_messages(tmp_path / "second.jsonl")
     assert first == second  # the second bridge saw what the first passed on, and the other way
     assert [m[2] for m in first if m[1] == "request"] == ["initialize", "session/new", "session/prompt"]
