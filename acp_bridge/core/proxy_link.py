@@ -124,8 +124,7 @@ class ProxyLink:
     def _unwrap(self, line: bytes, method: str, where: dict[str, tuple[int, int]]) -> list[Routed]:
         raw_id = line[slice(*where["id"])] if "id" in where else None
         is_request = raw_id is not None
-        one_name = self.dialect.request == self.dialect.notification
-        if not one_name and is_request != (method == self.dialect.request):
+        if not self.dialect.one_envelope and is_request != (method == self.dialect.request):
             return self._malformed(raw_id, f"{method} {'with' if is_request else 'without'} an id")
         inner = members_of(line, where["params"][0]) if "params" in where else None
         if inner is None or small_string(line, inner.get("method")) is None:
@@ -137,13 +136,17 @@ class ProxyLink:
 
     def _unwrapped(self, raw_id: bytes | None, method: bytes, params: bytes | None, terminator: bytes) -> Routed:
         """The successor's message, out of its envelope: `method` and `params` as they came."""
-        head = b'{"jsonrpc":"2.0",'
-        if raw_id is not None:
-            head += b'"id":%d,' % self._upstream_request(raw_id)
-        body = head + b'"method":' + method
+        body = self._unwrapped_head(raw_id, method)
         if params is not None and params != b"null":
             body += b',"params":' + params
         return (FROM_AGENT, body + b"}" + terminator)
+
+    def _unwrapped_head(self, envelope_id: bytes | None, method: bytes) -> bytes:
+        """An unwrapped message's bytes up to its method: a request's (under an id of ours,
+        mapped to the envelope's) or a notification's."""
+        if envelope_id is None:
+            return b'{"jsonrpc":"2.0","method":' + method
+        return b'{"jsonrpc":"2.0","id":%d,"method":%s' % (self._upstream_request(envelope_id), method)
 
     def _unwrap_quickly(self, line: bytes) -> list[Routed] | None:
         """The envelope as conductors write it (members in the usual order, no spaces):
@@ -157,8 +160,7 @@ class ProxyLink:
         if line[end - 2:end] != b"}}":
             return None
         raw_id, method = found.group(1), found.group(2).decode()
-        one_name = self.dialect.request == self.dialect.notification
-        if not one_name and (raw_id is not None) != (method == self.dialect.request):
+        if not self.dialect.one_envelope and (raw_id is not None) != (method == self.dialect.request):
             return None  # malformed: the general path says why
         params = line[found.end():end - 2]
         if params[:1] not in (b"{", b"["):
@@ -258,10 +260,7 @@ class ProxyLink:
             out.extend(self._malformed(raw_id, "a line over the parse limit whose wrapped method does not come "
                                                "before its wrapped params"))
             return Stream(DROPPED, done=True), b""
-        prefix = b'{"jsonrpc":"2.0",'
-        if raw_id is not None:
-            prefix += b'"id":%d,' % self._upstream_request(raw_id)
-        out.append((FROM_AGENT, prefix + b'"method":' + inner_method + b',"params":'))
+        out.append((FROM_AGENT, self._unwrapped_head(raw_id, inner_method) + b',"params":'))
         return Stream(FROM_AGENT, ValueEnd(), close=b"}"), head[value[0]:]
 
     # -- toward the successor ----------------------------------------------------------
@@ -285,28 +284,41 @@ class ProxyLink:
         return self._wrap(piece, where)
 
     def _wrap(self, line: bytes, where: dict[str, tuple[int, int]]) -> bytes:
-        if "id" in where:
-            ours = self._wrapped_request(line[slice(*where["id"])])
-            head = b'{"jsonrpc":"2.0","id":%d,"method":"%s",' % (ours, self.dialect.request.encode())
-        else:
-            head = b'{"jsonrpc":"2.0","method":"%s",' % self.dialect.notification.encode()
-        body = head + b'"params":{"method":' + line[slice(*where["method"])]
+        raw_id = line[slice(*where["id"])] if "id" in where else None
+        body = self._envelope_head(raw_id, line[slice(*where["method"])])
         if "params" in where:
             body += b',"params":' + line[slice(*where["params"])]
         return body + b"}}" + terminator(line)
+
+    def _envelope_head(self, client_id: bytes | None, method: bytes) -> bytes:
+        """An envelope's bytes up to the wrapped method: a request's (under an id of ours,
+        mapped to `client_id`) or a notification's."""
+        if client_id is None:
+            envelope = self.dialect.notification.encode()
+            return b'{"jsonrpc":"2.0","method":"%s","params":{"method":%s' % (envelope, method)
+        ours = self._wrapped_request(client_id)
+        return b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"method":%s' % (
+            ours, self.dialect.request.encode(), method)
 
     def _answer_to_successor(self, line: bytes, where: dict[str, tuple[int, int]]) -> bytes:
         """The client's answer to a request of the successor's: the answer to its envelope."""
         if "id" not in where:
             return b""
         start, end = where["id"]
-        value = our_id_in(line[start:end])
-        if value not in self._upstream:
+        envelope_id = self._upstream_answer(line[start:end])
+        if envelope_id is None:
             self._say_once("unknown-answer", "an answer toward the successor to no request of its; not sent")
             return b""
+        return line[:start] + envelope_id + line[end:]
+
+    def _upstream_answer(self, raw_id: bytes) -> bytes | None:
+        """The envelope a client's answer with id `raw_id` answers, once; None if none."""
+        value = our_id_in(raw_id)
+        if value not in self._upstream:
+            return None
         envelope_id = self._upstream.pop(value)
         self._upstream_ids.pop(id_key(envelope_id), None)
-        return line[:start] + envelope_id + line[end:]
+        return envelope_id
 
     def _to_successor_opaque(self, piece: Opaque) -> bytes:
         if self._out is None:
@@ -329,18 +341,11 @@ class ProxyLink:
         params = outer.get("params")
         if method is None and raw_id is not None:
             start, end = outer["id"]  # small: it ended
-            value = our_id_in(raw_id)
-            if value in self._upstream:
-                envelope_id = self._upstream.pop(value)
-                self._upstream_ids.pop(id_key(envelope_id), None)
+            envelope_id = self._upstream_answer(raw_id)
+            if envelope_id is not None:
                 return Stream("successor"), head[end:], head[:start] + envelope_id
         if method is not None and params is not None and head[params[0]] in b"{[":
-            if raw_id is not None:
-                ours = self._wrapped_request(raw_id)
-                prefix = b'{"jsonrpc":"2.0","id":%d,"method":"%s",' % (ours, self.dialect.request.encode())
-            else:
-                prefix = b'{"jsonrpc":"2.0","method":"%s",' % self.dialect.notification.encode()
-            prefix += b'"params":{"method":' + method + b',"params":'
+            prefix = self._envelope_head(raw_id, method) + b',"params":'
             return Stream("successor", ValueEnd(), close=b"}}"), head[params[0]:], prefix
         self._say_once("long-unwrappable", "a line over the parse limit toward the successor cannot be wrapped "
                                            "(its method and id do not come before its params); not sent")

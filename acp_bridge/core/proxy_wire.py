@@ -38,6 +38,11 @@ class Dialect:
     hop_local_cancel: bool  # `$/cancel_request` names an envelope of this hop
     answer_meta: bool  # the initialize answer says `_meta.proxy: true`
 
+    @property
+    def one_envelope(self) -> bool:
+        """Requests and notifications share one envelope method (told apart by the id)."""
+        return self.request == self.notification
+
 
 OFFICIAL = Dialect("official", PROXY_INITIALIZE, PROXY_SUCCESSOR, PROXY_SUCCESSOR,
                    hop_local_cancel=True, answer_meta=False)
