@@ -7,7 +7,6 @@ Must never: write to a capture, or import the page's code or telemetry before th
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 
@@ -67,7 +66,6 @@ def _export_html(capture: str, out: str) -> None:
         if tty and messages % 20_000 < 2_000:
             click.echo(f"\racp-bridge: export: {messages} messages…", err=True, nl=False)
 
-    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so that `finally` runs
     try:
         # A file that is no capture is refused before the page is begun; the page is
         # readable by the user only, as the capture it comes from (umask may narrow it).
@@ -79,14 +77,8 @@ def _export_html(capture: str, out: str) -> None:
         fail(f"--html: {exc}")
     except OSError as exc:  # the capture's read errors are the reader's
         fail(f"export: cannot write {out}: {exc.strerror or exc}", status=1)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     if tty:
         click.echo("\r", err=True, nl=False)
     say(reader)
     click.echo(f"acp-bridge: wrote {out} ({written.messages} messages in {written.rows} rows, "
                f"{written.turns} turns)", err=True)
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)

@@ -3,7 +3,8 @@
 
 Owns: the one way such a file is written, whole beside its path and renamed over it (a
 failed or interrupted write leaves nothing half written, and a symlink at the path is
-replaced, never written through), and the refusal of a path that is there but is no
+replaced, never written through; SIGTERM while it is written ends the process as it
+would, exit 128+15, once the partial file is gone), and the refusal of a path that is there but is no
 regular file or symlink: a device, a FIFO, a socket or a folder is left as it is (renaming
 over `/dev/null` would replace the real one for everyone; opening a FIFO nobody reads would
 hang). Commands check their paths with `refuse_special` before they start work, so a bad
@@ -13,7 +14,9 @@ path costs nothing. Must never: open the path itself for writing, or follow a sy
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,7 +51,8 @@ def refuse_special(path: str) -> None:
 @contextmanager
 def written_whole(path: str, mode: int = 0o644) -> Iterator[IO[bytes]]:
     """A new file to write `path`'s content into; renamed over `path` when the block ends
-    without an exception, removed otherwise. Created with `mode` (the umask may narrow it).
+    without an exception, removed otherwise (SIGTERM included: `_sigterm_unwinds`). Created
+    with `mode` (the umask may narrow it).
 
     Raises:
         NotAFile: `path` is no regular file or symlink (looked at again just before the rename).
@@ -57,11 +61,39 @@ def written_whole(path: str, mode: int = 0o644) -> Iterator[IO[bytes]]:
     refuse_special(path)
     target = Path(path)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    with _sigterm_unwinds():
+        try:
+            fd = os.open(partial, posix.CREATE_NEW, mode)
+            with os.fdopen(fd, "wb") as file:
+                yield file
+            refuse_special(path)  # made there while we wrote: still not ours to replace
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM in the block raises SystemExit(128+15), so that `finally` blocks run, and
+    whatever the unwinding raises after it (an OSError from a write cut short, a `fail`),
+    the process still exits 128+15, as SIGTERM's own action would have said. Only where
+    SIGTERM has its default action, in the main thread (elsewhere it cannot be set)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+    received: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        received.append(signum)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
     try:
-        fd = os.open(partial, posix.CREATE_NEW, mode)
-        with os.fdopen(fd, "wb") as file:
-            yield file
-        refuse_special(path)  # made there while we wrote: still not ours to replace
-        os.replace(partial, target)
+        yield
+    except BaseException:
+        if received:
+            raise SystemExit(128 + received[0]) from None
+        raise
     finally:
-        partial.unlink(missing_ok=True)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -87,5 +87,6 @@ def test_sigterm_during_export_leaves_no_partial_page(tmp_path: Path) -> None:
             assert proc.poll() is None and time.monotonic() < deadline, "export ended before its page was begun"
             time.sleep(0.005)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        _, stderr = proc.communicate(timeout=60)
+        assert (proc.returncode, stderr) == (128 + signal.SIGTERM, b"")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl"]

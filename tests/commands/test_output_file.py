@@ -148,3 +148,49 @@ def test_a_symlink_is_replaced_and_never_written_through(option: str, tmp_path: 
     assert done.returncode in (0, 1), done.stderr
     assert victim.read_text() == "keep me" and not out.is_symlink()
     assert out.read_text().startswith(FIRST_BYTES[option])
+
+
+@pytest.mark.parametrize("unwinding", ["clean", "raises OSError", "fails"])
+def test_sigterm_while_a_file_is_written_whole_leaves_nothing_and_exits_143(tmp_path: Path, unwinding: str) -> None:
+    """SIGTERM mid-write removes the partial file; whatever the unwinding raises after it (a
+    write cut short, a command's `fail`), the exit is SIGTERM's, 128+15 (CI once saw 1), and
+    SIGTERM's default action is back afterwards."""
+    import signal
+
+    from acp_bridge.commands.captures import fail
+    from acp_bridge.commands.output_file import written_whole
+
+    out = tmp_path / "out.html"
+    with pytest.raises(SystemExit) as ended:
+        with written_whole(str(out)) as file:
+            file.write(b"half a page")
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                signal.sigtimedwait([], 0)  # a call after the kill: the handler has run by its end
+            except SystemExit:
+                if unwinding == "raises OSError":
+                    raise OSError(28, "No space left on device") from None
+                if unwinding == "fails":
+                    fail("export: cannot write: No space left on device", status=1)
+                raise
+            pytest.fail("SIGTERM did not stop the block")
+    assert (ended.value.code, os.listdir(tmp_path), signal.getsignal(signal.SIGTERM)) == (143, [], signal.SIG_DFL)
+
+
+def test_sigterm_keeps_a_handler_someone_else_set(tmp_path: Path) -> None:
+    """A handler already set (a server's, a test runner's) is theirs: left in place, and it
+    runs, not ours."""
+    import signal
+
+    from acp_bridge.commands.output_file import written_whole
+
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with written_whole(str(tmp_path / "out.html")) as file:
+            file.write(b"page")
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 0)
+        assert (seen, (tmp_path / "out.html").read_bytes()) == ([signal.SIGTERM], b"page")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
