@@ -160,9 +160,8 @@ def test_sigterm_while_a_file_is_written_whole_leaves_nothing_and_exits_143(tmp_
     from acp_bridge.commands.captures import fail
     from acp_bridge.commands.output_file import written_whole
 
-    out = tmp_path / "out.html"
-    with pytest.raises(SystemExit) as ended:
-        with written_whole(str(out)) as file:
+    def write() -> None:
+        with written_whole(str(tmp_path / "out.html")) as file:
             file.write(b"half a page")
             try:
                 os.kill(os.getpid(), signal.SIGTERM)
@@ -174,6 +173,9 @@ def test_sigterm_while_a_file_is_written_whole_leaves_nothing_and_exits_143(tmp_
                     fail("export: cannot write: No space left on device", status=1)
                 raise
             pytest.fail("SIGTERM did not stop the block")
+
+    with pytest.raises(SystemExit) as ended:
+        write()
     assert (ended.value.code, os.listdir(tmp_path), signal.getsignal(signal.SIGTERM)) == (143, [], signal.SIG_DFL)
 
 
