@@ -14,9 +14,7 @@ path costs nothing. Must never: open the path itself for writing, or follow a sy
 from __future__ import annotations
 
 import os
-import signal
 import stat
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,7 +49,7 @@ def refuse_special(path: str) -> None:
 @contextmanager
 def written_whole(path: str, mode: int = 0o644) -> Iterator[IO[bytes]]:
     """A new file to write `path`'s content into; renamed over `path` when the block ends
-    without an exception, removed otherwise (SIGTERM included: `_sigterm_unwinds`). Created
+    without an exception, removed otherwise (SIGTERM included: `posix.sigterm_unwinds`). Created
     with `mode` (the umask may narrow it).
 
     Raises:
@@ -61,7 +59,7 @@ def written_whole(path: str, mode: int = 0o644) -> Iterator[IO[bytes]]:
     refuse_special(path)
     target = Path(path)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    with _sigterm_unwinds():
+    with posix.sigterm_unwinds():
         try:
             fd = os.open(partial, posix.CREATE_NEW, mode)
             with os.fdopen(fd, "wb") as file:
@@ -71,29 +69,3 @@ def written_whole(path: str, mode: int = 0o644) -> Iterator[IO[bytes]]:
         finally:
             partial.unlink(missing_ok=True)
 
-
-@contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """SIGTERM in the block raises SystemExit(128+15), so that `finally` blocks run, and
-    whatever the unwinding raises after it (an OSError from a write cut short, a `fail`),
-    the process still exits 128+15, as SIGTERM's own action would have said. Only where
-    SIGTERM has its default action, in the main thread (elsewhere it cannot be set)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
-        yield
-        return
-    received: list[int] = []
-
-    def stop(signum: int, frame: object) -> None:
-        received.append(signum)
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    except BaseException:
-        if received:
-            raise SystemExit(128 + received[0]) from None
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)

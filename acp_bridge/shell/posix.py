@@ -19,6 +19,7 @@ import os
 import select
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -79,14 +80,42 @@ def forwarded_signals() -> AbstractContextManager[AsyncIterator[int]]:
     return trio.open_signal_receiver(*FORWARDED_SIGNALS)
 
 
-# -- file descriptors as streams ---------------------------------------------------------
-
 async def until_interrupted() -> None:
     """Return at the first SIGINT (Ctrl-C) or SIGTERM: a server's clean end."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
             return
 
+
+@contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM in the block raises SystemExit(128+15), so that `finally` blocks run (a file
+    written whole removes its partial file), and whatever the unwinding raises after it (an
+    OSError from a write cut short, a command's `fail`), the process still exits 128+15, as
+    SIGTERM's own action would have said. Only where SIGTERM has its default action, in the
+    main thread (elsewhere it cannot be set): a handler someone set is theirs."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+    received: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        received.append(signum)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except BaseException:
+        if received:
+            raise SystemExit(128 + received[0]) from None
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+# -- file descriptors as streams ---------------------------------------------------------
 
 def open_fd_stream(fd: int) -> FdStream:
     """A stream on a duplicate of `fd` (closing it leaves `fd` open)."""

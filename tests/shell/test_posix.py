@@ -36,7 +36,6 @@ HOME = "acp_bridge.shell.posix"
 ELSEWHERE = {
     "acp_bridge.core.scan": {"import ctypes"},  # glibc's memmem, with a pure fallback elsewhere
     "acp_bridge.replay.report": {"import select"},  # waits for room on a non-blocking stderr
-    "acp_bridge.commands.export": {"import signal"},  # SIGTERM during `export --html`: portable
     # opening a capture without blocking on a FIFO (the one reader; below the shell)
     # and walking down to it without following a link at any step (the servers' catalog)
     "acp_bridge.capture.files": {"os.O_CLOEXEC", "os.O_NONBLOCK", "os.O_NOFOLLOW", "os.set_blocking",
