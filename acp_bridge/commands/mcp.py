@@ -12,10 +12,11 @@ from __future__ import annotations
 import click
 
 from acp_bridge.commands.captures import fail
+from acp_bridge.commands.paths import UserPath
 
 
 @click.command(short_help="Serve captures to an MCP client on stdin/stdout.")
-@click.argument("roots", nargs=-1, type=click.Path(exists=True), metavar="[DIR|CAPTURE]...")
+@click.argument("roots", nargs=-1, type=UserPath(exists=True), metavar="[DIR|CAPTURE]...")
 def mcp(roots: tuple[str, ...]) -> None:
     """Serve the captures in DIR (each `*.jsonl` capture directly in it) and the CAPTURE files
     given, default the current folder, to an MCP client on stdin/stdout: an agent lists

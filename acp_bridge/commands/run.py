@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from acp_bridge.commands import EXIT_BRIDGE, EXIT_USAGE, collector_paused, prints_to_stderr
+from acp_bridge.commands.paths import UserPath
 from acp_bridge.config import Config, command_problem
 from acp_bridge.config.layers import Overrides, PromptFile, PromptText, apply_overrides, effective
 from acp_bridge.core.rewrites import built_ins
@@ -57,9 +58,9 @@ what a file sets.
 
 @click.command(context_settings={"ignore_unknown_options": False}, epilog=RUN_EPILOG,
                short_help="Run AGENT behind the bridge, relaying stdio to it.")
-@click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_CONFIG",
+@click.option("-c", "--config", "config_file", type=UserPath(dir_okay=False), envvar="ACP_BRIDGE_CONFIG",
               cls=RunOption, help="TOML config file (see configs/ for ready-made ones).")
-@click.option("--capture", metavar="PATH", envvar="ACP_BRIDGE_CAPTURE", cls=RunOption,
+@click.option("--capture", type=UserPath(), metavar="PATH", envvar="ACP_BRIDGE_CAPTURE", cls=RunOption,
               help="Write the traffic as JSONL to PATH; {time} and {pid} are filled in. [config: capture.path]")
 @click.option("--no-health", is_flag=True, default=None, envvar="ACP_BRIDGE_NO_HEALTH", cls=RunOption,
               help="Turn off the protocol watchdog (findings in the log and the capture; see "
@@ -68,7 +69,7 @@ what a file sets.
               help="Every strictness at once (tests, conformance runs): a rule that fails stops the "
                    "bridge, and implies system_prompt.strict (no silent downgrade of override to "
                    "append). Same as [bridge] strict; ACP_BRIDGE_STRICT=0 turns it off. [config: bridge.strict = true]")
-@click.option("--log-file", type=click.Path(dir_okay=False), envvar="ACP_BRIDGE_LOG_FILE", cls=RunOption,
+@click.option("--log-file", type=UserPath(dir_okay=False), envvar="ACP_BRIDGE_LOG_FILE", cls=RunOption,
               help="Write the bridge's log to FILE instead of stderr. [config: bridge.log_file]")
 @click.option("--otlp", is_flag=True, default=None, envvar="ACP_BRIDGE_OTLP", cls=RunOption,
               help="Send traces and metrics of the traffic to an OpenTelemetry collector (OTLP; the "
@@ -77,7 +78,7 @@ what a file sets.
 @click.option("--otlp-content", is_flag=True, default=None, envvar="ACP_BRIDGE_OTLP_CONTENT", cls=RunOption,
               help="With --otlp, also send prompt text, replies and tool input and output (the capture's "
                    "redaction applied first); implies --otlp. [config: telemetry.content = true]")
-@click.option("--rule", "rule_files", multiple=True, metavar="FILE.py", type=click.Path(dir_okay=False),
+@click.option("--rule", "rule_files", multiple=True, metavar="FILE.py", type=UserPath(dir_okay=False),
               help="Run the rules FILE.py defines (`rules = [...]`) after the configured ones; repeatable, "
                    "after [rules] files. See docs/rules.md. [config: rules.files]")
 @click.option("-v", "--verbose", count=True,
@@ -126,6 +127,8 @@ def click_option(option: Option) -> click.Option:
         kwargs["type"] = click.Choice(option.choices)
     else:
         kwargs["metavar"] = option.metavar
+        if option.kind == FILE:
+            kwargs["type"] = UserPath()  # checked where it is read: a replaced one never is
     return RunOption([option.flag, option.name], **kwargs)
 
 

@@ -92,6 +92,11 @@ class _File:
         """`error` for one key, for the checks that take a `fail(problem)`."""
         return lambda problem: self.error(key, problem)
 
+    def path(self, given: str) -> Path:
+        """Where a path the file gives leads: a leading `~` or `~user` is a home folder (no
+        shell reads this file), and a relative path starts at the file's folder."""
+        return self.base / os.path.expanduser(given)
+
 
 def config_from_dict(data: Mapping[str, Any], file: Path | None = None, text: str | None = None) -> Config:
     """The settings of a parsed TOML document (`file`: where it came from, None for none;
@@ -115,7 +120,7 @@ def config_from_dict(data: Mapping[str, Any], file: Path | None = None, text: st
     # The rule tables ([rules], [[rewrite]]): config/rule_tables.py, which imports the core.
     from acp_bridge.config.rule_tables import read_rewrites, read_rules
 
-    settings["rules"] = read_rules(tables.get("rules", {}), src.base, src.error)
+    settings["rules"] = read_rules(tables.get("rules", {}), src.path, src.error)
     if "rewrite" in data:
         settings["rewrite"] = read_rewrites(data["rewrite"], text, src.error)
     return Config(**settings, source=str(file) if file else None)
@@ -178,7 +183,7 @@ def _agent(values: dict[str, Any], src: _File) -> AgentConfig:
         cwd = values["cwd"]
         _path_chars(cwd, src.fail("agent.cwd"))
         try:
-            cwd = str((src.base / cwd).resolve())
+            cwd = str(src.path(cwd).resolve())
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
             raise src.error("agent.cwd", f"cannot resolve {cwd}: {exc}") from None
         if not Path(cwd).is_dir():
@@ -202,7 +207,7 @@ def _system_prompt(values: dict[str, Any], src: _File) -> SystemPromptConfig:
             raise src.error("system_prompt", "give text or file, not both")
         file = values.pop("file")
         _path_chars(file, src.fail("system_prompt.file"))
-        values["text"] = read_prompt_file(src.base / file, f"{src.name}: system_prompt.file")
+        values["text"] = read_prompt_file(src.path(file), f"{src.name}: system_prompt.file")
     text = values.get("text")
     if text is not None and not text.strip():
         raise src.error("system_prompt.text", "is empty")
@@ -215,7 +220,7 @@ def _capture(values: dict[str, Any], src: _File) -> CaptureConfig:
     values = dict(values)
     if "path" in values:
         check_capture_template(values["path"], src.fail("capture.path"))
-        values["path"] = str(src.base / values["path"])
+        values["path"] = str(src.path(values["path"]))
     if "redact" in values:
         from acp_bridge.core.pointer import parse_pointer  # only here: `run` imports the core later
 
@@ -273,7 +278,7 @@ def _bridge(values: dict[str, Any], src: _File) -> dict[str, Any]:
     values = dict(values)
     if "log_file" in values:
         _path_chars(values["log_file"], src.fail("bridge.log_file"))
-        values["log_file"] = str(src.base / values["log_file"])
+        values["log_file"] = str(src.path(values["log_file"]))
     if not -1 <= values.get("verbosity", Config.verbosity) <= 2:
         raise src.error("bridge.verbosity", "must be -1 (quiet), 0, 1 or 2")
     return _field_values(Config, values, src, BRIDGE_TABLE)

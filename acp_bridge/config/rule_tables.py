@@ -34,15 +34,16 @@ def header_lines(text: str | None, count: int) -> list[int | None]:
     return list(found) if len(found) == count else [None] * count
 
 
-def read_rules(values: Mapping[str, Any], base: Path, error: Error) -> RulesConfig:
-    """[rules]: `files` relative to the config file's folder, `enable` entry-point names."""
+def read_rules(values: Mapping[str, Any], path: Callable[[str], Path], error: Error) -> RulesConfig:
+    """[rules]: `files` (`path`: where each leads, from the config file's folder), `enable`
+    entry-point names."""
     files = values.get("files", ())
     enable = values.get("enable", ())
     for key, items in (("files", files), ("enable", enable)):
         for item in items:
             if not isinstance(item, str) or not item or "\0" in item:
                 raise error(f"rules.{key}", f"{item!r} is not a {'path' if key == 'files' else 'name'}")
-    return RulesConfig(files=tuple(str(base / file) for file in files), enable=tuple(enable))
+    return RulesConfig(files=tuple(str(path(file)) for file in files), enable=tuple(enable))
 
 
 def read_rewrites(tables: Any, text: str | None, error: Error) -> tuple[RewriteConfig, ...]:

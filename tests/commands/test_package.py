@@ -211,10 +211,10 @@ IMPORTED = {
     "check-config": ["check_config"],
     "diff": ["captures", "diff"],
     "drive": ["captures", "drive"],
-    "mcp": ["captures", "mcp"],  # captures: its one way to fail
-    "replay": ["captures", "output_file", "replay", "run"],  # `replay --rules` takes `run`'s options; captures: reading one
-    "setup": ["run", "setup"],  # `run`'s options, copied
-    "doctor": ["doctor", "run", "setup"],  # `run`'s options and config layering; setup's paths of the bridge and agent
+    "mcp": ["captures", "mcp", "paths"],  # captures: its one way to fail; paths: `~` in its folders
+    "replay": ["captures", "output_file", "paths", "replay", "run"],  # `replay --rules` takes `run`'s options; captures: reading one
+    "setup": ["paths", "run", "setup"],  # `run`'s options, copied
+    "doctor": ["doctor", "paths", "run", "setup"],  # `run`'s options and config layering; setup's paths of the bridge and agent
 }
 
 # In one fresh interpreter, each command in turn as if it were the first: the commands

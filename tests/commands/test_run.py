@@ -8,6 +8,7 @@ key, and those keys are keys of the file.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import sys
@@ -314,3 +315,20 @@ def test_an_invalid_value_names_the_spelling_that_gave_it() -> None:
     assert from_env.stderr.startswith("acp-bridge: Invalid value for 'ACP_BRIDGE_SYSTEM_PROMPT_MODE': 'loud'")
     from_line = runner.invoke(main, ["run", "--system-prompt-mode", "loud", "--", "x"])
     assert from_line.stderr.startswith("acp-bridge: Invalid value for '--system-prompt-mode': 'loud'")
+
+
+def test_a_capture_path_under_a_tilde_lands_in_the_home_folder_when_no_shell_expands_it(tmp_path: Path) -> None:
+    """As an editor starts the bridge: an argument list, no shell. `~/caps/...` made a folder
+    named `~` in the editor's working directory."""
+    import subprocess
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_bridge", "run", "--capture", "~/caps/{pid}.jsonl", "--",
+         sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.DEVNULL, capture_output=True, cwd=work, env={**os.environ, "HOME": str(home)},
+        timeout=60, check=False)
+    assert (done.returncode, done.stdout, list(work.iterdir())) == (0, b"", []), done.stderr
+    assert [p.suffix for p in (home / "caps").iterdir()] == [".jsonl"]

@@ -213,3 +213,14 @@ def test_an_entry_on_one_line_with_trailing_commas_comes_back_byte_for_byte(tmp_
         f'"command": "{bridge_command()[0]}", "args": [{"".join(f"{chr(34)}{w}{chr(34)}, " for w in bridge_command()[1:])}"run", "--", "a", "--acp",]'.encode())
     assert invoke(["setup", "zed", "--settings", str(path), "--unwrap", "A", "--write"]).returncode == 0
     assert path.read_bytes() == original
+
+
+def test_a_path_under_a_tilde_goes_into_the_entry_as_the_home_folder(
+        zed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Quoted, `'~/caps/...'` reached setup as it was typed and went in as `$PWD/~/caps/...`."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    done = invoke(["setup", "zed", "--settings", str(zed), "--name", "R", "--write", "--capture",
+                   "~/caps/{time}.jsonl", "--", PYTHON])
+    assert done.returncode == 0, done.stderr
+    args = json5.loads(zed.read_text(encoding="utf-8"))["agent_servers"]["R"]["args"]
+    assert args == [*bridge_command()[1:], "run", "--capture", f"{tmp_path}/home/caps/{{time}}.jsonl", "--", PYTHON]

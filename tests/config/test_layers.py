@@ -383,3 +383,43 @@ def test_prompt_text_is_checked_where_it_takes_effect(prompt: PromptText, messag
     with pytest.raises(ConfigError) as caught:
         apply_overrides(Config(), Overrides({"system_prompt.text": prompt}))
     assert str(caught.value) == message
+
+
+HOME_CASES = [  # (toml, env, args, the Config's field, what it holds) with HOME = tmp_path/home
+    ("", {}, ["--capture", "~/caps/{pid}.jsonl"], "capture.path", "{home}/caps/{{pid}}.jsonl"),
+    ("", {"ACP_BRIDGE_CAPTURE": "~/caps/{time}.jsonl"}, [], "capture.path", "{home}/caps/{{time}}.jsonl"),
+    ('[capture]\npath = "~/caps/{pid}.jsonl"\n', {}, [], "capture.path", "{home}/caps/{{pid}}.jsonl"),
+    ("", {}, ["--log-file", "~/bridge.log"], "log_file", "{home}/bridge.log"),
+    ("", {"ACP_BRIDGE_LOG_FILE": "~/bridge.log"}, [], "log_file", "{home}/bridge.log"),
+    ('[bridge]\nlog_file = "~/bridge.log"\n', {}, [], "log_file", "{home}/bridge.log"),
+    ("", {}, ["--rule", "~/r.py"], "rules.command_line", ("{home}/r.py",)),
+    ('[rules]\nfiles = ["~/r.py"]\n', {}, [], "rules.files", ("{home}/r.py",)),
+    ("", {}, ["--system-prompt-file", "~/p.md"], "system_prompt.text", "from home"),
+    ("", {"ACP_BRIDGE_SYSTEM_PROMPT_FILE": "~/p.md"}, [], "system_prompt.text", "from home"),
+    ('[system_prompt]\nfile = "~/p.md"\n', {}, [], "system_prompt.text", "from home"),
+    ('[agent]\ncwd = "~"\n', {}, [], "agent.cwd", "{home}"),
+    ("", {"ACP_BRIDGE_CONFIG": "~/home.toml"}, [], "capture.path", "{home}/from-home-config.jsonl"),
+    # Only a leading ~ is a home: nothing else a file name may hold is expanded.
+    ("", {}, ["--capture", "$HOME/x~/{pid}.jsonl"], "capture.path", "$HOME/x~/{{pid}}.jsonl"),
+]
+
+
+@pytest.mark.parametrize(("toml", "env", "args", "key", "expected"), HOME_CASES)
+def test_a_leading_tilde_is_the_home_folder_wherever_a_path_is_given(
+        seen: list[Config], tmp_path: Path, toml: str, env: dict[str, str], args: list[str], key: str,
+        expected: Any) -> None:
+    """An editor starts the bridge with no shell, and nobody expands a variable's value or a
+    config file's: `--capture ~/acp/...` in an editor's settings made a folder named `~`."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "p.md").write_text("from home\n")
+    (home / "home.toml").write_text('[capture]\npath = "from-home-config.jsonl"\n')
+    (home / "r.py").write_text("from acp_bridge.rules import Rule\nclass Home(Rule):\n    pass\nrules = [Home()]\n")
+    config = tmp_path / "c.toml"
+    config.write_text(toml)
+    command = ["run", *([] if "ACP_BRIDGE_CONFIG" in env else ["-c", str(config)]), *args, "--", "agent"]
+    result = CliRunner().invoke(main, command, env={"HOME": str(home), **env})
+    assert result.exit_code == 0, result.output
+    filled = (tuple(item.format(home=home) for item in expected) if isinstance(expected, tuple)
+              else expected.format(home=home))
+    assert field_value(seen[-1], key) == filled

@@ -208,3 +208,13 @@ def test_started_with_stdout_or_stdin_closed_it_says_so_or_ends_at_once(tmp_path
     done = subprocess.run(["sh", "-c", f'exec "$@" {closed}', "sh", sys.executable, "-m", "acp_bridge", "mcp",
                            str(tmp_path)], check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
     assert (done.returncode, done.stderr, done.stdout) == (*expected, b"")
+
+
+def test_a_root_under_a_tilde_is_in_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An MCP client's settings start the server with no shell: `~/caps` is found (then,
+    without the extra, the one line about it), not refused as a path that does not exist."""
+    (tmp_path / "caps").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    without_package("mcp", monkeypatch)
+    done = invoke(["mcp", "~/caps"])
+    assert (done.returncode, done.stderr.startswith(b"acp-bridge: mcp needs the MCP Python SDK")) == (2, True)
