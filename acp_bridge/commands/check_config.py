@@ -10,7 +10,7 @@ import json
 
 import click
 
-from acp_bridge.commands import EXIT_USAGE
+from acp_bridge.commands import EXIT_USAGE, prints_to_stderr
 from acp_bridge.config.layers import load_config
 from acp_bridge.errors import ConfigError
 
@@ -30,7 +30,8 @@ def check_config(file: str) -> None:
         if config.rules.files or config.rules.enable:  # checked as `run` checks them: loaded
             from acp_bridge.config.rules import load_rules
 
-            load_rules(config)
+            with prints_to_stderr():  # stdout is the settings' JSON
+                load_rules(config)
     except ConfigError as exc:
         click.echo(f"acp-bridge: {exc}", err=True)
         raise SystemExit(EXIT_USAGE) from None

@@ -63,3 +63,12 @@ def test_the_rules_listing_keeps_what_a_rule_file_prints_out(tmp_path: Path) -> 
                                        str(printing_rule(tmp_path))])
     assert (result.exit_code, result.stdout, result.stderr) == (
         0, f" 1. chatty  {tmp_path / 'chatty.py'} (--rule)\n", "loading the rule\n")
+
+
+def test_check_config_keeps_what_a_rule_file_prints_out_of_its_json(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[rules]\nfiles = ["chatty.py"]\n')
+    printing_rule(tmp_path)
+    result = CliRunner().invoke(main, ["check-config", str(config)])
+    assert (result.exit_code, result.stderr) == (0, "loading the rule\n")
+    assert json.loads(result.stdout)["rules"]["files"] == [str(tmp_path / "chatty.py")]
