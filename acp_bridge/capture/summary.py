@@ -293,8 +293,11 @@ class RecordFilter:
     session: str | None = None
     direction: str | None = None
     updates: tuple[str, ...] = ()  # `params.update.sessionUpdate` of a `session/update`
+    seqs: tuple[int, ...] = ()  # the record's own number, `seq N` wherever one is named
 
     def __call__(self, record: Json) -> bool:
+        if self.seqs and not (type(seq := record.get("seq")) is int and seq in self.seqs):
+            return False
         if self.methods and record.get("method") not in self.methods:
             return False
         if self.updates and not self.updates_match(record):

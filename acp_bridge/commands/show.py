@@ -6,6 +6,7 @@ pure (capture/summary.py). Must never: write to a capture.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import click
@@ -55,13 +56,17 @@ def styled(summary: Summary) -> str:
               help="Only session/update notifications of kind KIND (params.update.sessionUpdate, "
                    "e.g. prompt_suggestions_update); repeatable.")
 @click.option("--direction", type=click.Choice(["to-agent", "to-client"]), help="Only one direction.")
+@click.option("--seq", "seqs", multiple=True, type=click.IntRange(min=0), metavar="N",
+              help="Only message seq N, as check, stats, the page and the MCP server number them "
+                   "(with --detail 2, what it said); repeatable.")
 @click.option("--detail", type=click.IntRange(0, 3), default=1, show_default=True,
               help="0 only failures, 1 one line per message, 2 plus params, 3 plus before/after of rewrites.")
 @click.option("--findings", is_flag=True,
               help="Mark protocol findings (docs/health.md) under the messages they concern; with "
                    "--follow, the watchdog's finding records as they are written.")
 def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
-         updates: tuple[str, ...], direction: str | None, detail: int, findings: bool = False) -> None:
+         updates: tuple[str, ...], direction: str | None, seqs: tuple[int, ...], detail: int,
+         findings: bool = False) -> None:
     """Print a capture, one line per message: time, arrow, method or response id,
     session, size and what the bridge did (rewrite, drop, bridge-sent, redacted). A session
     id longer than 12 characters shows as its first 8 and "…"; --session takes that prefix back
@@ -74,7 +79,7 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
     --detail 0), stderr says how many records were read; exit status 0.
     """
     tally = _Tally()
-    tally.keep = RecordFilter(methods, session, direction, updates)
+    tally.keep = RecordFilter(methods, session, direction, updates, seqs)
     try:
         if follow and not os.path.exists(capture):
             click.echo(f"acp-bridge: waiting for {capture} to appear (Ctrl-C stops)", err=True)
@@ -83,7 +88,7 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
         argument = next(param for param in ctx.command.params if param.name == "capture")
         CAPTURE.convert(capture, argument, ctx)  # exists, is a file, can be read
         tally.findings = findings
-        _show_capture(capture, follow, methods, session, updates, direction, detail, tally)
+        _show_capture(capture, follow, detail, tally)
     except KeyboardInterrupt:
         pass  # Ctrl-C ends --follow; that is the normal way out
     if not tally.shown:
@@ -91,14 +96,13 @@ def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | No
                    f"{_in_force(tally.keep, detail)}", err=True)
 
 
-def _show_capture(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
-                  updates: tuple[str, ...], direction: str | None, detail: int, tally: _Tally) -> None:
+def _show_capture(capture: str, follow: bool, detail: int, tally: _Tally) -> None:
     with reading(capture, follow=follow) as reader:
-        if session is not None:
-            session = _resolve_session(capture, session)
+        if tally.keep.session is not None:
+            tally.keep = dataclasses.replace(tally.keep, session=_resolve_session(capture, tally.keep.session))
         if tally.findings and not follow:
             tally.marks = _findings_by_seq(capture)
-        keep = tally.keep = RecordFilter(methods, session, direction, updates)
+        keep = tally.keep
         for record in reader:
             tally.read += 1
             if tally.findings and follow and record.get("type") == "finding" and keep.session in (
@@ -157,6 +161,7 @@ def _in_force(keep: RecordFilter, detail: int) -> str:
     options += [f"--update {u}" for u in keep.updates]
     if keep.direction is not None:
         options.append(f"--direction {keep.direction}")
+    options += [f"--seq {seq}" for seq in keep.seqs]
     if detail == 0:
         options.append("--detail 0 (only failures)")
     return f" ({', '.join(options)})" if options else " (no messages in it)"

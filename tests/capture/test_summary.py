@@ -52,6 +52,10 @@ def test_detail_lines() -> None:
 def test_filter() -> None:
     assert [r["seq"] for r in FIXED if RecordFilter(methods=("session/prompt",))(r)] == [1, 6]
     assert [r["seq"] for r in FIXED if RecordFilter(session="s1", direction="to-client")(r)] == [2, 6]
+    assert [r["seq"] for r in FIXED if RecordFilter(seqs=(6, 1, 99))(r)] == [1, 6]
+    # A seq only as the bridge writes it, an integer: not true (== 1), not 1.0, not "1".
+    assert [RecordFilter(seqs=(1,))({"seq": seq}) for seq in (True, 1.0, "1", None, 1)] == [
+        False, False, False, False, True]
 
 
 # -- any record -------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ def test_show_plain_in_a_pipe(capture: Path, utc: None) -> None:
     (["--session", "s2"], ["session/cancel"]),
     (["--direction", "to-client"], ["session/update", "(not JSON-RPC)", "session/prompt id 1 ok"]),
     (["--direction", "to-agent", "--method", "session/cancel"], ["session/cancel"]),
+    (["--seq", "4", "--seq", "2"], ["session/update", "session/prompt id 1 ok"]),  # as check names them, in order
+    (["--seq", "4", "--direction", "to-agent"], []),
 ])
 def test_show_filters(capture: Path, utc: None, options: list[str], seqs: list[str]) -> None:
     lines = invoke("show", str(capture), *options)
@@ -49,6 +51,7 @@ def test_show_filters(capture: Path, utc: None, options: list[str], seqs: list[s
     (["--method", "session/promt"], "(--method session/promt)"),
     (["--session", "nope", "--direction", "to-agent"], "(--session nope, --direction to-agent)"),
     (["--detail", "0"], "(--detail 0 (only failures))"),
+    (["--seq", "6", "--seq", "0"], "(--seq 6, --seq 0)"),
 ])
 def test_show_says_when_nothing_matched(capture: Path, options: list[str], in_force: str) -> None:
     """Nothing shown is not silence: stderr counts the records read and names the filters."""
