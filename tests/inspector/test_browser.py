@@ -221,8 +221,7 @@ def test_the_detail_pane_keys_and_folded_members(inspector: Inspector) -> None:
     inspector.js("document.querySelector('#pane button[data-act=raw]').click()")
     assert inspector.body("data-copied") == answer.strip()
     inspector.js("document.querySelector('#pane button[data-act=show]').click()")
-    assert inspector.body("data-copied") == ("acp-bridge show pane.jsonl --detail 3 --direction to-client "
-                                             "--method session/new   # seq 2")
+    assert inspector.body("data-copied") == "acp-bridge show pane.jsonl --seq 2 --detail 3"  # this message
 
     key(inspector, Keys.ESCAPE)
     assert inspector.wait(lambda: pane(inspector) is None)
@@ -233,6 +232,9 @@ def test_the_detail_pane_keys_and_folded_members(inspector: Inspector) -> None:
     shown = inspector.wait(lambda: (pane(inspector) or {}).get("members") and pane(inspector))
     assert shown["title"] == "session/update agent_message_chunk ×3"
     assert shown["members"] == ["Hel", "lo, wor", "ld"]  # unfolded: its three messages
+    inspector.js("document.querySelector('#pane button[data-act=show]').click()")
+    assert inspector.body("data-copied") == ("acp-bridge show pane.jsonl --detail 3 --direction to-client --method "
+                                             "session/update --update agent_message_chunk   # from seq 3")
     key(inspector, Keys.ARROW_UP)
     key(inspector, Keys.ARROW_UP)
     assert inspector.wait(lambda: (pane(inspector) or {}).get("seq") == "1")  # the open pane follows

@@ -405,12 +405,14 @@ function folded(i){
   out.push('</div>');
   return out.join('');
 }
-function showCommand(r){
+function showCommand(r){  // one message: itself (--seq); a folded run: its kind, in its direction
   var name=String(info.title||'CAPTURE'), q=/^[\w.\/-]+$/.test(name)?name:"'"+name.replace(/'/g,"'\\''")+"'";
+  var seq=/^\d+$/.test(String(r.s))?String(r.s):'';  // a capture's own text never reaches the shell line
+  if(seq&&!(r.n>1))return 'acp-bridge show '+q+' --seq '+seq+' --detail 3';
   var m=methodOf(r), c='acp-bridge show '+q+' --detail 3 --direction '+(r.d==='a'?'to-agent':'to-client');
   if(m&&/^[\w\/.-]+$/.test(m))c+=' --method '+m;
   if(r.u&&/^\w+$/.test(r.u))c+=' --update '+r.u;
-  return c+'   # seq '+r.s;
+  return seq?c+'   # from seq '+seq:c;
 }
 function copy(text){  // the clipboard, or (a file:// page may not have it) a selected text area
   document.body.setAttribute('data-copied',text);
