@@ -25,6 +25,7 @@ import json
 import logging
 import math
 import threading
+from contextlib import closing
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -45,6 +46,7 @@ from acp_bridge.inspector.timeline import Timelines
 
 MAX_WAIT = 30.0  # seconds a long poll is held at most
 MESSAGES_LIMIT = 1000  # records per answer at most
+MESSAGES_BYTES = 8 * 1024 * 1024  # records per answer while their lines come to less (at least one)
 ROWS_LIMIT = 4000  # rows per answer at most
 WATCH_EVERY = 0.25  # seconds between two reads of what the captures grew by
 GONE_EVERY = 1024  # records read between two looks at whether the page that asked is gone
@@ -139,8 +141,19 @@ class Inspector:
                  "last_seq": c.last_seq} for c in self.catalog.refresh()]
 
     def messages(self, name: str, after: int, limit: int) -> list[Json]:
+        """Up to `limit` records with `seq > after`, while their lines come to less than
+        MESSAGES_BYTES (at least one): a page of 1000 records of up to 64 MiB each is held
+        whole, twice (the records, then the answer)."""
         capture = self.catalog.reread(name)
-        return self.catalog.records(capture, after=after, limit=limit)
+        found: list[Json] = []
+        size = 0
+        with closing(self.catalog.messages(capture, after)) as messages:
+            for line, record in messages:
+                found.append(record)
+                size += len(line)
+                if len(found) == limit or size >= MESSAGES_BYTES:
+                    break
+        return found
 
     def report(self, name: str, kind: str, gone: threading.Event | None = None) -> Json:
         """`stats` or `findings` of a capture, computed again only when it has grown. The

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from contextlib import closing
 
 import orjson
 
@@ -21,7 +22,6 @@ from acp_bridge.capture.html_rows import RowBuilder
 from acp_bridge.core.protocol import Json
 
 BLOCK = 2000  # rows per packed block
-READ = 5000  # records read from the capture per step
 
 
 def _dumps(rows: list[Json]) -> bytes:
@@ -74,14 +74,16 @@ class Timeline:
     def advance(self, catalog: Catalog, capture: Capture, want: int) -> None:
         """Feed the builder what the catalog has read of `capture`, until there are `want`
         rows or nothing is left."""
-        while len(self.rows) < want and self.read_to < capture.last_seq:
-            records = catalog.records(capture, after=self.read_to, limit=READ)
-            if not records:
-                return
-            for record in records:
+        if len(self.rows) >= want or self.read_to >= capture.last_seq:
+            return
+        # one record at a time: a list of them held thousands of lines of up to 64 MiB each
+        with closing(catalog.messages(capture, after=self.read_to)) as records:
+            for _, record in records:
                 for row in self.builder.add(record):
                     self.rows.append(row)
                 self.read_to = max(self.read_to, int(record["seq"]))
+                if len(self.rows) >= want:
+                    return
 
     def page(self, after: int, limit: int) -> Json:
         """Rows from index `after` on (at most `limit`), the folding row, and the figures

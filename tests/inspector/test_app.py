@@ -27,7 +27,7 @@ from acp_bridge.capture.stats import stats_json
 from acp_bridge.capture.summary import utc_clock
 from acp_bridge.commands import main
 from acp_bridge.health.offline import findings_json
-from acp_bridge.inspector.app import GONE_EVERY, Abandoned, Inspector
+from acp_bridge.inspector.app import GONE_EVERY, MESSAGES_BYTES, Abandoned, Inspector
 from acp_bridge.inspector.server import address, bind, serve
 from tests.capture.hostile import PEAK_OF_SERVER, holds_a_secret, hostile_captures, one_huge_line
 from tests.inspector.helpers import chunk, header, message
@@ -418,16 +418,22 @@ async def test_every_api_serves_messages_masked_as_the_export_shows_them(tmp_pat
 
 
 HUGE = 100 * 1000 * 1000  # the line of the report: the inspector grew to 555 MiB on it
+BIG, MANY = 2 * 1000 * 1000, 10  # lines under the limit, together far over an answer's bytes
 
 
 def test_one_huge_line_is_passed_over_and_the_inspector_stays_small(tmp_path: Path) -> None:
     """A capture with one 100 MB line, through every API name of the real command: the line
     is over the servers' limit (64 MiB), so it is passed over unread and counted; what is
     around it is served; the process stays far below the line's size (348 MiB for the
-    listing alone, 555 MiB in all, before)."""
+    listing alone, 555 MiB in all, before). Beside it, 10 lines of 2 MB, each under the
+    limit: the rows were built from 5000 records held at once, and a page of the messages
+    API held 1000 (the server grew by all 20 MB, twice; with lines of 60 MB, by 60 GB); now
+    one record at a time, and a page of messages stops at MESSAGES_BYTES (the rest: after)."""
     folder = tmp_path / "captures"
     folder.mkdir()
     one_huge_line(folder / "huge.jsonl", HUGE)
+    big = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"p":"' + "x" * BIG + '"}}\n'
+    (folder / "many.jsonl").write_bytes(header(50.0) + b"".join(message(seq, big) for seq in range(1, MANY + 1)))
     peak = tmp_path / "peak"
     with subprocess.Popen([sys.executable, "-c", PEAK_OF_SERVER, str(peak), sys.executable, "-m", "acp_bridge",
                            "ui", str(folder)], stdout=subprocess.PIPE) as proc:
@@ -436,11 +442,18 @@ def test_one_huge_line_is_passed_over_and_the_inspector_stays_small(tmp_path: Pa
             url = proc.stdout.readline().decode().strip()
             base, token = url.split("/?token=")
             with httpx.Client(base_url=base, params={"token": token}, timeout=60) as client:
-                [listed] = client.get("/api/captures").json()
-                assert (listed["messages"], listed["skipped"]) == (2, 1)
+                listed, _ = client.get("/api/captures").json()
+                assert (listed["name"], listed["messages"], listed["skipped"]) == ("huge.jsonl", 2, 1)
                 assert [m["seq"] for m in client.get("/api/captures/huge.jsonl/messages").json()] == [2, 3]
                 for kind in ("rows", "stats", "findings"):
                     assert client.get(f"/api/captures/huge.jsonl/{kind}").status_code == 200, kind
+                assert len(client.get("/api/captures/many.jsonl/rows").json()["rows"]) == 2 * MANY  # a turn each
+                seqs: list[int] = []
+                while len(seqs) < MANY:
+                    page = client.get("/api/captures/many.jsonl/messages", params={"after": seqs[-1] if seqs else 0})
+                    seqs += [m["seq"] for m in page.json()]
+                    assert len(page.content) < MESSAGES_BYTES + 2 * BIG
+                assert seqs == list(range(1, MANY + 1))
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0
         finally:
