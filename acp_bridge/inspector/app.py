@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import orjson
 import trio
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -53,6 +54,23 @@ GONE_EVERY = 1024  # records read between two looks at whether the page that ask
 ASSETS = {"page.js": "text/javascript", "page.css": "text/css", "live.js": "text/javascript"}
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+
+
+class _CaptureName(Convertor[str]):
+    """A capture's name in a route: any characters, a newline among them (a file name may
+    hold one; Starlette's `path` is `.*`, which stops at it: such a capture was listed and
+    never served)."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("capture", _CaptureName())
 
 
 class Abandoned(Exception):
@@ -252,8 +270,8 @@ def _listing_routes(inspector: Inspector) -> list[Route]:
 
     return [
         Route("/api/captures", captures, methods=["GET"]),
-        Route("/api/captures/{name:path}/messages", messages, methods=["GET"]),
-        Route("/api/captures/{name:path}/rows", rows, methods=["GET"]),
+        Route("/api/captures/{name:capture}/messages", messages, methods=["GET"]),
+        Route("/api/captures/{name:capture}/rows", rows, methods=["GET"]),
     ]
 
 
@@ -291,8 +309,8 @@ def _report_routes(inspector: Inspector) -> list[Route]:
         return await report(request, "findings")
 
     return [
-        Route("/api/captures/{name:path}/stats", stats, methods=["GET"]),
-        Route("/api/captures/{name:path}/findings", findings, methods=["GET"]),
+        Route("/api/captures/{name:capture}/stats", stats, methods=["GET"]),
+        Route("/api/captures/{name:capture}/findings", findings, methods=["GET"]),
     ]
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -106,6 +107,21 @@ async def test_names_with_a_folder_are_looked_up_not_joined(tmp_path: Path) -> N
         assert sorted(c["name"] for c in await server.json("/api/captures")) == ["a/c.jsonl", "b/c.jsonl"]
         [record] = await server.json("/api/captures/b/c.jsonl/messages")
         assert record["raw"] == '"b"\n'
+
+
+async def test_a_name_with_a_newline_or_controls_is_served_as_listed(tmp_path: Path) -> None:
+    """A file name may hold a newline: the routes' `path` pattern (.*) stops at one, so the
+    capture was listed and every API name of it answered 404 (the page never opened it)."""
+    name = "a\nb\x15<i>.jsonl"
+    (tmp_path / name).write_bytes(header() + message(1))
+    async with running(tmp_path) as server:
+        assert [c["name"] for c in await server.json("/api/captures")] == [name]
+        base_url = "/api/captures/" + quote(name, safe="")
+        assert [m["seq"] for m in await server.json(f"{base_url}/messages")] == [1]
+        assert (await server.json(f"{base_url}/rows"))["messages"] == 1
+        assert (await server.json(f"{base_url}/stats"))["messages"] == 1
+        assert (await server.json(f"{base_url}/findings"))["path"] == name
+        assert (await server.get(f"{base_url}x/rows")).json() == {"error": "no such capture"}
 
 
 async def test_a_long_poll_holds_until_the_capture_grows(tmp_path: Path) -> None:
