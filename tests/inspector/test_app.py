@@ -226,6 +226,8 @@ async def test_every_refusal_of_the_door(tmp_path: Path) -> None:
             "other port": await server.get("/api/captures", headers={"host": "127.0.0.1:1"}),
             "foreign origin": await server.get("/api/captures", headers={"origin": "http://evil.example"}),
             "cross-site fetch": await server.get("/api/captures", headers={"sec-fetch-site": "cross-site"}),
+            # a page on another port of this machine: same site, so the Strict cookie goes with it
+            "same-site fetch": await server.get("/api/captures", headers={"sec-fetch-site": "same-site"}),
             "POST": await server.client.post("/api/captures", params={"token": TOKEN}),
             "DELETE": await server.client.delete("/api/captures/c.jsonl/messages", params={"token": TOKEN}),
             "dot-dot": await server.get("/api/captures/..%2Felsewhere%2Fsecret.jsonl/messages"),
@@ -238,7 +240,7 @@ async def test_every_refusal_of_the_door(tmp_path: Path) -> None:
         assert statuses == {
             "no token": 401, "no token, API": 401, "no token, unknown path": 401, "wrong token": 401,
             "wrong cookie": 401, "rebound host": 421, "other port": 421, "foreign origin": 403,
-            "cross-site fetch": 403, "POST": 405, "DELETE": 405, "dot-dot": 404, "dot-dot raw": 404,
+            "cross-site fetch": 403, "same-site fetch": 403, "POST": 405, "DELETE": 405, "dot-dot": 404, "dot-dot raw": 404,
             "link leading out": 404, "an asset not listed": 404,
         }
         assert all(b"secret" not in r.content for r in refused.values())
