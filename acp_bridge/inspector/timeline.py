@@ -22,6 +22,7 @@ from acp_bridge.capture.html_rows import RowBuilder
 from acp_bridge.core.protocol import Json
 
 BLOCK = 2000  # rows per packed block
+ROWS_BYTES = 8 * 1024 * 1024  # rows per answer while their texts come to less (at least one)
 
 
 def _dumps(rows: list[Json]) -> bytes:
@@ -88,13 +89,24 @@ class Timeline:
     def page(self, after: int, limit: int) -> Json:
         """Rows from index `after` on (at most `limit`), the folding row, and the figures
         the page's head line shows."""
-        rows = self.rows.slice(after, limit)
+        rows = _within(self.rows.slice(after, limit), ROWS_BYTES)
         caught_up = after + len(rows) >= len(self.rows)
         return {
             "generation": self.generation, "start": after, "rows": rows,
             "pending": self.builder.pending() if caught_up else None,
             "total": len(self.rows), "messages": self.builder.messages, "turns": self.builder.turns,
         }
+
+
+def _within(rows: list[Json], budget: int) -> list[Json]:
+    """The first `rows` while their texts (a row keeps up to 20,000 characters of a message
+    and as many of what went out) come to less than `budget`; at least one."""
+    used = 0
+    for count, row in enumerate(rows):
+        used += sum(len(text) for key in ("b", "o") if isinstance(text := row.get(key), str))
+        if used >= budget:
+            return rows[:count + 1]
+    return rows
 
 
 class Timelines:

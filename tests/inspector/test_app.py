@@ -30,6 +30,7 @@ from acp_bridge.commands import main
 from acp_bridge.health.offline import findings_json
 from acp_bridge.inspector.app import GONE_EVERY, MESSAGES_BYTES, Abandoned, Inspector
 from acp_bridge.inspector.server import address, bind, serve
+from acp_bridge.inspector.timeline import ROWS_BYTES
 from tests.capture.hostile import PEAK_OF_SERVER, holds_a_secret, hostile_captures, one_huge_line
 from tests.inspector.helpers import chunk, header, message
 
@@ -174,6 +175,24 @@ async def test_a_capture_cut_short_or_deleted_while_open_serves_no_old_record(tm
         for path in ("messages", "rows", "stats", "findings"):
             assert (await server.get(f"/api/captures/c.jsonl/{path}")).status_code == 404, path
         assert await server.json("/api/captures") == []
+
+
+async def test_a_page_of_rows_stops_at_its_bytes(tmp_path: Path) -> None:
+    """A row keeps up to 20,000 characters of a message and of what went out instead: a page
+    of 4000 such rows was one answer of 160 MB (a capture of big file reads), held whole.
+    Now a page stops at ROWS_BYTES of them (at least one row); the rest comes after it."""
+    big = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"p":"' + "x" * 30_000 + '"}}\n'
+    (tmp_path / "c.jsonl").write_bytes(header() + b"".join(message(seq, big) for seq in range(1, 601)))
+    async with running(tmp_path) as server:
+        rows: list[Any] = []
+        while True:
+            response = await server.get("/api/captures/c.jsonl/rows", params={"after": len(rows)})
+            page = response.json()
+            assert len(response.content) < ROWS_BYTES + 100_000, len(rows)
+            rows += page["rows"]
+            if len(rows) >= page["total"]:
+                break
+        assert [row["s"] for row in rows if "h" not in row] == list(range(1, 601))
 
 
 async def test_rows_hold_the_run_of_chunks_still_folding(tmp_path: Path) -> None:
