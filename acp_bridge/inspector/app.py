@@ -25,8 +25,8 @@ import json
 import logging
 import math
 import threading
-from contextlib import closing
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from typing import Any, TypeVar
 
 import orjson

@@ -12,10 +12,10 @@ Must never: do IO, import trio or click, or raise on what a record holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 import json
 import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
