@@ -26,11 +26,13 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from typing import Any, TypeVar
 
 import orjson
 import trio
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -45,12 +47,30 @@ from acp_bridge.inspector.timeline import Timelines
 
 MAX_WAIT = 30.0  # seconds a long poll is held at most
 MESSAGES_LIMIT = 1000  # records per answer at most
+MESSAGES_BYTES = 8 * 1024 * 1024  # records per answer while their lines come to less (at least one)
 ROWS_LIMIT = 4000  # rows per answer at most
 WATCH_EVERY = 0.25  # seconds between two reads of what the captures grew by
 GONE_EVERY = 1024  # records read between two looks at whether the page that asked is gone
 ASSETS = {"page.js": "text/javascript", "page.css": "text/css", "live.js": "text/javascript"}
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+
+
+class _CaptureName(Convertor[str]):
+    """A capture's name in a route: any characters, a newline among them (a file name may
+    hold one; Starlette's `path` is `.*`, which stops at it: such a capture was listed and
+    never served)."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("capture", _CaptureName())
 
 
 class Abandoned(Exception):
@@ -139,8 +159,19 @@ class Inspector:
                  "last_seq": c.last_seq} for c in self.catalog.refresh()]
 
     def messages(self, name: str, after: int, limit: int) -> list[Json]:
+        """Up to `limit` records with `seq > after`, while their lines come to less than
+        MESSAGES_BYTES (at least one): a page of 1000 records of up to 64 MiB each is held
+        whole, twice (the records, then the answer)."""
         capture = self.catalog.reread(name)
-        return self.catalog.records(capture, after=after, limit=limit)
+        found: list[Json] = []
+        size = 0
+        with closing(self.catalog.messages(capture, after)) as messages:
+            for line, record in messages:
+                found.append(record)
+                size += len(line)
+                if len(found) == limit or size >= MESSAGES_BYTES:
+                    break
+        return found
 
     def report(self, name: str, kind: str, gone: threading.Event | None = None) -> Json:
         """`stats` or `findings` of a capture, computed again only when it has grown. The
@@ -239,8 +270,8 @@ def _listing_routes(inspector: Inspector) -> list[Route]:
 
     return [
         Route("/api/captures", captures, methods=["GET"]),
-        Route("/api/captures/{name:path}/messages", messages, methods=["GET"]),
-        Route("/api/captures/{name:path}/rows", rows, methods=["GET"]),
+        Route("/api/captures/{name:capture}/messages", messages, methods=["GET"]),
+        Route("/api/captures/{name:capture}/rows", rows, methods=["GET"]),
     ]
 
 
@@ -278,8 +309,8 @@ def _report_routes(inspector: Inspector) -> list[Route]:
         return await report(request, "findings")
 
     return [
-        Route("/api/captures/{name:path}/stats", stats, methods=["GET"]),
-        Route("/api/captures/{name:path}/findings", findings, methods=["GET"]),
+        Route("/api/captures/{name:capture}/stats", stats, methods=["GET"]),
+        Route("/api/captures/{name:capture}/findings", findings, methods=["GET"]),
     ]
 
 

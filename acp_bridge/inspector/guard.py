@@ -6,7 +6,8 @@ tab of the same browser can send requests to 127.0.0.1. So every request, whatev
 
 - a `Host` header naming the address the server is bound to: a name an attacker's DNS points
   at 127.0.0.1 (DNS rebinding) is refused (421);
-- no `Origin`, or the server's own, and no `Sec-Fetch-Site: cross-site` (403);
+- no `Origin`, or the server's own, and no `Sec-Fetch-Site: cross-site` or `same-site`
+  (another port of the same machine is the same site) (403);
 - GET or HEAD: the inspector changes nothing (405);
 - the random token, as the `token` query parameter or the cookie the page gets on its first
   visit (HttpOnly, SameSite=Strict), compared in constant time (401 without it).
@@ -92,7 +93,9 @@ class Guard:
         origin = headers.get(b"origin")
         if origin is not None and origin.decode("latin-1") != self.origin:
             return 403, "requests from other sites are refused"
-        if headers.get(b"sec-fetch-site") == b"cross-site":
+        # same-site: a page on another port of this machine (a site ignores ports), which the
+        # SameSite=Strict cookie goes with; the inspector's own page is same-origin
+        if headers.get(b"sec-fetch-site") in (b"cross-site", b"same-site"):
             return 403, "requests from other sites are refused"
         if scope["method"] not in ("GET", "HEAD"):
             return 405, "read-only: GET and HEAD only"

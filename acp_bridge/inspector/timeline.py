@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from contextlib import closing
 
 import orjson
 
@@ -21,7 +22,7 @@ from acp_bridge.capture.html_rows import RowBuilder
 from acp_bridge.core.protocol import Json
 
 BLOCK = 2000  # rows per packed block
-READ = 5000  # records read from the capture per step
+ROWS_BYTES = 8 * 1024 * 1024  # rows per answer while their texts come to less (at least one)
 
 
 def _dumps(rows: list[Json]) -> bytes:
@@ -74,25 +75,38 @@ class Timeline:
     def advance(self, catalog: Catalog, capture: Capture, want: int) -> None:
         """Feed the builder what the catalog has read of `capture`, until there are `want`
         rows or nothing is left."""
-        while len(self.rows) < want and self.read_to < capture.last_seq:
-            records = catalog.records(capture, after=self.read_to, limit=READ)
-            if not records:
-                return
-            for record in records:
+        if len(self.rows) >= want or self.read_to >= capture.last_seq:
+            return
+        # one record at a time: a list of them held thousands of lines of up to 64 MiB each
+        with closing(catalog.messages(capture, after=self.read_to)) as records:
+            for _, record in records:
                 for row in self.builder.add(record):
                     self.rows.append(row)
                 self.read_to = max(self.read_to, int(record["seq"]))
+                if len(self.rows) >= want:
+                    return
 
     def page(self, after: int, limit: int) -> Json:
         """Rows from index `after` on (at most `limit`), the folding row, and the figures
         the page's head line shows."""
-        rows = self.rows.slice(after, limit)
+        rows = _within(self.rows.slice(after, limit), ROWS_BYTES)
         caught_up = after + len(rows) >= len(self.rows)
         return {
             "generation": self.generation, "start": after, "rows": rows,
             "pending": self.builder.pending() if caught_up else None,
             "total": len(self.rows), "messages": self.builder.messages, "turns": self.builder.turns,
         }
+
+
+def _within(rows: list[Json], budget: int) -> list[Json]:
+    """The first `rows` while their texts (a row keeps up to 20,000 characters of a message
+    and as many of what went out) come to less than `budget`; at least one."""
+    used = 0
+    for count, row in enumerate(rows):
+        used += sum(len(text) for key in ("b", "o") if isinstance(text := row.get(key), str))
+        if used >= budget:
+            return rows[:count + 1]
+    return rows
 
 
 class Timelines:

@@ -107,16 +107,24 @@ class Tools:
 
     # -- naming captures
 
+    def _refresh(self) -> list[Capture]:
+        """The catalog found again; the findings kept of captures gone since forgotten."""
+        listed = self.catalog.refresh()
+        names = {each.name for each in listed}
+        for name in [name for name in self._reports if name not in names]:
+            del self._reports[name]
+        return listed
+
     def capture(self, name: str) -> Capture:
         """The listed capture called `name` (looked up, never joined into a path)."""
-        self.catalog.refresh()
+        self._refresh()
         try:
             return self.catalog.get(name)
         except UnknownCapture:
             raise BadArgument(f"no capture named {quoted(name)}: list_captures gives their names") from None
 
     def _captures(self, name: str | None) -> list[Capture]:
-        return [self.capture(name)] if name is not None else self.catalog.refresh()
+        return [self.capture(name)] if name is not None else self._refresh()
 
     def report(self, capture: Capture) -> Report:
         """`check`'s findings and migration report of `capture`, computed again only when it
@@ -140,7 +148,7 @@ class Tools:
 
     def list_captures(self, limit: int = 200, offset: int = 0) -> str:
         _check_page(limit, offset)
-        captures = self.catalog.refresh()
+        captures = self._refresh()
 
         def entry(capture: Capture) -> str:
             started = (capture.header or {}).get("started")

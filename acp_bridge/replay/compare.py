@@ -18,6 +18,7 @@ Not to be confused with `replay/diff.py`, the pointer diff of two messages this 
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ class Difference:
                      "anchor": self.anchor, "direction": message.direction, "kind": message.kind,
                      "method": message.method, "update": message.update}
         if self.what == CHANGED:
-            out["pointers"] = showable(self.pointers)
+            out["pointers"] = _writable(self.pointers)
         return out
 
     def line(self, names: tuple[str, str] = ("A", "B")) -> str:
@@ -105,9 +106,23 @@ def _value(change: Json, side: str) -> str:
         return "(absent)"
     try:
         text = orjson.dumps(change[side]).decode()
-    except TypeError:
-        text = "(nested too deep to show)"
+    except TypeError:  # an integer past 64 bits (written with all its digits), or nesting too deep
+        try:
+            text = json.dumps(change[side], ensure_ascii=False, separators=(",", ":"))
+        except (RecursionError, ValueError):
+            text = "(nested too deep to show)"
     return text if len(text) <= SHOWN_VALUE else text[:SHOWN_VALUE - 1] + "…"
+
+
+def _writable(pointers: Json) -> Json:
+    """`pointers` as `--json` writes them: an integer past 64 bits kept (the stdlib writes it
+    with all its digits); a note where they are nested past what can be written."""
+    try:
+        json.dumps(pointers)
+    except (RecursionError, ValueError):
+        return showable(pointers)
+    return pointers
+
 
 
 @dataclass

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -27,8 +28,9 @@ from acp_bridge.capture.stats import stats_json
 from acp_bridge.capture.summary import utc_clock
 from acp_bridge.commands import main
 from acp_bridge.health.offline import findings_json
-from acp_bridge.inspector.app import GONE_EVERY, Abandoned, Inspector
+from acp_bridge.inspector.app import GONE_EVERY, MESSAGES_BYTES, Abandoned, Inspector
 from acp_bridge.inspector.server import address, bind, serve
+from acp_bridge.inspector.timeline import ROWS_BYTES
 from tests.capture.hostile import PEAK_OF_SERVER, holds_a_secret, hostile_captures, one_huge_line
 from tests.inspector.helpers import chunk, header, message
 
@@ -108,6 +110,21 @@ async def test_names_with_a_folder_are_looked_up_not_joined(tmp_path: Path) -> N
         assert record["raw"] == '"b"\n'
 
 
+async def test_a_name_with_a_newline_or_controls_is_served_as_listed(tmp_path: Path) -> None:
+    """A file name may hold a newline: the routes' `path` pattern (.*) stops at one, so the
+    capture was listed and every API name of it answered 404 (the page never opened it)."""
+    name = "a\nb\x15<i>.jsonl"
+    (tmp_path / name).write_bytes(header() + message(1))
+    async with running(tmp_path) as server:
+        assert [c["name"] for c in await server.json("/api/captures")] == [name]
+        base_url = "/api/captures/" + quote(name, safe="")
+        assert [m["seq"] for m in await server.json(f"{base_url}/messages")] == [1]
+        assert (await server.json(f"{base_url}/rows"))["messages"] == 1
+        assert (await server.json(f"{base_url}/stats"))["messages"] == 1
+        assert (await server.json(f"{base_url}/findings"))["path"] == name
+        assert (await server.get(f"{base_url}x/rows")).json() == {"error": "no such capture"}
+
+
 async def test_a_long_poll_holds_until_the_capture_grows(tmp_path: Path) -> None:
     """`wait=S`: an empty answer only after S seconds; a record appended meanwhile ends it."""
     capture = tmp_path / "c.jsonl"
@@ -160,6 +177,24 @@ async def test_a_capture_cut_short_or_deleted_while_open_serves_no_old_record(tm
         assert await server.json("/api/captures") == []
 
 
+async def test_a_page_of_rows_stops_at_its_bytes(tmp_path: Path) -> None:
+    """A row keeps up to 20,000 characters of a message and of what went out instead: a page
+    of 4000 such rows was one answer of 160 MB (a capture of big file reads), held whole.
+    Now a page stops at ROWS_BYTES of them (at least one row); the rest comes after it."""
+    big = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"p":"' + "x" * 30_000 + '"}}\n'
+    (tmp_path / "c.jsonl").write_bytes(header() + b"".join(message(seq, big) for seq in range(1, 601)))
+    async with running(tmp_path) as server:
+        rows: list[Any] = []
+        while True:
+            response = await server.get("/api/captures/c.jsonl/rows", params={"after": len(rows)})
+            page = response.json()
+            assert len(response.content) < ROWS_BYTES + 100_000, len(rows)
+            rows += page["rows"]
+            if len(rows) >= page["total"]:
+                break
+        assert [row["s"] for row in rows if "h" not in row] == list(range(1, 601))
+
+
 async def test_rows_hold_the_run_of_chunks_still_folding(tmp_path: Path) -> None:
     """The page's rows: a run of chunks comes as `pending`, grown at each chunk, until a
     message of another kind ends it."""
@@ -210,6 +245,8 @@ async def test_every_refusal_of_the_door(tmp_path: Path) -> None:
             "other port": await server.get("/api/captures", headers={"host": "127.0.0.1:1"}),
             "foreign origin": await server.get("/api/captures", headers={"origin": "http://evil.example"}),
             "cross-site fetch": await server.get("/api/captures", headers={"sec-fetch-site": "cross-site"}),
+            # a page on another port of this machine: same site, so the Strict cookie goes with it
+            "same-site fetch": await server.get("/api/captures", headers={"sec-fetch-site": "same-site"}),
             "POST": await server.client.post("/api/captures", params={"token": TOKEN}),
             "DELETE": await server.client.delete("/api/captures/c.jsonl/messages", params={"token": TOKEN}),
             "dot-dot": await server.get("/api/captures/..%2Felsewhere%2Fsecret.jsonl/messages"),
@@ -222,7 +259,7 @@ async def test_every_refusal_of_the_door(tmp_path: Path) -> None:
         assert statuses == {
             "no token": 401, "no token, API": 401, "no token, unknown path": 401, "wrong token": 401,
             "wrong cookie": 401, "rebound host": 421, "other port": 421, "foreign origin": 403,
-            "cross-site fetch": 403, "POST": 405, "DELETE": 405, "dot-dot": 404, "dot-dot raw": 404,
+            "cross-site fetch": 403, "same-site fetch": 403, "POST": 405, "DELETE": 405, "dot-dot": 404, "dot-dot raw": 404,
             "link leading out": 404, "an asset not listed": 404,
         }
         assert all(b"secret" not in r.content for r in refused.values())
@@ -418,16 +455,22 @@ async def test_every_api_serves_messages_masked_as_the_export_shows_them(tmp_pat
 
 
 HUGE = 100 * 1000 * 1000  # the line of the report: the inspector grew to 555 MiB on it
+BIG, MANY = 2 * 1000 * 1000, 10  # lines under the limit, together far over an answer's bytes
 
 
 def test_one_huge_line_is_passed_over_and_the_inspector_stays_small(tmp_path: Path) -> None:
     """A capture with one 100 MB line, through every API name of the real command: the line
     is over the servers' limit (64 MiB), so it is passed over unread and counted; what is
     around it is served; the process stays far below the line's size (348 MiB for the
-    listing alone, 555 MiB in all, before)."""
+    listing alone, 555 MiB in all, before). Beside it, 10 lines of 2 MB, each under the
+    limit: the rows were built from 5000 records held at once, and a page of the messages
+    API held 1000 (the server grew by all 20 MB, twice; with lines of 60 MB, by 60 GB); now
+    one record at a time, and a page of messages stops at MESSAGES_BYTES (the rest: after)."""
     folder = tmp_path / "captures"
     folder.mkdir()
     one_huge_line(folder / "huge.jsonl", HUGE)
+    big = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"p":"' + "x" * BIG + '"}}\n'
+    (folder / "many.jsonl").write_bytes(header(50.0) + b"".join(message(seq, big) for seq in range(1, MANY + 1)))
     peak = tmp_path / "peak"
     with subprocess.Popen([sys.executable, "-c", PEAK_OF_SERVER, str(peak), sys.executable, "-m", "acp_bridge",
                            "ui", str(folder)], stdout=subprocess.PIPE) as proc:
@@ -436,11 +479,18 @@ def test_one_huge_line_is_passed_over_and_the_inspector_stays_small(tmp_path: Pa
             url = proc.stdout.readline().decode().strip()
             base, token = url.split("/?token=")
             with httpx.Client(base_url=base, params={"token": token}, timeout=60) as client:
-                [listed] = client.get("/api/captures").json()
-                assert (listed["messages"], listed["skipped"]) == (2, 1)
+                listed, _ = client.get("/api/captures").json()
+                assert (listed["name"], listed["messages"], listed["skipped"]) == ("huge.jsonl", 2, 1)
                 assert [m["seq"] for m in client.get("/api/captures/huge.jsonl/messages").json()] == [2, 3]
                 for kind in ("rows", "stats", "findings"):
                     assert client.get(f"/api/captures/huge.jsonl/{kind}").status_code == 200, kind
+                assert len(client.get("/api/captures/many.jsonl/rows").json()["rows"]) == 2 * MANY  # a turn each
+                seqs: list[int] = []
+                while len(seqs) < MANY:
+                    page = client.get("/api/captures/many.jsonl/messages", params={"after": seqs[-1] if seqs else 0})
+                    seqs += [m["seq"] for m in page.json()]
+                    assert len(page.content) < MESSAGES_BYTES + 2 * BIG
+                assert seqs == list(range(1, MANY + 1))
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0
         finally:

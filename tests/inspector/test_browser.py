@@ -352,3 +352,25 @@ def test_a_message_nested_thousands_deep_is_shown_without_hanging_the_page(inspe
     shown = inspector.wait(lambda: inspector.js("var p=document.querySelector('pre.raw');"
                                                 "return p?p.textContent.length:0"))
     assert len(deep) < shown < 2_000_000
+
+
+def test_a_capture_name_with_controls_is_copied_as_one_shell_word(inspector: Inspector) -> None:
+    """A file name may hold any byte but / and NUL. The copied show command quoted it in
+    '...', where a pasted Ctrl-U erased the line typed so far and a newline ran what came
+    next: pasting the command of this capture ran `touch pwned`. Now a control character is
+    an escape in $'...', which bash reads back as the name itself."""
+    from urllib.parse import quote
+
+    name = "it's\x1b[201~\x15touch pwned\n<i>.jsonl"
+    (inspector.folder / name).write_bytes(header(6.0) + message(1))
+    inspector.open(quote(name, safe=""))
+    inspector.wait(lambda: inspector.body("data-live-ready") == "1")
+    assert inspector.js("return document.getElementById('title').textContent") == name
+    inspector.js("document.querySelector('#m1 .sum').click()")
+    inspector.wait(lambda: pane(inspector))
+    inspector.js("document.querySelector('#pane button[data-act=show]').click()")
+    copied = inspector.body("data-copied")
+    word = "$'it\\'s\\x1b[201~\\x15touch pwned\\x0a<i>.jsonl'"
+    assert copied == f"acp-bridge show {word} --seq 1 --detail 3"
+    said = subprocess.run(["bash", "-c", f'set -- {word}; printf %s "$1"'], capture_output=True, check=True)
+    assert said.stdout == name.encode()

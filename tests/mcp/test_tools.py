@@ -174,6 +174,20 @@ def test_findings_are_computed_again_only_when_a_capture_changed(tmp_path: Path,
     assert first == "(no findings in any capture)"
 
 
+def test_the_findings_of_captures_gone_are_not_kept(tmp_path: Path) -> None:
+    """A server left running over a folder where bridges write a capture a session (and
+    old ones are deleted) kept the findings of every capture it had ever analysed."""
+    for n in range(3):
+        write(tmp_path / f"c{n}.jsonl", prompt(1, "s", "hi"))
+    tools = Tools(Catalog([str(tmp_path)]))
+    tools.find_problems()
+    assert repr(tools).endswith("reports=3>")
+    (tmp_path / "c0.jsonl").unlink()
+    (tmp_path / "c1.jsonl").unlink()
+    tools.find_problems("c2.jsonl")
+    assert repr(tools).endswith("reports=1>")
+
+
 def test_a_capture_gone_since_the_listing_is_unknown(tools: Tools, tmp_path: Path) -> None:
     assert tools.get_message("two.jsonl", 2).startswith('{"type":"message","seq":2,')
     (tmp_path / "two.jsonl").unlink()

@@ -222,3 +222,23 @@ def test_a_capture_is_the_same_as_itself_and_counts_are_symmetric(
     assert compare_captures(a, a).differences == []
     there, back = compare_captures(a, b).counts(), compare_captures(b, a).counts()
     assert (there["missing"], there["extra"]) == (back["extra"], back["missing"])
+
+
+def _with_number(literal: str) -> list[dict[str, Any]]:
+    records = capture()
+    records[2]["raw"] = '{"id":0,"result":{"protocolVersion":' + literal + "}}\n"
+    return records
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("9" * 30, "9" * 29 + "8"),  # one double reads both
+    ("18446744073709551617", "18446744073709551616"),  # 2**64 + 1 and 2**64
+    ("-9223372036854775809", "-9223372036854775810"),  # below -(2**63)
+])
+def test_integers_beyond_64_bits_are_compared_and_shown_with_all_their_digits(a: str, b: str) -> None:
+    """orjson reads an integer past 64 bits as a double: two that differ read the same, and
+    diff (and drive's comparison) said "same"; one was shown as 1e+30."""
+    result = compare_captures(_with_number(a), _with_number(b))
+    assert result.lines()[0] == f"connection: A seq 2 / B seq 2 <- response initialize: /result/protocolVersion {a} -> {b}"
+    assert result.as_json()["differences"][0]["pointers"] == {"/result/protocolVersion": {"was": int(a), "now": int(b)}}
+    assert compare_captures(_with_number(a), _with_number(a)).same

@@ -405,8 +405,18 @@ function folded(i){
   out.push('</div>');
   return out.join('');
 }
+// A file name as one shell word. A control character goes as an escape in $'...': pasted raw,
+// a Ctrl-U erases the line typed so far and a newline runs what follows, quotes or not.
+function shellWord(name){
+  if(/^[\w.\/-]+$/.test(name))return name;
+  if(!/[\x00-\x1f\x7f-\x9f\u2028\u2029]/.test(name))return "'"+name.replace(/'/g,"'\\''")+"'";
+  return "$'"+name.replace(/[\\'\x00-\x1f\x7f-\x9f\u2028\u2029]/g,function(c){
+    var n=c.charCodeAt(0);
+    return n<0x20||n===0x7f?'\\x'+pad(n.toString(16)):n>0x7f?'\\u'+pad(n.toString(16),4):'\\'+c;
+  })+"'";
+}
 function showCommand(r){  // one message: itself (--seq); a folded run: its kind, in its direction
-  var name=String(info.title||'CAPTURE'), q=/^[\w.\/-]+$/.test(name)?name:"'"+name.replace(/'/g,"'\\''")+"'";
+  var q=shellWord(String(info.title||'CAPTURE'));
   var seq=/^\d+$/.test(String(r.s))?String(r.s):'';  // a capture's own text never reaches the shell line
   if(seq&&!(r.n>1))return 'acp-bridge show '+q+' --seq '+seq+' --detail 3';
   var m=methodOf(r), c='acp-bridge show '+q+' --detail 3 --direction '+(r.d==='a'?'to-agent':'to-client');
