@@ -1,7 +1,8 @@
 """Literals: ids and numbers as they were written, and the scanning of JSON text that finds them.
 
 Owns: telling which lines orjson may not read exactly (`inexact_numbers`), reading a line or
-its id again exactly (`exact_reading`, `number_literals`, `written_id`, `integer_id`), reading
+its id again exactly (`exact_reading`, `number_literals`, `written_id`, `integer_id`,
+`with_exact_integers`), reading
 a scanned literal as the relay's parser would (`json_value`, `LongInteger`), putting an id
 into a line unparsed (`splice_id`), and the primitives every scan of JSON text shares:
 `blank_escapes` (after which a quote always opens or closes a string) and `decode_key`.
@@ -26,6 +27,7 @@ import orjson
 # it reads as the integer 0: no re-reading keeps that one either.
 _INEXACT_NUMBER = re.compile(rb"[0-9][.eE]|[0-9]{19}")
 _INTEGER = re.compile(rb"-?[0-9]+")
+_LONG_BYTES, _LONG_TEXT = re.compile(rb"[0-9]{19}"), re.compile(r"[0-9]{19}")  # maybe past 64 bits
 _FLOAT_DIGITS = 308  # beyond this many digits an integer is no float (orjson rejects it)
 _BACKSLASH, _QUOTE = ord("\\"), ord('"')  # ints: `in` tries an operand as an int first
 
@@ -45,6 +47,20 @@ def exact_reading(raw: bytes) -> Any:
         RecursionError: nested deeper than the stdlib reads.
     """
     return json.loads(raw, parse_int=orjson.Fragment, parse_float=orjson.Fragment)
+
+
+def with_exact_integers(raw: bytes | str, read: Any) -> Any:
+    """`read`, orjson's reading of `raw`; or, where `raw` may hold an integer past 64 bits
+    (which orjson reads as a float: two such integers that one float stands for compare
+    equal), `raw` read again by the stdlib, every integer exact. `read` where the stdlib
+    cannot read it (nested past its depth, a lone surrogate)."""
+    long = _LONG_TEXT.search(raw) if isinstance(raw, str) else _LONG_BYTES.search(raw)
+    if long is None:
+        return read
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return read
 
 
 class _Literal:

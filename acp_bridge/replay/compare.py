@@ -124,7 +124,6 @@ def _writable(pointers: Json) -> Json:
     return pointers
 
 
-
 @dataclass
 class CaptureDiff:
     """What `compare_captures` found: the differences in order, and notes (turns aligned by

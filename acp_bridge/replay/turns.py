@@ -12,8 +12,6 @@ Must never: do IO, import trio or click, or raise on what a record holds.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +22,7 @@ from acp_bridge.capture.pairs import Pairs
 from acp_bridge.capture.reader import record_bytes
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
+from acp_bridge.core.literals import with_exact_integers
 from acp_bridge.core.messages import id_key
 from acp_bridge.core.protocol import Json
 
@@ -82,33 +81,18 @@ def message_of(record: Json) -> Recorded:
             msg = orjson.loads(text)  # the text itself: no copy as bytes
         except orjson.JSONDecodeError:  # not JSON, or a lone surrogate (which orjson refuses in a str)
             msg = _loads(text.encode("utf-8", "surrogatepass"))
-        else:
-            if _LONG_NUMBER.search(text) is not None:
-                msg = _exact_integers(text, msg)
+        else:  # two integers past 64 bits that one double stands for must not compare equal
+            msg = with_exact_integers(text, msg)
     elif (data := record_bytes(record, "raw") or record_bytes(record, "out")) is not None:
         msg = _loads(data)
-        if not isinstance(msg, str) and _LONG_DIGITS.search(data) is not None:
-            msg = _exact_integers(data, msg)
+        if not isinstance(msg, str):  # `_loads`' stand-in for what is no JSON
+            msg = with_exact_integers(data, msg)
     seq = record.get("seq")
     direction = record.get("direction")
     return Recorded(seq if isinstance(seq, int) else None,
                    direction if isinstance(direction, str) else "?",
                    str(record.get("kind", "other")), record.get("method"), record.get("session"),
                    record.get("id"), msg, hash(text) if isinstance(text, str) else 0, record.get("verdict") == "emit")
-
-
-_LONG_NUMBER = re.compile(r"[0-9]{19}")  # where an integer may be past 64 bits (orjson reads it as a double)
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
-
-
-def _exact_integers(text: str | bytes, read: Any) -> Any:
-    """`text` read again with every integer exact (the stdlib's reading): two integers past
-    64 bits that one double stands for must not compare equal. `read` (orjson's reading)
-    when the stdlib cannot read it (nested past its depth, a lone surrogate in bytes)."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return read
 
 
 def _loads(data: bytes) -> Any:

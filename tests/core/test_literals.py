@@ -22,6 +22,7 @@ from acp_bridge.core.literals import (
     json_value,
     number_literals,
     splice_id,
+    with_exact_integers,
     written_id,
 )
 
@@ -157,3 +158,20 @@ def test_splice_id_without_a_scalar_id_is_none() -> None:
     assert splice_id(b'{"a":"id","id":{"x":1}}', b"1") is None
     assert splice_id(b'{"result":{"id":1}}', b"1") is None
     assert splice_id(b'{"id":"unclosed', b"1") is None
+
+
+BIG = 2**64 + 1  # orjson reads it as the float 2**64, which 2**64 + 0 reads as too
+
+
+@pytest.mark.parametrize("raw", [b'{"v":18446744073709551617}', '{"v":18446744073709551617}'])
+def test_with_exact_integers_reads_an_integer_past_64_bits_again_exactly(raw: bytes | str) -> None:
+    assert with_exact_integers(raw, orjson.loads(raw)) == {"v": BIG}
+
+
+def test_with_exact_integers_keeps_orjsons_reading_where_it_is_exact_or_the_stdlib_cannot_read() -> None:
+    exact = orjson.loads(b'{"v":123456789012345678}')  # 18 digits: orjson's reading is exact
+    assert with_exact_integers(b'{"v":123456789012345678}', exact) is exact
+    in_a_string = b'{"v":"1234567890123456789012"}'  # 19 digits, read again: the same value
+    assert with_exact_integers(in_a_string, orjson.loads(in_a_string)) == {"v": "1234567890123456789012"}
+    deep = b"[" * 5000 + b"1234567890123456789012" + b"]" * 5000  # past the stdlib's depth
+    assert with_exact_integers(deep, "orjson's reading") == "orjson's reading"
