@@ -42,7 +42,12 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 def _dump(value: Any) -> str:
     import orjson
 
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:  # a lone surrogate (a settings file's `\ud800`): only escaped JSON holds it
+        import json
+
+        return json.dumps(value, indent=2)
 
 
 @click.command("doctor", short_help="Start an agent through the bridge and say whether it works.")

@@ -12,6 +12,7 @@ from what was read anywhere but where it was asked to change it.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from acp_bridge.setup.entries import SERVERS_KEY
@@ -71,8 +72,21 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(item) for item in value]
     if isinstance(value, str):
-        return str(value)
+        # json-five reads the escapes of an astral character (`\\ud83d\\ude00`) as two lone
+        # surrogates: joined here, as the editor reads them; a lone one stays alone.
+        text = str(value)
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass") if _LONE.search(
+            text) else text
     return value
+
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _json(value: Any) -> str:
+    """`value` as JSON text, non-ASCII as it is, a lone surrogate (which no UTF-8 text can
+    hold) as its escape."""
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def _key_text(key: Any) -> str:
@@ -83,7 +97,7 @@ def _key_text(key: Any) -> str:
     raw = str(key.raw_value)
     if "\\" not in raw:  # no escape: the text between the quotes is the key (no parse per key)
         return raw[1:-1]
-    return str(json5.loads(raw))
+    return str(_plain(json5.loads(raw)))
 
 
 def _render(value: Any, unit: str, level: int) -> str:
@@ -93,14 +107,14 @@ def _render(value: Any, unit: str, level: int) -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
-        members = [f"{inner}{json.dumps(key, ensure_ascii=False)}: {_render(item, unit, level + 1)}"
+        members = [f"{inner}{_json(key)}: {_render(item, unit, level + 1)}"
                    for key, item in value.items()]
         return "{\n" + ",\n".join(members) + "\n" + outer + "}"
     if isinstance(value, list):
         if all(not isinstance(item, (dict, list)) for item in value):
-            return "[" + ", ".join(json.dumps(item, ensure_ascii=False) for item in value) + "]"
+            return "[" + ", ".join(_json(item) for item in value) + "]"
         return "[\n" + ",\n".join(inner + _render(item, unit, level + 1) for item in value) + "\n" + outer + "]"
-    return json.dumps(value, ensure_ascii=False)
+    return _json(value)
 
 
 def _indent_unit(text: str) -> str:
@@ -135,6 +149,14 @@ class Document:
 
         if not isinstance(self.model.value, JSONObject):
             raise SettingsError(f"{where}: the file holds no JSON object at its top; the file is left as it is")
+        try:
+            again = _dump(self.model)
+        except RecursionError as exc:  # json-five reads deeper than it writes
+            raise SettingsError(f"{where}: nested too deep to read; the file is left as it is") from exc
+        if again != (body[1:] if self._bom else body):  # what is not changed must come back as it was
+            raise SettingsError(f"{where}: json-five would not write its text back as it is; the file is left "
+                                "as it is")
+        self._servers(create=False)  # an `agent_servers` that is no object is refused here, once
         self.unit = _indent_unit(body)
 
     def text(self) -> str:
@@ -231,7 +253,7 @@ class Document:
 
         inline = obj.keys and not any("\n" in part for part in self._gaps(obj) if isinstance(part, str))
         inner = self.unit * (level + 1)
-        new_key = DoubleQuotedString(key, raw_value=json.dumps(key, ensure_ascii=False))
+        new_key = DoubleQuotedString(key, raw_value=_json(key))
         new_value = self._node(value, level + 1)
         new_value.wsc_before = [" "]  # `"key": value`, as JSON is written by hand
         if not obj.keys:

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from acp_bridge.setup.entries import JETBRAINS, ZED
 
-MAX_BYTES = 16 * 1024 * 1024  # a settings file is a few KiB; past this it is not one
+# A settings file is a few KiB (Zed's every default, written out, is under 100 KiB); past this it
+# is not one, and json-five would take seconds and hundreds of MB for each 100 KiB of small tokens.
+MAX_BYTES = 256 * 1024
 BACKUP_SUFFIX = ".acp-bridge.bak"
 
 

@@ -168,3 +168,11 @@ def test_an_agent_that_answers_another_protocol_version_is_told_to_try_it() -> N
     assert facts["protocol_asked"] == 2 and facts["protocol_version"] == 1
     assert facts["problems"] == [{"problem": "it answers protocol version 1 to a client that asked for 2",
                                   "fix": "clients that speak only version 2 will disconnect; try --protocol 1"}]
+
+
+def test_editor_json_is_valid_for_a_name_with_a_lone_surrogate_escape(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"agent_servers": {"A\\ud800": {"command": "/nope/x"}}}', encoding="utf-8")
+    done = invoke(["doctor", "--editor", "zed", "--settings", str(path), "--json"])
+    assert done.returncode == 1
+    assert [row["name"] for row in json.loads(done.stdout)["entries"]] == ["A\ud800"]

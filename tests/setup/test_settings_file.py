@@ -174,7 +174,7 @@ def test_a_file_too_big_for_settings_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     with open(path, "wb") as file:
         file.truncate(sf.MAX_BYTES + 1)  # sparse: nothing of it is written or read
-    with pytest.raises(sf.SettingsError, match=r"is 16777217 bytes, more than a settings file holds"):
+    with pytest.raises(sf.SettingsError, match=r"is 262145 bytes, more than a settings file holds"):
         sf.load(path)
 
 
@@ -184,3 +184,12 @@ def test_a_hundred_digit_number_and_unicode_escapes_elsewhere_in_the_file_stay_a
     doc.set_entry("x", {"command": "c"})
     assert doc.text().startswith(text.split(",\n}", 1)[0] + ",")
     assert '"e": "\\u00e9",' in doc.text()
+
+
+def test_a_file_bigger_than_any_settings_file_is_refused_unread(tmp_path: Path) -> None:
+    """json-five takes seconds and hundreds of MB for each few hundred KiB of small tokens."""
+    path = tmp_path / "settings.json"
+    with open(path, "wb") as file:
+        file.truncate(1024 * 1024)
+    with pytest.raises(sf.SettingsError, match=r"is 1048576 bytes, more than a settings file holds"):
+        sf.load(path)
