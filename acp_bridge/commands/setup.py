@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from acp_bridge.setup.settings_file import Loaded
 
 EXIT_NOT_FOUND = 1
+WRITTEN_AS_GIVEN = "; written as given"  # what `resolve_program`'s warnings end with (doctor leaves it out)
 ALL = "\0all"  # what `--wrap`/`--unwrap` hold when given without a name (then --all says which)
 # Run options whose values are paths: made absolute, since the editor starts the bridge in a
 # working directory of its own (the built-in rules' file options too).
@@ -69,13 +70,13 @@ def resolve_program(command: str) -> tuple[str, str | None]:
     if os.sep in command:
         path = os.path.abspath(command)
         if not os.path.isfile(path):
-            return path, f"{path} does not exist; written as given"
+            return path, f"{path} does not exist{WRITTEN_AS_GIVEN}"
         if not os.access(path, os.X_OK):
-            return path, f"{path} is not executable; written as given"
+            return path, f"{path} is not executable{WRITTEN_AS_GIVEN}"
         return path, None
     found = shutil.which(command)
     if found is None:
-        return command, (f"{command!r} is not on PATH; written as given (the editor must find it on its own "
+        return command, (f"{command!r} is not on PATH{WRITTEN_AS_GIVEN} (the editor must find it on its own "
                          "PATH, or give its full path)")
     return os.path.abspath(found), None
 
