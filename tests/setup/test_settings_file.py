@@ -193,3 +193,32 @@ def test_a_file_bigger_than_any_settings_file_is_refused_unread(tmp_path: Path) 
         file.truncate(1024 * 1024)
     with pytest.raises(sf.SettingsError, match=r"is 1048576 bytes, more than a settings file holds"):
         sf.load(path)
+
+
+def test_the_check_and_the_rename_are_made_under_a_lock_on_the_folder(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `setup --write` at once: without the lock, both could pass the check before either
+    renamed, and the second rename would lose the first one's entry."""
+    import fcntl
+
+    path = tmp_path / "settings.json"
+    path.write_text("{}", encoding="utf-8")
+    held = []
+    replace = sf._replace
+
+    def probing(target: Path, data: bytes, mode: int) -> None:
+        fd = os.open(tmp_path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(False)
+        except BlockingIOError:
+            held.append(True)
+        finally:
+            os.close(fd)
+        replace(target, data, mode)
+
+    monkeypatch.setattr(sf, "_replace", probing)
+    sf.write(sf.load(path), '{"a": 1}')
+    sf.write(sf.load(tmp_path / "new.json"), "{}")
+    assert held == [True, True]
+    assert path.read_text(encoding="utf-8") == '{"a": 1}'
