@@ -67,6 +67,7 @@ def load(path: Path) -> Loaded:
     try:
         info = os.stat(target)
     except FileNotFoundError:
+        _refuse_a_dangling_link(path)
         return Loaded(path, target, None, None)
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read it: {_reason(exc)}") from exc
@@ -85,6 +86,15 @@ def load(path: Path) -> Loaded:
         line = data[:exc.start].count(b"\n") + 1
         raise SettingsError(f"{path}:{line}: not UTF-8 text; left as it is") from exc
     return Loaded(path, target, text, stat.S_IMODE(info.st_mode))
+
+
+def _refuse_a_dangling_link(path: Path) -> None:
+    """A settings path through a symlink to nothing: writing would make the file (and its
+    folders) where the link points, which may be anywhere; the user says what they want."""
+    for part in [path, *Path(os.path.abspath(path)).parents]:
+        if os.path.islink(part) and not os.path.exists(part):
+            raise SettingsError(f"{path}: {part} is a symlink to {os.readlink(part)}, which does not exist; "
+                                "make that file, or remove the link")
 
 
 def backup_path(target: Path) -> Path:

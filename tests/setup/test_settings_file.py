@@ -222,3 +222,16 @@ def test_the_check_and_the_rename_are_made_under_a_lock_on_the_folder(tmp_path: 
     sf.write(sf.load(tmp_path / "new.json"), "{}")
     assert held == [True, True]
     assert path.read_text(encoding="utf-8") == '{"a": 1}'
+
+
+@pytest.mark.parametrize("dangling", ["zed/settings.json", "zed"])
+def test_a_symlink_to_nothing_is_refused_not_followed_to_create_a_file(tmp_path: Path, dangling: str) -> None:
+    (tmp_path / "zed").mkdir(exist_ok=dangling != "zed")
+    if dangling == "zed":
+        (tmp_path / "zed").rmdir()
+    (tmp_path / dangling).symlink_to(tmp_path / "gone")
+    with pytest.raises(sf.SettingsError, match=rf"^{tmp_path}/zed/settings.json: {tmp_path}/{dangling} is a symlink "
+                                               rf"to {tmp_path}/gone, which does not exist; "
+                                               "make that file, or remove the link$"):
+        sf.load(tmp_path / "zed" / "settings.json")
+    assert not (tmp_path / "gone").exists()
