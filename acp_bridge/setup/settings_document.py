@@ -240,12 +240,50 @@ class Document:
         from json5.model import JSONArray
 
         old = obj.values[index]
+        if isinstance(old, JSONArray) and self._ends_alike(old, value, level):
+            return
         new = self._node(value, level)
         new.wsc_before, new.wsc_after = list(old.wsc_before), list(old.wsc_after)
         if (isinstance(old, JSONArray) and isinstance(new, JSONArray) and old.trailing_comma is not None
                 and new.values and not isinstance(value[-1], (dict, list))):
             new.trailing_comma = old.trailing_comma  # `["--acp",]` stays written so, on one line
         obj.values[index] = new
+
+    def _ends_alike(self, old: Any, value: Any, level: int) -> bool:
+        """`old`, an array, made the list of strings `value` by putting words before its own
+        (`wrap`) or taking its first ones away (`unwrap`), its own nodes kept with the comments
+        among them; False (nothing done) when `value` is not such a change of it."""
+        if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
+            return False
+        had = [_value(node) for node in old.values]
+        if not had or had == value:
+            return False
+        if len(value) > len(had) and value[-len(had):] == had:
+            added = self._node(value[:-len(had)], level).values
+            gap = self._item_gap(old)
+            for node in added:
+                node.wsc_before, node.wsc_after = [gap], []
+            added[0].wsc_before = []  # after the array's own leading whitespace, as its first was
+            old.values[0].wsc_before = [gap]
+            old.values[:0] = added
+            return True
+        if len(value) < len(had) and had[-len(value):] == value:
+            del old.values[:len(had) - len(value)]
+            first = old.values[0]
+            if all(isinstance(part, str) for part in first.wsc_before):
+                first.wsc_before = []
+            return True
+        return False
+
+    @staticmethod
+    def _item_gap(array: Any) -> str:
+        """The whitespace between two items of `array`: a space on one line, or the line
+        break and indentation its items are written with."""
+        for node in array.values[1:]:
+            if node.wsc_before and isinstance(node.wsc_before[-1], str):
+                return str(node.wsc_before[-1])
+        lead = array.leading_wsc[-1] if array.leading_wsc and isinstance(array.leading_wsc[-1], str) else ""
+        return str(lead) if "\n" in lead else " "
 
     def _insert(self, obj: Any, key: str, value: Any, level: int) -> None:
         """Append `key: value` to the object `obj`, which sits at `level` (root 0)."""

@@ -235,3 +235,23 @@ def test_a_symlink_to_nothing_is_refused_not_followed_to_create_a_file(tmp_path:
                                                "make that file, or remove the link$"):
         sf.load(tmp_path / "zed" / "settings.json")
     assert not (tmp_path / "gone").exists()
+
+
+@pytest.mark.parametrize("args", [
+    '["--acp" /* in args */, "-v"]',
+    '[/* first */ "--acp", /* second */ "-v", // why\n      ]',
+    '[\n        "--acp", // the ACP mode\n        "-v"\n      ]',
+])
+def test_comments_inside_args_stay_through_wrap_and_unwrap(args: str) -> None:
+    text = '{\n  "agent_servers": {\n    "A": {\n      "command": "a",\n      "args": ' + args + ',\n    },\n  },\n}\n'
+    doc = sd.Document(text, "s")
+    wrapped = ["run", "--", "a", "--acp", "-v"]
+    doc.set_key("A", "command", "/b/acp-bridge")
+    doc.set_key("A", "args", wrapped)
+    assert json5.loads(doc.text())["agent_servers"]["A"]["args"] == wrapped
+    for comment in ("/* in args */", "/* first */", "/* second */", "// why", "// the ACP mode"):
+        assert doc.text().count(comment) == text.count(comment)
+    again = sd.Document(doc.text(), "s")
+    again.set_key("A", "command", "a")
+    again.set_key("A", "args", ["--acp", "-v"])
+    assert again.text() == text
