@@ -191,3 +191,14 @@ def test_editor_says_what_doctor_finds_not_what_setup_writes(tmp_path: Path) -> 
     link.symlink_to(path)
     refused = invoke(["doctor", "--editor", "zed", "--settings", str(link)])
     assert refused.stderr.decode() == f"acp-bridge: doctor: {tmp_path}/l\\u001b: agent_servers is not an object; the file is left as it is\n"
+
+
+def test_stray_stdout_is_counted_but_only_its_first_lines_are_kept_and_cut() -> None:
+    """An agent that logs to stdout: doctor's memory and its --json stay small."""
+    script = ('read line; i=0; while [ $i -lt 60 ]; do echo "log $i $(printf %05000d 0)"; i=$((i+1)); done; '
+              'echo \'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}\'; exec cat >/dev/null')
+    status, facts = doctor("--", "/bin/sh", "-c", script)
+    assert status == 1 and facts["stray_stdout_lines"] == 60
+    assert [line.split(" ")[1] for line in facts["stray_stdout"]] == [str(i) for i in range(20)]
+    assert facts["stray_stdout"][0] == "log 0 " + "0" * 994 + " ... (5006 bytes)"
+    assert facts["problems"][0]["problem"].startswith("it writes 60 line(s) to stdout that are no protocol (first: log 0 ")
