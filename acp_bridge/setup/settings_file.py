@@ -4,7 +4,8 @@ Owns: where each editor keeps its settings (`settings_path`); reading the file (
 file, UTF-8, within a size limit; a symlink followed to its target, which is what gets
 edited); the backup beside the file before its first change (`NAME.acp-bridge.bak`, never
 overwritten); and the write: whole beside the file, its mode kept, synced, renamed over it,
-refused if the file changed meanwhile. The in-place edit of its text is `settings_document`'s.
+refused if the file changed meanwhile (checked under an flock on its folder).
+The in-place edit of its text is `settings_document`'s.
 Must never: write without being asked (the command decides), follow a symlink when creating
 a file, or replace a file that does not parse.
 """
