@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,7 +115,12 @@ def write(loaded: Loaded, text: str) -> Path | None:
     try:
         if loaded.text is None:
             target.parent.mkdir(parents=True, exist_ok=True)
-        with _folder_locked(target.parent):  # another setup's check and rename wait for ours
+        from acp_bridge.shell.posix import folder_locked
+
+        # Another setup's check and rename wait for ours (the file itself is replaced, its lock
+        # with it; a lock file would be litter in the user's folder): the second one then finds
+        # the file changed and writes nothing.
+        with folder_locked(target.parent):
             if loaded.text is not None:
                 made = _backup(loaded)
             current = load(loaded.given)
@@ -127,28 +131,6 @@ def write(loaded: Loaded, text: str) -> Path | None:
     except OSError as exc:
         raise SettingsError(f"{loaded.given}: cannot write it: {_reason(exc)}") from exc
     return made
-
-
-@contextmanager
-def _folder_locked(folder: Path) -> Iterator[None]:
-    """An exclusive flock on the file's folder (the file itself is replaced, its lock with it;
-    a lock file would be litter in the user's folder). Two `setup --write` on one file: the
-    second waits, then finds the file changed and writes nothing. Where the folder cannot be
-    locked (Windows, some network file systems), the check is made unlocked, as before."""
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        yield
-        return
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # no flock here (ENOLCK, EINVAL): the check alone
-            pass
-        yield
-    finally:
-        os.close(fd)
 
 
 def _backup(loaded: Loaded) -> Path | None:
