@@ -20,7 +20,7 @@ from acp_bridge import __version__
 from acp_bridge.commands import EXIT_USAGE
 from acp_bridge.commands.run import resolve_config
 from acp_bridge.commands.run import run as run_command
-from acp_bridge.commands.setup import bridge_command, read_settings, resolve_program, run_args
+from acp_bridge.commands.setup import WRITTEN_AS_GIVEN, bridge_command, read_settings, resolve_program, run_args
 from acp_bridge.core.printable import printable
 from acp_bridge.errors import ConfigError
 from acp_bridge.setup import entries as e
@@ -29,7 +29,7 @@ EXIT_PROBLEMS = 1
 
 
 def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
-    click.echo(f"acp-bridge: doctor: {message}", err=True)
+    click.echo(printable(f"acp-bridge: doctor: {message}", quote_backslash=False), err=True)
     raise SystemExit(status)
 
 
@@ -42,7 +42,12 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 def _dump(value: Any) -> str:
     import orjson
 
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:  # a lone surrogate (a settings file's `\ud800`): only escaped JSON holds it
+        import json
+
+        return json.dumps(value, indent=2)
 
 
 @click.command("doctor", short_help="Start an agent through the bridge and say whether it works.")
@@ -98,7 +103,7 @@ def doctor(ctx: click.Context, /, agent: tuple[str, ...], protocol: str, with_se
     program, warning = resolve_program(agent[0])
     if warning is not None:
         probe = Probe(command=list(agent), protocol=int(protocol), started=False,
-                      start_error=warning.replace("; written as given", ""))
+                      start_error=warning.replace(WRITTEN_AS_GIVEN, ""))
     else:
         command = [*bridge_command(), e.RUN, *typed, e.SEPARATOR, program, *agent[1:]]
         try:
@@ -136,7 +141,8 @@ def _check_editor(editor: str, settings: str | None, as_json: bool) -> int:
         checked = []
         for command in commands:
             found, warning = resolve_program(command)
-            checked.append({"command": command, "path": found, "ok": warning is None, "problem": warning})
+            problem = None if warning is None else warning.replace(WRITTEN_AS_GIVEN, "")  # doctor writes nothing
+            checked.append({"command": command, "path": found, "ok": warning is None, "problem": problem})
         registry = e.registry_entry(entry)
         rows.append({"name": name, "through_bridge": through is not None, "registry": registry,
                      "commands": checked, "ok": all(c["ok"] for c in checked)})

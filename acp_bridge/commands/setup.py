@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from acp_bridge.setup.settings_file import Loaded
 
 EXIT_NOT_FOUND = 1
+WRITTEN_AS_GIVEN = "; written as given"  # what `resolve_program`'s warnings end with (doctor leaves it out)
 ALL = "\0all"  # what `--wrap`/`--unwrap` hold when given without a name (then --all says which)
 # Run options whose values are paths: made absolute, since the editor starts the bridge in a
 # working directory of its own (the built-in rules' file options too).
@@ -42,8 +43,13 @@ PATH_OPTIONS = frozenset({"config_file", "capture", "log_file", "rule_files",
 
 
 def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
-    click.echo(f"acp-bridge: setup: {message}", err=True)
+    warn(message)
     raise SystemExit(status)
+
+
+def warn(message: str) -> None:
+    """A message on stderr, its names and paths escaped (they may hold a line feed or ESC)."""
+    click.echo(printable(f"acp-bridge: setup: {message}", quote_backslash=False), err=True)
 
 
 def bridge_command() -> list[str]:
@@ -64,13 +70,13 @@ def resolve_program(command: str) -> tuple[str, str | None]:
     if os.sep in command:
         path = os.path.abspath(command)
         if not os.path.isfile(path):
-            return path, f"{path} does not exist; written as given"
+            return path, f"{path} does not exist{WRITTEN_AS_GIVEN}"
         if not os.access(path, os.X_OK):
-            return path, f"{path} is not executable; written as given"
+            return path, f"{path} is not executable{WRITTEN_AS_GIVEN}"
         return path, None
     found = shutil.which(command)
     if found is None:
-        return command, (f"{command!r} is not on PATH; written as given (the editor must find it on its own "
+        return command, (f"{command!r} is not on PATH{WRITTEN_AS_GIVEN} (the editor must find it on its own "
                          "PATH, or give its full path)")
     return os.path.abspath(found), None
 
@@ -185,7 +191,7 @@ def _print_snippet(ctx: click.Context, editor: str, agent: tuple[str, ...], name
                                "(the snippet is printed to paste)", ctx)
     program, warning = resolve_program(agent[0])
     if warning:
-        click.echo(f"acp-bridge: setup: {warning}", err=True)
+        warn(warning)
     command = [*bridge_command(), e.RUN, *typed, e.SEPARATOR, program, *agent[1:]]
     where, text = e.snippet(editor, name or e.default_name(agent), command, agent)
     _say(f"Paste this {where}:\n")
@@ -254,7 +260,7 @@ class _Edit:
 
         program, warning = resolve_program(agent[0])
         if warning:
-            click.echo(f"acp-bridge: setup: {warning}", err=True)
+            warn(warning)
         entry_name = name or e.default_name(agent)
         old = self.present.get(entry_name)
         env = old.get("env") if isinstance(old, dict) and isinstance(old.get("env"), dict) else None
@@ -273,8 +279,8 @@ class _Edit:
         for entry_name in names:
             old = self.present.get(entry_name)
             if not isinstance(old, dict):
-                click.echo(f"acp-bridge: setup: no agent entry {entry_name!r} in {self.path}"
-                           + (f" (there: {', '.join(map(repr, self.present))})" if self.present else ""), err=True)
+                warn(f"no agent entry {entry_name!r} in {self.path}"
+                     + (f" (there: {', '.join(map(repr, self.present))})" if self.present else ""))
                 status = EXIT_NOT_FOUND
                 continue
             through = e.bridged(old)
@@ -291,7 +297,7 @@ class _Edit:
                         continue
                     self.apply(entry_name, old, e.unwrap(old, entry_name))
             except e.CannotWrap as exc:
-                click.echo(f"acp-bridge: setup: {exc}", err=True)
+                warn(str(exc))
                 if chosen_name != ALL:
                     status = EXIT_NOT_FOUND
         return status
@@ -307,7 +313,7 @@ class _Edit:
             _say(f"{path}: nothing to change")
             raise SystemExit(status)
         if not write:
-            click.echo(sf.diff(loaded.text or "", after, str(path)), nl=False)
+            click.echo(_shown_diff(sf.diff(loaded.text or "", after, str(path))), nl=False)
             _say(f"{'; '.join(self.changes)} (not written: add --write to change {path})")
             raise SystemExit(status)
         try:
@@ -317,6 +323,13 @@ class _Edit:
         shown = f"{path}" + (f" (the file {loaded.target})" if loaded.target != Path(os.path.abspath(path)) else "")
         _say(f"{'; '.join(self.changes)} in {shown}" + (f"; the original is kept in {backup}" if backup else ""))
         raise SystemExit(status)
+
+
+def _shown_diff(text: str) -> str:
+    """The diff with what could act on a terminal escaped: each line made `printable`, its
+    line end and its tabs (a file's indentation) kept."""
+    return "".join("\t".join(printable(part, quote_backslash=False) for part in line.split("\t")) + "\n"
+                   for line in text.splitlines())
 
 
 def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,12 @@ MAX_LINE = 16 * 1024 * 1024  # a line longer than this is kept only in part
 LINGER = 0.5  # after session/new, how long the commands an agent sends next may take to arrive
 STOP_WAIT = 12.0  # the bridge's own ladder: grace, SIGTERM, grace, SIGKILL (5 s each by default)
 INITIALIZE, SESSION_NEW, CLOSE = 1, 2, 3
+KEPT_LINES = 20  # stray stdout lines (and JSON lines that are not JSON-RPC) kept for the report
+KEPT_CHARS = 1000  # of each such line
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= KEPT_CHARS else f"{text[:KEPT_CHARS]} ... ({len(text.encode())} bytes)"
 
 
 def client_initialize(protocol: int, version: str) -> Json:
@@ -108,13 +114,14 @@ class _Conversation:
             msg = orjson.loads(raw)
         except orjson.JSONDecodeError:
             if text.strip() or raw:
-                self.probe.stray.append(text)
+                self.stray(text)
             return
         if not isinstance(msg, dict):
-            self.probe.stray.append(text)
+            self.stray(text)
             return
         if msg.get("jsonrpc") != "2.0":
-            self.probe.not_acp.append(text)
+            if len(self.probe.not_acp) < KEPT_LINES:
+                self.probe.not_acp.append(_cut(text))
             self.arrived.set()
             return
         method = msg.get("method")
@@ -129,6 +136,13 @@ class _Conversation:
                 if isinstance(commands, list):
                     self.probe.commands = [c for c in commands if isinstance(c, dict)]
                     self.arrived.set()
+
+    def stray(self, text: str) -> None:
+        """A stdout line that is no protocol: counted, and among the first few, kept (an agent
+        that logs to stdout would otherwise fill doctor's memory and its report)."""
+        self.probe.stray_lines += 1
+        if len(self.probe.stray) < KEPT_LINES:
+            self.probe.stray.append(_cut(text))
 
     async def read_stderr(self) -> None:
         stream = self.proc.stderr

@@ -50,8 +50,9 @@ class Probe:
     session: Json | None = None  # the session/new answer, whole
     closed: bool | None = None  # session/close answered (None: not sent)
     commands: list[Json] = field(default_factory=list)  # advertised commands, as the agent sent them
-    stray: list[str] = field(default_factory=list)  # stdout lines that are no JSON-RPC message
-    not_acp: list[str] = field(default_factory=list)  # JSON lines that are not JSON-RPC 2.0
+    stray: list[str] = field(default_factory=list)  # stdout lines that are no JSON-RPC message (the first few)
+    stray_lines: int = 0  # how many there were
+    not_acp: list[str] = field(default_factory=list)  # JSON lines that are not JSON-RPC 2.0 (the first few)
     exited: int | None = None  # its exit status, if it exited while the probe ran
     stderr_tail: str = ""
     timed_out: str | None = None  # what it was waiting for when --timeout ran out
@@ -133,7 +134,7 @@ def problems(probe: Probe) -> list[Problem]:
         return found
     if probe.stray:
         found.append(Problem(
-            f"it writes {len(probe.stray)} line(s) to stdout that are no protocol (first: "
+            f"it writes {probe.stray_lines} line(s) to stdout that are no protocol (first: "
             f"{printable(probe.stray[0][:200], quote_backslash=False)}); strict clients break on them",
             "run it with --stray-output stderr (in the editor's entry: acp-bridge setup EDITOR "
             "--stray-output stderr -- AGENT), or turn the banner off in the agent"))
@@ -198,6 +199,7 @@ def as_json(probe: Probe, prompt: SystemPromptSettings, suggest: SuggestionsSett
         "protocol_version": p.get_path(result, "protocolVersion") if result is not None else None,
         "capabilities": caps,
         "stray_stdout": probe.stray,
+        "stray_stdout_lines": probe.stray_lines,
         "commands": [c.get("name") for c in probe.commands if isinstance(c, dict)],
         "session_closed": probe.closed,
         "exit_status": probe.exited,
@@ -244,7 +246,7 @@ def lines(probe: Probe, prompt: SystemPromptSettings, suggest: SuggestionsSettin
         names = facts["commands"]
         out.append(f"commands: {', '.join('/' + show(n) for n in names)}" if names else "commands: none advertised")
     if probe.stray:
-        out.append(f"stray stdout: {len(probe.stray)} line(s)")
+        out.append(f"stray stdout: {probe.stray_lines} line(s)")
     for problem in facts["problems"]:
         out.append(f"problem: {problem['problem']}")
         out.append(f"  fix: {problem['fix']}")

@@ -12,6 +12,7 @@ from what was read anywhere but where it was asked to change it.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from acp_bridge.setup.entries import SERVERS_KEY
@@ -71,8 +72,21 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(item) for item in value]
     if isinstance(value, str):
-        return str(value)
+        # json-five reads the escapes of an astral character (`\\ud83d\\ude00`) as two lone
+        # surrogates: joined here, as the editor reads them; a lone one stays alone.
+        text = str(value)
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass") if _LONE.search(
+            text) else text
     return value
+
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _json(value: Any) -> str:
+    """`value` as JSON text, non-ASCII as it is, a lone surrogate (which no UTF-8 text can
+    hold) as its escape."""
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def _key_text(key: Any) -> str:
@@ -83,7 +97,7 @@ def _key_text(key: Any) -> str:
     raw = str(key.raw_value)
     if "\\" not in raw:  # no escape: the text between the quotes is the key (no parse per key)
         return raw[1:-1]
-    return str(json5.loads(raw))
+    return str(_plain(json5.loads(raw)))
 
 
 def _render(value: Any, unit: str, level: int) -> str:
@@ -93,14 +107,14 @@ def _render(value: Any, unit: str, level: int) -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
-        members = [f"{inner}{json.dumps(key, ensure_ascii=False)}: {_render(item, unit, level + 1)}"
+        members = [f"{inner}{_json(key)}: {_render(item, unit, level + 1)}"
                    for key, item in value.items()]
         return "{\n" + ",\n".join(members) + "\n" + outer + "}"
     if isinstance(value, list):
         if all(not isinstance(item, (dict, list)) for item in value):
-            return "[" + ", ".join(json.dumps(item, ensure_ascii=False) for item in value) + "]"
+            return "[" + ", ".join(_json(item) for item in value) + "]"
         return "[\n" + ",\n".join(inner + _render(item, unit, level + 1) for item in value) + "\n" + outer + "]"
-    return json.dumps(value, ensure_ascii=False)
+    return _json(value)
 
 
 def _indent_unit(text: str) -> str:
@@ -135,6 +149,14 @@ class Document:
 
         if not isinstance(self.model.value, JSONObject):
             raise SettingsError(f"{where}: the file holds no JSON object at its top; the file is left as it is")
+        try:
+            again = _dump(self.model)
+        except RecursionError as exc:  # json-five reads deeper than it writes
+            raise SettingsError(f"{where}: nested too deep to read; the file is left as it is") from exc
+        if again != (body[1:] if self._bom else body):  # what is not changed must come back as it was
+            raise SettingsError(f"{where}: json-five would not write its text back as it is; the file is left "
+                                "as it is")
+        self._servers(create=False)  # an `agent_servers` that is no object is refused here, once
         self.unit = _indent_unit(body)
 
     def text(self) -> str:
@@ -218,6 +240,8 @@ class Document:
         from json5.model import JSONArray
 
         old = obj.values[index]
+        if isinstance(old, JSONArray) and self._ends_alike(old, value, level):
+            return
         new = self._node(value, level)
         new.wsc_before, new.wsc_after = list(old.wsc_before), list(old.wsc_after)
         if (isinstance(old, JSONArray) and isinstance(new, JSONArray) and old.trailing_comma is not None
@@ -225,13 +249,49 @@ class Document:
             new.trailing_comma = old.trailing_comma  # `["--acp",]` stays written so, on one line
         obj.values[index] = new
 
+    def _ends_alike(self, old: Any, value: Any, level: int) -> bool:
+        """`old`, an array, made the list of strings `value` by putting words before its own
+        (`wrap`) or taking its first ones away (`unwrap`), its own nodes kept with the comments
+        among them; False (nothing done) when `value` is not such a change of it."""
+        if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
+            return False
+        had = [_value(node) for node in old.values]
+        if not had or had == value:
+            return False
+        if len(value) > len(had) and value[-len(had):] == had:
+            added = self._node(value[:-len(had)], level).values
+            gap = self._item_gap(old)
+            for node in added:
+                node.wsc_before, node.wsc_after = [gap], []
+            added[0].wsc_before = []  # after the array's own leading whitespace, as its first was
+            old.values[0].wsc_before = [gap]
+            old.values[:0] = added
+            return True
+        if len(value) < len(had) and had[-len(value):] == value:
+            del old.values[:len(had) - len(value)]
+            first = old.values[0]
+            if all(isinstance(part, str) for part in first.wsc_before):
+                first.wsc_before = []
+            return True
+        return False
+
+    @staticmethod
+    def _item_gap(array: Any) -> str:
+        """The whitespace between two items of `array`: a space on one line, or the line
+        break and indentation its items are written with."""
+        for node in array.values[1:]:
+            if node.wsc_before and isinstance(node.wsc_before[-1], str):
+                return str(node.wsc_before[-1])
+        lead = array.leading_wsc[-1] if array.leading_wsc and isinstance(array.leading_wsc[-1], str) else ""
+        return str(lead) if "\n" in lead else " "
+
     def _insert(self, obj: Any, key: str, value: Any, level: int) -> None:
         """Append `key: value` to the object `obj`, which sits at `level` (root 0)."""
         from json5.model import DoubleQuotedString
 
         inline = obj.keys and not any("\n" in part for part in self._gaps(obj) if isinstance(part, str))
         inner = self.unit * (level + 1)
-        new_key = DoubleQuotedString(key, raw_value=json.dumps(key, ensure_ascii=False))
+        new_key = DoubleQuotedString(key, raw_value=_json(key))
         new_value = self._node(value, level + 1)
         new_value.wsc_before = [" "]  # `"key": value`, as JSON is written by hand
         if not obj.keys:

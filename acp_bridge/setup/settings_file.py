@@ -4,7 +4,8 @@ Owns: where each editor keeps its settings (`settings_path`); reading the file (
 file, UTF-8, within a size limit; a symlink followed to its target, which is what gets
 edited); the backup beside the file before its first change (`NAME.acp-bridge.bak`, never
 overwritten); and the write: whole beside the file, its mode kept, synced, renamed over it,
-refused if the file changed meanwhile. The in-place edit of its text is `settings_document`'s.
+refused if the file changed meanwhile (checked under an flock on its folder).
+The in-place edit of its text is `settings_document`'s.
 Must never: write without being asked (the command decides), follow a symlink when creating
 a file, or replace a file that does not parse.
 """
@@ -20,7 +21,9 @@ from pathlib import Path
 
 from acp_bridge.setup.entries import JETBRAINS, ZED
 
-MAX_BYTES = 16 * 1024 * 1024  # a settings file is a few KiB; past this it is not one
+# A settings file is a few KiB (Zed's every default, written out, is under 100 KiB); past this it
+# is not one, and json-five would take seconds and hundreds of MB for each 100 KiB of small tokens.
+MAX_BYTES = 256 * 1024
 BACKUP_SUFFIX = ".acp-bridge.bak"
 
 
@@ -64,6 +67,7 @@ def load(path: Path) -> Loaded:
     try:
         info = os.stat(target)
     except FileNotFoundError:
+        _refuse_a_dangling_link(path)
         return Loaded(path, target, None, None)
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read it: {_reason(exc)}") from exc
@@ -84,6 +88,15 @@ def load(path: Path) -> Loaded:
     return Loaded(path, target, text, stat.S_IMODE(info.st_mode))
 
 
+def _refuse_a_dangling_link(path: Path) -> None:
+    """A settings path through a symlink to nothing: writing would make the file (and its
+    folders) where the link points, which may be anywhere; the user says what they want."""
+    for part in [path, *Path(os.path.abspath(path)).parents]:
+        if os.path.islink(part) and not os.path.exists(part):
+            raise SettingsError(f"{path}: {part} is a symlink to {os.readlink(part)}, which does not exist; "
+                                "make that file, or remove the link")
+
+
 def backup_path(target: Path) -> Path:
     return target.with_name(target.name + BACKUP_SUFFIX)
 
@@ -102,13 +115,19 @@ def write(loaded: Loaded, text: str) -> Path | None:
     try:
         if loaded.text is None:
             target.parent.mkdir(parents=True, exist_ok=True)
-        else:
-            made = _backup(loaded)
-        current = load(loaded.given)
-        if current.text != loaded.text or current.target != target:
-            raise ChangedMeanwhile(f"{loaded.given} changed while setup worked on it (is the editor writing it?); "
-                                   "run setup again")
-        _replace(target, text.encode("utf-8"), loaded.mode if loaded.mode is not None else 0o600)
+        from acp_bridge.shell.posix import folder_locked
+
+        # Another setup's check and rename wait for ours (the file itself is replaced, its lock
+        # with it; a lock file would be litter in the user's folder): the second one then finds
+        # the file changed and writes nothing.
+        with folder_locked(target.parent):
+            if loaded.text is not None:
+                made = _backup(loaded)
+            current = load(loaded.given)
+            if current.text != loaded.text or current.target != target:
+                raise ChangedMeanwhile(f"{loaded.given} changed while setup worked on it (is the editor writing "
+                                       "it?); run setup again")
+            _replace(target, text.encode("utf-8"), loaded.mode if loaded.mode is not None else 0o600)
     except OSError as exc:
         raise SettingsError(f"{loaded.given}: cannot write it: {_reason(exc)}") from exc
     return made

@@ -3,9 +3,10 @@
 Owns: the agent's process group and the signals sent to it (SIGTERM, SIGKILL, those passed
 on from the bridge), the signals the bridge receives, file descriptors as trio streams and
 their non-blocking reads and writes, waiting on a descriptor (readable, room to write, the
-reader hung up), pipe sizes (fcntl), glibc's malloc options, and the flags and mode of a
-private new file. Must never: decide when to call them (the modules that import this one
-do), or fail where the system only declines (a pipe size, malloc options: then a no-op).
+reader hung up), pipe sizes (fcntl), glibc's malloc options, the flags and mode of a
+private new file, and a folder's lock. Must never: decide when to call them (the modules
+that import this one do), or fail where the system only declines (a pipe size, malloc
+options, a lock: then a no-op).
 
 A port to another system replaces this module: `fd_of` returning None for every stream
 turns the shell's descriptor fast paths into plain `send_all` and `receive_some`.
@@ -235,6 +236,22 @@ def process_exists(pid: int) -> bool:
 def make_private(fd: int) -> None:
     """Mode 0600 exactly: a umask may have taken bits away."""
     os.fchmod(fd, 0o600)
+
+
+@contextmanager
+def folder_locked(folder: str | os.PathLike[str]) -> Iterator[None]:
+    """An exclusive flock on `folder` for the duration (waited for): `setup`'s check that a
+    settings file is as read and its rename, one process at a time. Where the file system
+    declines (ENOLCK, EINVAL), nothing is locked."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)
 
 
 # -- standard output ---------------------------------------------------------------------

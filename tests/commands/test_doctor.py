@@ -150,7 +150,7 @@ def test_editor_lists_the_entries_and_whether_their_commands_start(tmp_path: Pat
     rows = {row["name"]: row for row in json.loads(done.stdout)["entries"]}
     assert rows["ok"]["through_bridge"] and rows["ok"]["ok"]
     assert [c["command"] for c in rows["ok"]["commands"]] == [PYTHON, PYTHON]
-    assert not rows["missing"]["ok"] and rows["missing"]["commands"][0]["problem"] == "/nope/agent does not exist; written as given"
+    assert not rows["missing"]["ok"] and rows["missing"]["commands"][0]["problem"] == "/nope/agent does not exist"
     assert rows["registry"]["registry"] and rows["registry"]["ok"]
     text = invoke(["doctor", "--editor", "zed", "--settings", str(path)])
     assert "registry: installed by the editor (registry), not through the bridge" in text.stdout.decode()
@@ -168,3 +168,37 @@ def test_an_agent_that_answers_another_protocol_version_is_told_to_try_it() -> N
     assert facts["protocol_asked"] == 2 and facts["protocol_version"] == 1
     assert facts["problems"] == [{"problem": "it answers protocol version 1 to a client that asked for 2",
                                   "fix": "clients that speak only version 2 will disconnect; try --protocol 1"}]
+
+
+def test_editor_json_is_valid_for_a_name_with_a_lone_surrogate_escape(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"agent_servers": {"A\\ud800": {"command": "/nope/x"}}}', encoding="utf-8")
+    done = invoke(["doctor", "--editor", "zed", "--settings", str(path), "--json"])
+    assert done.returncode == 1
+    assert [row["name"] for row in json.loads(done.stdout)["entries"]] == ["A\ud800"]
+
+
+def test_editor_says_what_doctor_finds_not_what_setup_writes(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"agent_servers": {"A": {"command": "nope-agent-x"}}}', encoding="utf-8")
+    done = invoke(["doctor", "--editor", "zed", "--settings", str(path)])
+    assert done.stdout.decode().splitlines()[1] == (
+        "  nope-agent-x: 'nope-agent-x' is not on PATH (the editor must find it on its own PATH, or give its full path)")
+    missing = invoke(["doctor", "--editor", "zed", "--settings", str(tmp_path / "a\nb" / "s.json\x1b")])
+    assert missing.stdout.decode() == f"{tmp_path}/a\\nb/s.json\\u001b: no such file (no agent entries)\nall entries can start\n"
+    path.write_text('{"agent_servers": []}', encoding="utf-8")
+    link = tmp_path / "l\x1b"
+    link.symlink_to(path)
+    refused = invoke(["doctor", "--editor", "zed", "--settings", str(link)])
+    assert refused.stderr.decode() == f"acp-bridge: doctor: {tmp_path}/l\\u001b: agent_servers is not an object; the file is left as it is\n"
+
+
+def test_stray_stdout_is_counted_but_only_its_first_lines_are_kept_and_cut() -> None:
+    """An agent that logs to stdout: doctor's memory and its --json stay small."""
+    script = ('read line; i=0; while [ $i -lt 60 ]; do echo "log $i $(printf %05000d 0)"; i=$((i+1)); done; '
+              'echo \'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}\'; exec cat >/dev/null')
+    status, facts = doctor("--", "/bin/sh", "-c", script)
+    assert status == 1 and facts["stray_stdout_lines"] == 60
+    assert [line.split(" ")[1] for line in facts["stray_stdout"]] == [str(i) for i in range(20)]
+    assert facts["stray_stdout"][0] == "log 0 " + "0" * 994 + " ... (5006 bytes)"
+    assert facts["problems"][0]["problem"].startswith("it writes 60 line(s) to stdout that are no protocol (first: log 0 ")

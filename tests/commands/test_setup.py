@@ -224,3 +224,54 @@ def test_a_path_under_a_tilde_goes_into_the_entry_as_the_home_folder(
     assert done.returncode == 0, done.stderr
     args = json5.loads(zed.read_text(encoding="utf-8"))["agent_servers"]["R"]["args"]
     assert args == [*bridge_command()[1:], "run", "--capture", f"{tmp_path}/home/caps/{{time}}.jsonl", "--", PYTHON]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"agent_servers": []}', "agent_servers is not an object"),
+    ('{"agent_servers": null}', "agent_servers is not an object"),
+    ('{"x": ' + "[" * 1000 + "]" * 1000 + ', "agent_servers": {"A": {"command": "a"}}}', "nested too deep"),
+])
+@pytest.mark.parametrize("command", [["setup", "zed", "--wrap", "A"], ["doctor", "--editor", "zed"]])
+def test_a_file_setup_cannot_edit_is_refused_with_exit_2_and_a_message(tmp_path: Path, text: str, message: str,
+                                                                        command: list[str]) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(text, encoding="utf-8")
+    done = invoke([*command, "--settings", str(path)])
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode() == (f"acp-bridge: {command[0]}: {path}: {message}"
+                                    f"{' to read' if 'deep' in message else ''}; the file is left as it is\n")
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_surrogate_escapes_in_an_entry_are_wrapped_and_unwrapped_byte_for_byte(tmp_path: Path) -> None:
+    """A pair of `\\uXXXX` escapes is one astral character (as the editor reads it); a lone one
+    stays an escape: neither can be written as UTF-8 text."""
+    path = tmp_path / "settings.json"
+    text = '{\n  "agent_servers": {\n    "A": {\n      "command": "my-\\ud83d\\ude00agent",\n      "args": ["\\ud800"],\n    },\n  },\n}\n'
+    path.write_text(text, encoding="utf-8")
+    dry = invoke(["setup", "zed", "--settings", str(path), "--wrap", "A"])
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.decode().startswith("'A': " + bridge_command()[0] + " run -- 'my-\U0001f600agent' '\\ud800'\n")
+    done = invoke(["setup", "zed", "--settings", str(path), "--wrap", "A", "--write"])
+    assert done.returncode == 0, done.stderr
+    assert '"args": ["run", "--", "my-\U0001f600agent", "\\ud800"],' in path.read_text(encoding="utf-8")
+    assert json5.loads(path.read_text(encoding="utf-8"))["agent_servers"]["A"]["command"] == bridge_command()[0]
+    back = invoke(["setup", "zed", "--settings", str(path), "--unwrap", "A", "--write"])
+    assert back.returncode == 0, back.stderr
+    assert path.read_text(encoding="utf-8") == text.replace("\\ud83d\\ude00", "\U0001f600")
+
+
+def test_names_and_paths_with_controls_are_shown_escaped_in_the_messages_and_the_diff(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text("{\n\t\"a\": 1,\n}\n", encoding="utf-8")
+    done = invoke(["setup", "zed", "--settings", str(path), "--name", "x\u202ey\x1b[2J", "--", "/nope/a\nb\x9bc"])
+    assert done.returncode == 0
+    assert done.stderr.decode() == "acp-bridge: setup: /nope/a\\nb\\u009bc does not exist; written as given\n"
+    out = done.stdout.decode()
+    assert "\x1b" not in out and "\u202e" not in out and "\x9b" not in out
+    assert '+\t"agent_servers": {\n+\t\t"x\\u202ey\\u001b[2J": {\n' in out
+    assert '"args": ["run", "--", "/nope/a\\nb\\u009bc"],\n' in out
+    assert path.read_text(encoding="utf-8") == "{\n\t\"a\": 1,\n}\n"
+    refused = invoke(["setup", "zed", "--settings", str(tmp_path / "a\nb\x1b") , "--wrap", "A"])
+    assert refused.returncode == 1
+    assert refused.stderr.decode() == f"acp-bridge: setup: no agent entry 'A' in {tmp_path}/a\\nb\\u001b\n"

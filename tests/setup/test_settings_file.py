@@ -174,7 +174,7 @@ def test_a_file_too_big_for_settings_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     with open(path, "wb") as file:
         file.truncate(sf.MAX_BYTES + 1)  # sparse: nothing of it is written or read
-    with pytest.raises(sf.SettingsError, match=r"is 16777217 bytes, more than a settings file holds"):
+    with pytest.raises(sf.SettingsError, match=r"is 262145 bytes, more than a settings file holds"):
         sf.load(path)
 
 
@@ -184,3 +184,74 @@ def test_a_hundred_digit_number_and_unicode_escapes_elsewhere_in_the_file_stay_a
     doc.set_entry("x", {"command": "c"})
     assert doc.text().startswith(text.split(",\n}", 1)[0] + ",")
     assert '"e": "\\u00e9",' in doc.text()
+
+
+def test_a_file_bigger_than_any_settings_file_is_refused_unread(tmp_path: Path) -> None:
+    """json-five takes seconds and hundreds of MB for each few hundred KiB of small tokens."""
+    path = tmp_path / "settings.json"
+    with open(path, "wb") as file:
+        file.truncate(1024 * 1024)
+    with pytest.raises(sf.SettingsError, match=r"is 1048576 bytes, more than a settings file holds"):
+        sf.load(path)
+
+
+def test_the_check_and_the_rename_are_made_under_a_lock_on_the_folder(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `setup --write` at once: without the lock, both could pass the check before either
+    renamed, and the second rename would lose the first one's entry."""
+    import fcntl
+
+    path = tmp_path / "settings.json"
+    path.write_text("{}", encoding="utf-8")
+    held = []
+    replace = sf._replace
+
+    def probing(target: Path, data: bytes, mode: int) -> None:
+        fd = os.open(tmp_path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(False)
+        except BlockingIOError:
+            held.append(True)
+        finally:
+            os.close(fd)
+        replace(target, data, mode)
+
+    monkeypatch.setattr(sf, "_replace", probing)
+    sf.write(sf.load(path), '{"a": 1}')
+    sf.write(sf.load(tmp_path / "new.json"), "{}")
+    assert held == [True, True]
+    assert path.read_text(encoding="utf-8") == '{"a": 1}'
+
+
+@pytest.mark.parametrize("dangling", ["zed/settings.json", "zed"])
+def test_a_symlink_to_nothing_is_refused_not_followed_to_create_a_file(tmp_path: Path, dangling: str) -> None:
+    (tmp_path / "zed").mkdir(exist_ok=dangling != "zed")
+    if dangling == "zed":
+        (tmp_path / "zed").rmdir()
+    (tmp_path / dangling).symlink_to(tmp_path / "gone")
+    with pytest.raises(sf.SettingsError, match=rf"^{tmp_path}/zed/settings.json: {tmp_path}/{dangling} is a symlink "
+                                               rf"to {tmp_path}/gone, which does not exist; "
+                                               "make that file, or remove the link$"):
+        sf.load(tmp_path / "zed" / "settings.json")
+    assert not (tmp_path / "gone").exists()
+
+
+@pytest.mark.parametrize("args", [
+    '["--acp" /* in args */, "-v"]',
+    '[/* first */ "--acp", /* second */ "-v", // why\n      ]',
+    '[\n        "--acp", // the ACP mode\n        "-v"\n      ]',
+])
+def test_comments_inside_args_stay_through_wrap_and_unwrap(args: str) -> None:
+    text = '{\n  "agent_servers": {\n    "A": {\n      "command": "a",\n      "args": ' + args + ',\n    },\n  },\n}\n'
+    doc = sd.Document(text, "s")
+    wrapped = ["run", "--", "a", "--acp", "-v"]
+    doc.set_key("A", "command", "/b/acp-bridge")
+    doc.set_key("A", "args", wrapped)
+    assert json5.loads(doc.text())["agent_servers"]["A"]["args"] == wrapped
+    for comment in ("/* in args */", "/* first */", "/* second */", "// why", "// the ACP mode"):
+        assert doc.text().count(comment) == text.count(comment)
+    again = sd.Document(doc.text(), "s")
+    again.set_key("A", "command", "a")
+    again.set_key("A", "args", ["--acp", "-v"])
+    assert again.text() == text
