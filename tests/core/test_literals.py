@@ -160,12 +160,12 @@ def test_splice_id_without_a_scalar_id_is_none() -> None:
     assert splice_id(b'{"id":"unclosed', b"1") is None
 
 
-BIG = 2**64 + 1  # orjson reads it as the float 2**64, which 2**64 + 0 reads as too
+PAST_64_BITS = 2**64 + 1  # orjson reads it as the float 2**64, as it reads 2**64
 
 
 @pytest.mark.parametrize("raw", [b'{"v":18446744073709551617}', '{"v":18446744073709551617}'])
 def test_with_exact_integers_reads_an_integer_past_64_bits_again_exactly(raw: bytes | str) -> None:
-    assert with_exact_integers(raw, orjson.loads(raw)) == {"v": BIG}
+    assert with_exact_integers(raw, orjson.loads(raw)) == {"v": PAST_64_BITS}
 
 
 def test_with_exact_integers_keeps_orjsons_reading_where_it_is_exact_or_the_stdlib_cannot_read() -> None:
