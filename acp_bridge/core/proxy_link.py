@@ -46,6 +46,7 @@ from acp_bridge.core.proxy_wire import (
 )
 
 log = logging.getLogger("acp_bridge.chain")
+_UNWRAPPED_REQUEST = re.compile(rb'\{"jsonrpc":"2\.0","id":([0-9]+),"method":')
 
 # Where a piece the conductor sent goes: into the relay as the client's (toward the agent),
 # into the relay as the agent's (toward the client), or straight back to the conductor.
@@ -66,6 +67,9 @@ class ProxyLink:
     _wrapped_ids: dict[bytes, int] = field(default_factory=dict)  # the client's id -> our envelope id
     _upstream: dict[int, bytes] = field(default_factory=dict)  # our id upstream -> the conductor's envelope id
     _upstream_ids: dict[bytes, int] = field(default_factory=dict)  # the conductor's envelope id -> ours
+    _unsent: set[int] = field(default_factory=set)  # our ids upstream not yet written toward the client
+    _emitted: dict[int, bytes] = field(default_factory=dict)  # our id -> a rule's id for its request to the client
+    _mid_line: bool = False  # what went toward the client ended inside a line
     _initialize_id: bytes | None = None  # sacp: the initialize whose answer says `_meta.proxy`
     _in: Stream | None = None
     _out: Stream | None = None
@@ -176,6 +180,7 @@ class ProxyLink:
         ours = self._own_id()
         self._upstream[ours] = envelope_id
         self._upstream_ids[id_key(envelope_id)] = ours
+        self._unsent.add(ours)
         return ours
 
     def _wrapped_request(self, client_id: bytes) -> int:
@@ -197,9 +202,10 @@ class ProxyLink:
         request it wrapped), or the client's answer to a request of the successor's."""
         start, end = where["id"]
         client_id = self._wrapped_answer(line[start:end])
-        if client_id is None:
-            return (FROM_CLIENT, line)
-        return (FROM_AGENT, line[:start] + client_id + line[end:])
+        if client_id is not None:
+            return (FROM_AGENT, line[:start] + client_id + line[end:])
+        rule_id = self._emitted_answer(line[start:end])
+        return (FROM_CLIENT, line if rule_id is None else line[:start] + rule_id + line[end:])
 
     def _wrapped_answer(self, raw_id: bytes) -> bytes | None:
         value = our_id_in(raw_id)
@@ -208,6 +214,11 @@ class ProxyLink:
         client_id = self._wrapped.pop(value)
         self._wrapped_ids.pop(id_key(client_id), None)
         return client_id
+
+    def _emitted_answer(self, raw_id: bytes) -> bytes | None:
+        """The id a rule gave its request to the client, which the answer `raw_id` answers; once."""
+        value = our_id_in(raw_id)
+        return self._emitted.pop(value, None) if value is not None else None
 
     def _cancel_from_conductor(self, line: bytes, where: dict[str, tuple[int, int]]) -> Routed:
         """The conductor cancels an envelope it sent us: the client is told to cancel the
@@ -246,6 +257,9 @@ class ProxyLink:
             client_id = self._wrapped_answer(raw_id)
             if client_id is not None:
                 return Stream(FROM_AGENT), head[:start] + client_id + head[end:]
+            rule_id = self._emitted_answer(raw_id)
+            if rule_id is not None:
+                return Stream(FROM_CLIENT), head[:start] + rule_id + head[end:]
         return Stream(FROM_CLIENT), head
 
     def _open_unwrap(self, head: bytes, outer: dict[str, tuple[int, int | None]], raw_id: bytes | None,
@@ -318,6 +332,7 @@ class ProxyLink:
             return None
         envelope_id = self._upstream.pop(value)
         self._upstream_ids.pop(id_key(envelope_id), None)
+        self._unsent.discard(value)  # a rule answered it in its place
         return envelope_id
 
     def _to_successor_opaque(self, piece: Opaque) -> bytes:
@@ -354,18 +369,45 @@ class ProxyLink:
     # -- toward the client -------------------------------------------------------------
 
     def to_client(self, data: bytes) -> bytes:
-        """What the relay sends toward the client, as the conductor must see it: in the sacp
-        dialect the answer to `initialize` says `_meta.proxy: true`; all else is unchanged."""
-        if self._initialize_id is None or b'"id"' not in data:
+        """What the relay sends toward the client, as the conductor must see it: a request a
+        rule sends the client goes under an id of ours (the link owns the ids it puts on the
+        wire: a rule's own could be one of our envelopes' and take its answer), and in the
+        sacp dialect the answer to `initialize` says `_meta.proxy: true`; all else is unchanged."""
+        mid_line, self._mid_line = self._mid_line, not data.endswith(b"\n")
+        if b'"id"' not in data or (self._initialize_id is None and b'"method"' not in data):
             return data
         lines = data.split(b"\n")
-        for i, line in enumerate(lines):
-            where = members_of(line)
-            if where is None or "method" in where or "id" not in where \
-                    or id_key(line[slice(*where["id"])]) != self._initialize_id:
+        for i in range(1 if mid_line else 0, len(lines) - 1 if self._mid_line else len(lines)):
+            line = lines[i]
+            if b'"id"' not in line or self._ours_toward_client(line):
                 continue
-            self._initialize_id = None
-            if "result" in where:
-                lines[i] = with_proxy_meta(line, *where["result"])
-            break
+            where = members_of(line)
+            if where is None or "id" not in where:
+                continue
+            if "method" in where:
+                lines[i] = self._rule_request(line, *where["id"])
+            elif self._initialize_id is not None and id_key(line[slice(*where["id"])]) == self._initialize_id:
+                self._initialize_id = None
+                if "result" in where:
+                    lines[i] = with_proxy_meta(line, *where["result"])
         return b"\n".join(lines)
+
+    def _ours_toward_client(self, line: bytes) -> bool:
+        """Is `line` the successor's request as the link unwrapped it (under an id of ours)?"""
+        found = _UNWRAPPED_REQUEST.match(line)
+        if found is None or int(found.group(1)) not in self._unsent:
+            return False
+        self._unsent.discard(int(found.group(1)))
+        return True
+
+    def _rule_request(self, line: bytes, start: int, end: int) -> bytes:
+        """A request toward the client: the successor's (ours already, in another spelling
+        after a rule) goes as it is; a rule's own goes under an id of ours, which its answer
+        gives back."""
+        value = our_id_in(line[start:end])
+        if value is not None and value in self._unsent:
+            self._unsent.discard(value)
+            return line
+        ours = self._own_id()
+        self._emitted[ours] = line[start:end]
+        return line[:start] + b"%d" % ours + line[end:]

@@ -252,3 +252,42 @@ def test_a_long_answer_with_id_true_answers_no_request_of_ours() -> None:
     answer = b'{"jsonrpc":"2.0","id":true,"result":{"content":"' + b"x" * 200 + b'"}}\n'
     assert joined(feed_all(chain, answer, [], outgoing=True), "conductor") == b""
     assert chain.in_flight == 1
+
+
+@pytest.mark.parametrize("dialect", [OFFICIAL, SACP], ids=["official", "sacp"])
+def test_a_rules_request_to_the_client_goes_under_an_id_of_ours_and_its_answer_comes_back_to_the_rule(
+        dialect: Dialect) -> None:
+    chain = link(dialect)
+    chain.to_successor(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{}}\n')  # envelope 1
+    # A rule asks the client under id 1, the id of the envelope in flight toward the successor.
+    ask = b'{"jsonrpc":"2.0","id":1,"method":"_x/ask","params":{"n":1.50}}\n'
+    assert chain.to_client(ask) == b'{"jsonrpc":"2.0","id":2,"method":"_x/ask","params":{"n":1.50}}\n'
+    answer = b'{"jsonrpc":"2.0","id":2,"result":{"yes":true}}\n'
+    assert chain.from_conductor(answer) == [(FROM_CLIENT, b'{"jsonrpc":"2.0","id":1,"result":{"yes":true}}\n')]
+    # The successor's answer to envelope 1 still answers the client's session/new, once.
+    assert chain.from_conductor(b'{"jsonrpc":"2.0","id":1,"result":{}}\n') == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","id":"n","result":{}}\n')]
+    assert chain.from_conductor(answer) == [(FROM_CLIENT, answer)]  # a second answer is no rule's
+    assert chain.in_flight == 0
+
+
+def test_the_successors_request_keeps_our_id_toward_the_client_even_respelled_by_a_rule() -> None:
+    chain = link()
+    envelope = b'{"jsonrpc":"2.0","id":9,"method":"proxy/successor","params":{"method":"fs/read_text_file","params":{}}}\n'
+    [(_, unwrapped)] = chain.from_conductor(envelope)
+    assert chain.to_client(unwrapped) == unwrapped == (
+        b'{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{}}\n')
+    chain.from_conductor(envelope.replace(b'"id":9', b'"id":10'))  # our 2
+    respelled = b'{"method":"fs/read_text_file","params":{"path":"/a"},"id":2,"jsonrpc":"2.0"}\n'
+    assert chain.to_client(respelled) == respelled
+    # A rule's request under an id the link just used toward the client is a rule's: ours is 3.
+    assert chain.to_client(b'{"jsonrpc":"2.0","id":2,"method":"_x/ask"}\n') == b'{"jsonrpc":"2.0","id":3,"method":"_x/ask"}\n'
+
+
+def test_the_tail_of_a_long_line_toward_the_client_is_not_taken_for_a_request() -> None:
+    chain = link()
+    head = b'{"jsonrpc":"2.0","method":"session/update","params":{"text":"'
+    looks = b'{"jsonrpc":"2.0","id":7,"method":"_x/ask"}\n'  # the rest of that line, then a rule's request
+    assert chain.to_client(head) == head
+    assert chain.to_client(looks + looks) == looks + b'{"jsonrpc":"2.0","id":1,"method":"_x/ask"}\n'
+    assert chain.to_client(looks) == b'{"jsonrpc":"2.0","id":2,"method":"_x/ask"}\n'
