@@ -202,6 +202,29 @@ async def read_first_line(stdin: trio.abc.ReceiveStream, lines: LineSplitter) ->
             return None, []
 
 
+async def first_line_or_signal(stdin: trio.abc.ReceiveStream,
+                               lines: LineSplitter) -> tuple[bytes | None, list[Any], int | None]:
+    """`read_first_line`, or the signal (SIGTERM, SIGINT, SIGHUP) that came before it: the
+    bridge then stops with 128+N, as it does later, not by the signal's default action (or,
+    for SIGINT, with a word of an empty stdin)."""
+    got: list[int] = []
+    with posix.forwarded_signals() as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def listen() -> None:
+                async for signum in signals:
+                    got.append(signum)
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(listen)
+            first, rest = await read_first_line(stdin, lines)
+            nursery.cancel_scope.cancel()
+    if got:
+        return None, [], got[0]
+    return first, rest, None
+
+
 async def serve_chain(config: Config, relay: Relay, stdio: trio.StapledStream[Any, Any],
                       open_observer: Callable[[Dialect], Any]) -> int:
     """Be a proxy under the conductor on `stdio` until it closes the connection.
@@ -210,7 +233,10 @@ async def serve_chain(config: Config, relay: Relay, stdio: trio.StapledStream[An
     health, telemetry) once the chain's dialect is known, for the capture's header."""
     max_line = config.relay.parse_limit_mib * 1024 * 1024
     lines = LineSplitter(max_line)
-    first, rest = await read_first_line(stdio.receive_stream, lines)
+    first, rest, signum = await first_line_or_signal(stdio.receive_stream, lines)
+    if signum is not None:
+        log.info("received %s before the conductor's first message; stopping", posix.signal_name(signum))
+        return 128 + signum
     if first is None:
         log.error("%s", "no agent command, and stdin ended before a conductor's first message: give the agent's "
                   "command after `--` (acp-bridge run -- AGENT), or start it as a proxy under an ACP conductor"

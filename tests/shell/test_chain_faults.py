@@ -135,3 +135,37 @@ async def test_a_signal_stops_the_chain_as_the_conductors_eof_does_with_no_word_
     assert stderr.decode().splitlines() == [
         "acp-bridge: WARNING: acp-bridge received SIGTERM before the successor answered: answered 1 request(s) left "
         "in flight"]
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Has process `pid` a handler for `signum` (/proc/PID/status, SigCgt)?"""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signum - 1) & 1)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/PID/status")
+@pytest.mark.parametrize(("signum", "sent"), [
+    pytest.param(signal.SIGTERM, b"", id="sigterm-before-the-first-line"),
+    pytest.param(signal.SIGHUP, PROXY_INIT[:40], id="sighup-inside-the-first-line"),
+])
+async def test_a_signal_before_the_first_message_is_exit_128_plus_n_not_death_by_it(signum: int, sent: bytes) -> None:
+    proc = await trio.lowlevel.open_process([sys.executable, "-m", "acp_bridge", "run"], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        await proc.stdin.send_all(sent)
+        with trio.move_on_after(5):  # the bridge's handler (it never came before the fix: then the default's death)
+            while not catches(proc.pid, signum):
+                await trio.sleep(0.02)
+        proc.send_signal(signum)
+        with trio.fail_after(20):
+            out = await proc.stdout.receive_some(1 << 16)
+            stderr = await proc.stderr.receive_some(1 << 16)
+            status = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        with trio.CancelScope(shield=True):
+            await proc.wait()
+    assert (status, out, stderr) == (128 + signum, b"", b"")  # was -15 and -1: killed, as if it had crashed
