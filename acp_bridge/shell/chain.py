@@ -23,7 +23,7 @@ from acp_bridge.core.lines import LineSplitter, Opaque
 from acp_bridge.core.proxy_link import CONDUCTOR, FROM_AGENT, FROM_CLIENT, ProxyLink
 from acp_bridge.core.proxy_wire import Dialect, Refusal, first_message
 from acp_bridge.shell import posix
-from acp_bridge.shell.bridge import AgentLife, Bridge, bridge_streams
+from acp_bridge.shell.bridge import STOP_TIMEOUT, AgentLife, Bridge, bridge_streams
 
 if TYPE_CHECKING:
     from acp_bridge.config import Config
@@ -45,17 +45,26 @@ class Stdout:
         self._owner: str | None = None  # the writer in the middle of a line
         self._free = trio.Event()
         self._lock = trio.StrictFIFOLock()  # one send_all at a time
+        self.waiting = 0  # writes begun and not done
+        self.moved = trio.current_time()  # when a write last went through
 
     async def write(self, who: str, data: bytes, *, ends_line: bool) -> None:
-        while self._owner not in (None, who):
-            await self._free.wait()
-        self._owner = who
+        if not self.waiting:
+            self.moved = trio.current_time()  # the stdout stands still from now if this write does not go
+        self.waiting += 1
         try:
-            async with self._lock:
-                await self.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._release()  # the conductor is gone: the other side's write fails too, it must not wait
-            raise
+            while self._owner not in (None, who):
+                await self._free.wait()
+            self._owner = who
+            try:
+                async with self._lock:
+                    await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._release()  # the conductor is gone: the other side's write fails too, it must not wait
+                raise
+            self.moved = trio.current_time()
+        finally:
+            self.waiting -= 1
         if ends_line:
             self._release()
 
@@ -148,10 +157,14 @@ class ConductorLife(AgentLife):
     a signal (SIGTERM, SIGINT, SIGHUP) tells the bridge to stop; with no agent of its own
     to pass it to, the bridge stops itself."""
 
+    stop_timeout = STOP_TIMEOUT  # after a signal: how long the stdout may stand still under a write
+
     def __init__(self) -> None:
         self.signal: int | None = None
         self._told = trio.Event()
         self._reading = trio.CancelScope()  # the read of the conductor's stream under way
+        self.stopping = trio.CancelScope()  # the bridge: given up on when the conductor stops reading after a signal
+        self.stdout: Stdout | None = None
 
     async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
         await nursery.start(self._listen)
@@ -164,7 +177,27 @@ class ConductorLife(AgentLife):
                 self.signal = signum
                 self._reading.cancel()
                 self._told.set()
+                break
+        await self._give_up_on_an_unread_stdout()  # a second signal has its default action
+
+    async def _give_up_on_an_unread_stdout(self) -> None:
+        """Stopping after a signal, the bridge still writes what it read and its answers: a
+        conductor that no longer reads its stdout would keep it waiting for ever. Once a
+        write has stood still for `stop_timeout`, the bridge stops without the rest."""
+        stdout = self.stdout
+        if stdout is not None:
+            stdout.moved = max(stdout.moved, trio.current_time())  # a write stuck before: it has as long
+        while stdout is not None:
+            deadline = stdout.moved + self.stop_timeout
+            if trio.current_time() < deadline:
+                await trio.sleep_until(deadline)
+            elif stdout.waiting:
+                log.warning("the conductor has not read the bridge's stdout for %gs after %s; not waiting for it",
+                            self.stop_timeout, posix.signal_name(self.signal or 0))
+                self.stopping.cancel()
                 return
+            else:  # nothing to write now: look again (a timeout, not an ordering)
+                await trio.sleep(self.stop_timeout / 2)
 
     async def receive(self, stream: trio.abc.ReceiveStream) -> bytes:
         """The conductor's next bytes; b"" at its EOF, and once a signal has stopped the
@@ -260,7 +293,7 @@ async def serve_chain(config: Config, relay: Relay, stdio: trio.StapledStream[An
 
 async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, Any], first: bytes,
                  rest: list[Any], lines: LineSplitter, observer: Observer | None, life: ConductorLife) -> None:
-    stdout = Stdout(stdio.send_stream)
+    stdout = life.stdout = Stdout(stdio.send_stream)
     to_client_tx, to_client_rx = trio.open_memory_channel[bytes](INBOX)
     to_agent_tx, to_agent_rx = trio.open_memory_channel[bytes](INBOX)
     client = ToClient(stdout, link, Inbox(to_client_rx))
@@ -307,7 +340,8 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read_conductor)
-        await bridge_streams(client, agent, relay, observer, life)
+        with life.stopping:
+            await bridge_streams(client, agent, relay, observer, life)
         nursery.cancel_scope.cancel()
 
 

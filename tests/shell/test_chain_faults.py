@@ -16,10 +16,11 @@ import pytest
 import trio
 
 from acp_bridge.config import Config
-from acp_bridge.shell.chain import Stdout
+from acp_bridge.shell.chain import ConductorLife, Stdout
 from acp_bridge.shell.run import run_bridge
 from tests.cli_helpers import bridge_in_process
 from tests.conftest import open_bridge
+from tests.shell.test_reliability import wait_until_still
 
 PROXY_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
 
@@ -169,3 +170,33 @@ async def test_a_signal_before_the_first_message_is_exit_128_plus_n_not_death_by
         with trio.CancelScope(shield=True):
             await proc.wait()
     assert (status, out, stderr) == (128 + signum, b"", b"")  # was -15 and -1: killed, as if it had crashed
+
+
+async def test_a_signal_with_the_stdout_unread_stops_the_bridge_once_its_writes_stand_still(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ConductorLife, "stop_timeout", 0.3)
+    note = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+            b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","t":"' + b"x" * 1000 + b'"}}}}\n')
+    async with bridge_in_process(["run"], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
+        await bridge.read_until(b'"session/prompt"')  # from now on the conductor reads nothing
+        async with trio.open_nursery() as nursery:
+
+            async def flood() -> None:
+                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    while True:
+                        await bridge.send(note * 100)
+
+            nursery.start_soon(flood)
+            await wait_until_still(bridge.proc.stdout.fileno())  # the bridge is stuck writing to us
+            while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                await trio.sleep(0.01)  # the bridge's handler is in place (it is, by now)
+            os.kill(os.getpid(), signal.SIGTERM)  # the bridge runs in this process: the signal is its
+            with trio.fail_after(10):  # it waited for ever
+                await bridge.proc.ended.wait()
+            nursery.cancel_scope.cancel()
+    assert bridge.proc.returncode == 128 + signal.SIGTERM
+    assert bridge.stderr.decode().splitlines()[-1] == (
+        "acp-bridge: WARNING: the conductor has not read the bridge's stdout for 0.3s after SIGTERM; not waiting for it")
