@@ -54,6 +54,25 @@ FROM_CLIENT, FROM_AGENT, CONDUCTOR = "client", "agent", "conductor"
 Routed = tuple[str, bytes]
 
 
+def _request_id(line: bytes) -> tuple[int, int] | None:
+    """The span of the id of the request `line` is; None for any other line. Read from the
+    line's head when that says (an answer's `result` or `error` comes before its long value)."""
+    seen: dict[str, tuple[int, int | None]] = {}
+    for key, start, end in head_members(line[:HEAD]):
+        if key in ("result", "error"):
+            return None
+        seen[key] = (start, end)
+        if "id" in seen and "method" in seen:
+            break
+    else:
+        if len(line) > HEAD:  # a value ran past the head before both were seen: the whole line
+            seen = dict(members_of(line) or {})
+    span = seen.get("id")
+    if "method" not in seen or span is None or span[1] is None:
+        return None
+    return span[0], span[1]
+
+
 @dataclass
 class ProxyLink:
     """One chain connection's bookkeeping (sans-IO): feed it pieces, send what it returns."""
@@ -374,23 +393,42 @@ class ProxyLink:
         wire: a rule's own could be one of our envelopes' and take its answer), and in the
         sacp dialect the answer to `initialize` says `_meta.proxy: true`; all else is unchanged."""
         mid_line, self._mid_line = self._mid_line, not data.endswith(b"\n")
-        if b'"id"' not in data or (self._initialize_id is None and b'"method"' not in data):
+        if self._initialize_id is None and b'"method"' not in data:
             return data
-        lines = data.split(b"\n")
-        for i in range(1 if mid_line else 0, len(lines) - 1 if self._mid_line else len(lines)):
-            line = lines[i]
-            if b'"id"' not in line or self._ours_toward_client(line):
-                continue
-            where = members_of(line)
-            if where is None or "id" not in where:
-                continue
-            if "method" in where:
-                lines[i] = self._rule_request(line, *where["id"])
-            elif self._initialize_id is not None and id_key(line[slice(*where["id"])]) == self._initialize_id:
-                self._initialize_id = None
-                if "result" in where:
-                    lines[i] = with_proxy_meta(line, *where["result"])
-        return b"\n".join(lines)
+        out: list[bytes] = []
+        done = 0  # data[:done] is in `out`
+        at = data.find(b'"id"')
+        while at != -1:  # only the lines with an `"id"` in them, each once
+            start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+            if end == -1:
+                break  # the line goes on in the next write (or it is a torn last line)
+            if start or not mid_line:
+                line = data[start:end]
+                new = self._toward_client(line)
+                if new is not line:
+                    out += [data[done:start], new]
+                    done = end
+            at = data.find(b'"id"', end)
+        if not out:
+            return data
+        out.append(data[done:])
+        return b"".join(out)
+
+    def _toward_client(self, line: bytes) -> bytes:
+        """One whole line toward the client, as the conductor must see it."""
+        if self._ours_toward_client(line):
+            return line
+        if b'"method"' in line and (request_id := _request_id(line)) is not None:
+            return self._rule_request(line, *request_id)
+        if self._initialize_id is None:
+            return line
+        where = members_of(line)
+        if where is not None and "id" in where and "method" not in where \
+                and id_key(line[slice(*where["id"])]) == self._initialize_id:
+            self._initialize_id = None
+            if "result" in where:
+                return with_proxy_meta(line, *where["result"])
+        return line
 
     def _ours_toward_client(self, line: bytes) -> bool:
         """Is `line` the successor's request as the link unwrapped it (under an id of ours)?"""

@@ -291,3 +291,12 @@ def test_the_tail_of_a_long_line_toward_the_client_is_not_taken_for_a_request() 
     assert chain.to_client(head) == head
     assert chain.to_client(looks + looks) == looks + b'{"jsonrpc":"2.0","id":1,"method":"_x/ask"}\n'
     assert chain.to_client(looks) == b'{"jsonrpc":"2.0","id":2,"method":"_x/ask"}\n'
+
+
+def test_a_long_line_toward_the_client_is_a_request_only_with_a_method_and_an_id_of_its_own() -> None:
+    chain, text = link(), b"t" * (200 << 10)  # over the 64 KiB head
+    answer = b'{"jsonrpc":"2.0","id":"a","result":{"method":"x","id":1,"t":"' + text + b'"}}\n'
+    update = b'{"jsonrpc":"2.0","method":"session/update","params":{"id":1,"t":"' + text + b'"}}\n'
+    assert chain.to_client(answer + update) == answer + update
+    ask = b'{"jsonrpc":"2.0","params":{"t":"' + text + b'"},"method":"_x/ask","id":"r"}\n'  # its id after the head
+    assert chain.to_client(ask) == ask.replace(b'"id":"r"', b'"id":1')
