@@ -231,7 +231,8 @@ class ProxyLink:
         if value not in self._wrapped:
             return None
         client_id = self._wrapped.pop(value)
-        self._wrapped_ids.pop(id_key(client_id), None)
+        if self._wrapped_ids.get(key := id_key(client_id)) == value:  # not a later request under the same id
+            del self._wrapped_ids[key]
         return client_id
 
     def _emitted_answer(self, raw_id: bytes) -> bytes | None:
@@ -350,7 +351,8 @@ class ProxyLink:
         if value not in self._upstream:
             return None
         envelope_id = self._upstream.pop(value)
-        self._upstream_ids.pop(id_key(envelope_id), None)
+        if self._upstream_ids.get(key := id_key(envelope_id)) == value:  # not a later envelope under the same id
+            del self._upstream_ids[key]
         self._unsent.discard(value)  # a rule answered it in its place
         return envelope_id
 

@@ -300,3 +300,19 @@ def test_a_long_line_toward_the_client_is_a_request_only_with_a_method_and_an_id
     assert chain.to_client(answer + update) == answer + update
     ask = b'{"jsonrpc":"2.0","params":{"t":"' + text + b'"},"method":"_x/ask","id":"r"}\n'  # its id after the head
     assert chain.to_client(ask) == ask.replace(b'"id":"r"', b'"id":1')
+
+
+def test_an_id_in_flight_twice_keeps_its_cancel_for_the_one_still_in_flight_after_the_other_is_answered() -> None:
+    chain = link()
+    envelope = b'{"jsonrpc":"2.0","id":9,"method":"proxy/successor","params":{"method":"fs/read_text_file","params":{}}}\n'
+    chain.from_conductor(envelope)  # our 1
+    chain.from_conductor(envelope)  # our 2: the conductor used 9 again
+    chain.to_successor(b'{"jsonrpc":"2.0","id":1,"result":{}}\n')  # the client answers the first
+    assert chain.from_conductor(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":9}}\n') == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}\n')]
+    prompt = b'{"jsonrpc":"2.0","id":"a","method":"session/prompt","params":{}}\n'
+    chain.to_successor(prompt)  # envelope 3
+    chain.to_successor(prompt)  # envelope 4: the client used "a" again
+    chain.from_conductor(b'{"jsonrpc":"2.0","id":3,"result":{}}\n')
+    assert chain.to_successor(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"a"}}\n') == (
+        b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":4}}\n')
