@@ -271,6 +271,10 @@ class ProxyLink:
         method = small_string(head, outer.get("method"))
         raw_id = small_value(head, outer.get("id"))
         if method in (self.dialect.request, self.dialect.notification):
+            refused = self._long_envelope_refused(method, "id" in outer)
+            if refused is not None:
+                out.extend(self._malformed(raw_id, refused))
+                return Stream(DROPPED, done=True), b""
             return self._open_unwrap(head, outer, raw_id, out)
         if method is None and raw_id is not None:
             start, end = outer["id"]  # small: it ended
@@ -281,6 +285,13 @@ class ProxyLink:
             if rule_id is not None:
                 return Stream(FROM_CLIENT), head[:start] + rule_id + head[end:]
         return Stream(FROM_CLIENT), head
+
+    def _long_envelope_refused(self, method: str, has_id: bool) -> str | None:
+        """Why a long envelope is not unwrapped, as `_unwrap` says it of a short one (an id
+        its kind has no room for, or none where it needs one); None when it is unwrapped."""
+        if not self.dialect.one_envelope and has_id != (method == self.dialect.request):
+            return f"{method} {'with' if has_id else 'without'} an id"
+        return None
 
     def _open_unwrap(self, head: bytes, outer: dict[str, tuple[int, int | None]], raw_id: bytes | None,
                      out: list[Routed]) -> tuple[Stream, bytes]:

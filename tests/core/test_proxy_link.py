@@ -316,3 +316,19 @@ def test_an_id_in_flight_twice_keeps_its_cancel_for_the_one_still_in_flight_afte
     chain.from_conductor(b'{"jsonrpc":"2.0","id":3,"result":{}}\n')
     assert chain.to_successor(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"a"}}\n') == (
         b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":4}}\n')
+
+
+@pytest.mark.parametrize(("dialect", "envelope", "answer"), [
+    pytest.param(SACP, b'{"jsonrpc":"2.0","id":8,"method":"_proxy/successor/notification","params":{"method":"session/update",'
+                 b'"params":{"t":"' + b"x" * 200 + b'"}}}\n',
+                 b'{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"a malformed _proxy/successor/request '
+                 b'envelope from the conductor: _proxy/successor/notification with an id"}}\n', id="sacp-notification-with-an-id"),
+    pytest.param(SACP, b'{"jsonrpc":"2.0","method":"_proxy/successor/request","params":{"method":"fs/read_text_file",'
+                 b'"params":{"t":"' + b"x" * 200 + b'"}}}\n', None, id="sacp-request-without-an-id"),
+])
+def test_a_long_sacp_envelope_of_the_wrong_kind_is_refused_as_a_short_one_is(
+        dialect: Dialect, envelope: bytes, answer: bytes | None) -> None:
+    chain = link(dialect, max_line=64)
+    out = [(to, data) for to, data in feed_all(chain, envelope, [130], outgoing=False) if data]  # a head of 130 bytes
+    assert out == ([(CONDUCTOR, answer)] if answer is not None else [])  # was unwrapped as the other kind
+    assert chain.in_flight == 0
