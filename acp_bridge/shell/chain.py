@@ -166,10 +166,9 @@ class ConductorLife(AgentLife):
         self.stopping = trio.CancelScope()  # the bridge: given up on when the conductor stops reading after a signal
         self.stdout: Stdout | None = None
 
-    async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
-        await nursery.start(self._listen)
-
-    async def _listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """From before the conductor's first line to the end (`serve_chain` runs it): a
+        signal stops the reading, and later what the bridge still writes, if it stands still."""
         with posix.forwarded_signals() as signals:
             task_status.started()
             async for signum in signals:
@@ -184,14 +183,13 @@ class ConductorLife(AgentLife):
         """Stopping after a signal, the bridge still writes what it read and its answers: a
         conductor that no longer reads its stdout would keep it waiting for ever. Once a
         write has stood still for `stop_timeout`, the bridge stops without the rest."""
-        stdout = self.stdout
-        if stdout is not None:
-            stdout.moved = max(stdout.moved, trio.current_time())  # a write stuck before: it has as long
-        while stdout is not None:
-            deadline = stdout.moved + self.stop_timeout
+        since = trio.current_time()  # a write stuck before the signal has as long as any
+        while True:
+            stdout = self.stdout  # None until the relay begins
+            deadline = max(since, stdout.moved if stdout is not None else since) + self.stop_timeout
             if trio.current_time() < deadline:
                 await trio.sleep_until(deadline)
-            elif stdout.waiting:
+            elif stdout is not None and stdout.waiting:
                 log.warning("the conductor has not read the bridge's stdout for %gs after %s; not waiting for it",
                             self.stop_timeout, posix.signal_name(self.signal or 0))
                 self.stopping.cancel()
@@ -222,11 +220,12 @@ class ConductorLife(AgentLife):
         return 0 if self.signal is None else 128 + self.signal
 
 
-async def read_first_line(stdin: trio.abc.ReceiveStream, lines: LineSplitter) -> tuple[bytes | None, list[Any]]:
+async def read_first_line(life: ConductorLife, stdin: trio.abc.ReceiveStream,
+                          lines: LineSplitter) -> tuple[bytes | None, list[Any]]:
     """The conductor's first complete line and the pieces read after it; None and the
-    pieces read when it is over the parse limit; None and nothing at EOF."""
+    pieces read when it is over the parse limit; None and nothing at EOF (or a signal)."""
     while True:
-        chunk = await _receive(stdin)
+        chunk = await life.receive(stdin)
         pieces = lines.feed(chunk) if chunk else lines.feed_eof()
         if pieces:
             first = pieces[0]
@@ -235,41 +234,27 @@ async def read_first_line(stdin: trio.abc.ReceiveStream, lines: LineSplitter) ->
             return None, []
 
 
-async def first_line_or_signal(stdin: trio.abc.ReceiveStream,
-                               lines: LineSplitter) -> tuple[bytes | None, list[Any], int | None]:
-    """`read_first_line`, or the signal (SIGTERM, SIGINT, SIGHUP) that came before it: the
-    bridge then stops with 128+N, as it does later, not by the signal's default action (or,
-    for SIGINT, with a word of an empty stdin)."""
-    got: list[int] = []
-    with posix.forwarded_signals() as signals:
-        async with trio.open_nursery() as nursery:
-
-            async def listen() -> None:
-                async for signum in signals:
-                    got.append(signum)
-                    nursery.cancel_scope.cancel()
-                    return
-
-            nursery.start_soon(listen)
-            first, rest = await read_first_line(stdin, lines)
-            nursery.cancel_scope.cancel()
-    if got:
-        return None, [], got[0]
-    return first, rest, None
-
-
 async def serve_chain(config: Config, relay: Relay, stdio: trio.StapledStream[Any, Any],
                       open_observer: Callable[[Dialect], Any]) -> int:
     """Be a proxy under the conductor on `stdio` until it closes the connection.
 
     `open_observer(dialect)`: an async context manager giving the observer (the capture,
     health, telemetry) once the chain's dialect is known, for the capture's header."""
+    life = ConductorLife()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(life.listen)  # a signal from now on stops the bridge with 128+N
+        status = await _serve(config, relay, stdio, open_observer, life)
+        nursery.cancel_scope.cancel()
+    return status
+
+
+async def _serve(config: Config, relay: Relay, stdio: trio.StapledStream[Any, Any],
+                 open_observer: Callable[[Dialect], Any], life: ConductorLife) -> int:
     max_line = config.relay.parse_limit_mib * 1024 * 1024
     lines = LineSplitter(max_line)
-    first, rest, signum = await first_line_or_signal(stdio.receive_stream, lines)
-    if signum is not None:
-        log.info("received %s before the conductor's first message; stopping", posix.signal_name(signum))
-        return 128 + signum
+    first, rest = await read_first_line(life, stdio.receive_stream, lines)
+    if life.signal is not None:  # before the first line: not by the signal's default action
+        return life.status
     if first is None:
         log.error("%s", "no agent command, and stdin ended before a conductor's first message: give the agent's "
                   "command after `--` (acp-bridge run -- AGENT), or start it as a proxy under an ACP conductor"
@@ -285,7 +270,6 @@ async def serve_chain(config: Config, relay: Relay, stdio: trio.StapledStream[An
     dialect, as_client = decided
     log.info("chain: a proxy in the %s dialect", dialect.name)
     link = ProxyLink.started(dialect, first, max_line)
-    life = ConductorLife()
     async with open_observer(dialect) as observer:
         await _relay(link, relay, stdio, as_client, rest, lines, observer, life)
     return life.status
