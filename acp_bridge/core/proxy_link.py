@@ -405,6 +405,8 @@ class ProxyLink:
         rule sends the client goes under an id of ours (the link owns the ids it puts on the
         wire: a rule's own could be one of our envelopes' and take its answer), and in the
         sacp dialect the answer to `initialize` says `_meta.proxy: true`; all else is unchanged."""
+        if not data:
+            return data
         mid_line, self._mid_line = self._mid_line, not data.endswith(b"\n")
         if self._initialize_id is None and b'"method"' not in data:
             return data

@@ -291,6 +291,8 @@ def test_the_tail_of_a_long_line_toward_the_client_is_not_taken_for_a_request() 
     assert chain.to_client(head) == head
     assert chain.to_client(looks + looks) == looks + b'{"jsonrpc":"2.0","id":1,"method":"_x/ask"}\n'
     assert chain.to_client(looks) == b'{"jsonrpc":"2.0","id":2,"method":"_x/ask"}\n'
+    assert chain.to_client(b"") == b""  # nothing written: still at a line's start
+    assert chain.to_client(looks) == b'{"jsonrpc":"2.0","id":3,"method":"_x/ask"}\n'
 
 
 def test_a_long_line_toward_the_client_is_a_request_only_with_a_method_and_an_id_of_its_own() -> None:
