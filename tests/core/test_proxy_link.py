@@ -334,3 +334,10 @@ def test_a_long_sacp_envelope_of_the_wrong_kind_is_refused_as_a_short_one_is(
     out = [(to, data) for to, data in feed_all(chain, envelope, [130], outgoing=False) if data]  # a head of 130 bytes
     assert out == ([(CONDUCTOR, answer)] if answer is not None else [])  # was unwrapped as the other kind
     assert chain.in_flight == 0
+
+
+def test_a_long_answer_to_a_rules_request_comes_back_to_the_rule_under_its_id() -> None:
+    chain = link(max_line=64)
+    assert chain.to_client(b'{"jsonrpc":"2.0","id":"r","method":"_x/ask"}\n') == b'{"jsonrpc":"2.0","id":1,"method":"_x/ask"}\n'
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{"t":"' + b"x" * 200 + b'"}}\n'
+    assert joined(feed_all(chain, answer, [], outgoing=False), FROM_CLIENT) == answer.replace(b'"id":1', b'"id":"r"')
