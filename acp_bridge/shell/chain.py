@@ -161,7 +161,6 @@ class ConductorLife(AgentLife):
 
     def __init__(self) -> None:
         self.signal: int | None = None
-        self._told = trio.Event()
         self._reading = trio.CancelScope()  # the read of the conductor's stream under way
         self.stopping = trio.CancelScope()  # the bridge: given up on when the conductor stops reading after a signal
         self.stdout: Stdout | None = None
@@ -175,7 +174,6 @@ class ConductorLife(AgentLife):
                 log.info("received %s; stopping", posix.signal_name(signum))
                 self.signal = signum
                 self._reading.cancel()
-                self._told.set()
                 break
         await self._give_up_on_an_unread_stdout()  # a second signal has its default action
 
@@ -207,7 +205,11 @@ class ConductorLife(AgentLife):
         return b""
 
     async def wait_gone(self) -> None:
-        await self._told.wait()
+        """Never before the successor's side ends: a signal ends it as the conductor's EOF
+        does (the reading stops), and what it still writes goes on, to a slow conductor too
+        (`listen` gives up on one that stopped reading). Cut off after the linger, a write
+        in the middle of a line left it torn, with the answers after it."""
+        await trio.sleep_forever()
 
     async def after_output_ends(self, bridge: Bridge) -> tuple[str, Any]:
         if self.signal is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from acp_bridge.config import Config
 from acp_bridge.shell.chain import ConductorLife, Stdout
@@ -146,11 +147,8 @@ def catches(pid: int, signum: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/PID/status")
-@pytest.mark.parametrize(("signum", "sent"), [
-    pytest.param(signal.SIGTERM, b"", id="sigterm-before-the-first-line"),
-    pytest.param(signal.SIGHUP, PROXY_INIT[:40], id="sighup-inside-the-first-line"),
-])
-async def test_a_signal_before_the_first_message_is_exit_128_plus_n_not_death_by_it(signum: int, sent: bytes) -> None:
+async def test_a_signal_before_the_first_message_is_exit_128_plus_n_not_death_by_it() -> None:
+    signum, sent = signal.SIGHUP, PROXY_INIT[:40]  # inside the first line (SIGTERM and SIGINT alike)
     proc = await trio.lowlevel.open_process([sys.executable, "-m", "acp_bridge", "run"], stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -169,7 +167,7 @@ async def test_a_signal_before_the_first_message_is_exit_128_plus_n_not_death_by
             proc.kill()
         with trio.CancelScope(shield=True):
             await proc.wait()
-    assert (status, out, stderr) == (128 + signum, b"", b"")  # was -15 and -1: killed, as if it had crashed
+    assert (status, out, stderr) == (128 + signum, b"", b"")  # was -1 (SIGTERM: -15): killed, as if it had crashed
 
 
 async def test_a_signal_with_the_stdout_unread_stops_the_bridge_once_its_writes_stand_still(
@@ -200,3 +198,34 @@ async def test_a_signal_with_the_stdout_unread_stops_the_bridge_once_its_writes_
     assert bridge.proc.returncode == 128 + signal.SIGTERM
     assert bridge.stderr.decode().splitlines()[-1] == (
         "acp-bridge: WARNING: the conductor has not read the bridge's stdout for 0.3s after SIGTERM; not waiting for it")
+
+
+async def test_a_signal_while_the_conductor_reads_slowly_cuts_no_line_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ConductorLife, "linger", 0)  # the agent side was cut off after it
+    note = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+            b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","t":"' + b"x" * 1000 + b'"}}}}\n')
+    async with bridge_in_process(["run"], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
+        await bridge.read_until(b'"session/prompt"')
+        async with trio.open_nursery() as nursery:
+
+            async def flood() -> None:
+                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    while True:
+                        await bridge.send(note * 100)
+
+            nursery.start_soon(flood)
+            await wait_until_still(bridge.proc.stdout.fileno())  # the bridge is stuck writing to us
+            while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                await trio.sleep(0.01)  # the bridge's handler is in place (it is, by now)
+            os.kill(os.getpid(), signal.SIGTERM)
+            await trio.testing.wait_all_tasks_blocked(0.05)  # the bridge has done what it does before we read
+            nursery.cancel_scope.cancel()
+        # From now on the conductor reads again (the block reads to the end).
+    lines = bytes(bridge.received).splitlines()
+    assert all(isinstance(json.loads(line), dict) for line in lines)  # each line whole
+    assert [json.loads(line).get("id") for line in lines[-2:]] == [0, "p"]
+    assert bridge.proc.returncode == 128 + signal.SIGTERM
+    assert b"agent exited" not in bridge.stderr
