@@ -218,5 +218,6 @@ async def test_a_rules_request_to_the_client_does_not_take_the_answer_of_an_enve
         b'{"jsonrpc":"2.0","id":3,"method":"_x/ask"}\n',
     ]
     assert out[4:] == [b'{"jsonrpc":"2.0","id":"n","result":{"sessionId":"s"}}\n']  # was the client's {"from":"client"}
-    assert [(r["direction"], r["kind"], r["id"]) for r in records(capture)[4:] if r["type"] == "message"] == [
-        ("to-client", "request", 2), ("to-agent", "response", 2), ("to-client", "response", "n")]
+    kept = [(r["direction"], r["kind"], r["id"]) for r in records(capture) if r["type"] == "message"]
+    assert kept[-3] == ("to-client", "request", 2)
+    assert sorted(kept[-2:]) == [("to-agent", "response", 2), ("to-client", "response", "n")]  # one a side: either order

@@ -19,9 +19,8 @@ import trio.testing
 from acp_bridge.config import Config
 from acp_bridge.shell.chain import ConductorLife, Stdout
 from acp_bridge.shell.run import run_bridge
-from tests.cli_helpers import bridge_in_process
+from tests.cli_helpers import bridge_in_process, wait_until_still
 from tests.conftest import open_bridge
-from tests.shell.test_reliability import wait_until_still
 
 PROXY_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
 
