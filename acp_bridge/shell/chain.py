@@ -68,6 +68,11 @@ class Stdout:
         if ends_line:
             self._release()
 
+    @property
+    def held_by(self) -> str | None:
+        """The writer in the middle of a line, if any."""
+        return self._owner
+
     def _release(self) -> None:
         self._owner = None
         self._free.set()
@@ -96,10 +101,21 @@ class ToClient(trio.abc.HalfCloseableStream):
 
     def __init__(self, stdout: Stdout, link: ProxyLink, inbox: Inbox) -> None:
         self.stdout, self.link, self.inbox = stdout, link, inbox
+        self._ended_torn = False  # this side ended its torn last line itself
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        data = self.link.to_client(bytes(data))
+        data = bytes(data)
+        if self._ended_torn:  # the relay ends the torn line too, before its next message
+            self._ended_torn, data = False, data.removeprefix(b"\n")
+        data = self.link.to_client(data)
         await self.stdout.write("client", data, ends_line=data.endswith(b"\n"))
+
+    async def end_torn_line(self) -> None:
+        """The successor's side has ended inside a line: end it, so that the stdout is free
+        for what the client's side still has to write."""
+        if self.stdout.held_by == "client":
+            await self.stdout.write("client", b"\n", ends_line=True)
+            self._ended_torn = True
 
     async def wait_send_all_might_not_block(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -164,6 +180,7 @@ class ConductorLife(AgentLife):
         self._reading = trio.CancelScope()  # the read of the conductor's stream under way
         self.stopping = trio.CancelScope()  # the bridge: given up on when the conductor stops reading after a signal
         self.stdout: Stdout | None = None
+        self.client: ToClient | None = None
 
     async def listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """From before the conductor's first line to the end (`serve_chain` runs it): a
@@ -212,6 +229,13 @@ class ConductorLife(AgentLife):
         await trio.sleep_forever()
 
     async def after_output_ends(self, bridge: Bridge) -> tuple[str, Any]:
+        """The conductor's stream has ended (its EOF, or a signal stopped the reading), and
+        the client's side ends with it: what it still has to pass on goes on whole before
+        the requests in flight are answered (that gives up on the successor's side, which
+        cut a long line short and left the requests after it unanswered)."""
+        if self.client is not None:
+            await self.client.end_torn_line()
+        await bridge.client_closed.wait()
         if self.signal is not None:
             return f"acp-bridge received {posix.signal_name(self.signal)} before the successor answered", None
         return "the conductor closed the connection before the successor answered", None
@@ -282,7 +306,7 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
     stdout = life.stdout = Stdout(stdio.send_stream)
     to_client_tx, to_client_rx = trio.open_memory_channel[bytes](INBOX)
     to_agent_tx, to_agent_rx = trio.open_memory_channel[bytes](INBOX)
-    client = ToClient(stdout, link, Inbox(to_client_rx))
+    client = life.client = ToClient(stdout, link, Inbox(to_client_rx))
     agent = ToSuccessor(stdout, link, Inbox(to_agent_rx), relay.max_line)
     senders = {FROM_CLIENT: to_client_tx, FROM_AGENT: to_agent_tx}
 

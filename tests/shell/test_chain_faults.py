@@ -228,3 +228,20 @@ async def test_a_signal_while_the_conductor_reads_slowly_cuts_no_line_short(monk
     assert [json.loads(line).get("id") for line in lines[-2:]] == [0, "p"]
     assert bridge.proc.returncode == 128 + signal.SIGTERM
     assert b"agent exited" not in bridge.stderr
+
+
+async def test_what_the_client_sent_before_the_conductors_eof_goes_on_whole_and_every_request_in_it_is_answered(
+        tmp_path: Path) -> None:
+    (tmp_path / "bridge.toml").write_text("[relay]\nparse_limit_mib = 1\n")
+    text = b"x" * (3 << 20)  # over the parse limit: it streams, in pieces
+    async with bridge_in_process(["run", "-c", str(tmp_path / "bridge.toml")], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"sessionId":"s","prompt":'
+                          b'[{"type":"text","text":"' + text + b'"}]}}\n'
+                          b'{"jsonrpc":"2.0","id":"after","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
+    out = [json.loads(line) for line in bytes(bridge.received).splitlines()]  # the long one was cut short
+    assert out[1] == {"jsonrpc": "2.0", "id": 2, "method": "proxy/successor", "params": {
+        "method": "session/prompt", "params": {"sessionId": "s", "prompt": [{"type": "text", "text": text.decode()}]}}}
+    assert [(m["id"], m["error"]["message"]) for m in out if "error" in m] == [
+        (id_, "the conductor closed the connection before the successor answered") for id_ in (0, "big", "after")]
