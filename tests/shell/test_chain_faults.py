@@ -17,7 +17,9 @@ import trio
 import trio.testing
 
 from acp_bridge.config import Config
-from acp_bridge.shell.chain import ConductorLife, Stdout
+from acp_bridge.core.proxy_link import ProxyLink
+from acp_bridge.core.proxy_wire import OFFICIAL
+from acp_bridge.shell.chain import ConductorLife, Inbox, Stdout, ToClient
 from acp_bridge.shell.run import run_bridge
 from tests.cli_helpers import bridge_in_process, wait_until_still
 from tests.conftest import open_bridge
@@ -239,9 +241,35 @@ async def test_what_the_client_sent_before_the_conductors_eof_goes_on_whole_and_
         await bridge.read_until(b"\n")
         await bridge.send(b'{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"sessionId":"s","prompt":'
                           b'[{"type":"text","text":"' + text + b'"}]}}\n'
-                          b'{"jsonrpc":"2.0","id":"after","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
+                          b'{"jsonrpc":"2.0","id":"after","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
+                          b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update",'
+                          b'"params":{"sessionId":"s"}}}')  # torn: it holds the stdout until it is ended
     out = [json.loads(line) for line in bytes(bridge.received).splitlines()]  # the long one was cut short
-    assert out[1] == {"jsonrpc": "2.0", "id": 2, "method": "proxy/successor", "params": {
-        "method": "session/prompt", "params": {"sessionId": "s", "prompt": [{"type": "text", "text": text.decode()}]}}}
-    assert [(m["id"], m["error"]["message"]) for m in out if "error" in m] == [
+    assert {"jsonrpc": "2.0", "id": 2, "method": "proxy/successor", "params": {
+        "method": "session/prompt", "params": {"sessionId": "s", "prompt": [{"type": "text", "text": text.decode()}]}}} in out
+    assert {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s"}} in out
+    assert [m["params"]["params"]["prompt"] == [] for m in out if m.get("id") == 3] == [True]
+    assert [(m["id"], m["error"]["message"]) for m in out[-3:]] == [
         (id_, "the conductor closed the connection before the successor answered") for id_ in (0, "big", "after")]
+    assert len(out) == 7
+
+
+async def test_a_torn_last_line_toward_the_client_is_ended_once_so_the_client_sides_lines_can_follow() -> None:
+    reader, writer = os.pipe()
+    stdout = Stdout(trio.lowlevel.FdStream(writer))
+    _, inbox = trio.open_memory_channel[bytes](1)
+    client = ToClient(stdout, ProxyLink.started(OFFICIAL, PROXY_INIT, 1 << 20), Inbox(inbox))
+    try:
+        await client.send_all(b'{"jsonrpc":"2.0","method":"session/update","params":{}}')  # the successor's side ends
+        await client.end_torn_line()
+        with trio.fail_after(5):  # it waited for ever on the line the successor's side began
+            await stdout.write("successor", b'{"jsonrpc":"2.0","id":2,"method":"proxy/successor","params":{}}\n',
+                               ends_line=True)
+        await client.send_all(b'\n{"jsonrpc":"2.0","id":"a","error":{}}\n')  # the relay ends the torn line too
+        assert os.read(reader, 1 << 16) == (
+            b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n'
+            b'{"jsonrpc":"2.0","id":2,"method":"proxy/successor","params":{}}\n'
+            b'{"jsonrpc":"2.0","id":"a","error":{}}\n')
+    finally:
+        await stdout.stream.aclose()
+        os.close(reader)
