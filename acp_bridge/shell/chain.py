@@ -136,6 +136,7 @@ class ToSuccessor(ToClient):
     def __init__(self, stdout: Stdout, link: ProxyLink, inbox: Inbox, max_line: int) -> None:
         super().__init__(stdout, link, inbox)
         self.lines = LineSplitter(max_line)
+        self._begun = False  # bytes of a line not yet ended went out
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         out: list[bytes] = []
@@ -145,6 +146,7 @@ class ToSuccessor(ToClient):
             ends_line = not isinstance(piece, Opaque) or piece.end
         if not self.lines.idle:
             ends_line = False
+        self._begun = not ends_line and (self._begun or bool(out and out[-1]))
         wrapped = b"".join(out)
         if wrapped or not ends_line:
             await self.stdout.write("successor", wrapped, ends_line=ends_line)
@@ -163,8 +165,9 @@ class ToSuccessor(ToClient):
             await trio.lowlevel.checkpoint()
             return
         wrapped = b"".join(self.link.to_successor(piece) for piece in self.lines.feed_eof())
-        if not wrapped.endswith(b"\n"):
+        if (wrapped or self._begun) and not wrapped.endswith(b"\n"):  # none of a line not sent: no blank line
             wrapped += b"\n"
+        self._begun = False
         await self.stdout.write("successor", wrapped, ends_line=True)
 
 

@@ -273,3 +273,13 @@ async def test_a_torn_last_line_toward_the_client_is_ended_once_so_the_client_si
     finally:
         await stdout.stream.aclose()
         os.close(reader)
+
+
+async def test_a_torn_last_client_line_that_cannot_be_wrapped_leaves_no_blank_line() -> None:
+    async with bridge_in_process(["run"], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":')  # no JSON-RPC message
+    assert bytes(bridge.received).splitlines(keepends=True)[1:] == [
+        b'{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"the conductor closed the connection before the '
+        b'successor answered"}}\n']  # a bare "\n" came first
