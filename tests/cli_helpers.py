@@ -6,10 +6,12 @@ missing."""
 
 from __future__ import annotations
 
+import fcntl
 import importlib.abc
 import logging
 import os
 import sys
+import termios
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -204,3 +206,15 @@ def without_package(top: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [name for name in sys.modules if name == top or name.startswith(f"{top}.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "meta_path", [_Refuser(top), *sys.meta_path])
+
+
+async def wait_until_still(fd: int, at_least: int = 1) -> None:
+    """Wait until the bytes queued in the pipe at `fd` are at least `at_least` and stay the
+    same over two looks: its writer is blocked on it (or has stopped)."""
+    previous = -1
+    while True:
+        queued = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4), sys.byteorder)
+        if queued >= at_least and queued == previous:
+            return
+        previous = queued
+        await trio.sleep(0.2)  # polling a condition: the same level twice in a row

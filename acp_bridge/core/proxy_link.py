@@ -46,11 +46,31 @@ from acp_bridge.core.proxy_wire import (
 )
 
 log = logging.getLogger("acp_bridge.chain")
+_UNWRAPPED_REQUEST = re.compile(rb'\{"jsonrpc":"2\.0","id":([0-9]+),"method":')
 
 # Where a piece the conductor sent goes: into the relay as the client's (toward the agent),
 # into the relay as the agent's (toward the client), or straight back to the conductor.
 FROM_CLIENT, FROM_AGENT, CONDUCTOR = "client", "agent", "conductor"
 Routed = tuple[str, bytes]
+
+
+def _request_id(line: bytes) -> tuple[int, int] | None:
+    """The span of the id of the request `line` is; None for any other line. Read from the
+    line's head when that says (an answer's `result` or `error` comes before its long value)."""
+    seen: dict[str, tuple[int, int | None]] = {}
+    for key, start, end in head_members(line[:HEAD]):
+        if key in ("result", "error"):
+            return None
+        seen[key] = (start, end)
+        if "id" in seen and "method" in seen:
+            break
+    else:
+        if len(line) > HEAD:  # a value ran past the head before both were seen: the whole line
+            seen = dict(members_of(line) or {})
+    span = seen.get("id")
+    if "method" not in seen or span is None or span[1] is None:
+        return None
+    return span[0], span[1]
 
 
 @dataclass
@@ -66,6 +86,9 @@ class ProxyLink:
     _wrapped_ids: dict[bytes, int] = field(default_factory=dict)  # the client's id -> our envelope id
     _upstream: dict[int, bytes] = field(default_factory=dict)  # our id upstream -> the conductor's envelope id
     _upstream_ids: dict[bytes, int] = field(default_factory=dict)  # the conductor's envelope id -> ours
+    _unsent: set[int] = field(default_factory=set)  # our ids upstream not yet written toward the client
+    _emitted: dict[int, bytes] = field(default_factory=dict)  # our id -> a rule's id for its request to the client
+    _mid_line: bool = False  # what went toward the client ended inside a line
     _initialize_id: bytes | None = None  # sacp: the initialize whose answer says `_meta.proxy`
     _in: Stream | None = None
     _out: Stream | None = None
@@ -176,6 +199,7 @@ class ProxyLink:
         ours = self._own_id()
         self._upstream[ours] = envelope_id
         self._upstream_ids[id_key(envelope_id)] = ours
+        self._unsent.add(ours)
         return ours
 
     def _wrapped_request(self, client_id: bytes) -> int:
@@ -197,17 +221,24 @@ class ProxyLink:
         request it wrapped), or the client's answer to a request of the successor's."""
         start, end = where["id"]
         client_id = self._wrapped_answer(line[start:end])
-        if client_id is None:
-            return (FROM_CLIENT, line)
-        return (FROM_AGENT, line[:start] + client_id + line[end:])
+        if client_id is not None:
+            return (FROM_AGENT, line[:start] + client_id + line[end:])
+        rule_id = self._emitted_answer(line[start:end])
+        return (FROM_CLIENT, line if rule_id is None else line[:start] + rule_id + line[end:])
 
     def _wrapped_answer(self, raw_id: bytes) -> bytes | None:
         value = our_id_in(raw_id)
         if value not in self._wrapped:
             return None
         client_id = self._wrapped.pop(value)
-        self._wrapped_ids.pop(id_key(client_id), None)
+        if self._wrapped_ids.get(key := id_key(client_id)) == value:  # not a later request under the same id
+            del self._wrapped_ids[key]
         return client_id
+
+    def _emitted_answer(self, raw_id: bytes) -> bytes | None:
+        """The id a rule gave its request to the client, which the answer `raw_id` answers; once."""
+        value = our_id_in(raw_id)
+        return self._emitted.pop(value, None) if value is not None else None
 
     def _cancel_from_conductor(self, line: bytes, where: dict[str, tuple[int, int]]) -> Routed:
         """The conductor cancels an envelope it sent us: the client is told to cancel the
@@ -240,13 +271,27 @@ class ProxyLink:
         method = small_string(head, outer.get("method"))
         raw_id = small_value(head, outer.get("id"))
         if method in (self.dialect.request, self.dialect.notification):
+            refused = self._long_envelope_refused(method, "id" in outer)
+            if refused is not None:
+                out.extend(self._malformed(raw_id, refused))
+                return Stream(DROPPED, done=True), b""
             return self._open_unwrap(head, outer, raw_id, out)
         if method is None and raw_id is not None:
             start, end = outer["id"]  # small: it ended
             client_id = self._wrapped_answer(raw_id)
             if client_id is not None:
                 return Stream(FROM_AGENT), head[:start] + client_id + head[end:]
+            rule_id = self._emitted_answer(raw_id)
+            if rule_id is not None:
+                return Stream(FROM_CLIENT), head[:start] + rule_id + head[end:]
         return Stream(FROM_CLIENT), head
+
+    def _long_envelope_refused(self, method: str, has_id: bool) -> str | None:
+        """Why a long envelope is not unwrapped, as `_unwrap` says it of a short one (an id
+        its kind has no room for, or none where it needs one); None when it is unwrapped."""
+        if not self.dialect.one_envelope and has_id != (method == self.dialect.request):
+            return f"{method} {'with' if has_id else 'without'} an id"
+        return None
 
     def _open_unwrap(self, head: bytes, outer: dict[str, tuple[int, int | None]], raw_id: bytes | None,
                      out: list[Routed]) -> tuple[Stream, bytes]:
@@ -317,7 +362,9 @@ class ProxyLink:
         if value not in self._upstream:
             return None
         envelope_id = self._upstream.pop(value)
-        self._upstream_ids.pop(id_key(envelope_id), None)
+        if self._upstream_ids.get(key := id_key(envelope_id)) == value:  # not a later envelope under the same id
+            del self._upstream_ids[key]
+        self._unsent.discard(value)  # a rule answered it in its place
         return envelope_id
 
     def _to_successor_opaque(self, piece: Opaque) -> bytes:
@@ -354,18 +401,66 @@ class ProxyLink:
     # -- toward the client -------------------------------------------------------------
 
     def to_client(self, data: bytes) -> bytes:
-        """What the relay sends toward the client, as the conductor must see it: in the sacp
-        dialect the answer to `initialize` says `_meta.proxy: true`; all else is unchanged."""
-        if self._initialize_id is None or b'"id"' not in data:
+        """What the relay sends toward the client, as the conductor must see it: a request a
+        rule sends the client goes under an id of ours (the link owns the ids it puts on the
+        wire: a rule's own could be one of our envelopes' and take its answer), and in the
+        sacp dialect the answer to `initialize` says `_meta.proxy: true`; all else is unchanged."""
+        if not data:
             return data
-        lines = data.split(b"\n")
-        for i, line in enumerate(lines):
-            where = members_of(line)
-            if where is None or "method" in where or "id" not in where \
-                    or id_key(line[slice(*where["id"])]) != self._initialize_id:
-                continue
+        mid_line, self._mid_line = self._mid_line, not data.endswith(b"\n")
+        if self._initialize_id is None and b'"method"' not in data:
+            return data
+        out: list[bytes] = []
+        done = 0  # data[:done] is in `out`
+        at = data.find(b'"id"')
+        while at != -1:  # only the lines with an `"id"` in them, each once
+            start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+            if end == -1:
+                break  # the line goes on in the next write (or it is a torn last line)
+            if start or not mid_line:
+                line = data[start:end]
+                new = self._toward_client(line)
+                if new is not line:
+                    out += [data[done:start], new]
+                    done = end
+            at = data.find(b'"id"', end)
+        if not out:
+            return data
+        out.append(data[done:])
+        return b"".join(out)
+
+    def _toward_client(self, line: bytes) -> bytes:
+        """One whole line toward the client, as the conductor must see it."""
+        if self._ours_toward_client(line):
+            return line
+        if b'"method"' in line and (request_id := _request_id(line)) is not None:
+            return self._rule_request(line, *request_id)
+        if self._initialize_id is None:
+            return line
+        where = members_of(line)
+        if where is not None and "id" in where and "method" not in where \
+                and id_key(line[slice(*where["id"])]) == self._initialize_id:
             self._initialize_id = None
             if "result" in where:
-                lines[i] = with_proxy_meta(line, *where["result"])
-            break
-        return b"\n".join(lines)
+                return with_proxy_meta(line, *where["result"])
+        return line
+
+    def _ours_toward_client(self, line: bytes) -> bool:
+        """Is `line` the successor's request as the link unwrapped it (under an id of ours)?"""
+        found = _UNWRAPPED_REQUEST.match(line)
+        if found is None or int(found.group(1)) not in self._unsent:
+            return False
+        self._unsent.discard(int(found.group(1)))
+        return True
+
+    def _rule_request(self, line: bytes, start: int, end: int) -> bytes:
+        """A request toward the client: the successor's (ours already, in another spelling
+        after a rule) goes as it is; a rule's own goes under an id of ours, which its answer
+        gives back."""
+        value = our_id_in(line[start:end])
+        if value is not None and value in self._unsent:
+            self._unsent.discard(value)
+            return line
+        ours = self._own_id()
+        self._emitted[ours] = line[start:end]
+        return line[:start] + b"%d" % ours + line[end:]

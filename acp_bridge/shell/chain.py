@@ -23,7 +23,7 @@ from acp_bridge.core.lines import LineSplitter, Opaque
 from acp_bridge.core.proxy_link import CONDUCTOR, FROM_AGENT, FROM_CLIENT, ProxyLink
 from acp_bridge.core.proxy_wire import Dialect, Refusal, first_message
 from acp_bridge.shell import posix
-from acp_bridge.shell.bridge import AgentLife, Bridge, bridge_streams
+from acp_bridge.shell.bridge import STOP_TIMEOUT, AgentLife, Bridge, bridge_streams
 
 if TYPE_CHECKING:
     from acp_bridge.config import Config
@@ -45,19 +45,33 @@ class Stdout:
         self._owner: str | None = None  # the writer in the middle of a line
         self._free = trio.Event()
         self._lock = trio.StrictFIFOLock()  # one send_all at a time
+        self.waiting = 0  # writes begun and not done
+        self.moved = trio.current_time()  # when a write last went through
 
     async def write(self, who: str, data: bytes, *, ends_line: bool) -> None:
-        while self._owner not in (None, who):
-            await self._free.wait()
-        self._owner = who
+        if not self.waiting:
+            self.moved = trio.current_time()  # the stdout stands still from now if this write does not go
+        self.waiting += 1
         try:
-            async with self._lock:
-                await self.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._release()  # the conductor is gone: the other side's write fails too, it must not wait
-            raise
+            while self._owner not in (None, who):
+                await self._free.wait()
+            self._owner = who
+            try:
+                async with self._lock:
+                    await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._release()  # the conductor is gone: the other side's write fails too, it must not wait
+                raise
+            self.moved = trio.current_time()
+        finally:
+            self.waiting -= 1
         if ends_line:
             self._release()
+
+    @property
+    def held_by(self) -> str | None:
+        """The writer in the middle of a line, if any."""
+        return self._owner
 
     def _release(self) -> None:
         self._owner = None
@@ -87,10 +101,21 @@ class ToClient(trio.abc.HalfCloseableStream):
 
     def __init__(self, stdout: Stdout, link: ProxyLink, inbox: Inbox) -> None:
         self.stdout, self.link, self.inbox = stdout, link, inbox
+        self._ended_torn = False  # this side ended its torn last line itself
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        data = self.link.to_client(bytes(data))
+        data = bytes(data)
+        if self._ended_torn:  # the relay ends the torn line too, before its next message
+            self._ended_torn, data = False, data.removeprefix(b"\n")
+        data = self.link.to_client(data)
         await self.stdout.write("client", data, ends_line=data.endswith(b"\n"))
+
+    async def end_torn_line(self) -> None:
+        """The successor's side has ended inside a line: end it, so that the stdout is free
+        for what the client's side still has to write."""
+        if self.stdout.held_by == "client":
+            await self.stdout.write("client", b"\n", ends_line=True)
+            self._ended_torn = True
 
     async def wait_send_all_might_not_block(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -111,6 +136,7 @@ class ToSuccessor(ToClient):
     def __init__(self, stdout: Stdout, link: ProxyLink, inbox: Inbox, max_line: int) -> None:
         super().__init__(stdout, link, inbox)
         self.lines = LineSplitter(max_line)
+        self._begun = False  # bytes of a line not yet ended went out
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         out: list[bytes] = []
@@ -120,6 +146,7 @@ class ToSuccessor(ToClient):
             ends_line = not isinstance(piece, Opaque) or piece.end
         if not self.lines.idle:
             ends_line = False
+        self._begun = not ends_line and (self._begun or bool(out and out[-1]))
         wrapped = b"".join(out)
         if wrapped or not ends_line:
             await self.stdout.write("successor", wrapped, ends_line=ends_line)
@@ -138,8 +165,9 @@ class ToSuccessor(ToClient):
             await trio.lowlevel.checkpoint()
             return
         wrapped = b"".join(self.link.to_successor(piece) for piece in self.lines.feed_eof())
-        if not wrapped.endswith(b"\n"):
+        if (wrapped or self._begun) and not wrapped.endswith(b"\n"):  # none of a line not sent: no blank line
             wrapped += b"\n"
+        self._begun = False
         await self.stdout.write("successor", wrapped, ends_line=True)
 
 
@@ -148,23 +176,44 @@ class ConductorLife(AgentLife):
     a signal (SIGTERM, SIGINT, SIGHUP) tells the bridge to stop; with no agent of its own
     to pass it to, the bridge stops itself."""
 
+    stop_timeout = STOP_TIMEOUT  # after a signal: how long the stdout may stand still under a write
+
     def __init__(self) -> None:
         self.signal: int | None = None
-        self._told = trio.Event()
         self._reading = trio.CancelScope()  # the read of the conductor's stream under way
+        self.stopping = trio.CancelScope()  # the bridge: given up on when the conductor stops reading after a signal
+        self.stdout: Stdout | None = None
+        self.client: ToClient | None = None
 
-    async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
-        await nursery.start(self._listen)
-
-    async def _listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """From before the conductor's first line to the end (`serve_chain` runs it): a
+        signal stops the reading, and later what the bridge still writes, if it stands still."""
         with posix.forwarded_signals() as signals:
             task_status.started()
             async for signum in signals:
                 log.info("received %s; stopping", posix.signal_name(signum))
                 self.signal = signum
                 self._reading.cancel()
-                self._told.set()
+                break
+        await self._give_up_on_an_unread_stdout()  # a second signal has its default action
+
+    async def _give_up_on_an_unread_stdout(self) -> None:
+        """Stopping after a signal, the bridge still writes what it read and its answers: a
+        conductor that no longer reads its stdout would keep it waiting for ever. Once a
+        write has stood still for `stop_timeout`, the bridge stops without the rest."""
+        since = trio.current_time()  # a write stuck before the signal has as long as any
+        while True:
+            stdout = self.stdout  # None until the relay begins
+            deadline = max(since, stdout.moved if stdout is not None else since) + self.stop_timeout
+            if trio.current_time() < deadline:
+                await trio.sleep_until(deadline)
+            elif stdout is not None and stdout.waiting:
+                log.warning("the conductor has not read the bridge's stdout for %gs after %s; not waiting for it",
+                            self.stop_timeout, posix.signal_name(self.signal or 0))
+                self.stopping.cancel()
                 return
+            else:  # nothing to write now: look again (a timeout, not an ordering)
+                await trio.sleep(self.stop_timeout / 2)
 
     async def receive(self, stream: trio.abc.ReceiveStream) -> bytes:
         """The conductor's next bytes; b"" at its EOF, and once a signal has stopped the
@@ -176,9 +225,20 @@ class ConductorLife(AgentLife):
         return b""
 
     async def wait_gone(self) -> None:
-        await self._told.wait()
+        """Never before the successor's side ends: a signal ends it as the conductor's EOF
+        does (the reading stops), and what it still writes goes on, to a slow conductor too
+        (`listen` gives up on one that stopped reading). Cut off after the linger, a write
+        in the middle of a line left it torn, with the answers after it."""
+        await trio.sleep_forever()
 
     async def after_output_ends(self, bridge: Bridge) -> tuple[str, Any]:
+        """The conductor's stream has ended (its EOF, or a signal stopped the reading), and
+        the client's side ends with it: what it still has to pass on goes on whole before
+        the requests in flight are answered (that gives up on the successor's side, which
+        cut a long line short and left the requests after it unanswered)."""
+        if self.client is not None:
+            await self.client.end_torn_line()
+        await bridge.client_closed.wait()
         if self.signal is not None:
             return f"acp-bridge received {posix.signal_name(self.signal)} before the successor answered", None
         return "the conductor closed the connection before the successor answered", None
@@ -189,11 +249,12 @@ class ConductorLife(AgentLife):
         return 0 if self.signal is None else 128 + self.signal
 
 
-async def read_first_line(stdin: trio.abc.ReceiveStream, lines: LineSplitter) -> tuple[bytes | None, list[Any]]:
+async def read_first_line(life: ConductorLife, stdin: trio.abc.ReceiveStream,
+                          lines: LineSplitter) -> tuple[bytes | None, list[Any]]:
     """The conductor's first complete line and the pieces read after it; None and the
-    pieces read when it is over the parse limit; None and nothing at EOF."""
+    pieces read when it is over the parse limit; None and nothing at EOF (or a signal)."""
     while True:
-        chunk = await _receive(stdin)
+        chunk = await life.receive(stdin)
         pieces = lines.feed(chunk) if chunk else lines.feed_eof()
         if pieces:
             first = pieces[0]
@@ -208,9 +269,21 @@ async def serve_chain(config: Config, relay: Relay, stdio: trio.StapledStream[An
 
     `open_observer(dialect)`: an async context manager giving the observer (the capture,
     health, telemetry) once the chain's dialect is known, for the capture's header."""
+    life = ConductorLife()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(life.listen)  # a signal from now on stops the bridge with 128+N
+        status = await _serve(config, relay, stdio, open_observer, life)
+        nursery.cancel_scope.cancel()
+    return status
+
+
+async def _serve(config: Config, relay: Relay, stdio: trio.StapledStream[Any, Any],
+                 open_observer: Callable[[Dialect], Any], life: ConductorLife) -> int:
     max_line = config.relay.parse_limit_mib * 1024 * 1024
     lines = LineSplitter(max_line)
-    first, rest = await read_first_line(stdio.receive_stream, lines)
+    first, rest = await read_first_line(life, stdio.receive_stream, lines)
+    if life.signal is not None:  # before the first line: not by the signal's default action
+        return life.status
     if first is None:
         log.error("%s", "no agent command, and stdin ended before a conductor's first message: give the agent's "
                   "command after `--` (acp-bridge run -- AGENT), or start it as a proxy under an ACP conductor"
@@ -226,7 +299,6 @@ async def serve_chain(config: Config, relay: Relay, stdio: trio.StapledStream[An
     dialect, as_client = decided
     log.info("chain: a proxy in the %s dialect", dialect.name)
     link = ProxyLink.started(dialect, first, max_line)
-    life = ConductorLife()
     async with open_observer(dialect) as observer:
         await _relay(link, relay, stdio, as_client, rest, lines, observer, life)
     return life.status
@@ -234,10 +306,10 @@ async def serve_chain(config: Config, relay: Relay, stdio: trio.StapledStream[An
 
 async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, Any], first: bytes,
                  rest: list[Any], lines: LineSplitter, observer: Observer | None, life: ConductorLife) -> None:
-    stdout = Stdout(stdio.send_stream)
+    stdout = life.stdout = Stdout(stdio.send_stream)
     to_client_tx, to_client_rx = trio.open_memory_channel[bytes](INBOX)
     to_agent_tx, to_agent_rx = trio.open_memory_channel[bytes](INBOX)
-    client = ToClient(stdout, link, Inbox(to_client_rx))
+    client = life.client = ToClient(stdout, link, Inbox(to_client_rx))
     agent = ToSuccessor(stdout, link, Inbox(to_agent_rx), relay.max_line)
     senders = {FROM_CLIENT: to_client_tx, FROM_AGENT: to_agent_tx}
 
@@ -281,7 +353,8 @@ async def _relay(link: ProxyLink, relay: Relay, stdio: trio.StapledStream[Any, A
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read_conductor)
-        await bridge_streams(client, agent, relay, observer, life)
+        with life.stopping:
+            await bridge_streams(client, agent, relay, observer, life)
         nursery.cancel_scope.cancel()
 
 

@@ -252,3 +252,92 @@ def test_a_long_answer_with_id_true_answers_no_request_of_ours() -> None:
     answer = b'{"jsonrpc":"2.0","id":true,"result":{"content":"' + b"x" * 200 + b'"}}\n'
     assert joined(feed_all(chain, answer, [], outgoing=True), "conductor") == b""
     assert chain.in_flight == 1
+
+
+@pytest.mark.parametrize("dialect", [OFFICIAL, SACP], ids=["official", "sacp"])
+def test_a_rules_request_to_the_client_goes_under_an_id_of_ours_and_its_answer_comes_back_to_the_rule(
+        dialect: Dialect) -> None:
+    chain = link(dialect)
+    chain.to_successor(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{}}\n')  # envelope 1
+    # A rule asks the client under id 1, the id of the envelope in flight toward the successor.
+    ask = b'{"jsonrpc":"2.0","id":1,"method":"_x/ask","params":{"n":1.50}}\n'
+    assert chain.to_client(ask) == b'{"jsonrpc":"2.0","id":2,"method":"_x/ask","params":{"n":1.50}}\n'
+    answer = b'{"jsonrpc":"2.0","id":2,"result":{"yes":true}}\n'
+    assert chain.from_conductor(answer) == [(FROM_CLIENT, b'{"jsonrpc":"2.0","id":1,"result":{"yes":true}}\n')]
+    # The successor's answer to envelope 1 still answers the client's session/new, once.
+    assert chain.from_conductor(b'{"jsonrpc":"2.0","id":1,"result":{}}\n') == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","id":"n","result":{}}\n')]
+    assert chain.from_conductor(answer) == [(FROM_CLIENT, answer)]  # a second answer is no rule's
+    assert chain.in_flight == 0
+
+
+def test_the_successors_request_keeps_our_id_toward_the_client_even_respelled_by_a_rule() -> None:
+    chain = link()
+    envelope = b'{"jsonrpc":"2.0","id":9,"method":"proxy/successor","params":{"method":"fs/read_text_file","params":{}}}\n'
+    [(_, unwrapped)] = chain.from_conductor(envelope)
+    assert chain.to_client(unwrapped) == unwrapped == (
+        b'{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{}}\n')
+    chain.from_conductor(envelope.replace(b'"id":9', b'"id":10'))  # our 2
+    respelled = b'{"method":"fs/read_text_file","params":{"path":"/a"},"id":2,"jsonrpc":"2.0"}\n'
+    assert chain.to_client(respelled) == respelled
+    # A rule's request under an id the link just used toward the client is a rule's: ours is 3.
+    assert chain.to_client(b'{"jsonrpc":"2.0","id":2,"method":"_x/ask"}\n') == b'{"jsonrpc":"2.0","id":3,"method":"_x/ask"}\n'
+
+
+def test_the_tail_of_a_long_line_toward_the_client_is_not_taken_for_a_request() -> None:
+    chain = link()
+    head = b'{"jsonrpc":"2.0","method":"session/update","params":{"text":"'
+    looks = b'{"jsonrpc":"2.0","id":7,"method":"_x/ask"}\n'  # the rest of that line, then a rule's request
+    assert chain.to_client(head) == head
+    assert chain.to_client(looks + looks) == looks + b'{"jsonrpc":"2.0","id":1,"method":"_x/ask"}\n'
+    assert chain.to_client(looks) == b'{"jsonrpc":"2.0","id":2,"method":"_x/ask"}\n'
+    assert chain.to_client(b"") == b""  # nothing written: still at a line's start
+    assert chain.to_client(looks) == b'{"jsonrpc":"2.0","id":3,"method":"_x/ask"}\n'
+
+
+def test_a_long_line_toward_the_client_is_a_request_only_with_a_method_and_an_id_of_its_own() -> None:
+    chain, text = link(), b"t" * (200 << 10)  # over the 64 KiB head
+    answer = b'{"jsonrpc":"2.0","id":"a","result":{"method":"x","id":1,"t":"' + text + b'"}}\n'
+    update = b'{"jsonrpc":"2.0","method":"session/update","params":{"id":1,"t":"' + text + b'"}}\n'
+    assert chain.to_client(answer + update) == answer + update
+    ask = b'{"jsonrpc":"2.0","params":{"t":"' + text + b'"},"method":"_x/ask","id":"r"}\n'  # its id after the head
+    assert chain.to_client(ask) == ask.replace(b'"id":"r"', b'"id":1')
+
+
+def test_an_id_in_flight_twice_keeps_its_cancel_for_the_one_still_in_flight_after_the_other_is_answered() -> None:
+    chain = link()
+    envelope = b'{"jsonrpc":"2.0","id":9,"method":"proxy/successor","params":{"method":"fs/read_text_file","params":{}}}\n'
+    chain.from_conductor(envelope)  # our 1
+    chain.from_conductor(envelope)  # our 2: the conductor used 9 again
+    chain.to_successor(b'{"jsonrpc":"2.0","id":1,"result":{}}\n')  # the client answers the first
+    assert chain.from_conductor(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":9}}\n') == [
+        (FROM_AGENT, b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}\n')]
+    prompt = b'{"jsonrpc":"2.0","id":"a","method":"session/prompt","params":{}}\n'
+    chain.to_successor(prompt)  # envelope 3
+    chain.to_successor(prompt)  # envelope 4: the client used "a" again
+    chain.from_conductor(b'{"jsonrpc":"2.0","id":3,"result":{}}\n')
+    assert chain.to_successor(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"a"}}\n') == (
+        b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":4}}\n')
+
+
+@pytest.mark.parametrize(("dialect", "envelope", "answer"), [
+    pytest.param(SACP, b'{"jsonrpc":"2.0","id":8,"method":"_proxy/successor/notification","params":{"method":"session/update",'
+                 b'"params":{"t":"' + b"x" * 200 + b'"}}}\n',
+                 b'{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"a malformed _proxy/successor/request '
+                 b'envelope from the conductor: _proxy/successor/notification with an id"}}\n', id="sacp-notification-with-an-id"),
+    pytest.param(SACP, b'{"jsonrpc":"2.0","method":"_proxy/successor/request","params":{"method":"fs/read_text_file",'
+                 b'"params":{"t":"' + b"x" * 200 + b'"}}}\n', None, id="sacp-request-without-an-id"),
+])
+def test_a_long_sacp_envelope_of_the_wrong_kind_is_refused_as_a_short_one_is(
+        dialect: Dialect, envelope: bytes, answer: bytes | None) -> None:
+    chain = link(dialect, max_line=64)
+    out = [(to, data) for to, data in feed_all(chain, envelope, [130], outgoing=False) if data]  # a head of 130 bytes
+    assert out == ([(CONDUCTOR, answer)] if answer is not None else [])  # was unwrapped as the other kind
+    assert chain.in_flight == 0
+
+
+def test_a_long_answer_to_a_rules_request_comes_back_to_the_rule_under_its_id() -> None:
+    chain = link(max_line=64)
+    assert chain.to_client(b'{"jsonrpc":"2.0","id":"r","method":"_x/ask"}\n') == b'{"jsonrpc":"2.0","id":1,"method":"_x/ask"}\n'
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{"t":"' + b"x" * 200 + b'"}}\n'
+    assert joined(feed_all(chain, answer, [], outgoing=False), FROM_CLIENT) == answer.replace(b'"id":1', b'"id":"r"')

@@ -179,3 +179,45 @@ async def test_a_first_message_over_the_parse_limit_is_no_conductors(tmp_path: P
     assert (done.returncode, done.stdout) == (2, b"")
     assert done.stderr.decode().splitlines() == [
         "acp-bridge: ERROR: the conductor's first message is over the parse limit: no proxy/initialize"]
+
+
+ASKING_RULE = '''
+from acp_bridge.rules import DROP, PASS, Direction, Emit, Replace, Rule
+
+
+class Ask(Rule):
+    def request(self, msg, session):
+        if msg.method == "session/new":
+            return Replace(msg.msg, then=(Emit(Direction.TO_CLIENT, {"jsonrpc": "2.0", "id": 2, "method": "_x/ask"}),))
+        return PASS
+
+    def response(self, msg, request, session):
+        return DROP if request.method == "_x/ask" else PASS
+
+
+rules = [Ask()]
+'''
+
+
+async def test_a_rules_request_to_the_client_does_not_take_the_answer_of_an_envelope_with_its_id(tmp_path: Path) -> None:
+    rule, capture = tmp_path / "ask.py", tmp_path / "chain.jsonl"
+    rule.write_text(ASKING_RULE)
+    async with bridge_in_process(["run", "--rule", str(rule), "--capture", str(capture)]) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":1,"result":' + INIT_RESULT + b"}\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":"/w","mcpServers":[]}}\n')
+        await bridge.read_until(b'"_x/ask"')  # envelope 2 carries session/new; the rule asks under its own 2
+        await bridge.send(b'{"jsonrpc":"2.0","id":3,"result":{"from":"client"}}\n')
+        await bridge.send(b'{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}\n')
+        await bridge.read_until(b'"id":"n"')
+    out = bytes(bridge.received).splitlines(keepends=True)
+    assert sorted(out[2:4]) == [  # one toward each side: in either order
+        b'{"jsonrpc":"2.0","id":2,"method":"proxy/successor","params":{"method":"session/new","params":'
+        b'{"cwd":"/w","mcpServers":[]}}}\n',
+        b'{"jsonrpc":"2.0","id":3,"method":"_x/ask"}\n',
+    ]
+    assert out[4:] == [b'{"jsonrpc":"2.0","id":"n","result":{"sessionId":"s"}}\n']  # was the client's {"from":"client"}
+    kept = [(r["direction"], r["kind"], r["id"]) for r in records(capture) if r["type"] == "message"]
+    assert kept[-3] == ("to-client", "request", 2)
+    assert sorted(kept[-2:]) == [("to-agent", "response", 2), ("to-client", "response", "n")]  # one a side: either order

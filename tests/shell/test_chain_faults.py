@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from acp_bridge.config import Config
-from acp_bridge.shell.chain import Stdout
+from acp_bridge.core.proxy_link import ProxyLink
+from acp_bridge.core.proxy_wire import OFFICIAL
+from acp_bridge.shell.chain import ConductorLife, Inbox, Stdout, ToClient
 from acp_bridge.shell.run import run_bridge
-from tests.cli_helpers import bridge_in_process
+from tests.cli_helpers import bridge_in_process, wait_until_still
 from tests.conftest import open_bridge
 
 PROXY_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
@@ -135,3 +138,148 @@ async def test_a_signal_stops_the_chain_as_the_conductors_eof_does_with_no_word_
     assert stderr.decode().splitlines() == [
         "acp-bridge: WARNING: acp-bridge received SIGTERM before the successor answered: answered 1 request(s) left "
         "in flight"]
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Has process `pid` a handler for `signum` (/proc/PID/status, SigCgt)?"""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signum - 1) & 1)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/PID/status")
+async def test_a_signal_before_the_first_message_is_exit_128_plus_n_not_death_by_it() -> None:
+    signum, sent = signal.SIGHUP, PROXY_INIT[:40]  # inside the first line (SIGTERM and SIGINT alike)
+    proc = await trio.lowlevel.open_process([sys.executable, "-m", "acp_bridge", "run"], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        await proc.stdin.send_all(sent)
+        with trio.move_on_after(5):  # the bridge's handler (it never came before the fix: then the default's death)
+            while not catches(proc.pid, signum):
+                await trio.sleep(0.02)
+        proc.send_signal(signum)
+        with trio.fail_after(20):
+            out = await proc.stdout.receive_some(1 << 16)
+            stderr = await proc.stderr.receive_some(1 << 16)
+            status = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        with trio.CancelScope(shield=True):
+            await proc.wait()
+    assert (status, out, stderr) == (128 + signum, b"", b"")  # was -1 (SIGTERM: -15): killed, as if it had crashed
+
+
+async def test_a_signal_with_the_stdout_unread_stops_the_bridge_once_its_writes_stand_still(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ConductorLife, "stop_timeout", 0.3)
+    note = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+            b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","t":"' + b"x" * 1000 + b'"}}}}\n')
+    async with bridge_in_process(["run"], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
+        await bridge.read_until(b'"session/prompt"')  # from now on the conductor reads nothing
+        async with trio.open_nursery() as nursery:
+
+            async def flood() -> None:
+                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    while True:
+                        await bridge.send(note * 100)
+
+            nursery.start_soon(flood)
+            await wait_until_still(bridge.proc.stdout.fileno())  # the bridge is stuck writing to us
+            while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                await trio.sleep(0.01)  # the bridge's handler is in place (it is, by now)
+            os.kill(os.getpid(), signal.SIGTERM)  # the bridge runs in this process: the signal is its
+            with trio.fail_after(10):  # it waited for ever
+                await bridge.proc.ended.wait()
+            nursery.cancel_scope.cancel()
+    assert bridge.proc.returncode == 128 + signal.SIGTERM
+    assert bridge.stderr.decode().splitlines()[-1] == (
+        "acp-bridge: WARNING: the conductor has not read the bridge's stdout for 0.3s after SIGTERM; not waiting for it")
+
+
+async def test_a_signal_while_the_conductor_reads_slowly_cuts_no_line_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ConductorLife, "linger", 0)  # the agent side was cut off after it
+    note = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+            b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","t":"' + b"x" * 1000 + b'"}}}}\n')
+    async with bridge_in_process(["run"], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
+        await bridge.read_until(b'"session/prompt"')
+        async with trio.open_nursery() as nursery:
+
+            async def flood() -> None:
+                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    while True:
+                        await bridge.send(note * 100)
+
+            nursery.start_soon(flood)
+            await wait_until_still(bridge.proc.stdout.fileno())  # the bridge is stuck writing to us
+            while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                await trio.sleep(0.01)  # the bridge's handler is in place (it is, by now)
+            os.kill(os.getpid(), signal.SIGTERM)
+            await trio.testing.wait_all_tasks_blocked(0.05)  # the bridge has done what it does before we read
+            nursery.cancel_scope.cancel()
+        # From now on the conductor reads again (the block reads to the end).
+    lines = bytes(bridge.received).splitlines()
+    assert all(isinstance(json.loads(line), dict) for line in lines)  # each line whole
+    assert [json.loads(line).get("id") for line in lines[-2:]] == [0, "p"]
+    assert bridge.proc.returncode == 128 + signal.SIGTERM
+    assert b"agent exited" not in bridge.stderr
+
+
+async def test_what_the_client_sent_before_the_conductors_eof_goes_on_whole_and_every_request_in_it_is_answered(
+        tmp_path: Path) -> None:
+    (tmp_path / "bridge.toml").write_text("[relay]\nparse_limit_mib = 1\n")
+    text = b"x" * (3 << 20)  # over the parse limit: it streams, in pieces
+    async with bridge_in_process(["run", "-c", str(tmp_path / "bridge.toml")], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"sessionId":"s","prompt":'
+                          b'[{"type":"text","text":"' + text + b'"}]}}\n'
+                          b'{"jsonrpc":"2.0","id":"after","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
+                          b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update",'
+                          b'"params":{"sessionId":"s"}}}')  # torn: it holds the stdout until it is ended
+    out = [json.loads(line) for line in bytes(bridge.received).splitlines()]  # the long one was cut short
+    assert {"jsonrpc": "2.0", "id": 2, "method": "proxy/successor", "params": {
+        "method": "session/prompt", "params": {"sessionId": "s", "prompt": [{"type": "text", "text": text.decode()}]}}} in out
+    assert {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s"}} in out
+    assert [m["params"]["params"]["prompt"] == [] for m in out if m.get("id") == 3] == [True]
+    assert [(m["id"], m["error"]["message"]) for m in out[-3:]] == [
+        (id_, "the conductor closed the connection before the successor answered") for id_ in (0, "big", "after")]
+    assert len(out) == 7
+
+
+async def test_a_torn_last_line_toward_the_client_is_ended_once_so_the_client_sides_lines_can_follow() -> None:
+    reader, writer = os.pipe()
+    stdout = Stdout(trio.lowlevel.FdStream(writer))
+    _, inbox = trio.open_memory_channel[bytes](1)
+    client = ToClient(stdout, ProxyLink.started(OFFICIAL, PROXY_INIT, 1 << 20), Inbox(inbox))
+    try:
+        await client.send_all(b'{"jsonrpc":"2.0","method":"session/update","params":{}}')  # the successor's side ends
+        await client.end_torn_line()
+        with trio.fail_after(5):  # it waited for ever on the line the successor's side began
+            await stdout.write("successor", b'{"jsonrpc":"2.0","id":2,"method":"proxy/successor","params":{}}\n',
+                               ends_line=True)
+        await client.send_all(b'\n{"jsonrpc":"2.0","id":"a","error":{}}\n')  # the relay ends the torn line too
+        assert os.read(reader, 1 << 16) == (
+            b'{"jsonrpc":"2.0","method":"session/update","params":{}}\n'
+            b'{"jsonrpc":"2.0","id":2,"method":"proxy/successor","params":{}}\n'
+            b'{"jsonrpc":"2.0","id":"a","error":{}}\n')
+    finally:
+        await stdout.stream.aclose()
+        os.close(reader)
+
+
+async def test_a_torn_last_client_line_that_cannot_be_wrapped_leaves_no_blank_line() -> None:
+    async with bridge_in_process(["run"], timeout=20) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":')  # no JSON-RPC message
+    assert bytes(bridge.received).splitlines(keepends=True)[1:] == [
+        b'{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"the conductor closed the connection before the '
+        b'successor answered"}}\n']  # a bare "\n" came first

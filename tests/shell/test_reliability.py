@@ -11,14 +11,13 @@ from __future__ import annotations
 import fcntl
 import signal
 import sys
-import termios
 import time
 from pathlib import Path
 
 import orjson
 import trio
 
-from tests.cli_helpers import bridge_in_process, run_cli_in_process
+from tests.cli_helpers import bridge_in_process, run_cli_in_process, wait_until_still
 from tests.conftest import BridgeProcess, agent_cmd, line, open_bridge
 
 INIT_NEW_CLIENT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -386,16 +385,6 @@ async def wait_until_full(bridge: BridgeProcess) -> None:
     move: the bridge is blocked writing to us."""
     assert isinstance(bridge.proc.stdout, trio.lowlevel.FdStream)
     await wait_until_still(bridge.proc.stdout.fileno())
-
-
-async def wait_until_still(fd: int, at_least: int = 1) -> None:
-    previous = -1
-    while True:
-        queued = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4), sys.byteorder)
-        if queued >= at_least and queued == previous:
-            return
-        previous = queued
-        await trio.sleep(0.2)  # polling a condition: the same level twice in a row
 
 
 async def test_a_slow_client_gets_all_the_output_of_an_agent_that_exited(tmp_path: Path) -> None:
