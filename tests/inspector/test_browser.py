@@ -333,7 +333,7 @@ def test_a_capture_of_200000_messages(inspector: Inspector) -> None:
 
     box = inspector.driver.find_element(By.ID, "q")
     box.send_keys("test_1234.py")
-    inspector.wait(lambda: inspector.body("data-visible") == "2")
+    inspector.wait(lambda: inspector.body("data-visible") == "2", seconds=60)  # all 200,000 read: as long as above
     assert inspector.rows().count('<div class="row msg') == 2
     assert '<span class="cnt">2 of 79 messages</span>' in inspector.rows()
     status = Path(f"/proc/{inspector.proc.pid}/status").read_text()
