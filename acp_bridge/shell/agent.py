@@ -1,7 +1,8 @@
 """The agent as a process: its stop ladder, the signals passed on to it, and its fate.
 
 Owns: `AgentProcess` (the `AgentLife` the bridge runs beside: stderr passed through, signals
-forwarded, the stop ladder once the client has closed, the exit status as the bridge's),
+forwarded, the stop ladder once the client has closed, a client that stopped reading given
+up on after a signal, the exit status as the bridge's),
 the ladder itself (close stdin, wait for silence, SIGTERM, wait, SIGKILL) and the exit
 status as a shell reports it. The signals are sent through shell/posix.py. Must never:
 write to stdout except through the relay's client outlet, or leave the agent (or anything
@@ -18,9 +19,10 @@ import trio
 from acp_bridge.config import Config
 from acp_bridge.core import Direction
 from acp_bridge.shell import posix
-from acp_bridge.shell.bridge import LINGER, AgentLife, Bridge
+from acp_bridge.shell.bridge import LINGER, STOP_TIMEOUT, AgentLife, Bridge
 from acp_bridge.shell.logs import FdWriter
 from acp_bridge.shell.stderr import StderrTail, pass_stderr
+from acp_bridge.shell.streams import stands_still
 
 log = logging.getLogger("acp_bridge.shell.agent")
 
@@ -42,6 +44,8 @@ class AgentProcess(AgentLife):
     """The agent as a process: stderr passed through, signals forwarded, the stop ladder
     once the client has closed, and its exit status as the bridge's."""
 
+    stop_timeout = STOP_TIMEOUT  # after a signal: how long a write to the client may stand still
+
     def __init__(self, proc: trio.Process, config: Config, stderr: FdWriter) -> None:
         self.proc = proc
         self.config = config
@@ -53,13 +57,27 @@ class AgentProcess(AgentLife):
         self.tail = StderrTail()
         self.stderr_done = trio.Event()
         self.stopping = trio.Event()
+        self.signalled = trio.Event()
         self.status: int | None = None
 
     async def start_tasks(self, bridge: Bridge, nursery: trio.Nursery) -> None:
         assert self.proc.stderr is not None
         nursery.start_soon(stop_when_told, bridge, self.proc, self.stopping, self.grace)
         nursery.start_soon(pass_stderr, self.proc.stderr, self.tail, self.stderr, self.stderr_done)
-        await nursery.start(forward_signals, self.proc, self.stopping)
+        nursery.start_soon(self._give_up_on_a_client_that_stopped_reading, bridge)
+        await nursery.start(forward_signals, self.proc, self.stopping, self.signalled)
+
+    async def _give_up_on_a_client_that_stopped_reading(self, bridge: Bridge) -> None:
+        """After a signal the bridge still writes the agent's last output and the answers
+        to what is in flight: a client that no longer reads the bridge's stdout kept it
+        waiting for ever, SIGTERM or not. Once a write has stood still for `stop_timeout`,
+        the client's side is given up (what is left for it is dropped). Not without a
+        signal: a client that closed its side may still read, slowly (a pager)."""
+        await self.signalled.wait()
+        await stands_still(lambda: bridge.to_client.stuck_since, self.stop_timeout)
+        log.warning("the client has not read the bridge's stdout for %gs while stopping; not waiting for it",
+                    self.stop_timeout)
+        await bridge.to_client.abandon()
 
     async def wait_gone(self) -> None:
         await self.proc.wait()
@@ -148,7 +166,7 @@ async def terminate(proc: trio.Process, *, grace: float) -> None:
         posix.kill_group(proc, leftovers=True)  # leftovers in its group
 
 
-async def forward_signals(proc: trio.Process, stopping: trio.Event,
+async def forward_signals(proc: trio.Process, stopping: trio.Event, signalled: trio.Event,
                           task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """Pass the signals the bridge receives on to the agent, and start the stop ladder."""
     with posix.forwarded_signals() as signals:
@@ -158,4 +176,5 @@ async def forward_signals(proc: trio.Process, stopping: trio.Event,
             log.info("received %s; passing it to the agent", posix.signal_name(signum))
             if proc.returncode is None:
                 posix.pass_signal(proc, signum)
+            signalled.set()
             stopping.set()

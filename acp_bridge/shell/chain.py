@@ -24,6 +24,7 @@ from acp_bridge.core.proxy_link import CONDUCTOR, FROM_AGENT, FROM_CLIENT, Proxy
 from acp_bridge.core.proxy_wire import Dialect, Refusal, first_message
 from acp_bridge.shell import posix
 from acp_bridge.shell.bridge import STOP_TIMEOUT, AgentLife, Bridge, bridge_streams
+from acp_bridge.shell.streams import stands_still
 
 if TYPE_CHECKING:
     from acp_bridge.config import Config
@@ -201,19 +202,14 @@ class ConductorLife(AgentLife):
         """Stopping after a signal, the bridge still writes what it read and its answers: a
         conductor that no longer reads its stdout would keep it waiting for ever. Once a
         write has stood still for `stop_timeout`, the bridge stops without the rest."""
-        since = trio.current_time()  # a write stuck before the signal has as long as any
-        while True:
+        def stuck_since() -> float | None:
             stdout = self.stdout  # None until the relay begins
-            deadline = max(since, stdout.moved if stdout is not None else since) + self.stop_timeout
-            if trio.current_time() < deadline:
-                await trio.sleep_until(deadline)
-            elif stdout is not None and stdout.waiting:
-                log.warning("the conductor has not read the bridge's stdout for %gs after %s; not waiting for it",
-                            self.stop_timeout, posix.signal_name(self.signal or 0))
-                self.stopping.cancel()
-                return
-            else:  # nothing to write now: look again (a timeout, not an ordering)
-                await trio.sleep(self.stop_timeout / 2)
+            return stdout.moved if stdout is not None and stdout.waiting else None
+
+        await stands_still(stuck_since, self.stop_timeout)
+        log.warning("the conductor has not read the bridge's stdout for %gs after %s; not waiting for it",
+                    self.stop_timeout, posix.signal_name(self.signal or 0))
+        self.stopping.cancel()
 
     async def receive(self, stream: trio.abc.ReceiveStream) -> bytes:
         """The conductor's next bytes; b"" at its EOF, and once a signal has stopped the

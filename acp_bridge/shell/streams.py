@@ -6,6 +6,9 @@ pipe has room, a queued piece replaced by a later one of the same key, end of st
 abandoning a reader that is gone) and `Reader` (reading a source, straight from its file
 descriptor when there is data). Must never: look at the bytes it moves (the core says which
 pieces replace which, `core/rewrites/suggestions.py` `stated_list_key`).
+
+Also `stands_still`: how a stopping bridge tells a reader that no longer reads (its write
+has waited too long), the same in front of an agent and in a proxy chain.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class Outlet:
         self._replaced = 0  # pieces emptied in the queue by a later one of their key
         self._closed = False
         self._flushing_soon = False
+        self.stuck_since: float | None = None  # trio time: since when the write under way has waited
         target = stream.send_stream if isinstance(stream, trio.StapledStream) else stream
         self._fd = posix.fd_of(target)
 
@@ -142,7 +146,11 @@ class Outlet:
                     data = self._write_nowait(data)
                     if not data:
                         continue
-                await self.stream.send_all(data)
+                self.stuck_since = trio.current_time()
+                try:
+                    await self.stream.send_all(data)
+                finally:
+                    self.stuck_since = None
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 # The reader is gone; that ends this direction, it is not a crash.
                 self.broken = True
@@ -228,3 +236,21 @@ class Reader:
                 await posix.wait_readable(self.fd)
             finally:
                 self.blocked = False
+
+
+async def stands_still(stuck_since: Callable[[], float | None], timeout: float) -> None:
+    """Return once a write has waited `timeout` without going through, counted from this
+    call at the earliest (a write stuck before it has as long as any): `stuck_since()` is
+    when the write under way began to wait (trio time), None while none waits. Used only
+    once the bridge has been told to stop: a reader that stops reading for a while is
+    otherwise only slow (a pager), and waited for."""
+    begun = trio.current_time()
+    while True:
+        since = stuck_since()
+        if since is None:
+            await trio.sleep(timeout / 2)  # nothing waits now: look again (a period, not an ordering)
+            continue
+        deadline = max(begun, since) + timeout
+        if trio.current_time() >= deadline:
+            return
+        await trio.sleep_until(deadline)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 import trio
 
 from tests.cli_helpers import bridge_in_process, run_cli_in_process, wait_until_still
@@ -431,3 +432,31 @@ async def test_the_client_closing_ends_a_bridge_whose_agent_reads_nothing(tmp_pa
     # Far sooner than the agent's 60 s sleep: the hangup was seen. Not a measure of the
     # grace (0.3 s) and the 0.5 s poll, which a busy machine stretches (it was `< 3`).
     assert time.monotonic() - closed < 20
+
+
+FLOOD = ("import sys\nline = b'{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s\","
+         "\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"t\":\"' + b'x' * 1000 + b'\"}}}\\n'\n"
+         "while True:\n    sys.stdout.buffer.write(line * 100)\n")
+
+
+async def test_a_signal_with_the_stdout_unread_stops_the_bridge_once_its_writes_stand_still(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """In front of an agent, as in a chain: SIGTERM passed on, the agent gone, the bridge
+    still wrote its last output and the answer in flight to a client that read nothing, and
+    waited for ever. Once a write has stood still for the stop timeout, it stops without it."""
+    import os
+
+    from acp_bridge.shell.agent import AgentProcess
+
+    monkeypatch.setattr(AgentProcess, "stop_timeout", 0.3)
+    async with bridge_in_process(["run", "--", sys.executable, "-c", FLOOD], timeout=20) as bridge:
+        await bridge.send(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n')
+        await wait_until_still(bridge.proc.stdout.fileno())  # the bridge is stuck writing to us
+        while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            await trio.sleep(0.01)  # the bridge's handler is in place (it is, by now)
+        os.kill(os.getpid(), signal.SIGTERM)  # the bridge runs in this process: the signal is its
+        with trio.fail_after(10):  # it waited for ever
+            await bridge.proc.ended.wait()
+    assert bridge.proc.returncode == 128 + signal.SIGTERM
+    assert ("acp-bridge: WARNING: the client has not read the bridge's stdout for 0.3s while stopping; "
+            "not waiting for it") in bridge.stderr.decode().splitlines()
