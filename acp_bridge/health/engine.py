@@ -349,6 +349,12 @@ _UNKNOWN_ID = ("response-unknown-id", None)
 SPECIAL = frozenset({p.INITIALIZE, *SESSION_CLOSERS, *SESSION_OPENERS, *SESSION_REOPENERS, *V1_ONLY_METHODS})
 
 
+def answers_unreadable(msg: Json) -> bool:
+    """An error with id null: JSON-RPC 2.0's answer to a line whose id could not be read (a
+    parse error, an invalid request). Valid, and pairs with nothing: no unknown id."""
+    return msg.get("id", 0) is None and "error" in msg and "result" not in msg
+
+
 def rule_key(rule: str | None) -> tuple[str, str | None]:
     """What `rule-failed` is counted by instead of a session: the rule (never a session's
     key, which is a (type, value) pair)."""

@@ -52,7 +52,7 @@ from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
 from acp_bridge.core.session import Connection
 from acp_bridge.core.shapes import session_named
 from acp_bridge.errors import CaptureError
-from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, failed_rule
+from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, answers_unreadable, failed_rule
 from acp_bridge.health.findings import CODES, Finding, Level
 
 if TYPE_CHECKING:
@@ -161,6 +161,8 @@ class Watchdog:
                         engine.recent_keys = None
                     else:
                         engine.answered(pending, msg, mono, seq)
+                elif answers_unreadable(msg):
+                    pass
                 elif reported and not (recent and (fwd.direction.reverse, id_key(msg.get("id"))) in
                                    engine.answered_keys()):
                     unknown += 1  # neither a duplicate nor the first unknown id: only counted

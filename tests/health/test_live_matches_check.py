@@ -132,3 +132,35 @@ def test_two_initializes_in_one_read_are_each_judged_by_their_own_params() -> No
     found = [(r["code"], r["about"]) for r in records if r["type"] == "finding"]
     assert found == [("air-only-client", 2)]
     assert [(f.code, f.seq) for f in analyse("c", records).findings] == found
+
+
+def live_and_after(traffic: list[tuple[Direction, bytes]]) -> tuple[list[tuple[str, Any, Any]], list[tuple[str, Any, Any]]]:
+    """(code, session, seq) of each first finding live, and of each finding `check` makes,
+    for traffic given as reads (one read per item)."""
+    relay = Relay()
+    capture = MemoryCapture()
+    dog = Watchdog(Config(), relay.session, tell=capture.finding, last_seq=capture.last_seq)
+    for n, (direction, data) in enumerate(traffic):
+        forwards = relay.feed(direction, data, float(n))
+        capture.record(0.0, float(n), forwards)
+        dog.record(0.0, float(n), forwards)
+    dog.close(0.0, float(len(traffic)))
+    records = [r for r in map(load_record, capture.lines) if r is not None]
+    live = [(r["code"], r["session"], r["about"]) for r in records if r["type"] == "finding" and not r.get("total")]
+    return live, [(f.code, f.session, f.seq) for f in analyse("c", records).findings]
+
+
+def test_an_error_with_id_null_answers_a_line_its_peer_could_not_read_and_is_no_unknown_id() -> None:
+    """JSON-RPC 2.0: a request that cannot be parsed (or whose id cannot be read) is
+    answered with an error whose id is null. That answer is valid: it is not a response for an
+    id nobody asked. (A result with id null, or an error with an id nobody asked, still is.)"""
+    traffic = [(A, sc.wire(sc.msg(id=0, method="initialize", params=sc.NEW_CLIENT))),
+               (C, sc.wire(sc.msg(id=0, result=sc.AGENT_V1_INIT))),
+               (A, b'{"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {\n'),
+               (C, sc.wire(sc.msg(id=None, error={"code": -32700, "message": "Parse error"}))),
+               (A, b'{"jsonrpc": "2.0", "method": 5}\n'),
+               (C, sc.wire(sc.msg(id=None, error={"code": -32600, "message": "Invalid Request"})))]
+    assert live_and_after(traffic) == ([], [])
+    wrong = [*traffic, (C, sc.wire(sc.msg(id=None, result={}))), (C, sc.wire(sc.msg(id=4, error={"code": 1, "message": "m"})))]
+    assert live_and_after(wrong) == ([("response-unknown-id", None, 7)],
+                                     [("response-unknown-id", None, 7), ("response-unknown-id", None, 8)])
