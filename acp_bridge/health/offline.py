@@ -274,7 +274,11 @@ def _request(engine: Engine, direction: Direction, msg: Json, now: float, seq: A
 
 def _batch(engine: Engine, direction: Direction, batch: Any, now: float, seq: Any) -> None:
     for element in batch:
-        if not isinstance(element, dict) or "id" not in element:
+        if not isinstance(element, dict):
+            continue
+        if "id" not in element:
+            if isinstance(element.get("method"), str):
+                engine.notification(direction, element, now, seq)
             continue
         if isinstance(element.get("method"), str):
             _request(engine, direction, element, now, seq)

@@ -164,3 +164,48 @@ def test_an_error_with_id_null_answers_a_line_its_peer_could_not_read_and_is_no_
     wrong = [*traffic, (C, sc.wire(sc.msg(id=None, result={}))), (C, sc.wire(sc.msg(id=4, error={"code": 1, "message": "m"})))]
     assert live_and_after(wrong) == ([("response-unknown-id", None, 7)],
                                      [("response-unknown-id", None, 7), ("response-unknown-id", None, 8)])
+
+
+V2_OPEN = [(A, sc.wire(sc.msg(id=0, method="initialize", params={"protocolVersion": 2, "info": {"name": "c", "version": "1"}}))),
+           (C, sc.wire(sc.msg(id=0, result={"protocolVersion": 2, "info": {"name": "a", "version": "1"},
+                                             "capabilities": {"session": {"fork": {}}}}))),
+           (A, sc.wire(sc.msg(id=1, method="session/new", params={"cwd": "/"}))),
+           (C, sc.wire(sc.msg(id=1, result={"sessionId": "s1"})))]
+
+
+def batch(*messages: dict[str, Any]) -> bytes:
+    return orjson.dumps(list(messages)) + b"\n"
+
+
+def test_sessions_forked_or_closed_in_a_v2_batch_are_known_live_as_afterwards() -> None:
+    """v2 allows a batch of requests on one line (not of lifecycle ones; session/fork and
+    session/close may be batched), answered in a batch or one by one. The session a batched
+    fork creates is open, live as in `check`; one closed in a batch is closed."""
+    forked = [*V2_OPEN,
+              (A, batch(sc.msg(id=2, method="session/fork", params={"sessionId": "s1", "cwd": "/"}),
+                        sc.msg(id=3, method="session/list", params={}))),
+              (C, batch(sc.msg(id=2, result={"sessionId": "f1"}), sc.msg(id=3, result={"sessions": []}))),
+              (C, sc.wire(sc.chunk("f1", "hi")))]
+    assert live_and_after(forked) == ([], [])
+    one_by_one = [*V2_OPEN,
+                  (A, batch(sc.msg(id=2, method="session/fork", params={"sessionId": "s1", "cwd": "/"}),
+                            sc.msg(id=3, method="session/list", params={}))),
+                  (C, sc.wire(sc.chunk("f1", "replayed while the fork is in flight"))),
+                  (C, sc.wire(sc.msg(id=3, result={"sessions": []}))),
+                  (C, sc.wire(sc.msg(id=2, result={"sessionId": "f1"})))]
+    assert live_and_after(one_by_one) == ([], [])
+    closed = [*V2_OPEN,
+              (A, batch(sc.msg(id=2, method="session/close", params={"sessionId": "s1"}))),
+              (C, batch(sc.msg(id=2, result={}))),
+              (C, sc.wire(sc.chunk("s1", "late")))]
+    assert live_and_after(closed) == ([("update-closed-session", "s1", 7)], [("update-closed-session", "s1", 7)])
+
+
+def test_notifications_in_a_v2_batch_are_judged_live_and_afterwards() -> None:
+    """An update (or a cancel) inside a batch is read like one on its own line."""
+    traffic = [*V2_OPEN, (C, batch(sc.chunk("ghost", "a"), sc.update("s1", sessionUpdate="state_update", state="running"))),
+               (A, batch(sc.msg(method="session/cancel", params={"sessionId": "s1"}))),
+               (C, batch(sc.update("s1", sessionUpdate="state_update", state="idle", stopReason="end_turn")))]
+    live, after = live_and_after(traffic)
+    assert live == [("update-unknown-session", "ghost", 5), ("cancel-ignored", "s1", 7)]
+    assert sorted(after, key=lambda f: f[2]) == live
