@@ -216,6 +216,7 @@ class OtlpSink:
         self.live = live  # a running bridge (the relay goes on), not `export`
         self.lock = threading.Lock()
         self.exported = self.failed = 0
+        self.handed = 0  # spans given to the batch processor (sampled)
         self.export_cpu = 0.0  # seconds of CPU the exporter's thread has spent, for the observer's budget
         self._said = False
         self.building = True  # what the SDK logs meanwhile is about its settings, not an export
@@ -302,6 +303,8 @@ class OtlpSink:
         if record.error is not None:
             span.set_status(Status(StatusCode.ERROR, record.error))
         span.end(end_time=_ns(record.end if record.end is not None else record.start))
+        if span.get_span_context().trace_flags.sampled:
+            self.handed += 1  # to the batch processor
 
     def _is_sampled(self, trace_id: int) -> bool:
         """The sampler's decision for a trace, asked as for its root span (which ends last,
@@ -347,6 +350,8 @@ class OtlpSink:
         # this, and with no handler Python's last resort would print it on stderr.
         with self.lock:
             failed, exported = self.failed, self.exported
+        if not done.is_set():  # what was still queued or in an export at exit is lost too
+            failed = max(failed, self.handed - exported)
         if failed:
             log.info("telemetry: %d spans exported, %d dropped", exported, failed)
         return done.is_set()

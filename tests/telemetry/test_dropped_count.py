@@ -4,6 +4,7 @@ the count must not be what is said."""
 
 from __future__ import annotations
 
+import logging
 import socket
 
 import pytest
@@ -15,7 +16,8 @@ pytest.importorskip("opentelemetry.sdk", reason="the otel extra is in the test e
 QUEUE, BATCH, SPANS = 8, 4, 200
 
 
-def test_every_span_dropped_behind_a_silent_collector_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_span_dropped_behind_a_silent_collector_is_counted(monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
     from acp_bridge.telemetry.sdk import ExportSettings, OtlpSink
 
     monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", str(QUEUE))
@@ -30,4 +32,7 @@ def test_every_span_dropped_behind_a_silent_collector_is_counted(monkeypatch: py
         with sink.lock:
             dropped = sink.failed
         assert SPANS - QUEUE - BATCH <= dropped <= SPANS
-        assert sink.shutdown(0.2) is False
+        with caplog.at_level(logging.INFO, "acp_bridge.telemetry"):
+            assert sink.shutdown(0.2) is False
+    # What was still queued, or in the export that never ended, is not sent either.
+    assert caplog.messages[-1] == f"telemetry: 0 spans exported, {SPANS} dropped"
