@@ -209,3 +209,20 @@ def test_notifications_in_a_v2_batch_are_judged_live_and_afterwards() -> None:
     live, after = live_and_after(traffic)
     assert live == [("update-unknown-session", "ghost", 5), ("cancel-ignored", "s1", 7)]
     assert sorted(after, key=lambda f: f[2]) == live
+
+
+def test_a_load_replaying_a_long_history_is_no_request_unanswered_live() -> None:
+    """90 s of history at one update a second (request_seconds is 60): live, the timer's
+    scan at the end finds nothing overdue either."""
+    relay = Relay()
+    dog = Watchdog(Config(), relay.session)
+    found: list[Finding] = []
+    dog.engine.listeners.append(found.append)
+    dog.record(0.0, 0.0, relay.feed(A, sc.wire(sc.msg(id=1, method="session/load", params={
+        "sessionId": "old", "cwd": "/", "mcpServers": []})), 0.0))
+    for n in range(90):
+        dog.record(0.0, 1.0 + n, relay.feed(C, sc.wire(sc.chunk("old", f"turn {n}")), 1.0 + n))
+    dog.engine.advance(95.0)
+    assert found == []
+    dog.engine.advance(150.0)
+    assert [(f.code, f.method) for f in found] == [("request-unanswered", "session/load")]
