@@ -44,6 +44,9 @@ SESSION_OPENERS = m.SESSION_OPENERS  # their response names the session
 SESSION_REOPENERS = m.SESSION_REOPENERS  # the request names it
 SESSION_CLOSERS = m.SESSION_CLOSERS  # their success ends the session they name
 V1_ONLY_METHODS = m.V1_ONLY  # removed in v2 (spec/acp-notes.md 2.4, 3.2)
+# Client requests the agent answers only after streaming updates (a turn; a history replayed
+# by session/load, or session/resume with replayFrom): their time counts from its last output.
+STREAMED = frozenset({p.SESSION_PROMPT, p.SESSION_LOAD, p.SESSION_RESUME})
 
 Listener = Callable[[Finding], None]
 _UNSET: Any = object()
@@ -222,13 +225,13 @@ class Engine(SessionRules):
             seconds = self.threshold(pending.origin, pending.method)
             if seconds <= 0:
                 continue
-            prompt = pending.method == p.SESSION_PROMPT and pending.origin is TO_AGENT
-            due = (max(pending.at, last_out) if prompt else pending.at) + seconds
+            streamed = pending.method in STREAMED and pending.origin is TO_AGENT
+            due = (max(pending.at, last_out) if streamed else pending.at) + seconds
             if due > now:
                 nearest = min(nearest, due)
             elif len(reported) < self.max_tracked:
                 reported[id(pending)] = pending
-                self._overdue(pending, prompt, now)
+                self._overdue(pending, streamed and pending.method == p.SESSION_PROMPT, now)
         if reported or self.seqs or self._reused:  # forget what is no longer in flight
             alive = {id(r) for r in in_flight}
             for table in (reported, self.seqs, self._reused):
@@ -244,9 +247,9 @@ class Engine(SessionRules):
         if self._reported.pop(id(pending), None) is pending:
             return
         seconds = self.threshold(pending.origin, pending.method)
-        prompt = pending.method == p.SESSION_PROMPT and pending.origin is TO_AGENT
-        if seconds > 0 and (max(pending.at, self.last_out) if prompt else pending.at) + seconds <= now:
-            self._overdue(pending, prompt, now)
+        streamed = pending.method in STREAMED and pending.origin is TO_AGENT
+        if seconds > 0 and (max(pending.at, self.last_out) if streamed else pending.at) + seconds <= now:
+            self._overdue(pending, streamed and pending.method == p.SESSION_PROMPT, now)
 
     def _overdue(self, pending: Pending, prompt: bool, now: float) -> None:
         origin, id_, method, at = pending.origin, _written(pending), pending.method, pending.at
@@ -347,6 +350,12 @@ class Engine(SessionRules):
 _UNKNOWN_ID = ("response-unknown-id", None)
 # Methods whose requests or answers teach the engine something (capabilities, sessions).
 SPECIAL = frozenset({p.INITIALIZE, *SESSION_CLOSERS, *SESSION_OPENERS, *SESSION_REOPENERS, *V1_ONLY_METHODS})
+
+
+def answers_unreadable(msg: Json) -> bool:
+    """An error with id null: JSON-RPC 2.0's answer to a line whose id could not be read (a
+    parse error, an invalid request). Valid, and pairs with nothing: no unknown id."""
+    return msg.get("id", 0) is None and "error" in msg and "result" not in msg
 
 
 def rule_key(rule: str | None) -> tuple[str, str | None]:

@@ -24,7 +24,7 @@ from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.stray_output import is_stray
 from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
 from acp_bridge.core.session import Pending
-from acp_bridge.health.engine import Engine
+from acp_bridge.health.engine import Engine, answers_unreadable
 from acp_bridge.health.findings import CODES, Finding, Level
 from acp_bridge.health.migration import Migration, client_form, suggestion_form, suggestions, suggestions_out
 
@@ -196,7 +196,7 @@ def _message(engine: Engine, migration: Migration, record: Json, direction: Dire
         if pending is not None:
             engine.late(pending, now)
             engine.answered(pending, msg, now, seq)
-        elif record.get("method") is None:  # the relay paired it with nothing either
+        elif record.get("method") is None and not answers_unreadable(msg):  # the relay paired it with nothing either
             engine.unpaired(direction, msg.get("id"), now, seq)
         if "error" in msg and "result" in msg:
             engine.result_and_error(direction, msg.get("id"), now, seq)
@@ -274,7 +274,11 @@ def _request(engine: Engine, direction: Direction, msg: Json, now: float, seq: A
 
 def _batch(engine: Engine, direction: Direction, batch: Any, now: float, seq: Any) -> None:
     for element in batch:
-        if not isinstance(element, dict) or "id" not in element:
+        if not isinstance(element, dict):
+            continue
+        if "id" not in element:
+            if isinstance(element.get("method"), str):
+                engine.notification(direction, element, now, seq)
             continue
         if isinstance(element.get("method"), str):
             _request(engine, direction, element, now, seq)

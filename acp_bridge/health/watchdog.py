@@ -49,10 +49,10 @@ from acp_bridge.core.messages import (
 )
 from acp_bridge.core.methods import SESSION_CANCEL
 from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
-from acp_bridge.core.session import Connection
+from acp_bridge.core.session import Connection, Pending
 from acp_bridge.core.shapes import session_named
 from acp_bridge.errors import CaptureError
-from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, failed_rule
+from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, answers_unreadable, failed_rule
 from acp_bridge.health.findings import CODES, Finding, Level
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ log = logging.getLogger("acp_bridge.health")
 
 INF = math.inf
 CANCEL = SESSION_CANCEL.encode()  # what an unparsed line toward the agent is searched for
+BATCHED_KEPT = 1024  # batched requests of SPECIAL methods awaiting a batched answer
 REPORTED_PER_CODE = 10  # findings of one code logged and passed to the observers; the rest are counted
 _LOG_LEVEL = {Level.INFO: logging.INFO, Level.WARNING: logging.WARNING, Level.ERROR: logging.ERROR}
 
@@ -96,6 +97,9 @@ class Watchdog:
         self._cursor = (0, 0)  # (forwards counted, seq after them) within the current read
         self._reported_by_code: dict[str, int] = {}  # findings logged and recorded, per code
         self._reported_keys: set[tuple[str, object]] = set()  # (code, session key) of those
+        # Requests of a v2 batch whose answer teaches something (SPECIAL), by (origin, id key):
+        # the relay pairs a batch's answers without telling which request each answered.
+        self._batched: dict[tuple[Direction, object], Pending] = {}
 
     def __repr__(self) -> str:
         return f"<Watchdog {self.engine!r} wake={self._wake} off={self.off}>"
@@ -155,12 +159,16 @@ class Watchdog:
                 pending = fwd.request  # paired by the relay's session
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1
+                if self._batched:
+                    self._batched.pop((fwd.direction.reverse, id_key(msg.get("id"))), None)
                 if pending is not None:
                     if plain_answers and pending.method not in SPECIAL:
                         recent.append(pending)  # what engine.answered does with such an answer
                         engine.recent_keys = None
                     else:
                         engine.answered(pending, msg, mono, seq)
+                elif answers_unreadable(msg):
+                    pass
                 elif reported and not (recent and (fwd.direction.reverse, id_key(msg.get("id"))) in
                                    engine.answered_keys()):
                     unknown += 1  # neither a duplicate nor the first unknown id: only counted
@@ -173,9 +181,37 @@ class Watchdog:
                     seq = self._seq_before(forwards, index) + 1
                 if kind is NOTIFICATION:
                     engine.notification(fwd.direction, frame.msg, mono, seq)  # type: ignore[arg-type]
+                elif frame.batch is not None:
+                    self._batch(frame.direction, frame.batch, mono, seq)
             if fwd.verdict is VERDICT_ERROR or fwd.verdict is VERDICT_REWRITE:
                 self._rules_outcome(fwd, frame, mono, forwards, index)
         self._read_ends(mono, unknown, saw_request)
+
+    def _batch(self, direction: Direction, batch: list[object], mono: float, seq: int | None) -> None:
+        """A v2 batch (one line, a JSON array): its elements judged as `check` judges them,
+        its notifications too (the relay paired its requests and responses already)."""
+        engine = self.engine
+        for element in batch:
+            if not isinstance(element, dict):
+                continue
+            method = element.get("method")
+            if "id" not in element:
+                if isinstance(method, str):
+                    engine.notification(direction, element, mono, seq)
+                continue
+            key = (direction, id_key(element["id"]))
+            if isinstance(method, str):
+                if method in SPECIAL:
+                    params = element.get("params")
+                    pending = Pending(direction, element["id"], method,
+                                      params.get("sessionId") if isinstance(params, dict) else None, b"", mono)
+                    engine.request(pending, seq, element)
+                    if len(self._batched) < BATCHED_KEPT:
+                        self._batched[key] = pending
+            elif "result" in element or "error" in element:
+                answered = self._batched.pop((direction.reverse, key[1]), None)
+                if answered is not None:
+                    engine.answered(answered, element, mono, seq)
 
     def _read_starts(self, mono: float, first: Forward) -> Direction:
         """Where the read came from (the source of its first forward); the time of the last

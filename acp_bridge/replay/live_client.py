@@ -65,13 +65,20 @@ class LiveClient:
         self._stray: Any = None  # an answer to no request the replay sent, while one is awaited
         self._changed = trio.Event()
 
+    def _failed(self) -> bool:
+        """The replay is to end (the server's --strict)."""
+        return False
+
+    def _notified(self, method: Any, session: Any) -> None:
+        """The client sent a notification (the server compares it with the recording)."""
+
     def _poke(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
 
     async def _next(self) -> Live | bytes | None:
         while not self._queue:
-            if self.client_done:
+            if self.client_done or self._failed():
                 return None
             await self._changed.wait()
         item = self._queue.popleft()
@@ -121,7 +128,8 @@ class LiveClient:
                                              and id_key(msg.get("id")) in self.sent_requests):
             self._answered(id_key(frame.id), frame.raw, frame.id)
         elif frame.kind is Kind.NOTIFICATION:
-            pass  # session/cancel: consumed; the recording says what followed it
+            # session/cancel: consumed; the recording says what followed it
+            self._notified(frame.method, None if msg is None else read.session_id_of(msg))
         elif frame.raw.endswith(b"\n"):  # (a torn last line: the client is gone, nobody to answer)
             answer, what = invalid_answer(frame)
             self._once(("invalid", what), f"the client sent {what}; answered with a JSON-RPC error")

@@ -105,6 +105,9 @@ class Script:
     requests: list[RecordedRequest]
     withheld: int = 0  # agent lines the capture withheld whole: not replayed
     partial: int = 0  # lines over the parse limit: only their first bytes were recorded
+    # The client's notifications (session/cancel, ...) the recording has, by (method, session
+    # key): a live one beyond them is said to be no counterpart of the recording.
+    notifications: dict[tuple[Any, Any], int] = field(default_factory=dict)
 
 
 def _withheld_answer(id_: Any) -> bytes:
@@ -146,6 +149,9 @@ class _ScriptBuilder:
         """A line toward the agent: a request starts a segment; an answer to an agent
         request is awaited where it came; anything else is consumed."""
         verdict, kind = record.get("verdict"), record.get("kind")
+        if kind == "notification" and verdict != "emit":  # the client sent it
+            key = (record.get("method"), id_key(record.get("session")))
+            self.script.notifications[key] = self.script.notifications.get(key, 0) + 1
         if verdict == "emit" and not self.before_rules:
             return  # the bridge wrote it to the agent: the client never sent it
         line = sent_bytes(record) if self.before_rules else record_bytes(record, "raw")

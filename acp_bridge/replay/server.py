@@ -49,6 +49,8 @@ class ReplayServer(LiveClient):
         self.served: set[int] = set()  # recorded requests whose answer has gone out
         self.divergences = 0  # live requests with no recorded counterpart
         self.mismatches = 0
+        self.notifications = dict(script.notifications)  # the recorded ones not yet matched
+        self.extra_notifications = 0  # live notifications the recording has no counterpart for
 
     def __repr__(self) -> str:
         return (f"<ReplayServer requests={len(self.script.requests)} divergences={self.divergences} "
@@ -84,6 +86,10 @@ class ReplayServer(LiveClient):
             if self.divergences:
                 lines.append(f"{self.divergences} request{'s' if self.divergences != 1 else ''} had no "
                              "counterpart in the recording")
+            if self.extra_notifications:
+                n = self.extra_notifications
+                lines.append(f"{n} notification{'s' if n != 1 else ''} of the client had no counterpart in the "
+                             "recording")
             if self.unanswered:
                 lines.append(f"{self.unanswered} request{'s' if self.unanswered != 1 else ''} of the replay "
                              "went unanswered by the client")
@@ -93,7 +99,23 @@ class ReplayServer(LiveClient):
         return lines
 
     def _failed(self) -> bool:
-        return self.options.strict and bool(self.divergences or self.unanswered)
+        return self.options.strict and bool(self.divergences or self.unanswered or self.extra_notifications)
+
+    def _notified(self, method: Any, session: Any) -> None:
+        """A live notification: matched to one the recorded client sent (same method and
+        session), else a divergence, said once per method and session (the recorded turn goes
+        on: the replay cannot make the agent heed a cancel it never got)."""
+        key = (method, id_key(session))
+        left = self.notifications.get(key, 0)
+        if left:
+            self.notifications[key] = left - 1
+            return
+        self.extra_notifications += 1
+        where = "" if session is None else f" (session {show(session)})"
+        self._once(("notification", show(method), where),
+                   f"divergence: the client sent {show(method)}{where}, which the recording does not have; "
+                   "the replay goes on as recorded")
+        self._poke()  # with --strict, the replay ends
 
     async def _answer(self, live: Live) -> None:
         """Serve one live request."""

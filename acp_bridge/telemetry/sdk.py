@@ -136,14 +136,32 @@ class _Quiet(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = said_safely(record)
-        if message.startswith("Queue full"):  # the batch processor dropped a span
-            with self.owner.lock:
-                self.owner.failed += 1
         if record.name.startswith(_EXPORT_LOGGERS) and not self.owner.building:
             self.owner.problem(message)
         elif message not in self.said:  # a setting it did not like, and what it does instead
             self.said.add(message)
             log.warning("telemetry: the OpenTelemetry SDK says: %s", message)
+
+
+# Where the batch processor says it dropped a span ("Queue full"); the first is the SDK's
+# since 1.34, the second its older home.
+_DROP_LOGGERS = ("opentelemetry.sdk._shared_internal", "opentelemetry.sdk.trace.export")
+
+
+class _CountDrops(logging.Filter):
+    """Counts each span the batch processor drops. A filter put before the SDK's own: that
+    one (a duplicate filter) lets one "Queue full" through in 20 s, so a handler would count
+    one of thousands."""
+
+    def __init__(self, owner: OtlpSink) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith("Queue full"):
+            with self.owner.lock:
+                self.owner.failed += 1
+        return True
 
 
 class _Counting(SpanExporter):
@@ -198,6 +216,7 @@ class OtlpSink:
         self.live = live  # a running bridge (the relay goes on), not `export`
         self.lock = threading.Lock()
         self.exported = self.failed = 0
+        self.handed = 0  # spans given to the batch processor (sampled)
         self.export_cpu = 0.0  # seconds of CPU the exporter's thread has spent, for the observer's budget
         self._said = False
         self.building = True  # what the SDK logs meanwhile is about its settings, not an export
@@ -207,6 +226,9 @@ class OtlpSink:
         sdk_log = logging.getLogger("opentelemetry")
         sdk_log.addHandler(self._handler)
         sdk_log.propagate = False  # not Python's last-resort handler: said once, by `problem`
+        drops = _CountDrops(self)
+        for name in _DROP_LOGGERS:
+            logging.getLogger(name).filters.insert(0, drops)
         # Said on stderr and in the log file: a user, password or token in it is masked.
         self.where = mask_text_secrets(settings.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
                                        or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "the default OTLP endpoint")
@@ -281,6 +303,8 @@ class OtlpSink:
         if record.error is not None:
             span.set_status(Status(StatusCode.ERROR, record.error))
         span.end(end_time=_ns(record.end if record.end is not None else record.start))
+        if span.get_span_context().trace_flags.sampled:
+            self.handed += 1  # to the batch processor
 
     def _is_sampled(self, trace_id: int) -> bool:
         """The sampler's decision for a trace, asked as for its root span (which ends last,
@@ -326,6 +350,8 @@ class OtlpSink:
         # this, and with no handler Python's last resort would print it on stderr.
         with self.lock:
             failed, exported = self.failed, self.exported
+        if not done.is_set():  # what was still queued or in an export at exit is lost too
+            failed = max(failed, self.handed - exported)
         if failed:
             log.info("telemetry: %d spans exported, %d dropped", exported, failed)
         return done.is_set()

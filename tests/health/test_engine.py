@@ -98,6 +98,23 @@ def test_a_prompt_counts_from_the_agents_last_output() -> None:
     assert found(cap.check(end=55.0)) == [("prompt-stalled", turn)]
 
 
+def test_a_load_or_resume_that_replays_history_counts_from_the_agents_last_output() -> None:
+    """session/load (and v2 session/resume with replayFrom) streams the whole history as
+    updates before it answers: a long history sent steadily is not a request left
+    unanswered; one the agent went silent on is."""
+    for method, params in (("session/load", {"sessionId": "old", "cwd": "/", "mcpServers": []}),
+                           ("session/resume", {"sessionId": "old", "cwd": "/", "replayFrom": {"type": "start"}})):
+        cap = Capture()
+        opened(cap)
+        load = cap.add(1.0, A, sc.msg(id=2, method=method, params=params))
+        for i in range(40):  # 40 s of history, an update every second (request_seconds is 10)
+            cap.add(1.5 + i, C, sc.chunk("old", f"turn {i}"))
+        assert found(cap.check(end=50.4)) == []  # the last update at 40.5, 10 s of silence only at 50.5
+        assert found(cap.check(end=50.5)) == [("request-unanswered", load)]
+        cap.add(45.0, C, sc.msg(id=2, result={}), method=method)
+        assert found(cap.check(end=100.0)) == []
+
+
 def test_agent_requests_the_client_leaves_unanswered() -> None:
     cap = Capture()
     opened(cap)

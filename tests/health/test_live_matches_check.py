@@ -132,3 +132,97 @@ def test_two_initializes_in_one_read_are_each_judged_by_their_own_params() -> No
     found = [(r["code"], r["about"]) for r in records if r["type"] == "finding"]
     assert found == [("air-only-client", 2)]
     assert [(f.code, f.seq) for f in analyse("c", records).findings] == found
+
+
+def live_and_after(traffic: list[tuple[Direction, bytes]]) -> tuple[list[tuple[str, Any, Any]], list[tuple[str, Any, Any]]]:
+    """(code, session, seq) of each first finding live, and of each finding `check` makes,
+    for traffic given as reads (one read per item)."""
+    relay = Relay()
+    capture = MemoryCapture()
+    dog = Watchdog(Config(), relay.session, tell=capture.finding, last_seq=capture.last_seq)
+    for n, (direction, data) in enumerate(traffic):
+        forwards = relay.feed(direction, data, float(n))
+        capture.record(0.0, float(n), forwards)
+        dog.record(0.0, float(n), forwards)
+    dog.close(0.0, float(len(traffic)))
+    records = [r for r in map(load_record, capture.lines) if r is not None]
+    live = [(r["code"], r["session"], r["about"]) for r in records if r["type"] == "finding" and not r.get("total")]
+    return live, [(f.code, f.session, f.seq) for f in analyse("c", records).findings]
+
+
+def test_an_error_with_id_null_answers_a_line_its_peer_could_not_read_and_is_no_unknown_id() -> None:
+    """JSON-RPC 2.0: a request that cannot be parsed (or whose id cannot be read) is
+    answered with an error whose id is null. That answer is valid: it is not a response for an
+    id nobody asked. (A result with id null, or an error with an id nobody asked, still is.)"""
+    traffic = [(A, sc.wire(sc.msg(id=0, method="initialize", params=sc.NEW_CLIENT))),
+               (C, sc.wire(sc.msg(id=0, result=sc.AGENT_V1_INIT))),
+               (A, b'{"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {\n'),
+               (C, sc.wire(sc.msg(id=None, error={"code": -32700, "message": "Parse error"}))),
+               (A, b'{"jsonrpc": "2.0", "method": 5}\n'),
+               (C, sc.wire(sc.msg(id=None, error={"code": -32600, "message": "Invalid Request"})))]
+    assert live_and_after(traffic) == ([], [])
+    wrong = [*traffic, (C, sc.wire(sc.msg(id=None, result={}))), (C, sc.wire(sc.msg(id=4, error={"code": 1, "message": "m"})))]
+    assert live_and_after(wrong) == ([("response-unknown-id", None, 7)],
+                                     [("response-unknown-id", None, 7), ("response-unknown-id", None, 8)])
+
+
+V2_OPEN = [(A, sc.wire(sc.msg(id=0, method="initialize", params={"protocolVersion": 2, "info": {"name": "c", "version": "1"}}))),
+           (C, sc.wire(sc.msg(id=0, result={"protocolVersion": 2, "info": {"name": "a", "version": "1"},
+                                             "capabilities": {"session": {"fork": {}}}}))),
+           (A, sc.wire(sc.msg(id=1, method="session/new", params={"cwd": "/"}))),
+           (C, sc.wire(sc.msg(id=1, result={"sessionId": "s1"})))]
+
+
+def batch(*messages: dict[str, Any]) -> bytes:
+    return orjson.dumps(list(messages)) + b"\n"
+
+
+def test_sessions_forked_or_closed_in_a_v2_batch_are_known_live_as_afterwards() -> None:
+    """v2 allows a batch of requests on one line (not of lifecycle ones; session/fork and
+    session/close may be batched), answered in a batch or one by one. The session a batched
+    fork creates is open, live as in `check`; one closed in a batch is closed."""
+    forked = [*V2_OPEN,
+              (A, batch(sc.msg(id=2, method="session/fork", params={"sessionId": "s1", "cwd": "/"}),
+                        sc.msg(id=3, method="session/list", params={}))),
+              (C, batch(sc.msg(id=2, result={"sessionId": "f1"}), sc.msg(id=3, result={"sessions": []}))),
+              (C, sc.wire(sc.chunk("f1", "hi")))]
+    assert live_and_after(forked) == ([], [])
+    one_by_one = [*V2_OPEN,
+                  (A, batch(sc.msg(id=2, method="session/fork", params={"sessionId": "s1", "cwd": "/"}),
+                            sc.msg(id=3, method="session/list", params={}))),
+                  (C, sc.wire(sc.chunk("f1", "replayed while the fork is in flight"))),
+                  (C, sc.wire(sc.msg(id=3, result={"sessions": []}))),
+                  (C, sc.wire(sc.msg(id=2, result={"sessionId": "f1"})))]
+    assert live_and_after(one_by_one) == ([], [])
+    closed = [*V2_OPEN,
+              (A, batch(sc.msg(id=2, method="session/close", params={"sessionId": "s1"}))),
+              (C, batch(sc.msg(id=2, result={}))),
+              (C, sc.wire(sc.chunk("s1", "late")))]
+    assert live_and_after(closed) == ([("update-closed-session", "s1", 7)], [("update-closed-session", "s1", 7)])
+
+
+def test_notifications_in_a_v2_batch_are_judged_live_and_afterwards() -> None:
+    """An update (or a cancel) inside a batch is read like one on its own line."""
+    traffic = [*V2_OPEN, (C, batch(sc.chunk("ghost", "a"), sc.update("s1", sessionUpdate="state_update", state="running"))),
+               (A, batch(sc.msg(method="session/cancel", params={"sessionId": "s1"}))),
+               (C, batch(sc.update("s1", sessionUpdate="state_update", state="idle", stopReason="end_turn")))]
+    live, after = live_and_after(traffic)
+    assert live == [("update-unknown-session", "ghost", 5), ("cancel-ignored", "s1", 7)]
+    assert sorted(after, key=lambda f: f[2]) == live
+
+
+def test_a_load_replaying_a_long_history_is_no_request_unanswered_live() -> None:
+    """90 s of history at one update a second (request_seconds is 60): live, the timer's
+    scan at the end finds nothing overdue either."""
+    relay = Relay()
+    dog = Watchdog(Config(), relay.session)
+    found: list[Finding] = []
+    dog.engine.listeners.append(found.append)
+    dog.record(0.0, 0.0, relay.feed(A, sc.wire(sc.msg(id=1, method="session/load", params={
+        "sessionId": "old", "cwd": "/", "mcpServers": []})), 0.0))
+    for n in range(90):
+        dog.record(0.0, 1.0 + n, relay.feed(C, sc.wire(sc.chunk("old", f"turn {n}")), 1.0 + n))
+    dog.engine.advance(95.0)
+    assert found == []
+    dog.engine.advance(150.0)
+    assert [(f.code, f.method) for f in found] == [("request-unanswered", "session/load")]

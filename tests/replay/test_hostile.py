@@ -380,3 +380,40 @@ def test_the_report_lines_are_bounded() -> None:
     assert len(lines) == MAX_LINES + 1
     assert lines[0] == PREFIX + "0 " + "x" * (MAX_CHARS - 2) + "…"
     assert lines[-1] == f"{PREFIX}5 more report line(s) not shown"
+
+
+CANCEL = rpc(method="session/cancel", params={"sessionId": "S1"})
+
+
+async def test_a_cancel_the_recording_does_not_have_is_said_and_one_it_has_is_not(tmp_path: Path) -> None:
+    """The turn goes on as recorded (the replay cannot make the agent cancel), but a client
+    testing its cancel must hear that the recording has none: once, and in the summary. A
+    cancel the recording has (for that session) is what was recorded: nothing to say."""
+    async with serving(basic(tmp_path / "c.jsonl")) as replay:
+        await prompted(replay)
+        await replay.send(CANCEL + CANCEL)
+        await replay.send(CLIENT_ALLOWS)
+        assert await replay.read() == {"jsonrpc": "2.0", "id": 2, "result": END_TURN}
+        assert await replay.finish() == 0
+    assert replay.stderr_lines() == [
+        f"{PREFIX}divergence: the client sent session/cancel (session S1), which the recording does not have; "
+        "the replay goes on as recorded",
+        f"{PREFIX}2 notifications of the client had no counterpart in the recording"]
+    records = [orjson.loads(line) for line in basic(tmp_path / "c.jsonl").read_bytes().splitlines()]
+    records.insert(7, msg(6, "to-agent", "notification", CANCEL, "session/cancel", None, "S1"))
+    async with serving(write_capture(tmp_path / "cancelled.jsonl", records[1:-1])) as replay:
+        await prompted(replay)
+        await replay.send(CANCEL + CLIENT_ALLOWS)
+        assert await replay.read() == {"jsonrpc": "2.0", "id": 2, "result": END_TURN}
+        assert await replay.finish() == 0
+    assert replay.stderr_lines() == []
+
+
+async def test_strict_ends_the_replay_at_a_cancel_the_recording_does_not_have(tmp_path: Path) -> None:
+    async with serving(basic(tmp_path / "c.jsonl"), ReplayOptions(strict=True)) as replay:
+        await replay.ask(INIT)
+        await replay.send(CANCEL)
+        assert await replay.proc.wait() == 1
+    assert replay.stderr_lines() == [
+        f"{PREFIX}divergence: the client sent session/cancel (session S1), which the recording does not have; "
+        "the replay goes on as recorded"]
