@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import TO_AGENT, Direction, Frame, brief, id_key
+from acp_bridge.core.methods import SESSION_CLOSERS
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.system_prompt_options import NAME
@@ -180,6 +181,11 @@ class SystemPrompt(Rule):
 
     def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         """Only reads: learns new session ids, re-arms a refused first prompt, logs."""
+        if request.method in SESSION_CLOSERS and self._holding:
+            # Connection has forgotten a closed session's state: so does the list of those held.
+            if session.existing_state(SystemPromptState, request.session_id) is None:
+                self._holding.pop(id_key(request.session_id), None)
+            return PASS
         msg = frame.msg
         if request.origin is not TO_AGENT or not session.client_ready or msg is None:
             return PASS
