@@ -118,11 +118,14 @@ def _pointer(pointer: str, key: str, fail: Callable[[str, str], ConfigError], *,
 
 
 def not_json(value: Any, depth: int = 0) -> str | None:
-    """Why a TOML value cannot stand in a JSON message (a date, a time, nan, inf), or None."""
+    """Why a TOML value cannot stand in a JSON message (a date, a time, nan, inf, an integer
+    past 64 bits), or None."""
     if depth > 64:
         return "nested too deeply"
-    if isinstance(value, (str, bool, int)):
+    if isinstance(value, (str, bool)):
         return None
+    if isinstance(value, int):  # TOML's are 64-bit; tomllib reads any, which orjson cannot write
+        return None if -(2**63) <= value < 2**63 else f"{value} is beyond TOML's 64-bit integers (write it as a string)"
     if isinstance(value, float):
         return None if math.isfinite(value) else f"{value} is not a JSON number"
     if isinstance(value, list):

@@ -9,6 +9,7 @@ or decide what a failure means (the relay decides whether it fails open or stops
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,10 @@ class RuleError(BridgeError):
     each failing line's capture record carries it)."""
 
     def __init__(self, rule: str, error: BaseException) -> None:
-        text = str(error)
+        try:
+            text = str(error)
+        except Exception:  # a rule's exception whose own str() fails is still its failure
+            text = "<str() failed>"
         if len(text) > ERROR_SHOWN:
             text = f"{text[:ERROR_SHOWN]}... ({len(text)} characters)"
         self.detail = f"{type(error).__name__}: {text}"
@@ -48,11 +52,34 @@ class RuleError(BridgeError):
         self.sent_first: list[Forward] = []
 
 
+class _Shown(reprlib.Repr):
+    def repr_instance(self, x: object, level: int) -> str:
+        try:
+            text = repr(x)
+        except Exception:  # the rule's own class: its repr may raise or recurse
+            return f"<{type(x).__name__} instance>"  # (reprlib's own would show an address)
+        return text if len(text) <= self.maxother else text[:self.maxother - 3] + "..."
+
+
+_SHOWN = _Shown()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 80, 80
+
+
+def _shown(value: object) -> str:
+    """What a rule returned, in brief: bounded in depth (a plain repr of a list nested
+    100,000 deep raises RecursionError), and never raising (a repr of the rule's own
+    class may)."""
+    try:
+        return _SHOWN.repr(value)
+    except Exception:  # reprlib catches an instance's, not a container's
+        return f"<{type(value).__name__} instance>"
+
+
 def not_an_outcome(result: object) -> TypeError | None:
     """Why a hook's return value is no outcome, or None when it is one (PASS and None, which
     passes too, are checked before: this runs only for what a rule changes)."""
     if not isinstance(result, Replace):
-        return TypeError(f"returned {result!r:.80}, not an outcome (PASS, DROP, Replace)")
+        return TypeError(f"returned {_shown(result):.80}, not an outcome (PASS, DROP, Replace)")
     if result.msg is not None and not isinstance(result.msg, dict):
         return TypeError(f"Replace({type(result.msg).__name__}): the message must be a dict (a JSON object)")
     for key, emits in (("then", result.then), ("before", result.before)):
@@ -60,7 +87,7 @@ def not_an_outcome(result: object) -> TypeError | None:
             return TypeError(f"Replace({key}={type(emits).__name__}): {key}= takes a tuple of Emit")
         for emit in emits:
             if not (isinstance(emit, Emit) and isinstance(emit.direction, Direction) and isinstance(emit.msg, dict)):
-                return TypeError(f"{key}= holds {emit!r:.80}, not an Emit(Direction, dict)")
+                return TypeError(f"{key}= holds {_shown(emit):.80}, not an Emit(Direction, dict)")
     return None
 
 

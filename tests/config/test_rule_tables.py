@@ -68,6 +68,12 @@ def test_inline_tables_have_no_line(tmp_path: Path) -> None:
     ('[[rewrite]]\nupdate = "x"\nset = { "/a" = 1979-05-27 }\n',
      "rewrite[1] (line 1).set.'/a': a TOML date is not a JSON value (write it as a string)"),
     ('[[rewrite]]\nupdate = "x"\nset = { "/a" = [nan] }\n', "rewrite[1] (line 1).set.'/a': nan is not a JSON number"),
+    # TOML's integers are 64-bit (tomllib reads any): past that, no message could be written
+    # with it (set: the rule failed on every message) nor match it (where).
+    ('[[rewrite]]\nupdate = "x"\nset = { "/a" = {b = [99999999999999999999]} }\n',
+     "rewrite[1] (line 1).set.'/a': 99999999999999999999 is beyond TOML's 64-bit integers (write it as a string)"),
+    ('[[rewrite]]\nupdate = "x"\nwhere = { "/a" = -9223372036854775809 }\ndrop = true\n',
+     "rewrite[1] (line 1).where.'/a': -9223372036854775809 is beyond TOML's 64-bit integers (write it as a string)"),
     ('[[rewrite]]\nupdate = "x"\nset = { "/a" = 1 }\n[[rewrite]]\nmethod = ""\ndrop = true\n',
      "rewrite[2] (line 4).method: is empty"),
     ('[[rewrite]]\nname = "a\\u0007b"\nupdate = "x"\ndrop = true\n',

@@ -320,3 +320,47 @@ def test_a_change_that_cannot_be_written_is_said_once_per_rule(caplog: pytest.Lo
     assert [r.getMessage() for r in caplog.records] == [
         f"what the rules ({name}) made of a message cannot be written back (Type is not JSON serializable: "
         "object); it was forwarded as it came, unchanged (further ones are not reported)" for name in "ab"]
+
+
+# -- a rule's failure that cannot even be described: still that rule's failure -----------------
+
+
+class _NoRepr:
+    def __repr__(self) -> str:
+        raise ValueError("no repr")
+
+
+class _NoStr(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no str")
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class Raises(Rule):
+    def request(self, frame: Frame, session: Connection) -> Outcome:
+        raise _NoStr
+
+
+@pytest.mark.parametrize(("rule", "detail"), [
+    (Returns(_NoRepr()), "TypeError: returned <_NoRepr instance>, not an outcome (PASS, DROP, Replace)"),
+    (Returns(_nested(100_000)), "TypeError: returned [[[[...]]]], not an outcome (PASS, DROP, Replace)"),
+    (Returns(Replace({}, then=(_NoRepr(),))), "TypeError: then= holds <_NoRepr instance>, not an Emit(Direction, dict)"),  # type: ignore[arg-type]
+    (Returns(Replace({}, before=(_nested(100_000),))), "TypeError: before= holds [[[[...]]]], not an Emit(Direction, dict)"),  # type: ignore[arg-type]
+    (Raises(), "_NoStr: <str() failed>"),
+], ids=["repr raises", "nested 100,000 deep", "then= repr raises", "before= nested", "str raises"])
+def test_a_failure_whose_value_cannot_be_shown_still_fails_open_naming_the_rule(rule: Rule, detail: str) -> None:
+    """What a rule returned, or raised, is shown in brief; when it cannot be shown (its repr
+    raises, or recurses past Python's limit) the line still goes on as it came, recorded as
+    that rule's failure; the description escaped the relay as an exception of its own."""
+    line = orjson.dumps(REQUEST) + b"\n"
+    (fwd,) = Relay([rule]).feed(A, line)
+    assert (fwd.verdict, fwd.data, fwd.rules, fwd.error) == (Verdict.ERROR, line, (rule.name,), detail)
+    with pytest.raises(RuleError) as raised:
+        Relay([rule], strict=True).feed(A, line)
+    assert str(raised.value) == f"rule {rule.name!r} failed: {detail}"

@@ -726,3 +726,26 @@ def test_inject_never_mutates_and_changes_only_its_key(params: dict[str, Any], d
         assert {k: v for k, v in out["params"].items() if k != owned} == \
             {k: v for k, v in params.items() if k != owned}
         assert all(out["params"][k] is params[k] for k in params if k != owned)
+
+
+@pytest.mark.parametrize("agent_init", [V1_AGENT_OVERRIDE, V1_AGENT_NONE], ids=["spec", "first-prompt"])
+def test_the_sessions_remembered_are_bounded(agent_init: dict[str, Any]) -> None:
+    """A bridge that sees a million sessions set up must not remember each (it did: about
+    440 bytes a session, for ever). Past MAX_SESSIONS the session used longest ago is let go:
+    the newest still gets the prompt in front of its first prompt."""
+    from acp_bridge.core.rewrites.system_prompt import MAX_SESSIONS, SystemPromptState
+
+    relay = started(cfg(on_unsupported="first-prompt"), V1_INIT, agent_init)
+    count = MAX_SESSIONS + 10
+    relay.feed(A, b"".join(line({"jsonrpc": "2.0", "id": i, "method": "session/new",
+                                 "params": {"cwd": CWD, "mcpServers": []}}) for i in range(1, count + 1)))
+    relay.feed(C, b"".join(line({"jsonrpc": "2.0", "id": i, "result": {"sessionId": f"s{i}"}})
+                           for i in range(1, count + 1)))
+    held = [i for i in range(1, count + 1) if relay.session.existing_state(SystemPromptState, f"s{i}")]
+    assert held == list(range(11, count + 1))
+    assert relay.session.session_count == MAX_SESSIONS
+    prompt = {"jsonrpc": "2.0", "id": 0, "method": "session/prompt",
+              "params": {"sessionId": f"s{count}", "prompt": [{"type": "text", "text": "hi"}]}}
+    (out,) = transcript(relay, [(A, prompt)])
+    first_block = out[1]["params"]["prompt"][0]
+    assert first_block == ({"type": "text", "text": TEXT} if agent_init is V1_AGENT_NONE else {"type": "text", "text": "hi"})
