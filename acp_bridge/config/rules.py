@@ -23,6 +23,7 @@ from typing import Any
 
 from acp_bridge.config import Config
 from acp_bridge.core.answers import BRIDGE
+from acp_bridge.core.chain import raised
 from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites import build_rewrites, built_ins
 from acp_bridge.core.rewrites.base import Rule
@@ -103,8 +104,7 @@ def load_rule_file(path: Path) -> list[Rule]:
     except BaseException as exc:  # exit(), a bare BaseException: bad input, not a traceback
         del sys.modules[module.__name__]
         line = _line_in(exc, str(path))
-        raise _error(f"{path}{f':{line}' if line else ''}: loading it raised "
-                          f"{type(exc).__name__}: {exc}") from None
+        raise _error(f"{path}{f':{line}' if line else ''}: loading it raised {raised(exc)}") from None
     return checked_rules(module.__dict__.get("rules", _NONE), str(path))
 
 
@@ -172,7 +172,7 @@ def _entry_point(name: str, source: str) -> list[LoadedRule]:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        raise _error(f"{where}: loading it raised {type(exc).__name__}: {exc}") from None
+        raise _error(f"{where}: loading it raised {raised(exc)}") from None
     return [LoadedRule(rule, where) for rule in checked_rules(value, where)]
 
 

@@ -30,6 +30,19 @@ _HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICA
 ERROR_SHOWN = 500  # characters of what a rule raised, in its one stderr line and each record
 
 
+def raised(error: BaseException) -> str:
+    """What a rule's code raised, in brief, as it is said (`TypeError: text`): its text cut
+    at ERROR_SHOWN characters, and never raising itself (a rule's exception whose own
+    str() fails, or recurses, is still its failure)."""
+    try:
+        text = str(error)
+    except Exception:
+        text = "<str() failed>"
+    if len(text) > ERROR_SHOWN:
+        text = f"{text[:ERROR_SHOWN]}... ({len(text)} characters)"
+    return f"{type(error).__name__}: {text}"
+
+
 class RuleError(BridgeError):
     """Rule `rule` raised `error` (its `__cause__`), or returned something that is no
     outcome. Fails open; with strict, it stops the bridge, and this names the rule.
@@ -37,13 +50,7 @@ class RuleError(BridgeError):
     each failing line's capture record carries it)."""
 
     def __init__(self, rule: str, error: BaseException) -> None:
-        try:
-            text = str(error)
-        except Exception:  # a rule's exception whose own str() fails is still its failure
-            text = "<str() failed>"
-        if len(text) > ERROR_SHOWN:
-            text = f"{text[:ERROR_SHOWN]}... ({len(text)} characters)"
-        self.detail = f"{type(error).__name__}: {text}"
+        self.detail = raised(error)
         super().__init__(printable(f"rule {rule!r} failed: {self.detail}", quote_backslash=False))
         self.rule = rule
         self.error = error

@@ -84,6 +84,9 @@ def test_an_entry_point_is_loaded_only_by_name(tmp_path: Path, monkeypatch: pyte
     ("import acp_bridge.nope\n", "{path}:1: loading it raised ModuleNotFoundError: No module named 'acp_bridge.nope'"),
     ("import sys\nsys.exit(3)\n", "{path}:2: loading it raised SystemExit: 3"),
     ("x = 1\nraise BaseException('odd')\n", "{path}:2: loading it raised BaseException: odd"),
+    ("class E(Exception):\n    def __str__(self):\n        raise ValueError\nraise E()\n",  # a traceback before
+     "{path}:4: loading it raised E: <str() failed>"),
+    ("raise ValueError('v' * 600)\n", "{path}:1: loading it raised ValueError: " + "v" * 500 + "... (600 characters)"),
     ("x = 1\n", "{path}: defines no rules: end it with `rules = [MyRule()]`, a list of rule instances"),
     ("rules = 5\n", "{path}: `rules` is a int, not a list of rules"),
     ("from acp_bridge.rules import Rule\nclass R(Rule): pass\nrules = R()\n", "{path}: `rules` is a R, not a list of rules"),
