@@ -125,6 +125,36 @@ def _mask_text(obj: Any, text: str, here: str, hits: list[str]) -> Any:
     return obj
 
 
+def _mask_server_commands(msg: dict[str, Any], here: str, hits: list[str]) -> dict[str, Any]:
+    """`msg` with the secrets in its MCP servers' `args` and `url` masked as the bridge's
+    own command line is (`--token X`, `API_KEY=X`, a URL's user and secret query)."""
+    from acp_bridge.capture.text_redaction import mask_argv, mask_text_secrets  # it imports this module
+
+    servers = msg["params"]["mcpServers"]
+    if not isinstance(servers, list):
+        return msg
+    new: list[Any] | None = None
+    for index, server in enumerate(servers):
+        if not isinstance(server, dict):
+            continue
+        changed: dict[str, Any] = {}
+        args = server.get("args")
+        if isinstance(args, list) and all(isinstance(arg, str) for arg in args):
+            masked = mask_argv(args)
+            if masked != args:
+                changed["args"] = masked
+                hits.extend(f"{here}/params/mcpServers/{index}/args/{at}"
+                            for at, (old, arg) in enumerate(zip(args, masked, strict=True)) if old != arg)
+        url = server.get("url")
+        if isinstance(url, str) and (masked_url := mask_text_secrets(url)) != url:
+            changed["url"] = masked_url
+            hits.append(f"{here}/params/mcpServers/{index}/url")
+        if changed:
+            new = new if new is not None else list(servers)
+            new[index] = {**server, **changed}
+    return msg if new is None else {**msg, "params": {**msg["params"], "mcpServers": new}}
+
+
 def _pointer_needle(pointer: str) -> str:
     """The text a line must hold for `pointer` to find a value in it: its last step that is
     a name ("" when every step is an array index: any line may then hold it)."""
@@ -209,6 +239,7 @@ class Redactor:
             if isinstance(params, dict) and "mcpServers" in params:  # where every _ALWAYS path goes
                 for path in _ALWAYS:
                     msg = _mask_path(msg, path, 0, here, hits, REDACTED)
+                msg = _mask_server_commands(msg, here, hits)
             method = msg.get("method")
             if isinstance(method, str):
                 for path in _BY_METHOD.get(method, ()):

@@ -195,6 +195,21 @@ MCP = [{"name": "fs", "command": "x", "args": [], "env": [{"name": "TOKEN", "val
                  msg("x/y", {"list": ["a"]}), [], id="pointer-misses"),
     pytest.param(msg("session/new", {"cwd": "/", "mcpServers": []}), (),
                  msg("session/new", {"cwd": "/", "mcpServers": []}), [], id="nothing-to-mask"),
+    # A server's command line and address hold keys as often as its env: masked as the
+    # bridge's own argv is (`--token X`, `KEY=X`, a URL's user, password and secret query).
+    pytest.param(msg("session/load", {"sessionId": "s", "cwd": "/", "mcpServers": [
+        {"name": "gh", "command": "npx", "args": ["server", "--token", "s3cret", "--api-key=s3cret", "--port", "1"],
+         "env": []},
+        {"type": "sse", "name": "w", "url": "https://me:s3cret@mcp.example/sse?api_key=s3cret&x=1", "headers": []},
+        {"name": "odd", "command": "x", "args": "--token s3cret", "url": 7}]}), (),
+        msg("session/load", {"sessionId": "s", "cwd": "/", "mcpServers": [
+            {"name": "gh", "command": "npx", "args": ["server", "--token", REDACTED, f"--api-key={REDACTED}", "--port",
+                                                       "1"], "env": []},
+            {"type": "sse", "name": "w", "url": f"https://{REDACTED}@mcp.example/sse?api_key={REDACTED}&x=1",
+             "headers": []},
+            {"name": "odd", "command": "x", "args": "--token s3cret", "url": 7}]}),
+        ["/params/mcpServers/0/args/2", "/params/mcpServers/0/args/3", "/params/mcpServers/1/url"],
+        id="mcp-server-args-and-url"),
 ])
 def test_redaction(message: Any, pointers: tuple[str, ...], masked: Any, hits: list[str]) -> None:
     before = orjson.dumps(message)
