@@ -77,8 +77,25 @@ def _open_new(path: str) -> int:
     except FileNotFoundError:
         # Only a missing directory is made (private, like the file); any other reason
         # the open failed is the one worth reporting.
-        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+        _make_private_folders(os.path.dirname(path))
         return os.open(path, posix.CREATE_NEW, 0o600)
+
+
+def _make_private_folders(folder: str) -> None:
+    """Each missing folder of `folder`, mode 0700: `os.makedirs` gives that mode to the last
+    only, and the umask's (often 0755) to those above it."""
+    missing = []
+    while folder and not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, 0o700)
+        except FileExistsError:  # another bridge made it first, or a file is there (the open says)
+            pass
 
 
 class CaptureFile:

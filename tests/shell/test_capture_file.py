@@ -442,6 +442,20 @@ def test_processes_racing_for_one_name_never_share_a_file(tmp_path: Path) -> Non
     assert set(names) == expected == {str(p) for p in tmp_path.iterdir()}
 
 
+def test_every_missing_folder_is_made_private(tmp_path: Path) -> None:
+    """Each folder made for the capture is 0700, not only the last: `os.makedirs` gave the
+    ones above it the umask's mode (0755), so others could list what was made there."""
+    umask = os.umask(0o022)
+    try:
+        made, fd = create_new(str(tmp_path / "a" / "b" / "c" / "x.jsonl"))
+    finally:
+        os.umask(umask)
+    os.close(fd)
+    assert made == str(tmp_path / "a" / "b" / "c" / "x.jsonl")
+    assert [stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("a", "a/b", "a/b/c", "a/b/c/x.jsonl")] == \
+        [0o700, 0o700, 0o700, 0o600]
+
+
 def test_fresh_names_go_before_the_extension(tmp_path: Path) -> None:
     for name, fresh in (("c.jsonl", "c-1.jsonl"), ("capture", "capture-1"), (".hidden", ".hidden-1"),
                         ("a.b.jsonl", "a.b-1.jsonl")):
