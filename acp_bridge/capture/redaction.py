@@ -54,7 +54,7 @@ _LOOSE = ("env", "headers")
 
 def _array_index(token: str, size: int) -> int | None:
     # RFC 6901 section 4: decimal, no leading zeros; "-" (past the end) never exists.
-    if not token.isdigit() or (token != "0" and token.startswith("0")):
+    if not token.isdigit() or not token.isascii() or (token != "0" and token.startswith("0")):
         return None
     index = int(token)
     return index if index < size else None

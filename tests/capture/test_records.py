@@ -193,6 +193,12 @@ MCP = [{"name": "fs", "command": "x", "args": [], "env": [{"name": "TOKEN", "val
                  msg("x/y", {"a/b": {"~k": ["p", REDACTED]}}), ["/params/a~1b/~0k/1"], id="pointer-escapes"),
     pytest.param(msg("x/y", {"list": ["a"]}), ("/params/list/01", "/params/list/-", "/params/nope/0"),
                  msg("x/y", {"list": ["a"]}), [], id="pointer-misses"),
+    # Digits beyond ASCII are names, not indexes (RFC 6901): "０" masked item 0, and "²"
+    # raised (int() refuses it), which withheld every line holding such an array whole.
+    pytest.param(msg("x/y", {"list": ["a", "b", "c"], "map": {"²": "s3cret"}}),
+                 ("/params/list/０", "/params/list/²", "/params/map/²"),
+                 msg("x/y", {"list": ["a", "b", "c"], "map": {"²": REDACTED}}), ["/params/map/²"],
+                 id="pointer-digits-beyond-ascii"),
     pytest.param(msg("session/new", {"cwd": "/", "mcpServers": []}), (),
                  msg("session/new", {"cwd": "/", "mcpServers": []}), [], id="nothing-to-mask"),
     # A server's command line and address hold keys as often as its env: masked as the
