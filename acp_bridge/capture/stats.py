@@ -16,7 +16,6 @@ from acp_bridge.capture.summary import fmt_id, fmt_seconds, utc_clock
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 
-
 # What `stats` keeps of a request until its answer: what it prints of one left unanswered and
 # the clock its latency is taken on; never the record, whose `raw` may be 16 MiB.
 _KEPT = ("seq", "time", "mono", "direction", "method", "id", "session")
