@@ -45,8 +45,8 @@ def create_new(path: str) -> tuple[str, int]:
 
     O_CREAT|O_EXCL makes each attempt atomic: of two processes racing for one name, one
     gets it and the other moves on, and nothing that exists is opened, truncated or
-    followed (a symbolic link, dangling or not, counts as existing). A symbolic link at
-    `path` itself is refused rather than stepped around: the user meant that path.
+    followed (a symbolic link, dangling or not, counts as existing). A symbolic link or a
+    folder at `path` itself is refused rather than stepped around: the user meant that path.
 
     Raises:
         SymlinkRefused: `path` is a symbolic link.
@@ -61,6 +61,8 @@ def create_new(path: str) -> tuple[str, int]:
         except FileExistsError:
             if n == 0 and os.path.islink(path):
                 raise SymlinkRefused(errno.ELOOP, "it is a symbolic link", path) from None
+            if n == 0 and os.path.isdir(path):  # the user meant a folder: a file beside it is lost
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path) from None
             continue
         try:
             posix.make_private(fd)

@@ -133,6 +133,17 @@ async def test_unwritable_path_is_said_once_and_relay_continues(tmp_path: Path, 
     assert len(capture_log) == 1 and "cannot create" in capture_log[0] and str(blocker) in capture_log[0]
 
 
+async def test_a_folder_at_the_path_is_refused_not_written_beside(tmp_path: Path, capture_log: list[str]) -> None:
+    """`--capture ~/captures` names a folder: the capture went to `~/captures-1`, a file
+    beside it, where nobody looks; a folder is refused, as `~/captures/` was."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    sent = await relay_through(config(folder), [NOTE])
+    assert sent == NOTE
+    assert capture_log == [f"capture: cannot create {folder}: Is a directory; relaying without a capture"]
+    assert sorted(os.listdir(tmp_path)) == ["captures"] and os.listdir(folder) == []
+
+
 @pytest.fixture
 def disk_full_after_header(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Writes to the capture file fail with ENOSPC once its header is written."""
