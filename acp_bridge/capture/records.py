@@ -370,7 +370,10 @@ class CaptureEncoder:
         elif hits:
             record["redacted"] = sorted(set(hits))
         if fwd.error is not None:
-            record["error"] = fwd.error
+            # A rule's exception may quote the value it failed on: on a line that held a
+            # secret, only what failed is kept ("ValueError: <redacted>").
+            masked_any = withheld or bool(hits)
+            record["error"] = f"{fwd.error.partition(': ')[0]}: {REDACTED}" if masked_any else fwd.error
         if fwd.before:
             record["before"] = True
         return record

@@ -146,6 +146,20 @@ def test_error_verdict_keeps_the_error() -> None:
     assert record["rules"] == ["tagger"] and record["raw"] == REQ.decode() and "out" not in record
 
 
+@pytest.mark.parametrize(("line", "redacted"), [
+    (b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"token":"s3cret"}}\n', ["/params/token"]),
+    (b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"token":"s3cret"},}\n', "whole"),
+])
+def test_the_error_of_a_rule_that_failed_on_a_secret_does_not_repeat_it(line: bytes, redacted: Any) -> None:
+    """A rule's exception often quotes the value it choked on (`int('s3cret')`): the record
+    masked the line and wrote the secret in `error`. Its text is withheld, its type kept."""
+    error = "ValueError: invalid literal for int() with base 10: 's3cret'"
+    fwd = Forward(A, line, line, Verdict.ERROR, None, ("tagger",), None, error=error)
+    record = CaptureEncoder().record(fwd, WALL, 0.0)
+    assert (record["error"], record["redacted"]) == (f"ValueError: {REDACTED}", redacted)
+    assert b"s3cret" not in orjson.dumps(record)
+
+
 def test_invalid_utf8_goes_to_raw_b64() -> None:
     [record] = records([(C, b"\xff\xfe oops\n", 0.0)])
     assert "raw" not in record
