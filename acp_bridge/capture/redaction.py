@@ -18,11 +18,12 @@ from typing import Any
 import orjson
 
 from acp_bridge.capture.spellings import BACKSLASH, any_in, ascii_view, has_duplicate_keys, spelled, spellings
+from acp_bridge.capture.text_redaction import REDACTED as REDACTED  # re-exported: the one spelling
+from acp_bridge.capture.text_redaction import mask_argv, mask_text_secrets
 from acp_bridge.core import protocol as p
 from acp_bridge.core.literals import exact_reading, inexact_numbers
 from acp_bridge.core.pointer import escape_token, parse_pointer
 
-REDACTED = "<redacted>"
 PROMPT_REDACTED = "<redacted: system prompt>"
 WHOLE = "whole"  # a record's `redacted` when its raw (and out) were withheld whole
 WITHHELD = REDACTED.encode()  # what a record holds instead of a line withheld whole
@@ -128,8 +129,6 @@ def _mask_text(obj: Any, text: str, here: str, hits: list[str]) -> Any:
 def _mask_server_commands(msg: dict[str, Any], here: str, hits: list[str]) -> dict[str, Any]:
     """`msg` with the secrets in its MCP servers' `args` and `url` masked as the bridge's
     own command line is (`--token X`, `API_KEY=X`, a URL's user and secret query)."""
-    from acp_bridge.capture.text_redaction import mask_argv, mask_text_secrets  # it imports this module
-
     servers = msg["params"]["mcpServers"]
     if not isinstance(servers, list):
         return msg
