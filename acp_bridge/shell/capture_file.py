@@ -149,7 +149,7 @@ class CaptureFile:
             CaptureError: the write failed and `capture.required` is set.
         """
         if not self.closed:
-            self.write(safe_dumps(finding.record(wall)))
+            self.write(safe_dumps(self.encoder.mask_finding(finding.record(wall))))
 
     def last_seq(self) -> int | None:
         """The `seq` of the last message record written; None once the capture stopped."""

@@ -255,6 +255,27 @@ def test_the_file_holds_the_encoders_records_of_reads_cut_anywhere(
     event(f"lines over the parse limit: {any(f.verdict is Verdict.OPAQUE for b in batches for f in b)}")
 
 
+def test_a_rule_failed_finding_does_not_repeat_the_secret_its_record_masked(tmp_path: Path) -> None:
+    """The watchdog's `rule-failed` record quotes the rule's error, as the message's record
+    did before it kept only the type: both say `ValueError: <redacted>`, the total too."""
+    from acp_bridge.core.findings import Finding, Level
+
+    line = b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"token":"s3cret"}}\n'
+    error = "ValueError: invalid literal for int() with base 10: 's3cret'"
+    path = tmp_path / "c.jsonl"
+    capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                          CaptureEncoder(), required=False)
+    capture.record(1.0, 1.0, [Forward(A, line, line, Verdict.ERROR, None, ("mine",), None, error=error)])
+    said = f"rule 'mine' failed: {error} (the message went on as it came)"
+    capture.finding(1.0, Finding("rule-failed", Level.ERROR, None, said, 1.0, 1, "to-agent", "authenticate", 1))
+    capture.finding(2.0, Finding("rule-failed", Level.ERROR, None, said, 2.0, count=2, total=True))
+    capture.finish(3.0, 3.0)
+    message, first, total = (r for r in lines_of(path) if r["type"] in ("message", "finding"))
+    assert message["error"] == "ValueError: <redacted>"
+    assert first["message"] == total["message"] == "rule 'mine' failed: ValueError: <redacted> (the message went on as it came)"
+    assert b"s3cret" not in path.read_bytes()
+
+
 def full_disk(required: bool) -> CaptureFile:
     return CaptureFile("/dev/full", os.open("/dev/full", os.O_WRONLY), CaptureEncoder(), required=required)
 
