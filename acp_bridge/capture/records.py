@@ -36,6 +36,9 @@ from acp_bridge.core.relay import Forward, Verdict
 from acp_bridge.core.shapes import session_named
 
 HEAD_BYTES = 4096  # of a line over the parse limit, kept in its record
+MAX_MASKED_ERRORS = 1000  # rule errors remembered to mask the findings that quote them
+ERROR_START = 40  # characters of an error that a finding always quotes in full
+FINDING_TAIL = " (the message went on as it came)"  # after the error, in a rule-failed finding
 
 
 # Enum values by member: a dict lookup costs less than Enum's `.value` descriptor.
@@ -183,9 +186,30 @@ class CaptureEncoder:
         self.seq = 0
         self._runs = LeanRuns(self.redactor) if lean else None
         self._long: dict[Direction, _LongLine] = {}  # lines over the parse limit, by direction
+        # Errors of rules that failed on lines holding a secret, as written and as masked:
+        # a finding about one quotes it (`mask_finding`). The first MAX_MASKED_ERRORS.
+        self._masked_errors: dict[str, str] = {}
+        self._too_many_masked_errors = False
 
     def __repr__(self) -> str:
         return f"<CaptureEncoder seq={self.seq} lean={self._runs is not None} {self.redactor!r}>"
+
+    def mask_finding(self, record: Json) -> Json:
+        """A finding's record with the error of a rule that failed on a line holding a
+        secret masked as that line's record has it (`ValueError: <redacted>`): the
+        health engine quotes the error, cut short, before `FINDING_TAIL`."""
+        text = record.get("message")
+        if record.get("code") != "rule-failed" or not isinstance(text, str):
+            return record
+        end = text.rfind(FINDING_TAIL)
+        end = len(text) if end < 0 else end
+        for error, masked in self._masked_errors.items():
+            at = text.find(error[:ERROR_START])
+            if 0 <= at < end:
+                return {**record, "message": text[:at] + masked + text[end:]}
+        if self._too_many_masked_errors:
+            return {**record, "message": f"a rule failed: {REDACTED}{text[end:]}"}
+        return record
 
     def encode_batch(self, wall: float, mono: float, forwards: Iterable[Forward]) -> bytes:
         """Every forward of one read as record lines, ready for a single write. Never
@@ -370,7 +394,15 @@ class CaptureEncoder:
         elif hits:
             record["redacted"] = sorted(set(hits))
         if fwd.error is not None:
-            record["error"] = fwd.error
+            # A rule's exception may quote the value it failed on: on a line that held a
+            # secret, only what failed is kept ("ValueError: <redacted>").
+            masked_any = withheld or bool(hits)
+            record["error"] = f"{fwd.error.partition(': ')[0]}: {REDACTED}" if masked_any else fwd.error
+            if masked_any and fwd.error not in self._masked_errors:
+                if len(self._masked_errors) < MAX_MASKED_ERRORS:
+                    self._masked_errors[fwd.error] = record["error"]
+                else:
+                    self._too_many_masked_errors = True
         if fwd.before:
             record["before"] = True
         return record

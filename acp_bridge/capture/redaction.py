@@ -18,11 +18,12 @@ from typing import Any
 import orjson
 
 from acp_bridge.capture.spellings import BACKSLASH, any_in, ascii_view, has_duplicate_keys, spelled, spellings
+from acp_bridge.capture.text_redaction import REDACTED as REDACTED  # re-exported: the one spelling
+from acp_bridge.capture.text_redaction import mask_argv, mask_text_secrets
 from acp_bridge.core import protocol as p
 from acp_bridge.core.literals import exact_reading, inexact_numbers
 from acp_bridge.core.pointer import escape_token, parse_pointer
 
-REDACTED = "<redacted>"
 PROMPT_REDACTED = "<redacted: system prompt>"
 WHOLE = "whole"  # a record's `redacted` when its raw (and out) were withheld whole
 WITHHELD = REDACTED.encode()  # what a record holds instead of a line withheld whole
@@ -54,7 +55,7 @@ _LOOSE = ("env", "headers")
 
 def _array_index(token: str, size: int) -> int | None:
     # RFC 6901 section 4: decimal, no leading zeros; "-" (past the end) never exists.
-    if not token.isdigit() or (token != "0" and token.startswith("0")):
+    if not token.isdigit() or not token.isascii() or (token != "0" and token.startswith("0")):
         return None
     index = int(token)
     return index if index < size else None
@@ -123,6 +124,34 @@ def _mask_text(obj: Any, text: str, here: str, hits: list[str]) -> Any:
                 new[index] = masked
         return obj if new is None else new
     return obj
+
+
+def _mask_server_commands(msg: dict[str, Any], here: str, hits: list[str]) -> dict[str, Any]:
+    """`msg` with the secrets in its MCP servers' `args` and `url` masked as the bridge's
+    own command line is (`--token X`, `API_KEY=X`, a URL's user and secret query)."""
+    servers = msg["params"]["mcpServers"]
+    if not isinstance(servers, list):
+        return msg
+    new: list[Any] | None = None
+    for index, server in enumerate(servers):
+        if not isinstance(server, dict):
+            continue
+        changed: dict[str, Any] = {}
+        args = server.get("args")
+        if isinstance(args, list) and all(isinstance(arg, str) for arg in args):
+            masked = mask_argv(args)
+            if masked != args:
+                changed["args"] = masked
+                hits.extend(f"{here}/params/mcpServers/{index}/args/{at}"
+                            for at, (old, arg) in enumerate(zip(args, masked, strict=True)) if old != arg)
+        url = server.get("url")
+        if isinstance(url, str) and (masked_url := mask_text_secrets(url)) != url:
+            changed["url"] = masked_url
+            hits.append(f"{here}/params/mcpServers/{index}/url")
+        if changed:
+            new = new if new is not None else list(servers)
+            new[index] = {**server, **changed}
+    return msg if new is None else {**msg, "params": {**msg["params"], "mcpServers": new}}
 
 
 def _pointer_needle(pointer: str) -> str:
@@ -209,6 +238,7 @@ class Redactor:
             if isinstance(params, dict) and "mcpServers" in params:  # where every _ALWAYS path goes
                 for path in _ALWAYS:
                     msg = _mask_path(msg, path, 0, here, hits, REDACTED)
+                msg = _mask_server_commands(msg, here, hits)
             method = msg.get("method")
             if isinstance(method, str):
                 for path in _BY_METHOD.get(method, ()):

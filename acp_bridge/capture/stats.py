@@ -16,6 +16,10 @@ from acp_bridge.capture.summary import fmt_id, fmt_seconds, utc_clock
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 
+# What `stats` keeps of a request until its answer: what it prints of one left unanswered and
+# the clock its latency is taken on; never the record, whose `raw` may be 16 MiB.
+_KEPT = ("seq", "time", "mono", "direction", "method", "id", "session")
+
 
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile of sorted `values` (q in 0..100)."""
@@ -75,7 +79,7 @@ class CaptureStats:
 
     def _pair(self, record: Json, direction: str) -> None:
         if record.get("kind") == "request":
-            self._open.request(direction, record.get("id"), record)
+            self._open.request(direction, record.get("id"), {key: record[key] for key in _KEPT if key in record})
         elif record.get("kind") == "response":
             request = self._open.response(direction, record.get("id"))
             latency = record.get("latency")

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from acp_bridge.capture.redaction import REDACTED
 from acp_bridge.capture.spellings import text_spellings
 
+REDACTED = "<redacted>"  # what a masked value becomes (redaction re-exports it)
 PROMPT_IN_TEXT = "<system prompt>"  # in free text: the agent's stderr tail in an error answer
 _SECRET_OPTIONS = ("--system-prompt",)
 _SECRET_WORDS = ("token", "secret", "password", "passwd", "auth", "key", "credential")

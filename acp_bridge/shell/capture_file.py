@@ -45,8 +45,8 @@ def create_new(path: str) -> tuple[str, int]:
 
     O_CREAT|O_EXCL makes each attempt atomic: of two processes racing for one name, one
     gets it and the other moves on, and nothing that exists is opened, truncated or
-    followed (a symbolic link, dangling or not, counts as existing). A symbolic link at
-    `path` itself is refused rather than stepped around: the user meant that path.
+    followed (a symbolic link, dangling or not, counts as existing). A symbolic link or a
+    folder at `path` itself is refused rather than stepped around: the user meant that path.
 
     Raises:
         SymlinkRefused: `path` is a symbolic link.
@@ -61,6 +61,8 @@ def create_new(path: str) -> tuple[str, int]:
         except FileExistsError:
             if n == 0 and os.path.islink(path):
                 raise SymlinkRefused(errno.ELOOP, "it is a symbolic link", path) from None
+            if n == 0 and os.path.isdir(path):  # the user meant a folder: a file beside it is lost
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path) from None
             continue
         try:
             posix.make_private(fd)
@@ -77,8 +79,25 @@ def _open_new(path: str) -> int:
     except FileNotFoundError:
         # Only a missing directory is made (private, like the file); any other reason
         # the open failed is the one worth reporting.
-        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+        _make_private_folders(os.path.dirname(path))
         return os.open(path, posix.CREATE_NEW, 0o600)
+
+
+def _make_private_folders(folder: str) -> None:
+    """Each missing folder of `folder`, mode 0700: `os.makedirs` gives that mode to the last
+    only, and the umask's (often 0755) to those above it."""
+    missing = []
+    while folder and not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, 0o700)
+        except FileExistsError:  # another bridge made it first, or a file is there (the open says)
+            pass
 
 
 class CaptureFile:
@@ -130,7 +149,7 @@ class CaptureFile:
             CaptureError: the write failed and `capture.required` is set.
         """
         if not self.closed:
-            self.write(safe_dumps(finding.record(wall)))
+            self.write(safe_dumps(self.encoder.mask_finding(finding.record(wall))))
 
     def last_seq(self) -> int | None:
         """The `seq` of the last message record written; None once the capture stopped."""

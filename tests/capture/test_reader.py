@@ -285,6 +285,26 @@ def test_memory_stays_a_small_multiple_of_the_longest_record(tmp_path: Path, com
     assert ran.peak_mib < 40 + 3 * (RECORD >> 20), ran.peak_mib
 
 
+def test_unanswered_requests_are_not_held_whole(tmp_path: Path) -> None:
+    """`stats` lists the requests left unanswered: it kept each whole, `raw` and all, so
+    twelve 4 MiB prompts never answered (an agent that died on them) took it to 95 MiB and a
+    hundred such to a gigabyte. It keeps what it prints of one: memory stays that of the
+    longest record."""
+    size = 4 << 20
+    records = b"".join(
+        orjson.dumps({"type": "message", "seq": seq, "time": 1.0, "mono": 0.0, "direction": "to-agent",
+                      "kind": "request", "verdict": "pass", "method": "session/prompt", "id": seq,
+                      "session": "s1", "rules": [], "size": size, "raw": "x" * size}) + b"\n"
+        for seq in range(1, 13))
+    path = tmp_path / "unanswered.jsonl"
+    path.write_bytes(HEADER + records + END)
+    ran = run(argv("stats", path, tmp_path), tmp_path)
+    assert ran.status == 0, ran.stderr
+    assert ran.stdout.endswith("unanswered requests: 12\n" + "".join(
+        f"  00:00:01.000 -> session/prompt id {seq} (s1)\n" for seq in range(1, 13))), ran.stdout
+    assert ran.peak_mib < 40 + 3 * (size >> 20), ran.peak_mib
+
+
 # -- one policy, every command ---------------------------------------------------------------
 
 _INIT = (b'{"type":"message","seq":1,"time":1,"mono":0,"direction":"to-agent","kind":"request",'

@@ -146,6 +146,20 @@ def test_error_verdict_keeps_the_error() -> None:
     assert record["rules"] == ["tagger"] and record["raw"] == REQ.decode() and "out" not in record
 
 
+@pytest.mark.parametrize(("line", "redacted"), [
+    (b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"token":"s3cret"}}\n', ["/params/token"]),
+    (b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"token":"s3cret"},}\n', "whole"),
+])
+def test_the_error_of_a_rule_that_failed_on_a_secret_does_not_repeat_it(line: bytes, redacted: Any) -> None:
+    """A rule's exception often quotes the value it choked on (`int('s3cret')`): the record
+    masked the line and wrote the secret in `error`. Its text is withheld, its type kept."""
+    error = "ValueError: invalid literal for int() with base 10: 's3cret'"
+    fwd = Forward(A, line, line, Verdict.ERROR, None, ("tagger",), None, error=error)
+    record = CaptureEncoder().record(fwd, WALL, 0.0)
+    assert (record["error"], record["redacted"]) == (f"ValueError: {REDACTED}", redacted)
+    assert b"s3cret" not in orjson.dumps(record)
+
+
 def test_invalid_utf8_goes_to_raw_b64() -> None:
     [record] = records([(C, b"\xff\xfe oops\n", 0.0)])
     assert "raw" not in record
@@ -193,8 +207,29 @@ MCP = [{"name": "fs", "command": "x", "args": [], "env": [{"name": "TOKEN", "val
                  msg("x/y", {"a/b": {"~k": ["p", REDACTED]}}), ["/params/a~1b/~0k/1"], id="pointer-escapes"),
     pytest.param(msg("x/y", {"list": ["a"]}), ("/params/list/01", "/params/list/-", "/params/nope/0"),
                  msg("x/y", {"list": ["a"]}), [], id="pointer-misses"),
+    # Digits beyond ASCII are names, not indexes (RFC 6901): "０" masked item 0, and "²"
+    # raised (int() refuses it), which withheld every line holding such an array whole.
+    pytest.param(msg("x/y", {"list": ["a", "b", "c"], "map": {"²": "s3cret"}}),
+                 ("/params/list/０", "/params/list/²", "/params/map/²"),
+                 msg("x/y", {"list": ["a", "b", "c"], "map": {"²": REDACTED}}), ["/params/map/²"],
+                 id="pointer-digits-beyond-ascii"),
     pytest.param(msg("session/new", {"cwd": "/", "mcpServers": []}), (),
                  msg("session/new", {"cwd": "/", "mcpServers": []}), [], id="nothing-to-mask"),
+    # A server's command line and address hold keys as often as its env: masked as the
+    # bridge's own argv is (`--token X`, `KEY=X`, a URL's user, password and secret query).
+    pytest.param(msg("session/load", {"sessionId": "s", "cwd": "/", "mcpServers": [
+        {"name": "gh", "command": "npx", "args": ["server", "--token", "s3cret", "--api-key=s3cret", "--port", "1"],
+         "env": []},
+        {"type": "sse", "name": "w", "url": "https://me:s3cret@mcp.example/sse?api_key=s3cret&x=1", "headers": []},
+        {"name": "odd", "command": "x", "args": "--token s3cret", "url": 7}]}), (),
+        msg("session/load", {"sessionId": "s", "cwd": "/", "mcpServers": [
+            {"name": "gh", "command": "npx", "args": ["server", "--token", REDACTED, f"--api-key={REDACTED}", "--port",
+                                                       "1"], "env": []},
+            {"type": "sse", "name": "w", "url": f"https://{REDACTED}@mcp.example/sse?api_key={REDACTED}&x=1",
+             "headers": []},
+            {"name": "odd", "command": "x", "args": "--token s3cret", "url": 7}]}),
+        ["/params/mcpServers/0/args/2", "/params/mcpServers/0/args/3", "/params/mcpServers/1/url"],
+        id="mcp-server-args-and-url"),
 ])
 def test_redaction(message: Any, pointers: tuple[str, ...], masked: Any, hits: list[str]) -> None:
     before = orjson.dumps(message)

@@ -17,7 +17,8 @@ from tests.conftest import run_cli
 # Not needed to relay with the defaults; each is imported by the feature that uses it.
 LAZY = {
     "acp_bridge.capture",  # the package, and every capture module: --capture
-    "acp_bridge.capture.redaction",  # masking: a capture, or an agent's stderr tail
+    "acp_bridge.capture.redaction",  # masking: a capture
+    "acp_bridge.capture.text_redaction",  # masking of free text: a capture, or an agent's stderr tail
     "acp_bridge.shell.capture_file",
     "acp_bridge.core.rewrites.system_prompt",  # the rule: a system prompt is configured
     "acp_bridge.core.rewrites.system_prompt_shapes",  # its dialects, plans and edits
@@ -66,5 +67,5 @@ async def test_each_feature_imports_its_own_modules_when_it_starts(tmp_path: Pat
     agent = ["sh", "-c", "echo 'agent: bye' >&2"]  # not Python: no import report of its own
     imported = await imported_by(["-c", str(config), "--system-prompt", "be brief", "--", *agent])
     wanted = {"acp_bridge.config.file", "tomllib", "acp_bridge.core.rewrites.system_prompt",
-              "acp_bridge.core.rewrites.system_prompt_shapes", "acp_bridge.capture.redaction"}
+              "acp_bridge.core.rewrites.system_prompt_shapes", "acp_bridge.capture.text_redaction"}
     assert sorted(wanted - imported) == []

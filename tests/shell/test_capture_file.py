@@ -133,6 +133,17 @@ async def test_unwritable_path_is_said_once_and_relay_continues(tmp_path: Path, 
     assert len(capture_log) == 1 and "cannot create" in capture_log[0] and str(blocker) in capture_log[0]
 
 
+async def test_a_folder_at_the_path_is_refused_not_written_beside(tmp_path: Path, capture_log: list[str]) -> None:
+    """`--capture ~/captures` names a folder: the capture went to `~/captures-1`, a file
+    beside it, where nobody looks; a folder is refused, as `~/captures/` was."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    sent = await relay_through(config(folder), [NOTE])
+    assert sent == NOTE
+    assert capture_log == [f"capture: cannot create {folder}: Is a directory; relaying without a capture"]
+    assert sorted(os.listdir(tmp_path)) == ["captures"] and os.listdir(folder) == []
+
+
 @pytest.fixture
 def disk_full_after_header(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Writes to the capture file fail with ENOSPC once its header is written."""
@@ -242,6 +253,27 @@ def test_the_file_holds_the_encoders_records_of_reads_cut_anywhere(
     assert path.read_bytes() == expected + encoder.trailer(1_700_000_100.0, 99.0)
     event(f"runs: {min(sum(f.untouched_lines for b in batches for f in b), 3)}")
     event(f"lines over the parse limit: {any(f.verdict is Verdict.OPAQUE for b in batches for f in b)}")
+
+
+def test_a_rule_failed_finding_does_not_repeat_the_secret_its_record_masked(tmp_path: Path) -> None:
+    """The watchdog's `rule-failed` record quotes the rule's error, as the message's record
+    did before it kept only the type: both say `ValueError: <redacted>`, the total too."""
+    from acp_bridge.core.findings import Finding, Level
+
+    line = b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"token":"s3cret"}}\n'
+    error = "ValueError: invalid literal for int() with base 10: 's3cret'"
+    path = tmp_path / "c.jsonl"
+    capture = CaptureFile(str(path), os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                          CaptureEncoder(), required=False)
+    capture.record(1.0, 1.0, [Forward(A, line, line, Verdict.ERROR, None, ("mine",), None, error=error)])
+    said = f"rule 'mine' failed: {error} (the message went on as it came)"
+    capture.finding(1.0, Finding("rule-failed", Level.ERROR, None, said, 1.0, 1, "to-agent", "authenticate", 1))
+    capture.finding(2.0, Finding("rule-failed", Level.ERROR, None, said, 2.0, count=2, total=True))
+    capture.finish(3.0, 3.0)
+    message, first, total = (r for r in lines_of(path) if r["type"] in ("message", "finding"))
+    assert message["error"] == "ValueError: <redacted>"
+    assert first["message"] == total["message"] == "rule 'mine' failed: ValueError: <redacted> (the message went on as it came)"
+    assert b"s3cret" not in path.read_bytes()
 
 
 def full_disk(required: bool) -> CaptureFile:
@@ -440,6 +472,20 @@ def test_processes_racing_for_one_name_never_share_a_file(tmp_path: Path) -> Non
     assert len(names) == 150 and len(set(names)) == 150
     expected = {str(path)} | {str(tmp_path / f"c-{n}.jsonl") for n in range(1, 150)}
     assert set(names) == expected == {str(p) for p in tmp_path.iterdir()}
+
+
+def test_every_missing_folder_is_made_private(tmp_path: Path) -> None:
+    """Each folder made for the capture is 0700, not only the last: `os.makedirs` gave the
+    ones above it the umask's mode (0755), so others could list what was made there."""
+    umask = os.umask(0o022)
+    try:
+        made, fd = create_new(str(tmp_path / "a" / "b" / "c" / "x.jsonl"))
+    finally:
+        os.umask(umask)
+    os.close(fd)
+    assert made == str(tmp_path / "a" / "b" / "c" / "x.jsonl")
+    assert [stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("a", "a/b", "a/b/c", "a/b/c/x.jsonl")] == \
+        [0o700, 0o700, 0o700, 0o600]
 
 
 def test_fresh_names_go_before_the_extension(tmp_path: Path) -> None:
