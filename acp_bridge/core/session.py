@@ -5,14 +5,15 @@ connection holds many (the hooks still receive it as `session`, as docs/rules.md
 
 Owns: the requests in flight in each direction (keyed by origin and id, so both sides may
 number from 0 and `1` is not `"1"`), the `initialize` exchange (the client's advertised
-capabilities and the agent's answer), and a per-ACP-session state bag for rewrites.
+capabilities and the agent's answer), and a per-ACP-session state bag for rewrites, with
+`HeldStates` for a rule that keeps such state for at most so many sessions.
 Must never: change a message, or decide what a rule does with these facts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core.literals import written_id
@@ -286,3 +287,47 @@ class Connection:
         if info is None:
             info = p.get_path(self.agent_init, "info")
         return info if isinstance(info, dict) else {}
+
+
+class HeldStates(Generic[T]):
+    """A rule's state of class `kind` for at most `limit` ACP sessions: past that, the one
+    used longest ago is forgotten. The keys are kept in use order (id_key -> the session
+    id); one the Connection forgot on `session/close` is let go at `closed`, or found stale
+    when room is made."""
+
+    def __init__(self, kind: type[T], limit: int) -> None:
+        self.kind = kind
+        self.limit = limit
+        self._held: dict[Any, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def existing(self, session: Connection, session_id: Any) -> T | None:
+        """This session's state if it has one (now the one used last), without making it."""
+        state = session.existing_state(self.kind, session_id)
+        if state is not None:
+            key = id_key(session_id)
+            self._held[key] = self._held.pop(key, session_id)
+        return state
+
+    def get(self, session: Connection, session_id: Any) -> T:
+        """This session's state, made on first use, within `limit` sessions."""
+        state = self.existing(session, session_id)
+        if state is None:
+            if len(self._held) >= self.limit:
+                self._held = {key: sid for key, sid in self._held.items()
+                              if session.existing_state(self.kind, sid) is not None}
+                if len(self._held) >= self.limit:
+                    key, oldest = next(iter(self._held.items()))
+                    session.drop_state(self.kind, oldest)
+                    del self._held[key]
+            state = session.state_for(self.kind, session_id)
+            self._held[id_key(session_id)] = session_id
+        return state
+
+    def closed(self, session: Connection, session_id: Any) -> None:
+        """A session closer was answered: the Connection has forgotten the session's state
+        (if it closed), and so does this."""
+        if self._held and session.existing_state(self.kind, session_id) is None:
+            self._held.pop(id_key(session_id), None)

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from acp_bridge.core.messages import Direction, classify
-from acp_bridge.core.session import Connection
+from acp_bridge.core.session import Connection, HeldStates
 
 A, C = Direction.TO_AGENT, Direction.TO_CLIENT
 
@@ -51,3 +51,23 @@ def test_initialize_facts_are_kept_from_both_sides() -> None:
     assert session.agent_init == {"protocolVersion": 2, "agentInfo": {"name": "a"}}
     assert session.agent_info == {"name": "a"}
     assert session.client_caps == {} and session.agent_caps == {}
+
+
+class _Held:
+    pass
+
+
+def test_held_states_forget_the_session_used_longest_ago_and_let_closed_ones_go() -> None:
+    session = Connection()
+    held = HeldStates(_Held, limit=2)
+    a, b = held.get(session, "a"), held.get(session, "b")
+    assert held.existing(session, "a") is a  # "a" used last: "b" is the one used longest ago
+    held.get(session, "c")
+    assert [session.existing_state(_Held, s) is not None for s in ("a", "b", "c")] == [True, False, True]
+    assert held.get(session, "a") is a and len(held) == 2
+    session.drop_state(_Held, "c")  # as Connection does when "c" closes
+    held.closed(session, "c")
+    assert len(held) == 1 and held.existing(session, "b") is None and b is not held.get(session, "b")
+    session.drop_state(_Held, "a")  # forgotten without `closed`: found stale when room is made
+    held.get(session, "d")
+    assert len(held) == 2 and session.existing_state(_Held, "b") is not None

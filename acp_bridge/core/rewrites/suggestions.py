@@ -35,7 +35,7 @@ from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import FLAG, OFF_FLAG, BuiltIn, Option
 from acp_bridge.core.rewrites.settings import SuggestionsSettings
-from acp_bridge.core.session import Connection, Pending
+from acp_bridge.core.session import Connection, HeldStates, Pending
 from acp_bridge.core.shapes import LEGACY, NEW
 
 log = logging.getLogger("acp_bridge.suggestions")
@@ -168,10 +168,7 @@ class PromptSuggestions(Rule):
         # only with `initialize`, and every prompt asks (the caps object is held, so its
         # identity cannot be reused).
         self._form_of: tuple[object, str | None] = (object(), None)
-        # The sessions this rule holds state for, used longest ago first: id_key -> the id
-        # (one Connection forgets is let go when the rule sees the `session/close` answered,
-        # or found stale when room is made).
-        self._holding: dict[Any, Any] = {}
+        self._held = HeldStates(SuggestionsState, MAX_SESSIONS)  # the sessions it holds state for
 
     def __repr__(self) -> str:
         return f"<PromptSuggestions unlock_legacy_agent={self.config.unlock_legacy_agent}>"
@@ -190,7 +187,7 @@ class PromptSuggestions(Rule):
         session_id = read.session_id_of(frame.msg)
         if form is None or session_id is None:
             return PASS
-        state = self._existing(session, session_id)
+        state = self._held.existing(session, session_id)
         if state is None:  # nothing offered there, nothing to withdraw
             return PASS
         if method == p.SESSION_PROMPT:
@@ -198,35 +195,6 @@ class PromptSuggestions(Rule):
         if is_replay(method, params, session.v2):
             state.offered = []  # a replayed session starts with an empty list
         return PASS
-
-    def _existing(self, session: Connection, session_id: Any) -> SuggestionsState | None:
-        """This session's state if it has one (now the one used last), without making it."""
-        state = session.existing_state(SuggestionsState, session_id)
-        if state is not None:
-            key = id_key(session_id)
-            self._holding[key] = self._holding.pop(key, session_id)
-        return state
-
-    def _state(self, session: Connection, session_id: Any) -> SuggestionsState:
-        """This session's state, made on first use, within MAX_SESSIONS sessions."""
-        state = self._existing(session, session_id)
-        if state is None:
-            self._make_room(session)
-            state = session.state_for(SuggestionsState, session_id)
-            self._holding[id_key(session_id)] = session_id
-        return state
-
-    def _make_room(self, session: Connection) -> None:
-        """Below MAX_SESSIONS sessions held: the stale keys let go, else the one used
-        longest ago."""
-        if len(self._holding) < MAX_SESSIONS:
-            return
-        self._holding = {key: sid for key, sid in self._holding.items()
-                         if session.existing_state(SuggestionsState, sid) is not None}
-        if len(self._holding) >= MAX_SESSIONS:
-            key, oldest = next(iter(self._holding.items()))
-            session.drop_state(SuggestionsState, oldest)
-            del self._holding[key]
 
     def _client_form(self, session: Connection) -> str | None:
         """`client_form(session)`, worked out again only when the capabilities changed."""
@@ -279,17 +247,15 @@ class PromptSuggestions(Rule):
         return Replace(msg, then=(emit,))  # the prompt itself goes on unchanged
 
     def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
-        if request.method in SESSION_CLOSERS and self._holding:
-            # Connection has forgotten a closed session's state: so does the list of those held.
-            if session.existing_state(SuggestionsState, request.session_id) is None:
-                self._holding.pop(id_key(request.session_id), None)
+        if request.method in SESSION_CLOSERS:
+            self._held.closed(session, request.session_id)
             return PASS
         if (
             frame.direction is TO_CLIENT
             and session.client_ready
             and request.session_id is not None
             and replays(request, session)
-            and (state := self._existing(session, request.session_id)) is not None
+            and (state := self._held.existing(session, request.session_id)) is not None
         ):
             state.offered = []
         return PASS
@@ -323,7 +289,7 @@ class PromptSuggestions(Rule):
         if not isinstance(suggestions, list):
             log.debug("dropped a prompt_suggestions_update without a suggestions list (%s)", brief(session_id))
             return DROP  # cannot be vetted, so it is not delivered
-        state = self._state(session, session_id)
+        state = self._held.get(session, session_id)
         state.agent_forms.add(NEW)
         if replaying(session, session_id):
             state.offered = []
@@ -352,7 +318,7 @@ class PromptSuggestions(Rule):
         rest = Replace(None if stripped is None else shapes.with_update(msg, stripped))
         if form is None or legacy.items is None:
             return rest
-        state = self._state(session, session_id)
+        state = self._held.get(session, session_id)
         state.agent_forms.add(LEGACY)
         items = shapes.clean_legacy(legacy.items)
         if replaying(session, session_id):

@@ -49,6 +49,7 @@ from acp_bridge.core.rewrites.system_prompt_shapes import (
     refusal_data,
     setup_methods,
 )
+from acp_bridge.core.session import HeldStates
 
 if TYPE_CHECKING:
     from acp_bridge.core.session import Connection, Pending
@@ -89,25 +90,7 @@ class SystemPrompt(Rule):
     def __init__(self, config: SystemPromptSettings) -> None:
         self.config = config
         self._warned_downgrade = False
-        # The sessions this rule holds state for, used longest ago first: id_key -> the id
-        # (one Connection forgets on `session/close` is found stale when room is made).
-        self._holding: dict[Any, Any] = {}
-
-    def _state(self, session: Connection, session_id: Any) -> SystemPromptState:
-        """This session's state, made on first use, within MAX_SESSIONS sessions."""
-        key = id_key(session_id)
-        state = session.existing_state(SystemPromptState, session_id)
-        if state is None:
-            if len(self._holding) >= MAX_SESSIONS:
-                self._holding = {k: sid for k, sid in self._holding.items()
-                                 if session.existing_state(SystemPromptState, sid) is not None}
-                if len(self._holding) >= MAX_SESSIONS:
-                    oldest_key, oldest = next(iter(self._holding.items()))
-                    session.drop_state(SystemPromptState, oldest)
-                    del self._holding[oldest_key]
-            state = session.state_for(SystemPromptState, session_id)
-        self._holding[key] = self._holding.pop(key, session_id)
-        return state
+        self._held = HeldStates(SystemPromptState, MAX_SESSIONS)  # the sessions it holds state for
 
     def plan(self, session: Connection) -> Plan:
         return choose_plan(self.config, agent_system_prompt(session), _agent_name(session), session.v2)
@@ -181,10 +164,8 @@ class SystemPrompt(Rule):
 
     def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
         """Only reads: learns new session ids, re-arms a refused first prompt, logs."""
-        if request.method in SESSION_CLOSERS and self._holding:
-            # Connection has forgotten a closed session's state: so does the list of those held.
-            if session.existing_state(SystemPromptState, request.session_id) is None:
-                self._holding.pop(id_key(request.session_id), None)
+        if request.method in SESSION_CLOSERS:
+            self._held.closed(session, request.session_id)
             return PASS
         msg = frame.msg
         if request.origin is not TO_AGENT or not session.client_ready or msg is None:
@@ -215,7 +196,7 @@ class SystemPrompt(Rule):
             session_id = request.session_id
         if session_id is None:
             return PASS
-        state = self._state(session, session_id)
+        state = self._held.get(session, session_id)
         if plan.dialect is Dialect.FIRST_PROMPT and request.method in CREATES:
             state.first_prompt_due = True
         if state.dialect is None:
