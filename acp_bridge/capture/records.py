@@ -361,7 +361,20 @@ class CaptureEncoder:
             record["id"] = id_
         record["session"] = session_named(msg, response=kind is Kind.RESPONSE,
                                           request_session=request.session_id if request is not None else None)
+        hits = self._put_texts(record, fwd, frame, msg)
+        if hits is None:
+            withhold(record)
+        elif hits:
+            record["redacted"] = sorted(set(hits))
+        if fwd.error is not None:
+            record["error"] = self._error_as_recorded(fwd.error, masked=hits != [])
+        if fwd.before:
+            record["before"] = True
+        return record
 
+    def _put_texts(self, record: Json, fwd: Forward, frame: Frame | None, msg: Any) -> list[str] | None:
+        """The line as it came (`raw`) and as it went (`out`), masked, into `record`: the
+        pointers masked, or None when a line had to be withheld whole."""
         hits: list[str] = []
         withheld = False
         if fwd.verdict is not Verdict.EMIT:
@@ -389,20 +402,17 @@ class CaptureEncoder:
                 else:
                     hits += out_hits
             record["out_size"] = len(fwd.data)
-        if withheld:
-            withhold(record)
-        elif hits:
-            record["redacted"] = sorted(set(hits))
-        if fwd.error is not None:
-            # A rule's exception may quote the value it failed on: on a line that held a
-            # secret, only what failed is kept ("ValueError: <redacted>").
-            masked_any = withheld or bool(hits)
-            record["error"] = f"{fwd.error.partition(': ')[0]}: {REDACTED}" if masked_any else fwd.error
-            if masked_any and fwd.error not in self._masked_errors:
-                if len(self._masked_errors) < MAX_MASKED_ERRORS:
-                    self._masked_errors[fwd.error] = record["error"]
-                else:
-                    self._too_many_masked_errors = True
-        if fwd.before:
-            record["before"] = True
-        return record
+        return None if withheld else hits
+
+    def _error_as_recorded(self, error: str, *, masked: bool) -> str:
+        """A rule's exception as the record keeps it: it may quote the value it failed on, so
+        on a line that held a secret only what failed is kept ("ValueError: <redacted>")."""
+        if not masked:
+            return error
+        recorded = f"{error.partition(': ')[0]}: {REDACTED}"
+        if error not in self._masked_errors:
+            if len(self._masked_errors) < MAX_MASKED_ERRORS:
+                self._masked_errors[error] = recorded
+            else:
+                self._too_many_masked_errors = True
+        return recorded
