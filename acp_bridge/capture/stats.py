@@ -19,6 +19,7 @@ from acp_bridge.core.protocol import Json
 # What `stats` keeps of a request until its answer: what it prints of one left unanswered and
 # the clock its latency is taken on; never the record, whose `raw` may be 16 MiB.
 _KEPT = ("seq", "time", "mono", "direction", "method", "id", "session")
+UNANSWERED_SHOWN = 100  # requests left unanswered listed in the text, the first by seq (--json: all)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -162,12 +163,14 @@ class CaptureStats:
         out.append("")
         unanswered = self.unanswered
         out.append(f"unanswered requests: {len(unanswered)}")
-        for record in unanswered:
+        for record in unanswered[:UNANSWERED_SHOWN]:
             arrow = "->" if record.get("direction") == "to-agent" else "<-"
             session = record.get("session")
             where = f" ({printable(str(session))})" if session is not None else ""
             out.append(f"  {clock(float(record.get('time', 0.0)))} {arrow} "
                        f"{printable(str(record.get('method')))} id {fmt_id(record.get('id'))}{where}")
+        if len(unanswered) > UNANSWERED_SHOWN:
+            out.append(f"  … and {len(unanswered) - UNANSWERED_SHOWN} more (stats --json lists them all)")
         return out
 
 

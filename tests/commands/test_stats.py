@@ -54,3 +54,23 @@ def test_stats_json_holds_the_same_figures(capture: Path) -> None:
         "unanswered": [{"seq": 5, "time": WALL + 2.0, "direction": "to-agent", "method": "session/cancel",
                         "id": 2, "session": "s2"}],
     }
+
+
+def test_the_text_lists_the_first_unanswered_requests_and_counts_the_rest(tmp_path: Path) -> None:
+    """A capture of many requests never answered listed every one, a line each; --json
+    keeps them all."""
+    from acp_bridge.capture.records import dumps
+    from acp_bridge.capture.stats import UNANSWERED_SHOWN
+    from tests.commands.sample_capture import HEADER, rec
+
+    count = UNANSWERED_SHOWN + 3
+    capture = tmp_path / "many.jsonl"
+    capture.write_bytes(b"".join([HEADER, *(
+        dumps(rec(n, n / 10, "to-agent", "request", "pass", method="session/prompt", id=n, session="s", size=2,
+                  raw="{}\n")) for n in range(1, count + 1))]))
+    lines = invoke("stats", str(capture))
+    at = lines.index(f"unanswered requests: {count}")
+    assert [line.split()[-3:] for line in lines[at + 1:at + 3]] == [["id", "1", "(s)"], ["id", "2", "(s)"]]
+    assert lines[at + 1 + UNANSWERED_SHOWN:] == ["  … and 3 more (stats --json lists them all)"]
+    listed = orjson.loads(CliRunner().invoke(main, ["stats", str(capture), "--json"]).stdout)["unanswered"]
+    assert [r["seq"] for r in listed] == list(range(1, count + 1))
