@@ -27,6 +27,7 @@ import bisect
 import itertools
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -163,6 +164,12 @@ class Capture:
         return self._index[at][1] if at >= 0 else 0
 
 
+def _label(name: str, real: str, depth: int) -> str:
+    """`name` with the last `depth` folders of the path `real` in front of it."""
+    folders = os.path.dirname(real).split("/")[1:]  # an absolute path: the first is ""
+    return "/".join([*folders[max(0, len(folders) - depth):], name]) if depth else name
+
+
 class Catalog:
     """The captures of `roots` (folders and files), found again at each `refresh`.
 
@@ -199,16 +206,21 @@ class Catalog:
                     yield name, real
 
     def _names(self) -> dict[str, str]:
-        """name -> real path, the folder's name in front of a file name seen twice."""
-        found = list(self._files())
-        seen: dict[str, int] = {}
-        for name, _ in found:
-            seen[name] = seen.get(name, 0) + 1
+        """name -> real path: the name a file is listed by, with as many of its folders in
+        front as tell it apart from another of the same name (`monday/c.jsonl`; two roots
+        of one name, `work/caps/c.jsonl`)."""
+        found = list(dict.fromkeys(self._files()))  # a root given twice: once
         named: dict[str, str] = {}
-        for name, real in found:
-            if seen[name] > 1:
-                name = f"{os.path.basename(os.path.dirname(real))}/{name}"
-            named.setdefault(name, real)
+        deepest = max((real.count("/") for _, real in found), default=0)
+        for depth in range(deepest + 1):
+            labels = [_label(name, real, depth) for name, real in found]
+            counts = Counter(labels)
+            for label, (_, real) in zip(labels, found, strict=True):
+                if counts[label] == 1:
+                    named[label] = real
+            found = [pair for label, pair in zip(labels, found, strict=True) if counts[label] > 1]
+        for name, real in found:  # links of one name to one folder: the first
+            named.setdefault(_label(name, real, deepest), real)
         return named
 
     def refresh(self) -> list[Capture]:

@@ -97,6 +97,17 @@ def test_a_name_seen_in_two_folders_gets_its_folder_in_front(tmp_path: Path) -> 
     assert sorted(c.name for c in catalog.refresh()) == ["monday/c.jsonl", "single.jsonl", "tuesday/c.jsonl"]
 
 
+def test_two_folders_of_one_name_get_as_much_of_their_paths_as_tells_them_apart(tmp_path: Path) -> None:
+    """`mcp ~/work/caps ~/home/caps`: both were named caps/c.jsonl, and the second could not
+    be reached. A root given twice is still one capture."""
+    for where in ("work/caps", "home/caps", "home/other"):
+        (tmp_path / where).mkdir(parents=True)
+        (tmp_path / where / "c.jsonl").write_bytes(header())
+    roots = [str(tmp_path / where) for where in ("work/caps", "home/caps", "home/other", "work/caps")]
+    assert sorted(c.name for c in Catalog(roots).refresh()) == [
+        "home/caps/c.jsonl", "other/c.jsonl", "work/caps/c.jsonl"]
+
+
 def test_a_growing_capture_is_read_only_where_it_grew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "c.jsonl"
     path.write_bytes(header() + message(1) + message(2)[:20])  # the bridge is writing record 2
