@@ -31,7 +31,9 @@ def _parse(text: str, where: str) -> Any:
     try:
         return loads(text, loader=ModelLoader())
     except JSON5DecodeError as exc:
-        raise SettingsError(f"{where}:{exc.lineno}: {_first_problem(str(exc.msg))}; the file is left as it "
+        # At the end of the text (a file that is only a comment) the library says line 0.
+        line = exc.lineno if exc.lineno and exc.lineno > 0 else text.count("\n") + (not text.endswith("\n"))
+        raise SettingsError(f"{where}:{line}: {_first_problem(str(exc.msg))}; the file is left as it "
                             "is") from exc
     except RecursionError as exc:
         raise SettingsError(f"{where}: nested too deep to read; the file is left as it is") from exc

@@ -275,3 +275,13 @@ def test_names_and_paths_with_controls_are_shown_escaped_in_the_messages_and_the
     refused = invoke(["setup", "zed", "--settings", str(tmp_path / "a\nb\x1b") , "--wrap", "A"])
     assert refused.returncode == 1
     assert refused.stderr.decode() == f"acp-bridge: setup: no agent entry 'A' in {tmp_path}/a\\nb\\u001b\n"
+
+
+@pytest.mark.parametrize(("text", "line"), [("// only a comment\n", 1), ("// a\n// b", 2), ("{\n  \"a\": 1,\n  ", 3)])
+def test_a_file_that_ends_before_its_value_is_refused_at_its_last_line(tmp_path: Path, text: str, line: int) -> None:
+    """The library says line 0 at the end of the text: the message said `settings.json:0`."""
+    path = tmp_path / "settings.json"
+    path.write_text(text, encoding="utf-8")
+    done = invoke(["setup", "zed", "--settings", str(path), "--", PYTHON])
+    assert done.returncode == 2 and done.stderr.decode().startswith(f"acp-bridge: setup: {path}:{line}: ")
+    assert path.read_text(encoding="utf-8") == text
