@@ -10,6 +10,7 @@ import fcntl
 import importlib.abc
 import logging
 import os
+import signal
 import sys
 import termios
 import threading
@@ -218,3 +219,13 @@ async def wait_until_still(fd: int, at_least: int = 1) -> None:
             return
         previous = queued
         await trio.sleep(0.2)  # polling a condition: the same level twice in a row
+
+
+async def sigterm_once_stuck(bridge: InProcessBridge) -> None:
+    """Send the bridge running in this process SIGTERM once it is stuck writing to the
+    stdout the test does not read, with its own handler in place (it is, by then)."""
+    assert bridge.proc.stdout is not None
+    await wait_until_still(bridge.proc.stdout.fileno())
+    while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        await trio.sleep(0.01)  # a condition polled: the handler set
+    os.kill(os.getpid(), signal.SIGTERM)  # the bridge runs in this process: the signal is its

@@ -9,7 +9,8 @@ import os
 import signal
 import subprocess
 import sys
-from contextlib import suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from acp_bridge.core.proxy_link import ProxyLink
 from acp_bridge.core.proxy_wire import OFFICIAL
 from acp_bridge.shell.chain import ConductorLife, Inbox, Stdout, ToClient
 from acp_bridge.shell.run import run_bridge
-from tests.cli_helpers import bridge_in_process, wait_until_still
+from tests.cli_helpers import InProcessBridge, bridge_in_process, sigterm_once_stuck
 from tests.conftest import open_bridge
 
 PROXY_INIT = b'{"jsonrpc":"2.0","id":0,"method":"proxy/initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
@@ -171,31 +172,37 @@ async def test_a_signal_before_the_first_message_is_exit_128_plus_n_not_death_by
     assert (status, out, stderr) == (128 + signum, b"", b"")  # was -1 (SIGTERM: -15): killed, as if it had crashed
 
 
+FLOOD_NOTE = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
+              b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","t":"' + b"x" * 1000 + b'"}}}}\n')
+
+
+@asynccontextmanager
+async def flooded_with_a_prompt_in_flight(bridge: InProcessBridge) -> AsyncIterator[None]:
+    """The chain set up and a prompt in flight, then the conductor writing updates for ever
+    and reading nothing (until the block ends); SIGTERM once the bridge is stuck."""
+    await bridge.send(PROXY_INIT)
+    await bridge.read_until(b"\n")
+    await bridge.send(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
+    await bridge.read_until(b'"session/prompt"')
+    async with trio.open_nursery() as nursery:
+
+        async def flood() -> None:
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                while True:
+                    await bridge.send(FLOOD_NOTE * 100)
+
+        nursery.start_soon(flood)
+        await sigterm_once_stuck(bridge)
+        yield
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_signal_with_the_stdout_unread_stops_the_bridge_once_its_writes_stand_still(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ConductorLife, "stop_timeout", 0.3)
-    note = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
-            b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","t":"' + b"x" * 1000 + b'"}}}}\n')
-    async with bridge_in_process(["run"], timeout=20) as bridge:
-        await bridge.send(PROXY_INIT)
-        await bridge.read_until(b"\n")
-        await bridge.send(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
-        await bridge.read_until(b'"session/prompt"')  # from now on the conductor reads nothing
-        async with trio.open_nursery() as nursery:
-
-            async def flood() -> None:
-                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    while True:
-                        await bridge.send(note * 100)
-
-            nursery.start_soon(flood)
-            await wait_until_still(bridge.proc.stdout.fileno())  # the bridge is stuck writing to us
-            while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-                await trio.sleep(0.01)  # the bridge's handler is in place (it is, by now)
-            os.kill(os.getpid(), signal.SIGTERM)  # the bridge runs in this process: the signal is its
-            with trio.fail_after(10):  # it waited for ever
-                await bridge.proc.ended.wait()
-            nursery.cancel_scope.cancel()
+    async with bridge_in_process(["run"], timeout=20) as bridge, flooded_with_a_prompt_in_flight(bridge):
+        with trio.fail_after(10):  # it waited for ever
+            await bridge.proc.ended.wait()
     assert bridge.proc.returncode == 128 + signal.SIGTERM
     assert bridge.stderr.decode().splitlines()[-1] == (
         "acp-bridge: WARNING: the conductor has not read the bridge's stdout for 0.3s after SIGTERM; not waiting for it")
@@ -203,27 +210,8 @@ async def test_a_signal_with_the_stdout_unread_stops_the_bridge_once_its_writes_
 
 async def test_a_signal_while_the_conductor_reads_slowly_cuts_no_line_short(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ConductorLife, "linger", 0)  # the agent side was cut off after it
-    note = (b'{"jsonrpc":"2.0","method":"proxy/successor","params":{"method":"session/update","params":'
-            b'{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","t":"' + b"x" * 1000 + b'"}}}}\n')
-    async with bridge_in_process(["run"], timeout=20) as bridge:
-        await bridge.send(PROXY_INIT)
-        await bridge.read_until(b"\n")
-        await bridge.send(b'{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n')
-        await bridge.read_until(b'"session/prompt"')
-        async with trio.open_nursery() as nursery:
-
-            async def flood() -> None:
-                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    while True:
-                        await bridge.send(note * 100)
-
-            nursery.start_soon(flood)
-            await wait_until_still(bridge.proc.stdout.fileno())  # the bridge is stuck writing to us
-            while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-                await trio.sleep(0.01)  # the bridge's handler is in place (it is, by now)
-            os.kill(os.getpid(), signal.SIGTERM)
-            await trio.testing.wait_all_tasks_blocked(0.05)  # the bridge has done what it does before we read
-            nursery.cancel_scope.cancel()
+    async with bridge_in_process(["run"], timeout=20) as bridge, flooded_with_a_prompt_in_flight(bridge):
+        await trio.testing.wait_all_tasks_blocked(0.05)  # the bridge has done what it does before we read
         # From now on the conductor reads again (the block reads to the end).
     lines = bytes(bridge.received).splitlines()
     assert all(isinstance(json.loads(line), dict) for line in lines)  # each line whole

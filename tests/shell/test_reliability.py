@@ -18,7 +18,7 @@ import orjson
 import pytest
 import trio
 
-from tests.cli_helpers import bridge_in_process, run_cli_in_process, wait_until_still
+from tests.cli_helpers import bridge_in_process, run_cli_in_process, sigterm_once_stuck, wait_until_still
 from tests.conftest import BridgeProcess, agent_cmd, line, open_bridge
 
 INIT_NEW_CLIENT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -444,17 +444,12 @@ async def test_a_signal_with_the_stdout_unread_stops_the_bridge_once_its_writes_
     """In front of an agent, as in a chain: SIGTERM passed on, the agent gone, the bridge
     still wrote its last output and the answer in flight to a client that read nothing, and
     waited for ever. Once a write has stood still for the stop timeout, it stops without it."""
-    import os
-
     from acp_bridge.shell.agent import AgentProcess
 
     monkeypatch.setattr(AgentProcess, "stop_timeout", 0.3)
     async with bridge_in_process(["run", "--", sys.executable, "-c", FLOOD], timeout=20) as bridge:
         await bridge.send(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n')
-        await wait_until_still(bridge.proc.stdout.fileno())  # the bridge is stuck writing to us
-        while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            await trio.sleep(0.01)  # the bridge's handler is in place (it is, by now)
-        os.kill(os.getpid(), signal.SIGTERM)  # the bridge runs in this process: the signal is its
+        await sigterm_once_stuck(bridge)
         with trio.fail_after(10):  # it waited for ever
             await bridge.proc.ended.wait()
     assert bridge.proc.returncode == 128 + signal.SIGTERM
