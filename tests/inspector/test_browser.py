@@ -331,9 +331,16 @@ def test_a_capture_of_200000_messages(inspector: Inspector) -> None:
     assert f'<div class="row msg drop open" id="m{seq}"' in inspector.rows()
     assert f">became seq {seq + 1}</a>" in inspector.rows()
 
+    # The rows are drawn in the step that counts them, though the window is still scrolled
+    # far below the list's new end (they were drawn a frame later, when the browser clamped
+    # the scroll: a read in between found none).
+    inspector.js("var b=document.body,l=document.getElementById('list');window.drawnWhenCounted=[];"
+                 "new MutationObserver(function(){window.drawnWhenCounted.push([b.getAttribute('data-visible'),"
+                 "l.querySelectorAll('.row.msg').length])}).observe(b,{attributeFilter:['data-visible']})")
     box = inspector.driver.find_element(By.ID, "q")
     box.send_keys("test_1234.py")
     inspector.wait(lambda: inspector.body("data-visible") == "2", seconds=60)  # all 200,000 read: as long as above
+    assert inspector.js("return window.drawnWhenCounted")[-1] == ["2", 2]
     assert inspector.rows().count('<div class="row msg') == 2
     assert '<span class="cnt">2 of 79 messages</span>' in inspector.rows()
     status = Path(f"/proc/{inspector.proc.pid}/status").read_text()

@@ -234,7 +234,10 @@ function find(y){var lo=0,hi=vis.length;while(lo<hi){var mid=(lo+hi)>>1;if(tops[
 
 var drawn=0;
 function draw(){
-  var base=list.getBoundingClientRect().top+window.scrollY, y=window.scrollY-base;
+  var base=list.getBoundingClientRect().top+window.scrollY, y=window.scrollY-base, end=tops[vis.length];
+  // A filter that shrank the list leaves the window scrolled past its end until the browser
+  // clamps it (after this step, in Chromium): the last screenful is drawn, where it will be.
+  if(y>end)y=Math.max(0,end-window.innerHeight);
   var first=find(Math.max(0,y-OVER)), html=[], k;
   for(k=first;k<vis.length&&tops[k]<y+window.innerHeight+OVER;k++){
     var j=vis[k], r=rows[j];
