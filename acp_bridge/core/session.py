@@ -326,6 +326,11 @@ class HeldStates(Generic[T]):
             self._held[id_key(session_id)] = session_id
         return state
 
+    def forget(self, session: Connection, session_id: Any) -> None:
+        """The rule has nothing left to keep for this session: its state goes, and its place."""
+        session.drop_state(self.kind, session_id)
+        self._held.pop(id_key(session_id), None)
+
     def closed(self, session: Connection, session_id: Any) -> None:
         """A session closer was answered: the Connection has forgotten the session's state
         (if it closed), and so does this."""
