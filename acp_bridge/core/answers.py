@@ -126,27 +126,42 @@ def answer(id_: Any, message: str, data: Any, source: Frame | None = None, *,
 def answered_by(emits: Iterable[Any], request: Pending) -> bool:
     """Does a message a rule emits answer `request` toward its sender (a rule that drops a
     request and answers it itself, as the system prompt's `error` mode does), or send it on
-    in another form (a request with its id toward where it was going)?"""
+    in another form (`sends_on`)?"""
+    return answers_sender(emits, request) or sends_on(emits, request)
+
+
+def answers_sender(emits: Iterable[Any], request: Pending) -> bool:
+    """Does a message a rule emits answer `request` toward its sender (its id, a result or
+    an error)?"""
     key = id_key(request.id)
     for emit in emits:
         msg = emit.msg
-        if id_key(msg.get("id")) != key:
-            continue
-        if "method" in msg:
-            if emit.direction is request.origin:
-                return True
-        elif emit.direction is request.origin.reverse and ("result" in msg or "error" in msg):
+        if (emit.direction is request.origin.reverse and "method" not in msg and ("result" in msg or "error" in msg)
+                and id_key(msg.get("id")) == key):
             return True
     return False
 
 
-def dropped_answer(frame: Frame, request: Pending, rule: str, rules: tuple[str, ...]) -> Forward:
+def sends_on(emits: Iterable[Any], request: Pending) -> bool:
+    """Does a message a rule emits send `request` on in another form: a request with its id
+    toward where it was going? Then that is what is in flight."""
+    key = id_key(request.id)
+    return any(emit.direction is request.origin and "method" in emit.msg and "id" in emit.msg
+               and id_key(emit.msg["id"]) == key for emit in emits)
+
+
+def dropped_answer(frame: Frame, request: Pending, rule: str, rules: tuple[str, ...], *,
+                   notified: bool = False) -> Forward:
     """The error that stands in for what rule `rule` dropped: the request `frame`, which its
-    sender would wait for an answer to for ever, or the answer `frame` to `request`."""
-    if frame.kind is Kind.REQUEST:
-        what = f"this request: it was not sent to the {'agent' if frame.direction is TO_AGENT else 'client'}"
+    sender would wait for an answer to for ever, or the answer `frame` to `request`.
+    `notified`: the rule sent the request on as a notification, which nobody answers."""
+    toward = "agent" if frame.direction is TO_AGENT else "client"
+    if notified:
+        text = f"sent this request on as a notification: the {toward} will not answer it"
+    elif frame.kind is Kind.REQUEST:
+        text = f"dropped this request: it was not sent to the {toward}"
     else:
         answerer = "agent" if frame.direction is TO_CLIENT else "client"
-        what = f"the {answerer}'s answer to this request ({request.method})"
-    return answer(request.reply_id, f"acp-bridge: rule {rule!r} dropped {what}", {"rule": rule},
+        text = f"dropped the {answerer}'s answer to this request ({request.method})"
+    return answer(request.reply_id, f"acp-bridge: rule {rule!r} {text}", {"rule": rule},
                   toward=request.origin.reverse, rules=rules, terminator=frame.terminator or b"\n")

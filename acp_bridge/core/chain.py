@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from acp_bridge.core.messages import NOTIFICATION, RESPONSE, Direction, Frame, Kind
+from acp_bridge.core.messages import NOTIFICATION, REQUEST, RESPONSE, Direction, Frame, Kind, id_key, is_request
 from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites.base import PASS, Emit, Replace, Rule
 from acp_bridge.core.session import Connection, Pending
@@ -111,13 +111,22 @@ def shown_to(raw: bytes, triggers: tuple[bytes, ...]) -> bool:
 class ChainResult:
     """What the rules made of one message: `frame` as it now reads (the input itself when
     no rule changed it), whether it is dropped, what the bridge must also send (`before` it,
-    and after it: `emits`), and who."""
+    and after it: `emits`), and who. `id_by`: of a request, the last rule that changed its
+    id or made it something else (a notification)."""
 
     frame: Frame
     dropped: bool = False
     rules: list[str] = field(default_factory=list)
     emits: list[Emit] = field(default_factory=list)
     before: list[Emit] = field(default_factory=list)
+    id_by: str | None = None
+
+
+def _same_id(msg: dict[str, Any], was: dict[str, Any] | None) -> bool:
+    """Is `msg` (what a rule made of the request `was`) still a request, with its id?"""
+    if was is None or is_request(msg) is not is_request(was):
+        return False
+    return id_key(msg.get("id")) == id_key(was.get("id"))
 
 
 class Chain:
@@ -177,5 +186,7 @@ class Chain:
                 outcome.dropped = True
                 break
             if result.msg is not current.msg:  # Replace(same msg, then=...) only emits
+                if kind is REQUEST and not _same_id(result.msg, current.msg):
+                    outcome.id_by = name
                 current = outcome.frame = current.with_msg(result.msg)
         return outcome

@@ -138,6 +138,11 @@ def classify(direction: Direction, raw: bytes) -> Frame:
     return Frame(direction, raw, kind, msg)
 
 
+def is_request(msg: Any) -> bool:
+    """Is `msg` a request, as `classify` tells: a method, and an id to answer it by?"""
+    return type(msg) is dict and isinstance(msg.get("method"), str) and "id" in msg
+
+
 _REJECTED: Any = object()
 
 

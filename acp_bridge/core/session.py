@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from acp_bridge.core.statistics import SessionStatistics
 
 _UNREAD: Any = object()
+_AS_SENT: Any = object()  # `Pending.sent_id` of a request that went on with its sender's id
 # Where a response's request came from, by the response's direction: a dict rather than the
 # `Direction.reverse` property, for it is asked for every response.
 _ORIGIN = {direction: direction.reverse for direction in Direction}
@@ -53,11 +54,19 @@ class Pending:
     # `orjson.Fragment`, so that an answer from the bridge carries the client's own id.
     id_text: Any = None
     _params: Any = field(default=_UNREAD, repr=False, compare=False)
+    # The id it went on with, when a rule changed it (`Connection.sent_as`): the id its
+    # answer carries, under which it is in flight. `id` stays the id its sender gave it.
+    sent_id: Any = field(default=_AS_SENT, repr=False, compare=False)
 
     @property
     def reply_id(self) -> Any:
-        """The id to put in an answer to this request."""
+        """The id to put in an answer to this request toward its sender."""
         return self.id if self.id_text is None else self.id_text
+
+    @property
+    def key(self) -> tuple[Direction, Any]:
+        """Where the request is in flight: its origin and the id its answer will carry."""
+        return (self.origin, id_key(self.id if self.sent_id is _AS_SENT else self.sent_id))
 
     @property
     def params(self) -> Any:
@@ -120,7 +129,7 @@ class Connection:
 
     def track(self, pending: Pending) -> Pending:
         """Note a request in flight (also one the relay knows only by its id and method)."""
-        key = (pending.origin, id_key(pending.id))
+        key = pending.key
         if key in self._pending:  # the same id again while in flight (a client bug)
             self._same_id.setdefault(key, []).append(pending)
         else:
@@ -159,9 +168,16 @@ class Connection:
             if not later:
                 del self._same_id[key]
 
+    def sent_as(self, pending: Pending, id_: Any) -> None:
+        """A rule sent the request on with the id `id_`: the answer will carry that one, so
+        that is the id it is in flight under (its sender's stays `pending.id`)."""
+        self.forget(pending)
+        pending.sent_id = id_
+        self.track(pending)
+
     def forget(self, pending: Pending) -> None:
         """The bridge answered this request itself; no response is expected any more."""
-        key = (pending.origin, id_key(pending.id))
+        key = pending.key
         if self._pending.get(key) is pending:
             self._pending.pop(key)
             self._promote(key)
@@ -325,6 +341,11 @@ class HeldStates(Generic[T]):
             state = session.state_for(self.kind, session_id)
             self._held[id_key(session_id)] = session_id
         return state
+
+    def forget(self, session: Connection, session_id: Any) -> None:
+        """The rule has nothing left to keep for this session: its state goes, and its place."""
+        session.drop_state(self.kind, session_id)
+        self._held.pop(id_key(session_id), None)
 
     def closed(self, session: Connection, session_id: Any) -> None:
         """A session closer was answered: the Connection has forgotten the session's state

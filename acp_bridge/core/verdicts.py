@@ -3,15 +3,16 @@
 Owns: pairing a parsed line through `Connection`, running the rule chain on it, and turning the
 outcome into `Forward`s: the very line, its re-encoding or nothing, and the messages the rules
 emit; failing open when a rule fails or its change cannot be written back (strict: raising),
-and answering a request a rule dropped. Must never: re-encode a line no rule changed, or
-leave a dropped request's sender waiting.
+keeping a request in flight as the rules sent it on (under the id it went on with), and
+answering a request a rule dropped or sent on as a notification. Must never: re-encode a
+line no rule changed, or leave a dropped request's sender waiting.
 """
 
 from __future__ import annotations
 
 import logging
 
-from acp_bridge.core.answers import Answers, answered_by, dropped_answer
+from acp_bridge.core.answers import Answers, answered_by, answers_sender, dropped_answer, sends_on
 from acp_bridge.core.chain import Chain, ChainResult, RuleError
 from acp_bridge.core.direction_state import DirectionState
 from acp_bridge.core.forward import VERDICT_PASS, Forward, Verdict
@@ -28,6 +29,8 @@ from acp_bridge.core.messages import (
     brief,
     classify,
     encode,
+    id_key,
+    is_request,
 )
 from acp_bridge.core.printable import printable
 from acp_bridge.core.rewrites.stray_output import StrayOutput
@@ -133,27 +136,53 @@ class Verdicts:
         except Unencodable as exc:
             self._unencodable(frame, rules, request, str(exc), out)
             return
-        if outcome.dropped and request is not None and frame.kind is Kind.REQUEST:
-            self.session.forget(request)  # the bridge answers it, or the rule did
+        unanswered, notified = outcome.dropped, False  # nobody else will answer `request`
+        if request is not None and frame.kind is REQUEST:
+            unanswered, notified = self._in_flight(frame, current, outcome, request)
         for direction, message in ahead:  # what must reach its side before this message
             self.answers.emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules), before=True), out)
         if data and not data.endswith(b"\n"):
             self.directions[frame.direction].torn = True  # an unterminated last line, passed on as it came
         out.append(Forward(frame.direction, data, frame.raw, verdict, frame, tuple(rules), request))
-        if outcome.dropped and request is not None:
-            self._answer_dropped(frame, request, outcome, out)
+        if unanswered and request is not None:
+            self._answer_dropped(frame, request, outcome, out, notified=notified)
         for direction, message in written:
             self.answers.emit(Forward(direction, message, b"", Verdict.EMIT, None, tuple(rules)), out)
 
-    def _answer_dropped(self, frame: Frame, request: Pending, outcome: ChainResult, out: list[Forward]) -> None:
-        """A rule dropped a request, or the answer to one: unless the rule answered it
-        itself, its sender gets an error naming the rule where the line would have been
-        (it would wait for ever otherwise). Said once per rule; dropped notifications are
-        silent, and so is a dropped response that answers nothing the bridge knows of."""
+    def _in_flight(self, frame: Frame, current: Frame, outcome: ChainResult, request: Pending) -> tuple[bool, bool]:
+        """What the rules made of the request `frame` is what is in flight (docs/rules.md):
+        the request as it goes on, under the id it goes on with (its sender's id is kept
+        for the bridge's own answers), or the request a rule emits with its id toward where
+        it was going. A request dropped, or sent on as a notification, is in flight no more.
+        Returns: is it left unanswered (the bridge answers it, unless the rule did), and was
+        it sent on as a notification."""
+        emits = (*outcome.before, *outcome.emits)
+        msg = None if outcome.dropped else current.msg
+        if is_request(msg):
+            assert msg is not None
+            if current is not frame and id_key(msg["id"]) != id_key(request.id):
+                if answers_sender(emits, request):  # its sender has its answer: what goes on is the rule's
+                    self.session.forget(request)
+                else:
+                    self.session.sent_as(request, msg["id"])
+            return False, False
+        if sends_on(emits, request):
+            return False, False  # in flight as it was
+        self.session.forget(request)  # the bridge answers it, or the rule did
+        return True, not outcome.dropped
+
+    def _answer_dropped(self, frame: Frame, request: Pending, outcome: ChainResult, out: list[Forward], *,
+                        notified: bool = False) -> None:
+        """A rule dropped a request, or the answer to one, or sent a request on as a
+        notification: unless the rule answered it itself, its sender gets an error naming
+        the rule where the line would have been (it would wait for ever otherwise). Said
+        once per rule; dropped notifications are silent, and so is a dropped response that
+        answers nothing the bridge knows of."""
         if answered_by((*outcome.before, *outcome.emits), request):
             return
-        rule = outcome.rules[-1]  # a drop ends the chain: the last rule is the one that dropped
-        fwd = dropped_answer(frame, request, rule, tuple(outcome.rules))
+        # A drop ends the chain: the last rule is the one that dropped.
+        rule = outcome.id_by if notified and outcome.id_by is not None else outcome.rules[-1]
+        fwd = dropped_answer(frame, request, rule, tuple(outcome.rules), notified=notified)
         fwd.request = request  # what it answers: the capture's method and latency, the request's span
         self.answers.emit(fwd, out)
         if rule not in self._drop_said:
@@ -161,7 +190,8 @@ class Verdicts:
             sender = "client" if request.origin is TO_AGENT else "agent"
             what = (f"the {sender}'s request {request.method} id {brief(request.id)}" if frame.kind is REQUEST
                     else f"the answer to the {sender}'s request {request.method} id {brief(request.id)}")
-            log.warning("rule %r dropped %s; the bridge answered it with an error naming the rule, so that the "
+            done = "sent %s on as a notification" if notified else "dropped %s"
+            log.warning("rule %r " + done + "; the bridge answered it with an error naming the rule, so that the "
                         "%s does not wait for ever (further ones by this rule are not reported)",
                         rule, printable(what, quote_backslash=False), sender)
 

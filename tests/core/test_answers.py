@@ -217,3 +217,209 @@ def test_every_client_request_gets_exactly_one_answer(count: int, dropped: set[i
     to_client = [orjson.loads(f.data) for f in out if f.direction is C and f.data]
     assert sorted(msg["id"] for msg in to_client) == list(range(count))
     assert relay.session.pending(A) == []
+
+
+# -- what goes on is what is in flight --------------------------------------------------------
+
+
+class Notify(Rule):
+    """Sends each request on as a notification (its id taken away)."""
+
+    name = "notify"
+
+    def request(self, frame: Frame, session: Connection) -> Outcome:
+        assert frame.msg is not None
+        return Replace({k: v for k, v in frame.msg.items() if k != "id"})
+
+
+class NotifyAndAnswer(Rule):
+    """Sends each request on as a notification and answers its sender itself."""
+
+    name = "notify-and-answer"
+
+    def request(self, frame: Frame, session: Connection) -> Outcome:
+        assert frame.msg is not None
+        answer = {"jsonrpc": "2.0", "id": frame.id, "result": {}}
+        return Replace({k: v for k, v in frame.msg.items() if k != "id"}, then=(Emit(frame.direction.reverse, answer),))
+
+
+class Remap(Rule):
+    """Gives each client request the id 1000 higher on its way to the agent, and its answer
+    the client's id back (`request.id`: the id its sender gave it)."""
+
+    name = "remap"
+
+    def request(self, frame: Frame, session: Connection) -> Outcome:
+        assert frame.msg is not None
+        return Replace({**frame.msg, "id": frame.id + 1000}) if frame.direction is A else PASS
+
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
+        assert frame.msg is not None
+        return Replace({**frame.msg, "id": request.id}) if frame.direction is C else PASS
+
+
+def notified(id_: bytes, rule: str) -> bytes:
+    return (b'{"jsonrpc":"2.0","id":' + id_ + b',"error":{"code":-32603,"message":"acp-bridge: rule \''
+            + rule.encode() + b"' sent this request on as a notification: the agent will not answer it\","
+            b'"data":{"rule":"' + rule.encode() + b'"}}}\n')
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_request_sent_on_as_a_notification_is_answered_as_a_drop(strict: bool) -> None:
+    """Nobody will answer a notification: for its sender the request was dropped. It was
+    left in flight for ever (1,000 requests, 1,000 entries in the pending table), and as
+    the agent went the bridge answered them all, long after."""
+    relay = Relay([Notify()], strict=strict)
+    assert shown(relay, A, REQUEST) == [
+        (A, Verdict.REWRITE, b'{"jsonrpc":"2.0","method":"p"}\n', ("notify",)),
+        (C, Verdict.EMIT, notified(b"1", "notify"), ("notify",)),
+    ]
+    out = relay.feed(A, b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"p"}\n' % i for i in range(2, 1002)))
+    assert [f.data for f in out if f.direction is C] == [notified(b"%d" % i, "notify") for i in range(2, 1002)]
+    assert relay.statistics().pending_to_agent == 0
+    assert relay.fail_pending("agent exited") == []
+
+
+def test_a_request_sent_on_as_a_notification_and_answered_by_its_rule_is_answered_once() -> None:
+    relay = Relay([NotifyAndAnswer()], strict=True)
+    assert shown(relay, A, REQUEST) == [
+        (A, Verdict.REWRITE, b'{"jsonrpc":"2.0","method":"p"}\n', ("notify-and-answer",)),
+        (C, Verdict.EMIT, b'{"jsonrpc":"2.0","id":1,"result":{}}\n', ("notify-and-answer",)),
+    ]
+    assert relay.statistics().pending_to_agent == 0
+    assert relay.fail_pending("agent exited") == []
+
+
+def test_a_request_whose_id_a_rule_changed_is_in_flight_under_the_id_that_went_out() -> None:
+    """The agent answers the id it was sent: that answer pairs (the rule maps it back to
+    the client's id), and the bridge's own answer as the agent goes carries the client's
+    id. The entry under the client's id was never paired: it stayed for ever, and as the
+    agent went the client got an answer to 1 it already had."""
+    relay = Relay([Remap()], strict=True)
+    assert shown(relay, A, REQUEST + b'{"jsonrpc":"2.0","id":2,"method":"p"}\n') == [
+        (A, Verdict.REWRITE, b'{"jsonrpc":"2.0","id":1001,"method":"p"}\n', ("remap",)),
+        (A, Verdict.REWRITE, b'{"jsonrpc":"2.0","id":1002,"method":"p"}\n', ("remap",)),
+    ]
+    assert shown(relay, C, b'{"jsonrpc":"2.0","id":1001,"result":{}}\n') == [
+        (C, Verdict.REWRITE, b'{"jsonrpc":"2.0","id":1,"result":{}}\n', ("remap",))]
+    assert [f.data for f in relay.fail_pending("agent exited")] == [
+        b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"agent exited"}}\n']
+    assert relay.statistics().pending_to_agent == 0
+    for i in range(3, 1003):  # answered as they come: nothing stays behind
+        relay.feed(A, b'{"jsonrpc":"2.0","id":%d,"method":"p"}\n' % i)
+    assert relay.statistics().pending_to_agent == 0  # the agent is gone: each answered by the bridge
+
+
+def test_remapped_requests_answered_by_the_agent_leave_nothing_in_flight() -> None:
+    relay = Relay([Remap()], strict=True)
+    for i in range(1000):
+        relay.feed(A, b'{"jsonrpc":"2.0","id":%d,"method":"p"}\n' % i)
+        (fwd,) = relay.feed(C, b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % (i + 1000))
+        assert fwd.data == b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % i
+    assert relay.statistics().pending_to_agent == 0
+    assert relay.fail_pending("agent exited") == []
+
+
+def test_a_request_sent_on_by_an_emit_stays_in_flight() -> None:
+    """A rule that drops a request and sends it on in another form, with its id: what went
+    to the agent is in flight, and answered by the bridge if the agent goes first. It was
+    forgotten: the client waited for ever."""
+    relay = Relay([SendOnRenamed()], strict=True)
+    relay.feed(A, REQUEST)
+    assert [(p.id, p.method) for p in relay.session.pending(A)] == [(1, "p")]
+    assert [f.data for f in relay.fail_pending("agent exited")] == [
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"agent exited"}}\n']
+    relay = Relay([SendOnRenamed()], strict=True)
+    relay.feed(A, REQUEST)
+    assert shown(relay, C, b'{"jsonrpc":"2.0","id":1,"result":{}}\n') == [
+        (C, Verdict.PASS, b'{"jsonrpc":"2.0","id":1,"result":{}}\n', ())]
+    assert relay.statistics().pending_to_agent == 0
+
+
+def test_a_rule_that_changes_the_id_and_answers_the_sender_itself_is_not_answered_again() -> None:
+    class OwnRequest(Rule):
+        name = "own-request"
+
+        def request(self, frame: Frame, session: Connection) -> Outcome:
+            assert frame.msg is not None
+            mine = {**frame.msg, "id": "mine"}
+            return Replace(mine, then=(Emit(C, {"jsonrpc": "2.0", "id": frame.id, "result": {}}),))
+
+    relay = Relay([OwnRequest()], strict=True)
+    assert [f.data for f in relay.feed(A, REQUEST)] == [
+        b'{"jsonrpc":"2.0","id":"mine","method":"p"}\n', b'{"jsonrpc":"2.0","id":1,"result":{}}\n']
+    assert relay.statistics().pending_to_agent == 0
+    assert relay.fail_pending("agent exited") == []
+
+
+ACTIONS = ("pass", "drop", "notify", "notify-and-answer", "remap", "send-on", "answer")
+
+
+class EachItsWay(Rule):
+    """Does to client request `id` what `ways[id]` says (ACTIONS), and maps a remapped
+    request's answer back."""
+
+    name = "each"
+
+    def __init__(self, ways: dict[int, str]) -> None:
+        self.ways = ways
+
+    def request(self, frame: Frame, session: Connection) -> Outcome:
+        msg = frame.msg
+        assert msg is not None and isinstance(frame.id, int)
+        way = self.ways.get(frame.id, "pass")
+        answer = Emit(C, {"jsonrpc": "2.0", "id": frame.id, "result": {"by": "rule"}})
+        notification = {k: v for k, v in msg.items() if k != "id"}
+        outcomes: dict[str, Outcome] = {
+            "pass": PASS, "drop": DROP, "notify": Replace(notification),
+            "notify-and-answer": Replace(notification, then=(answer,)),
+            "remap": Replace({**msg, "id": frame.id + 1000}),
+            "send-on": Replace(None, then=(Emit(A, {**msg, "method": "renamed"}),)),
+            "answer": Replace(None, then=(answer,)),
+        }
+        return outcomes[way]
+
+    def response(self, frame: Frame, request: Pending, session: Connection) -> Outcome:
+        assert frame.msg is not None
+        return Replace({**frame.msg, "id": request.id}) if frame.id != request.id else PASS
+
+
+@given(st.integers(1, 8), st.dictionaries(st.integers(0, 7), st.sampled_from(ACTIONS)), st.sets(st.integers(0, 1007)),
+       st.booleans())
+def test_every_client_request_gets_exactly_one_answer_whatever_the_rule_makes_of_it(
+        count: int, ways: dict[int, str], answered: set[int], strict: bool) -> None:
+    """Passed, dropped, sent on as a notification, under another id, in another form, or
+    answered by the rule: each client request gets one answer (the agent's, the rule's, or
+    the bridge's for a drop or as the agent goes), under its own id, and nothing stays in
+    flight."""
+    relay = Relay([EachItsWay(ways)], strict=strict)
+    out = relay.feed(A, b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"p"}\n' % i for i in range(count)))
+    got = [orjson.loads(f.data) for f in out if f.direction is A and f.data]
+    for msg in got:  # the agent answers some of the requests it got, under the id it got
+        if "id" in msg and msg["id"] in answered:
+            out += relay.feed(C, b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % msg["id"])
+    out += relay.fail_pending("gone")
+    to_client = [orjson.loads(f.data) for f in out if f.direction is C and f.data]
+    assert sorted(msg["id"] for msg in to_client) == list(range(count))
+    assert relay.statistics().pending_to_agent == 0
+
+
+def test_a_rule_that_sends_requests_on_as_notifications_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
+    class Later(Rule):  # changes the notification after `notify` made it: `notify` is named
+        name = "later"
+
+        def request(self, frame: Frame, session: Connection) -> Outcome:
+            assert frame.msg is not None
+            return Replace({**frame.msg, "params": {}})
+
+    relay = Relay([Notify(), Later()], strict=True)
+    with caplog.at_level(logging.WARNING, "acp_bridge.relay"):
+        for id_ in range(3):
+            out = relay.feed(A, b'{"jsonrpc":"2.0","id":%d,"method":"p"}\n' % id_)
+            assert [(f.data, f.rules) for f in out] == [
+                (b'{"jsonrpc":"2.0","method":"p","params":{}}\n', ("notify", "later")),
+                (notified(b"%d" % id_, "notify"), ("notify", "later"))]
+    assert [rec.getMessage() for rec in caplog.records] == [
+        "rule 'notify' sent the client's request p id 0 on as a notification; the bridge answered it with an "
+        "error naming the rule, so that the client does not wait for ever (further ones by this rule are not "
+        "reported)"]

@@ -15,6 +15,7 @@ from acp_bridge.core.pointer import (
     json_equal,
     parse_pointer,
     remove_pointer,
+    same_json,
     set_pointer,
 )
 
@@ -124,6 +125,40 @@ def test_remove_pointer() -> None:
 ])
 def test_json_equal(a: object, b: object, equal: bool) -> None:
     assert json_equal(a, b) is equal
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    (1, 1, True), (1, 1.0, False), (1.0, 1, False), (True, 1, False), (1, True, False), (False, 0, False),
+    (0, False, False), (None, False, False), (0.0, -0.0, False), (0.5, 0.5, True), ("1", 1, False),
+    ([True], [1], False), ([1, 2], [1, 2], True), ([1], [1, 1], False),
+    ({"a": 1, "b": [None]}, {"b": [None], "a": 1}, True),  # members in another order: the same object
+    ({"a": [1, True]}, {"a": [1.0, True]}, False), ({"a": 1}, {"a": 1, "b": 2}, False), ({"a": 1}, {"b": 1}, False),
+    ([], {}, False), (MISSING, None, False),
+])
+def test_same_json(a: object, b: object, same: bool) -> None:
+    assert (same_json(a, b), same_json(b, a)) == (same, same)
+
+
+# Leaves that Python's == confuses with one another, so that near misses are common.
+confusable = st.sampled_from([0, 1, 0.0, -0.0, 1.0, True, False, None, "1", "", 2**63 - 1, 0.1])
+near_values = st.recursive(
+    confusable, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner, max_size=2),
+    max_leaves=8)
+
+
+@given(a=near_values, b=near_values)
+def test_same_json_is_the_same_text_but_for_member_order(a: object, b: object) -> None:
+    """The bridge's "is it the same?" is "would it be written the same?" (members sorted)."""
+    def text(value: object) -> bytes:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    assert same_json(a, b) is (text(a) == text(b))
+    assert same_json(a, orjson.loads(text(a)))
+
+
+def test_same_json_of_values_nested_past_the_recursion_limit() -> None:
+    deep = orjson.loads(b"[" * 1000 + b"1" + b"]" * 1000)
+    assert same_json(deep, orjson.loads(b"[" * 1000 + b"1" + b"]" * 1000))
+    assert not same_json(deep, orjson.loads(b"[" * 1000 + b"true" + b"]" * 1000))
 
 
 json_values = st.recursive(

@@ -31,6 +31,7 @@ from acp_bridge.core import shapes as read
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Direction, Frame, brief, id_key
 from acp_bridge.core.methods import SESSION_CLOSERS
+from acp_bridge.core.pointer import same_json
 from acp_bridge.core.rewrites import suggestion_shapes as shapes
 from acp_bridge.core.rewrites.base import DROP, PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import FLAG, OFF_FLAG, BuiltIn, Option
@@ -119,8 +120,9 @@ def allowed_types(session: Connection) -> frozenset[str]:
 
 def offer(state: SuggestionsState, form: str, items: list[Any]) -> bool:
     """Record `items` as the client's list; False (send nothing) when it already holds exactly
-    that list, which also covers a withdrawal of an empty list (bridge-rules 2.4)."""
-    if items == state.offered:
+    that list, which also covers a withdrawal of an empty list (bridge-rules 2.4). Exactly
+    that list, as the bridge writes JSON (`same_json`: `[true]` is not `[1]`)."""
+    if same_json(items, state.offered):
         return False
     state.offered, state.offered_form = list(items), form
     return True

@@ -33,6 +33,7 @@ from acp_bridge.core.pointer import (
     json_equal,
     parse_pointer,
     remove_pointer,
+    same_json,
     set_pointer,
 )
 from acp_bridge.core.protocol import Json
@@ -205,6 +206,6 @@ class TableRule(Rule):
                 log.warning("rule %r: %s in %r; it went on as it came (further ones are not reported)",
                             self.name, exc, frame)
             return PASS
-        if json_equal(changed, msg):  # already so: the line goes on as it came, bytes and all
+        if same_json(changed, msg):  # already so: the line goes on as it came, bytes and all
             return PASS
         return Replace(changed)

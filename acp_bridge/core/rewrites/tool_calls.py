@@ -29,12 +29,13 @@ from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.protocol import Json
 from acp_bridge.core.rewrites.base import PASS, Emit, Outcome, Replace, Rule
 from acp_bridge.core.rewrites.options import FLAG, BuiltIn, Option
-from acp_bridge.core.session import Connection, Pending
+from acp_bridge.core.session import Connection, HeldStates, Pending
 
 OPEN = frozenset({"pending", "in_progress"})
 MAX_OPEN = 1000  # open tool calls remembered per session; later ones are not closed
-# Sessions with open tool calls remembered at once; past it, the one that has held them
-# longest (a session abandoned mid-turn, most likely) is forgotten.
+# Sessions with open tool calls remembered at once; past it, the one whose tool calls moved
+# longest ago (a session abandoned mid-turn, most likely; not a busy one whose turn runs long)
+# is forgotten.
 MAX_SESSIONS = 256
 MAX_ID = 1024  # characters: a longer toolCallId is not remembered (real ones are ~40)
 
@@ -106,9 +107,9 @@ class CloseToolCalls(Rule):
     name = "close-tool-calls"
 
     def __init__(self) -> None:
-        # The sessions this rule holds open calls for, oldest first (Connection forgets one on
-        # `session/close` without telling: such keys are found stale and let go).
-        self._holding: dict[str, None] = {}
+        # The sessions this rule holds open calls for, the one used longest ago first
+        # (Connection forgets one on `session/close`: such keys are found stale and let go).
+        self._held = HeldStates(OpenToolCalls, MAX_SESSIONS)
     # Parsed: only the lines that open, move or end a tool call, and v2's state updates (a
     # `"tool_call_content_chunk"` is neither; a string's own quotes are escaped, so text that
     # mentions "tool_call" does not match).
@@ -140,39 +141,25 @@ class CloseToolCalls(Rule):
         call_id = read.tool_call_id(update)
         if not isinstance(call_id, str) or len(call_id) > MAX_ID or not isinstance(session_id, str):
             return
-        state = session.existing_state(OpenToolCalls, session_id)
+        state = self._held.existing(session, session_id)  # now the session used last
         known = state.calls.get(call_id) if state is not None else None
         status = reported_status(update, known, session.v2)
         if status is not None and status in OPEN:
             if state is None:
-                self._make_room(session)
-                state = session.state_for(OpenToolCalls, session_id)
-                self._holding[session_id] = None
+                state = self._held.get(session, session_id)
             if call_id in state.calls or len(state.calls) < MAX_OPEN:
                 state.calls[call_id] = status
         elif state is not None and state.calls.pop(call_id, None) is not None and not state.calls:
-            self._forget(session, session_id)
-
-    def _make_room(self, session: Connection) -> None:
-        """Below MAX_SESSIONS sessions held: the stale keys let go, else the oldest session."""
-        if len(self._holding) < MAX_SESSIONS:
-            return
-        self._holding = {key: None for key in self._holding if session.existing_state(OpenToolCalls, key) is not None}
-        if len(self._holding) >= MAX_SESSIONS:
-            self._forget(session, next(iter(self._holding)))
-
-    def _forget(self, session: Connection, session_id: Any) -> None:
-        session.drop_state(OpenToolCalls, session_id)
-        self._holding.pop(session_id, None)
+            self._held.forget(session, session_id)
 
     def _close(self, frame: Frame, session: Connection, session_id: Any, keep: frozenset[str]) -> Outcome:
-        state = session.existing_state(OpenToolCalls, session_id)
+        state = self._held.existing(session, session_id)
         if state is None or frame.msg is None:
             return PASS
         updates = closing_updates(state.calls, session_id, keep)
         state.calls = {call_id: status for call_id, status in state.calls.items() if call_id in keep}
         if not state.calls:
-            self._forget(session, session_id)
+            self._held.forget(session, session_id)
         if not updates or not session.client_ready:
             return PASS
         # The message that ends the turn goes on as it came, after the updates.

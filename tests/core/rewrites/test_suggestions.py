@@ -730,3 +730,26 @@ def test_which_messages_of_the_bridge_state_a_whole_suggestion_list(
     that reads nothing (shell/streams.py `Outlet.put_keyed`): only what states the list whole."""
     fwd = Forward(direction, line(msg), b"", verdict, None, ("suggestions",))
     assert stated_list_key(fwd) == key
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    (True, 1), (1, True), (False, 0), (0, False), (1, 1.0), (1.0, 1), ([True], [1]), ({"k": 1}, {"k": True}),
+    (0, -0.0), (None, False),
+], ids=repr)
+@pytest.mark.parametrize("client", ["v1-new", "v1-air"])
+def test_a_list_that_differs_only_in_json_type_is_sent_again(client: str, first: Any, second: Any) -> None:
+    """No repeats (bridge-rules 2.4) means the very list the client holds: `true` is not `1`
+    and `1` is not `1.0` (the bridge keeps each number as it was written, and keys `1` and
+    `1.0` apart as ids), so a list differing only so is the agent's new list, not a repeat.
+    Python's `==` said they were the same and dropped the second."""
+    relay = make_relay(client, "v1")
+
+    def listing(value: Any) -> dict[str, Any]:
+        if client == "v1-new":
+            return new_upd(sugg(text(RUN), _meta={"n": value}))
+        return legacy_upd({"text": RUN, "_meta": {"n": value}})
+
+    for value in (first, second):
+        run_script(relay, [(TO_CLIENT, listing(value), SAME)], bytewise=False)
+    again = listing(second)
+    run_script(relay, [(TO_CLIENT, again, drop())], bytewise=False)  # the very list again: a repeat

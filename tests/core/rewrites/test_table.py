@@ -30,6 +30,7 @@ def update(kind: str, extra: str = "") -> bytes:
 USAGE = update("usage_update", ',"used":1e3,"size":123456789012345678901234567890')
 CHUNK = update("agent_message_chunk", ',"content":{"type":"text","text":"hi"}')
 PROMPT = b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n'
+PROMPT_N = b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","n":1}}\n'
 
 
 def relay(**table: Any) -> Relay:
@@ -65,11 +66,21 @@ def out(table: dict[str, Any], direction: Direction, line: bytes) -> tuple[Verdi
     # a set that changes nothing, a remove of what is not there: the line as it came
     ({"method": "session/prompt", "set": {"/params/sessionId": "s"}}, A, PROMPT, (Verdict.PASS, None)),
     ({"method": "session/prompt", "remove": ["/params/nope"]}, A, PROMPT, (Verdict.PASS, None)),
+    ({"method": "session/prompt", "set": {"/params/n": 1}}, A, PROMPT_N, (Verdict.PASS, None)),
     # a pointer through a non-object: the line as it came
     ({"method": "session/prompt", "set": {"/params/sessionId/x": 1}}, A, PROMPT, (Verdict.PASS, None)),
 ])
 def test_what_a_table_does(table: dict[str, Any], direction: Direction, line: bytes, expected: Any) -> None:
     assert out(table, direction, line) == expected
+
+
+@pytest.mark.parametrize(("value", "written"), [(1.0, b"1.0"), (True, b"true")])
+def test_a_set_of_another_json_type_or_number_kind_changes_the_line(value: Any, written: bytes) -> None:
+    """"Already so" is judged as the bridge writes JSON: 1.0 is not 1 and true is not 1 (a
+    table asking for `n = 1.0` on `"n":1` was judged already so by Python's ==, and the
+    client got `1`)."""
+    (fwd,) = relay(method="session/prompt", set={"/params/n": value}).feed(A, PROMPT_N)
+    assert (fwd.verdict, fwd.data) == (Verdict.REWRITE, PROMPT_N.replace(b'"n":1', b'"n":' + written))
 
 
 def test_a_response_is_left_to_python_rules() -> None:

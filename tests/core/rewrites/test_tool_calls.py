@@ -226,7 +226,7 @@ def test_completed_calls_leave_nothing_behind() -> None:
 
 def test_open_calls_are_held_for_so_many_sessions_at_once() -> None:
     """The agent names the sessions: a call left open in each of a million must not cost a
-    million entries. Past MAX_SESSIONS the session that has held calls longest is let go
+    million entries. Past MAX_SESSIONS the session whose calls moved longest ago is let go
     (its calls are no longer closed); a session closed meanwhile frees its place."""
     relay = Relay([CloseToolCalls()], strict=True)
     relay.feed(A, line(example("v1-initialize-request-client-plain")))
@@ -246,6 +246,25 @@ def test_open_calls_are_held_for_so_many_sessions_at_once() -> None:
     relay.feed(A, prompt(4, "t"))
     relay.feed(C, call("t", "x" * (MAX_ID + 1), "pending"))
     assert [f.data for f in relay.feed(C, answer(4))] == [answer(4)]
+
+
+def test_past_the_bound_the_session_used_longest_ago_is_let_go_not_the_busy_one() -> None:
+    """A busy long-lived session (its turn runs on, its calls still moving) must not be let
+    go before sessions idle since: the bound forgets the session used longest ago, as the
+    other rules' (`session.HeldStates`) do. It forgot the one that had held calls longest,
+    the busy one, whose turn then ended with its spinners left open."""
+    relay = Relay([CloseToolCalls()], strict=True)
+    relay.feed(A, line(example("v1-initialize-request-client-plain")))
+    relay.feed(C, line(example("v1-initialize-response-agent-no-system-prompt")))
+    relay.feed(A, prompt(2, "busy"))
+    relay.feed(C, call("busy", "c0", "in_progress"))  # held first
+    relay.feed(C, b"".join(call(f"s{i}", "c", "in_progress") for i in range(MAX_SESSIONS - 1)))
+    relay.feed(C, moved("busy", "c0", status="in_progress") + call("busy", "c1", "pending"))  # used again
+    relay.feed(C, call("new", "c", "pending"))  # one too many: s0 has been idle longest
+    assert relay.session.existing_state(OpenToolCalls, "s0") is None
+    assert relay.session.session_count == MAX_SESSIONS
+    assert [f.data for f in relay.feed(C, answer(2))] == [
+        closing("busy", "c0", "in_progress"), closing("busy", "c1", "pending"), answer(2)]
 
 
 def test_nothing_is_closed_before_the_clients_initialize() -> None:
