@@ -5,8 +5,9 @@ folder, then `session/close` where the agent offers it.
 Owns: starting `acp-bridge run [RUN OPTIONS] -- AGENT` as a child process in a process group
 of its own, writing the requests, reading its stdout line by line (protocol lines answered to
 their requests, the rest kept as stray output), keeping the tail of its stderr, the timeout,
-and stopping it: stdin closed and SIGTERM, which the bridge passes on to the agent and
-follows with its own stop ladder, then SIGKILL to what is left of the bridge's group. Must
+and stopping it: stdin closed and SIGTERM, which the bridge passes on to the agent, then
+(`STOP_GRACE` later, not after the bridge's own ladder) SIGKILL to the agent's group and to
+what is left of the bridge's. Must
 never: answer the agent's requests (a probe has no files or terminals to offer), or return
 while the bridge runs.
 """
@@ -30,7 +31,7 @@ from acp_bridge.shell import posix
 STDERR_TAIL = 4096
 MAX_LINE = 16 * 1024 * 1024  # a line longer than this is kept only in part
 LINGER = 0.5  # after session/new, how long the commands an agent sends next may take to arrive
-STOP_WAIT = 12.0  # the bridge's own ladder: grace, SIGTERM, grace, SIGKILL (5 s each by default)
+STOP_GRACE = 1.0  # after SIGTERM, how long the bridge and its agent may take to exit before SIGKILL
 INITIALIZE, SESSION_NEW, CLOSE = 1, 2, 3
 KEPT_LINES = 20  # stray stdout lines (and JSON lines that are not JSON-RPC) kept for the report
 KEPT_CHARS = 1000  # of each such line
@@ -251,8 +252,10 @@ def _agents_own(probe: Probe, answer: Json | None) -> Json | None:
 
 
 async def _stop(proc: trio.Process) -> None:
-    """Stdin closed, SIGTERM (the bridge passes it on and stops the agent by its ladder), and
-    SIGKILL to the bridge's group if it is still there after the ladder's time."""
+    """Stdin closed and SIGTERM, which the bridge passes on to the agent; then, if the bridge
+    is still there after `STOP_GRACE` (its agent ignored both), SIGKILL to its agent's group
+    and, after `STOP_GRACE` more, to the bridge's own: doctor ends at most about twice
+    `STOP_GRACE` after it is done, not after the bridge's whole ladder (10 s by default)."""
     if proc.stdin is not None:
         try:
             await proc.stdin.aclose()
@@ -260,7 +263,11 @@ async def _stop(proc: trio.Process) -> None:
             pass
     if proc.returncode is None:
         posix.terminate_group(proc)
-        with trio.move_on_after(STOP_WAIT):
+        with trio.move_on_after(STOP_GRACE):
+            await proc.wait()
+    if proc.returncode is None:
+        posix.kill_children(proc.pid)  # the agent gone, the bridge answers and exits at once
+        with trio.move_on_after(STOP_GRACE):
             await proc.wait()
     if proc.returncode is None:
         posix.kill_group(proc)
