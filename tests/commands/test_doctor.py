@@ -218,3 +218,21 @@ def test_an_agent_that_ignores_sigterm_is_killed_a_second_after_doctor_is_done(t
     assert facts["agent_info"] == {"name": "doctor-agent", "version": "0"}
     assert elapsed < 3 + STOP_GRACE + 3, elapsed  # the answer came at once; the ladder took 10 s more
     assert not process_exists(int(pidfile.read_text()))
+
+
+@pytest.mark.parametrize(("mode", "problem", "fix"), [
+    ("wrong-id", f"its answer to initialize did not match the request id (1): it answered id {'1' * 100}",
+     "the agent must answer each request with the request's own id, as the client wrote it (JSON-RPC 2.0); "
+     "update the agent, or tell its authors"),
+    ("long-line", "it wrote a line over 16 MiB to stdout while doctor waited for the answer to initialize; "
+                  "neither doctor nor the bridge reads a line that long (the bridge passes it on in pieces, unread)",
+     "run the command by hand and see what it writes: an answer that long is the agent's fault (the limit is "
+     "[relay] parse_limit_mib)"),
+])
+def test_an_answer_doctor_cannot_pair_or_read_is_named_for_what_it_is(mode: str, problem: str, fix: str) -> None:
+    """Before, the 100-digit id (orjson reads a float) was passed over and the 17 MiB line was
+    two lines of stray stdout, each reported after the timeout as no answer or no protocol."""
+    status, facts = doctor("--timeout", "5", "--", *DOCTOR_AGENT, mode)
+    assert status == 1
+    assert facts["problems"] == [{"problem": problem, "fix": fix}]
+    assert facts["stray_stdout_lines"] == 0 and facts["agent_info"] is None
