@@ -3,8 +3,9 @@
 Owns: where each editor keeps its settings (`settings_path`); reading the file (a regular
 file, UTF-8, within a size limit; a symlink followed to its target, which is what gets
 edited); the backup beside the file before its first change (`NAME.acp-bridge.bak`, never
-overwritten); and the write: whole beside the file, its mode kept, synced, renamed over it,
-refused if the file changed meanwhile (checked under an flock on its folder).
+overwritten; its path said on each write); and the write: whole beside the file, its mode
+kept, synced, renamed over it, refused if the file changed meanwhile (checked under an flock
+on its folder).
 The in-place edit of its text is `settings_document`'s.
 Must never: write without being asked (the command decides), follow a symlink when creating
 a file, or replace a file that does not parse.
@@ -105,11 +106,21 @@ class ChangedMeanwhile(SettingsError):
     """The file changed between reading it and writing it: another program writes it too."""
 
 
-def write(loaded: Loaded, text: str) -> Path | None:
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """Where the original of a settings file is kept: `made` by this write, or by an earlier
+    one (the first backup is the user's own file, and is never replaced)."""
+
+    path: Path
+    made: bool
+
+
+def write(loaded: Loaded, text: str) -> Kept | None:
     """Write `text` over the settings file: a backup of the original first (only if none is
     there yet), then the new content whole beside it, synced, and renamed over it, with the
-    original's mode (a new file: 0600, its folders made). Returns the backup made, or None.
-    Raises SettingsError (ChangedMeanwhile when the file is not what was read)."""
+    original's mode (a new file: 0600, its folders made). Returns where the original is kept
+    (None: there was no file). Raises SettingsError (ChangedMeanwhile when the file is not
+    what was read; when the backup's path is taken by something that is no regular file)."""
     target = loaded.target
     made = None
     try:
@@ -133,9 +144,10 @@ def write(loaded: Loaded, text: str) -> Path | None:
     return made
 
 
-def _backup(loaded: Loaded) -> Path | None:
+def _backup(loaded: Loaded) -> Kept:
     """The original beside it as `NAME.acp-bridge.bak`, unless an earlier run made one: the
-    first backup is the user's own file, and stays so."""
+    first backup is the user's own file, and stays so. A symlink, a folder or a FIFO there
+    is not written through: the write stops."""
     path = backup_path(loaded.target)
     assert loaded.text is not None
     from acp_bridge.shell.posix import CREATE_NEW
@@ -143,11 +155,14 @@ def _backup(loaded: Loaded) -> Path | None:
     try:
         fd = os.open(path, CREATE_NEW, loaded.mode if loaded.mode is not None else 0o600)
     except FileExistsError:
-        return None
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            return Kept(path, made=False)
+        raise SettingsError(f"{path} is there and is not a regular file, so the original cannot be kept in it; "
+                            "nothing written (move it away and run setup again)") from None
     with os.fdopen(fd, "wb") as file:
         file.write(loaded.text.encode("utf-8"))
         os.fsync(file.fileno())
-    return path
+    return Kept(path, made=True)
 
 
 def _replace(target: Path, data: bytes, mode: int) -> None:

@@ -124,13 +124,15 @@ def test_write_backs_up_once_keeps_the_mode_and_edits_a_symlinks_target(tmp_path
     link.symlink_to(real)
     loaded = sf.load(link)
     assert loaded.target == real
-    backup = sf.write(loaded, ZED + "\n")
-    assert backup == real.with_name("settings.json.acp-bridge.bak")
+    kept = sf.write(loaded, ZED + "\n")
+    backup = real.with_name("settings.json.acp-bridge.bak")
+    assert kept == sf.Kept(backup, made=True)
     assert backup.read_text(encoding="utf-8") == ZED
     assert link.is_symlink() and real.read_text(encoding="utf-8") == ZED + "\n"
     assert stat.S_IMODE(os.stat(real).st_mode) == 0o640
     assert stat.S_IMODE(os.stat(backup).st_mode) == 0o640
-    assert sf.write(sf.load(link), ZED + "\n\n") is None  # the first backup stays the user's own file
+    # the first backup stays the user's own file, and the second write says so
+    assert sf.write(sf.load(link), ZED + "\n\n") == sf.Kept(backup, made=False)
     assert backup.read_text(encoding="utf-8") == ZED
     assert sorted(p.name for p in real.parent.iterdir()) == ["settings.json", "settings.json.acp-bridge.bak"]
 
