@@ -76,8 +76,13 @@ def load(path: Path) -> Loaded:
         raise SettingsError(f"{path} is not a regular file; it is left as it is")
     if info.st_size > MAX_BYTES:
         raise SettingsError(f"{path} is {info.st_size} bytes, more than a settings file holds; left as it is")
-    try:
-        with open(target, "rb") as file:
+    from acp_bridge.shell.posix import READ_NO_WAIT
+
+    try:  # checked again on what was opened, opened without waiting: a FIFO put there meanwhile
+        fd = os.open(target, READ_NO_WAIT)
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SettingsError(f"{path} is not a regular file; it is left as it is")
             data = file.read(MAX_BYTES + 1)
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read it: {_reason(exc)}") from exc

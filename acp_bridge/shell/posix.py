@@ -39,6 +39,8 @@ F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
 # A file that must be new: never truncating, never through a symbolic link, not inherited.
 CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# A file to read that must not make the open wait (a FIFO without a writer); check what was opened.
+READ_NO_WAIT = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 # -- signals and the agent's process group -----------------------------------------------
