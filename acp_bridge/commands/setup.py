@@ -324,6 +324,9 @@ class _Edit:
         _say(f"{'; '.join(self.changes)} in {shown}" + (
             "" if kept is None else f"; the original is kept in {kept.path}" if kept.made
             else f"; the original, from before setup first wrote it, is still kept in {kept.path}"))
+        if loaded.links > 1:
+            warn(f"{loaded.target} had {loaded.links} hard links; only this name holds the new text, the others "
+                 "still hold the old one")
         raise SystemExit(status)
 
 

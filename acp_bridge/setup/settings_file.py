@@ -49,12 +49,14 @@ def settings_path(editor: str, environ: dict[str, str], home: str, platform: str
 @dataclass(frozen=True, slots=True)
 class Loaded:
     """A settings file as read: the path given, the file that holds it (a symlink's target),
-    its text (None: no file yet) and its mode."""
+    its text (None: no file yet), its mode and its number of hard links (the write replaces
+    only the name `target`: other links keep the old text)."""
 
     given: Path
     target: Path
     text: str | None
     mode: int | None
+    links: int = 1
 
 
 def _reason(exc: OSError) -> str:
@@ -91,7 +93,7 @@ def load(path: Path) -> Loaded:
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         raise SettingsError(f"{path}:{line}: not UTF-8 text; left as it is") from exc
-    return Loaded(path, target, text, stat.S_IMODE(info.st_mode))
+    return Loaded(path, target, text, stat.S_IMODE(info.st_mode), info.st_nlink)
 
 
 def _refuse_a_dangling_link(path: Path) -> None:

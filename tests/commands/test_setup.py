@@ -318,3 +318,15 @@ def test_a_backup_path_that_is_no_regular_file_stops_the_write(zed: Path, kind: 
                                     "original cannot be kept in it; nothing written (move it away and run setup "
                                     "again)\n")
     assert zed.read_bytes() == ZED and elsewhere.read_bytes() == b"not the original"
+
+
+def test_a_file_with_another_hard_link_is_written_and_the_user_told_the_link_keeps_the_old_text(zed: Path) -> None:
+    """The new text is renamed over the name given: a second name of the file (a dotfiles
+    folder's hard link) keeps the old text. Before, nothing said so."""
+    other = zed.parent / "dotfiles-settings.json"
+    os.link(zed, other)
+    done = invoke(["setup", "zed", "--settings", str(zed), "--name", "A", "--write", "--", PYTHON])
+    assert done.returncode == 0
+    assert done.stderr.decode() == (f"acp-bridge: setup: {zed} had 2 hard links; only this name holds the new "
+                                    "text, the others still hold the old one\n")
+    assert other.read_bytes() == ZED and "A" in json5.loads(zed.read_text(encoding="utf-8"))["agent_servers"]
