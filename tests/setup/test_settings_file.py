@@ -312,3 +312,23 @@ def test_a_file_the_user_cannot_read_is_refused_with_why(tmp_path: Path) -> None
         message = said.read().decode()
     os.waitpid(pid, 0)
     assert message == f"{path}: cannot read it: Permission denied"
+
+
+@pytest.mark.parametrize("text", [
+    '{\r\n  "a": 1,\r\n  "agent_servers": {\r\n    "x": {"command": "c"}\r\n  }\r\n}\r\n',
+    '{\r\n  "a": 1 // one\r\n}\r\n',
+])
+def test_a_file_with_crlf_line_ends_gets_them_in_what_is_inserted(text: str) -> None:
+    """A Windows user's file: before, the entry came with LF line ends among the CRLF ones."""
+    doc, lf = sd.Document(text, "s"), sd.Document(text.replace("\r\n", "\n"), "s")
+    for each in (doc, lf):
+        each.set_entry("new", {"command": "n"})
+    assert doc.text() == lf.text().replace("\n", "\r\n")  # the same edit, every line end CRLF
+    assert json5.loads(doc.text())["agent_servers"]["new"] == {"command": "n"}
+
+
+def test_a_file_of_mixed_line_ends_keeps_them_as_they_are() -> None:
+    text = '{\r\n  "a": 1,\n  "b": 2\r\n}\n'
+    doc = sd.Document(text, "s")
+    doc.set_entry("new", {"command": "n"})
+    assert doc.text().startswith('{\r\n  "a": 1,\n  "b": 2,')
