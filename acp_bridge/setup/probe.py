@@ -28,7 +28,7 @@ import trio
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.literals import written_id
-from acp_bridge.setup.report import Json, Probe
+from acp_bridge.setup.report import Json, Probe, WrongId
 from acp_bridge.shell import posix
 
 STDERR_TAIL = 4096
@@ -168,7 +168,9 @@ class _Conversation:
             if type(id_) is int and id_ in ASKED:  # not True, not 1.0: ids are matched as written
                 self.answers[id_] = msg
             elif self.probe.wrong_id is None:
-                self.probe.wrong_id = (ASKED[self.asked], self.asked, id_text(raw, id_))
+                error = p.get_path(msg, "error", "message")
+                self.probe.wrong_id = WrongId(ASKED[self.asked], self.asked, id_text(raw, id_),
+                                              error if isinstance(error, str) else None)
             self.arrived.set()
             return
         if method == p.SESSION_UPDATE:

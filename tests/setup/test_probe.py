@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from acp_bridge.setup.probe import _Conversation, id_text
-from acp_bridge.setup.report import Probe
+from acp_bridge.setup.report import Probe, WrongId
 
 STDOUT = (b"hello\n" + b"x" * 40 + b"\n" + b"y" * 41 + b"zz\n" + b"after\n"
           + b'{"jsonrpc":"2.0","id":1.0,"result":{}}\n' + b'{"jsonrpc":"2.0","id":1,"result":{}}\n' + b"tail")
@@ -39,8 +39,13 @@ def test_lines_are_read_at_any_chunking_and_one_too_long_is_skipped_to_its_end(s
     probe, talk = read([STDOUT[i:i + size] for i in range(0, len(STDOUT), size)], max_line=40)
     assert probe.stray == ["hello", "x" * 40, "after", "tail"]  # 40 bytes is the limit, and is read
     assert probe.long_line == "initialize"
-    assert probe.wrong_id == ("initialize", 1, "1.0")  # 1.0 is not the id 1 that was sent
+    assert probe.wrong_id == WrongId("initialize", 1, "1.0")  # 1.0 is not the id 1 that was sent
     assert list(talk.answers) == [1]
+
+
+def test_an_error_answered_to_no_request_is_kept_with_its_message() -> None:
+    probe, _ = read([b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'], 100)
+    assert probe.wrong_id == WrongId("initialize", 1, "null", "Parse error")
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
