@@ -4,13 +4,12 @@ folder, then `session/close` where the agent offers it.
 
 Owns: starting `acp-bridge run [RUN OPTIONS] -- AGENT` as a child process in a process group
 of its own, writing the requests, reading its stdout line by line (protocol lines answered to
-their requests by their exact ids, an answer to no request and a line over the bridge's
-parse limit noted, the rest kept as stray output), keeping the tail of its stderr, the timeout,
-and stopping it: stdin closed and SIGTERM, which the bridge passes on to the agent, then
+their requests by their exact ids, an answer to no request and a line over the bridge's parse
+limit noted, the rest kept as stray output), keeping the tail of its stderr, the timeout, and
+stopping it: stdin closed and SIGTERM, which the bridge passes on to the agent, then
 (`STOP_GRACE` later, not after the bridge's own ladder) SIGKILL to the agent's group and to
-what is left of the bridge's. Must
-never: answer the agent's requests (a probe has no files or terminals to offer), or return
-while the bridge runs.
+what is left of the bridge's. Must never: answer the agent's requests (a probe has no files
+or terminals to offer), or return while the bridge runs.
 """
 
 from __future__ import annotations
