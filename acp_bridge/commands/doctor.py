@@ -75,9 +75,10 @@ def doctor(ctx: click.Context, /, agent: tuple[str, ...], protocol: str, with_se
     took, its agentInfo, protocol version and capabilities, the system-prompt dialect and
     what the bridge does with suggestions for each kind of client, the commands it
     advertises, and each problem with its fix (not found, exits at once, answers nothing,
-    answers with something that is not ACP, rejects the protocol version, writes a banner to
-    stdout). The agent is stopped before doctor exits. Exit status 0: healthy; 1: problems
-    found; 2: a usage error.
+    answers with something that is not ACP or with another id, writes a line too long to
+    read, rejects the protocol version, writes a banner to stdout). The agent is stopped
+    before doctor exits: SIGKILL if it is still running a second after SIGTERM. Exit status
+    0: healthy; 1: problems found; 2: a usage error.
 
     With --editor, it lists EDITOR's agent entries instead, and whether each one's commands
     can be started: exit 0 when all can, 1 otherwise.
@@ -107,7 +108,8 @@ def doctor(ctx: click.Context, /, agent: tuple[str, ...], protocol: str, with_se
     else:
         command = [*bridge_command(), e.RUN, *typed, e.SEPARATOR, program, *agent[1:]]
         try:
-            probe = trio.run(partial_probe(command, [program, *agent[1:]], int(protocol), with_session, timeout))
+            probe = trio.run(partial_probe(command, [program, *agent[1:]], int(protocol), with_session, timeout,
+                                           config.relay.parse_limit_mib))
         except KeyboardInterrupt:
             raise SystemExit(130) from None
     if as_json:
@@ -118,12 +120,15 @@ def doctor(ctx: click.Context, /, agent: tuple[str, ...], protocol: str, with_se
     ctx.exit(0 if not facts(probe, config.system_prompt, config.suggestions)["problems"] else EXIT_PROBLEMS)
 
 
-def partial_probe(command: list[str], agent: list[str], protocol: int, with_session: bool, timeout: float) -> Any:
-    from acp_bridge.setup.probe import run_probe
+def partial_probe(command: list[str], agent: list[str], protocol: int, with_session: bool, timeout: float,
+                  max_line_mib: int = 16) -> Any:
+    from acp_bridge.setup.probe import MIB, run_probe
 
     async def go() -> Any:
-        return await run_probe(command, agent, protocol=protocol, with_session=with_session, timeout=timeout,
-                               version=__version__)
+        probe = await run_probe(command, agent, protocol=protocol, with_session=with_session, timeout=timeout,
+                                version=__version__, max_line=max_line_mib * MIB)
+        probe.max_line_mib = max_line_mib
+        return probe
     return go
 
 

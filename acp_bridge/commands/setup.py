@@ -317,11 +317,16 @@ class _Edit:
             _say(f"{'; '.join(self.changes)} (not written: add --write to change {path})")
             raise SystemExit(status)
         try:
-            backup = sf.write(loaded, after)
+            kept = sf.write(loaded, after)
         except sf.SettingsError as exc:
             fail(str(exc))
         shown = f"{path}" + (f" (the file {loaded.target})" if loaded.target != Path(os.path.abspath(path)) else "")
-        _say(f"{'; '.join(self.changes)} in {shown}" + (f"; the original is kept in {backup}" if backup else ""))
+        _say(f"{'; '.join(self.changes)} in {shown}" + (
+            "" if kept is None else f"; the original is kept in {kept.path}" if kept.made
+            else f"; the original, from before setup first wrote it, is still kept in {kept.path}"))
+        if loaded.links > 1:
+            warn(f"{loaded.target} had {loaded.links} hard links; only this name holds the new text, the others "
+                 "still hold the old one")
         raise SystemExit(status)
 
 

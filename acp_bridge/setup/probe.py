@@ -4,15 +4,17 @@ folder, then `session/close` where the agent offers it.
 
 Owns: starting `acp-bridge run [RUN OPTIONS] -- AGENT` as a child process in a process group
 of its own, writing the requests, reading its stdout line by line (protocol lines answered to
-their requests, the rest kept as stray output), keeping the tail of its stderr, the timeout,
-and stopping it: stdin closed and SIGTERM, which the bridge passes on to the agent and
-follows with its own stop ladder, then SIGKILL to what is left of the bridge's group. Must
-never: answer the agent's requests (a probe has no files or terminals to offer), or return
-while the bridge runs.
+their requests by their exact ids, an answer to no request and a line over the bridge's parse
+limit noted, the rest kept as stray output), keeping the tail of its stderr, the timeout, and
+stopping it: stdin closed and SIGTERM, which the bridge passes on to the agent, then
+(`STOP_GRACE` later, not after the bridge's own ladder) SIGKILL to the agent's group and to
+what is left of the bridge's. Must never: answer the agent's requests (a probe has no files
+or terminals to offer), or return while the bridge runs.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -24,14 +26,17 @@ import trio
 
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
-from acp_bridge.setup.report import Json, Probe
+from acp_bridge.core.literals import written_id
+from acp_bridge.setup.report import Json, Probe, WrongId
 from acp_bridge.shell import posix
 
 STDERR_TAIL = 4096
-MAX_LINE = 16 * 1024 * 1024  # a line longer than this is kept only in part
+MIB = 1024 * 1024
+MAX_LINE = 16 * MIB  # the bridge's own limit by default ([relay] parse_limit_mib): longer lines are not read
 LINGER = 0.5  # after session/new, how long the commands an agent sends next may take to arrive
-STOP_WAIT = 12.0  # the bridge's own ladder: grace, SIGTERM, grace, SIGKILL (5 s each by default)
+STOP_GRACE = 1.0  # after SIGTERM, how long the bridge and its agent may take to exit before SIGKILL
 INITIALIZE, SESSION_NEW, CLOSE = 1, 2, 3
+ASKED = {INITIALIZE: p.INITIALIZE, SESSION_NEW: p.SESSION_NEW, CLOSE: p.SESSION_CLOSE}
 KEPT_LINES = 20  # stray stdout lines (and JSON lines that are not JSON-RPC) kept for the report
 KEPT_CHARS = 1000  # of each such line
 
@@ -55,9 +60,21 @@ def offers_close(result: Any) -> bool:
     return False
 
 
+def id_text(raw: bytes, id_: Any) -> str:
+    """The id of the JSON-RPC line `raw` (`id_` as read) as it was written: a 100-digit
+    integer, which orjson reads as a float, in all its digits."""
+    if type(id_) is int and not -(2 ** 63) <= id_ < 2 ** 64:  # read by the stdlib, exact
+        return str(id_)
+    try:
+        return orjson.dumps(written_id(raw, id_)).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return repr(id_)
+
+
 class _Conversation:
-    def __init__(self, probe: Probe, proc: trio.Process, start: float) -> None:
-        self.probe, self.proc, self.start = probe, proc, start
+    def __init__(self, probe: Probe, proc: trio.Process, start: float, max_line: int = MAX_LINE) -> None:
+        self.probe, self.proc, self.start, self.max_line = probe, proc, start, max_line
+        self.asked = INITIALIZE  # the id of the request sent last (what an answer is to)
         self.answers: dict[int, Json] = {}
         self.arrived = trio.Event()
         self.eof = trio.Event()
@@ -69,6 +86,7 @@ class _Conversation:
 
     async def send(self, id_: int, method: str, params: Json) -> None:
         assert self.proc.stdin is not None
+        self.asked = id_
         line = orjson.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}) + b"\n"
         try:
             await self.proc.stdin.send_all(line)
@@ -76,35 +94,51 @@ class _Conversation:
             pass
 
     async def wait_answer(self, id_: int) -> Json | None:
-        """The answer to request `id_`, or None once stdout has ended without it."""
+        """The answer to request `id_`, or None once stdout has ended without it, or once
+        something came in its place: not ACP, an answer with another id, a line too long."""
         while id_ not in self.answers:
-            if self.eof.is_set() or self.probe.not_acp:  # nothing ACP will come, or it has already failed
+            probe = self.probe
+            if self.eof.is_set() or probe.not_acp or probe.wrong_id is not None or probe.long_line is not None:
                 return None
             self.arrived = trio.Event()
             await self.arrived.wait()
         return self.answers[id_]
 
     async def read_stdout(self) -> None:
+        """Stdout split into lines; a line longer than `max_line` is not kept, only noted
+        (`long_line`), and its rest skipped up to its end."""
         assert self.proc.stdout is not None
-        pending = b""
+        pending = bytearray()
+        skipping = False
         try:
-            while True:
-                chunk = await self.proc.stdout.receive_some(65536)
-                if not chunk:
-                    break
-                pending += chunk
-                *complete, pending = pending.split(b"\n")
-                for line in complete:
-                    self.line(line)
-                if len(pending) > MAX_LINE:
-                    self.line(pending[:MAX_LINE])
-                    pending = b""
+            while chunk := await self.proc.stdout.receive_some(65536):
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    if skipping:
+                        skipping = False
+                    elif len(pending) + end - start > self.max_line:
+                        self.long_line()
+                    else:
+                        self.line(bytes(pending + chunk[start:end]) if pending else bytes(chunk[start:end]))
+                    pending.clear()
+                    start = end + 1
+                if not skipping:
+                    pending += chunk[start:]
+                    if len(pending) > self.max_line:
+                        self.long_line()
+                        pending.clear()
+                        skipping = True
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         if pending:
-            self.line(pending)
+            self.line(bytes(pending))
         self.eof.set()
         self.arrived.set()
+
+    def long_line(self) -> None:
+        if not self.stopping and self.probe.long_line is None:
+            self.probe.long_line = ASKED[self.asked]
+            self.arrived.set()
 
     def line(self, raw: bytes) -> None:
         if self.stopping:
@@ -113,9 +147,12 @@ class _Conversation:
         try:
             msg = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            if text.strip() or raw:
-                self.stray(text)
-            return
+            try:  # an integer past 308 digits, which orjson refuses
+                msg = json.loads(raw)
+            except (ValueError, RecursionError):
+                if text.strip() or raw:
+                    self.stray(text)
+                return
         if not isinstance(msg, dict):
             self.stray(text)
             return
@@ -125,8 +162,14 @@ class _Conversation:
             self.arrived.set()
             return
         method = msg.get("method")
-        if method is None and isinstance(msg.get("id"), int) and ("result" in msg or "error" in msg):
-            self.answers[msg["id"]] = msg
+        if method is None and "id" in msg and ("result" in msg or "error" in msg):
+            id_ = msg["id"]
+            if type(id_) is int and id_ in ASKED:  # not True, not 1.0: ids are matched as written
+                self.answers[id_] = msg
+            elif self.probe.wrong_id is None:
+                error = p.get_path(msg, "error", "message")
+                self.probe.wrong_id = WrongId(ASKED[self.asked], self.asked, id_text(raw, id_),
+                                              error if isinstance(error, str) else None)
             self.arrived.set()
             return
         if method == p.SESSION_UPDATE:
@@ -156,15 +199,17 @@ class _Conversation:
 
 
 async def run_probe(command: Sequence[str], agent: Sequence[str], *, protocol: int, with_session: bool,
-                    timeout: float, version: str, env: dict[str, str] | None = None) -> Probe:
-    """Start `command` (the bridge's `run`, ending with `-- AGENT...`) and talk to it."""
+                    timeout: float, version: str, env: dict[str, str] | None = None,
+                    max_line: int = MAX_LINE) -> Probe:
+    """Start `command` (the bridge's `run`, ending with `-- AGENT...`) and talk to it.
+    `max_line`: the longest line read (the bridge's `[relay] parse_limit_mib`)."""
     probe = Probe(command=list(agent), protocol=protocol)
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
         proc: trio.Process = await nursery.start(partial(
             trio.run_process, list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, check=False, env=env, **posix.OWN_PROCESS_GROUP))
-        talk = _Conversation(probe, proc, start)
+        talk = _Conversation(probe, proc, start, max_line)
         nursery.start_soon(talk.read_stdout)
         nursery.start_soon(talk.read_stderr)
         try:
@@ -251,8 +296,10 @@ def _agents_own(probe: Probe, answer: Json | None) -> Json | None:
 
 
 async def _stop(proc: trio.Process) -> None:
-    """Stdin closed, SIGTERM (the bridge passes it on and stops the agent by its ladder), and
-    SIGKILL to the bridge's group if it is still there after the ladder's time."""
+    """Stdin closed and SIGTERM, which the bridge passes on to the agent; then, if the bridge
+    is still there after `STOP_GRACE` (its agent ignored both), SIGKILL to its agent's group
+    and, after `STOP_GRACE` more, to the bridge's own: doctor ends at most about twice
+    `STOP_GRACE` after it is done, not after the bridge's whole ladder (10 s by default)."""
     if proc.stdin is not None:
         try:
             await proc.stdin.aclose()
@@ -260,7 +307,11 @@ async def _stop(proc: trio.Process) -> None:
             pass
     if proc.returncode is None:
         posix.terminate_group(proc)
-        with trio.move_on_after(STOP_WAIT):
+        with trio.move_on_after(STOP_GRACE):
+            await proc.wait()
+    if proc.returncode is None:
+        posix.kill_children(proc.pid)  # the agent gone, the bridge answers and exits at once
+        with trio.move_on_after(STOP_GRACE):
             await proc.wait()
     if proc.returncode is None:
         posix.kill_group(proc)

@@ -36,6 +36,18 @@ CLIENT_KINDS: tuple[tuple[str, Json], ...] = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class WrongId:
+    """The first answer to no request doctor sent: the request waited for (its method and
+    id), the id the answer has as written, and its error's message if it is an error (an
+    agent that could not read the request answers id null with a parse error)."""
+
+    method: str
+    asked: int
+    written: str
+    error: str | None = None
+
+
 @dataclass(slots=True)
 class Probe:
     """What the probe saw. Times in seconds from the start; None: it did not happen."""
@@ -56,6 +68,9 @@ class Probe:
     exited: int | None = None  # its exit status, if it exited while the probe ran
     stderr_tail: str = ""
     timed_out: str | None = None  # what it was waiting for when --timeout ran out
+    wrong_id: WrongId | None = None  # the first answer to no request doctor sent
+    long_line: str | None = None  # a line too long to read came: the method doctor was waiting for
+    max_line_mib: int = 16  # the longest line read
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +158,22 @@ def problems(probe: Probe) -> list[Problem]:
             f"it answers with JSON that is not JSON-RPC 2.0 (first: "
             f"{printable(probe.not_acp[0][:200], quote_backslash=False)})",
             "check that the command starts the agent's ACP mode (often a flag such as --acp or acp)"))
+    if probe.wrong_id is not None:
+        wrong = probe.wrong_id
+        found.append(Problem(
+            f"its answer to {wrong.method} did not match the request id ({wrong.asked}): it answered id "
+            f"{printable(wrong.written[:200], quote_backslash=False)}" + (" ..." if len(wrong.written) > 200 else "")
+            + ("" if wrong.error is None else
+               f", with the error: {printable(wrong.error[:200], quote_backslash=False)}"),
+            "the agent must answer each request with the request's own id, as the client wrote it "
+            "(JSON-RPC 2.0); update the agent, or tell its authors"))
+    if probe.long_line is not None:
+        found.append(Problem(
+            f"it wrote a line over {probe.max_line_mib} MiB to stdout while doctor waited for the answer to "
+            f"{probe.long_line}; neither doctor nor the bridge reads a line that long (the bridge passes it "
+            "on in pieces, unread)",
+            "run the command by hand and see what it writes: an answer that long is the agent's fault (the "
+            "limit is [relay] parse_limit_mib)"))
     if probe.initialize is None:
         if probe.exited is not None:
             tail = probe.stderr_tail.strip()

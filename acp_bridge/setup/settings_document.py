@@ -3,8 +3,8 @@
 Owns: parsing the text through the `setup` extra's JSONC library, json-five, whose model keeps
 comments, key order, indentation and trailing commas of everything it is not asked to change
 (`Document`); reading the `agent_servers` entries as plain values; setting an entry or one of
-its keys, or removing a key, with whitespace and comments moved so the text reads as before;
-and saying when the library is missing.
+its keys, or removing a key, with whitespace and comments moved so the text reads as before
+(CRLF line ends in a file that has only those); and saying when the library is missing.
 Must never: read or write a file (`settings_file` does), or give back text that differs
 from what was read anywhere but where it was asked to change it.
 """
@@ -22,6 +22,7 @@ DEFAULT_UNIT = "  "  # Zed's and JetBrains' own files indent by two spaces
 # The modules of json-five the edit uses (its import name is `json5`, which another package,
 # `json5` on PyPI, also uses: asking for `json5.model` tells them apart).
 LIBRARY_MODULES = ("json5.model", "json5.loader", "json5.dumper")
+_LONE_LF = re.compile(r"(?<!\r)\n")
 
 
 def _parse(text: str, where: str) -> Any:
@@ -160,9 +161,14 @@ class Document:
                                 "as it is")
         self._servers(create=False)  # an `agent_servers` that is no object is refused here, once
         self.unit = _indent_unit(body)
+        # A file whose every line ends in CRLF (Windows) gets CRLF in what is inserted too.
+        self._crlf = "\r\n" in body and body.count("\n") == body.count("\r\n")
 
     def text(self) -> str:
-        return ("\ufeff" if self._bom else "") + _dump(self.model)
+        text = _dump(self.model)
+        if self._crlf:
+            text = _LONE_LF.sub("\r\n", text)
+        return ("\ufeff" if self._bom else "") + text
 
     def _members(self, node: Any) -> list[tuple[str, Any]]:
         return [(_key_text(key), value) for key, value in zip(node.keys, node.values, strict=True)]

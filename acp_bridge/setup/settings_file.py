@@ -3,8 +3,9 @@
 Owns: where each editor keeps its settings (`settings_path`); reading the file (a regular
 file, UTF-8, within a size limit; a symlink followed to its target, which is what gets
 edited); the backup beside the file before its first change (`NAME.acp-bridge.bak`, never
-overwritten); and the write: whole beside the file, its mode kept, synced, renamed over it,
-refused if the file changed meanwhile (checked under an flock on its folder).
+overwritten; its path said on each write); and the write: whole beside the file, its mode
+kept, synced, renamed over it, refused if the file changed meanwhile (checked under an flock
+on its folder).
 The in-place edit of its text is `settings_document`'s.
 Must never: write without being asked (the command decides), follow a symlink when creating
 a file, or replace a file that does not parse.
@@ -48,12 +49,14 @@ def settings_path(editor: str, environ: dict[str, str], home: str, platform: str
 @dataclass(frozen=True, slots=True)
 class Loaded:
     """A settings file as read: the path given, the file that holds it (a symlink's target),
-    its text (None: no file yet) and its mode."""
+    its text (None: no file yet), its mode and its number of hard links (the write replaces
+    only the name `target`: other links keep the old text)."""
 
     given: Path
     target: Path
     text: str | None
     mode: int | None
+    links: int = 1
 
 
 def _reason(exc: OSError) -> str:
@@ -75,8 +78,13 @@ def load(path: Path) -> Loaded:
         raise SettingsError(f"{path} is not a regular file; it is left as it is")
     if info.st_size > MAX_BYTES:
         raise SettingsError(f"{path} is {info.st_size} bytes, more than a settings file holds; left as it is")
-    try:
-        with open(target, "rb") as file:
+    from acp_bridge.shell.posix import READ_NO_WAIT
+
+    try:  # checked again on what was opened, opened without waiting: a FIFO put there meanwhile
+        fd = os.open(target, READ_NO_WAIT)
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SettingsError(f"{path} is not a regular file; it is left as it is")
             data = file.read(MAX_BYTES + 1)
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read it: {_reason(exc)}") from exc
@@ -85,7 +93,7 @@ def load(path: Path) -> Loaded:
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         raise SettingsError(f"{path}:{line}: not UTF-8 text; left as it is") from exc
-    return Loaded(path, target, text, stat.S_IMODE(info.st_mode))
+    return Loaded(path, target, text, stat.S_IMODE(info.st_mode), info.st_nlink)
 
 
 def _refuse_a_dangling_link(path: Path) -> None:
@@ -105,11 +113,21 @@ class ChangedMeanwhile(SettingsError):
     """The file changed between reading it and writing it: another program writes it too."""
 
 
-def write(loaded: Loaded, text: str) -> Path | None:
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """Where the original of a settings file is kept: `made` by this write, or by an earlier
+    one (the first backup is the user's own file, and is never replaced)."""
+
+    path: Path
+    made: bool
+
+
+def write(loaded: Loaded, text: str) -> Kept | None:
     """Write `text` over the settings file: a backup of the original first (only if none is
     there yet), then the new content whole beside it, synced, and renamed over it, with the
-    original's mode (a new file: 0600, its folders made). Returns the backup made, or None.
-    Raises SettingsError (ChangedMeanwhile when the file is not what was read)."""
+    original's mode (a new file: 0600, its folders made). Returns where the original is kept
+    (None: there was no file). Raises SettingsError (ChangedMeanwhile when the file is not
+    what was read; when the backup's path is taken by something that is no regular file)."""
     target = loaded.target
     made = None
     try:
@@ -133,9 +151,10 @@ def write(loaded: Loaded, text: str) -> Path | None:
     return made
 
 
-def _backup(loaded: Loaded) -> Path | None:
+def _backup(loaded: Loaded) -> Kept:
     """The original beside it as `NAME.acp-bridge.bak`, unless an earlier run made one: the
-    first backup is the user's own file, and stays so."""
+    first backup is the user's own file, and stays so. A symlink, a folder or a FIFO there
+    is not written through: the write stops."""
     path = backup_path(loaded.target)
     assert loaded.text is not None
     from acp_bridge.shell.posix import CREATE_NEW
@@ -143,11 +162,14 @@ def _backup(loaded: Loaded) -> Path | None:
     try:
         fd = os.open(path, CREATE_NEW, loaded.mode if loaded.mode is not None else 0o600)
     except FileExistsError:
-        return None
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            return Kept(path, made=False)
+        raise SettingsError(f"{path} is there and is not a regular file, so the original cannot be kept in it; "
+                            "nothing written (move it away and run setup again)") from None
     with os.fdopen(fd, "wb") as file:
         file.write(loaded.text.encode("utf-8"))
         os.fsync(file.fileno())
-    return path
+    return Kept(path, made=True)
 
 
 def _replace(target: Path, data: bytes, mode: int) -> None:

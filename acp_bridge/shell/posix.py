@@ -1,7 +1,8 @@
 """Every call of the bridge that only a POSIX system answers, in one place.
 
 Owns: the agent's process group and the signals sent to it (SIGTERM, SIGKILL, those passed
-on from the bridge), the signals the bridge receives, file descriptors as trio streams and
+on from the bridge), a process's children (doctor kills the agent of a bridge it
+started), the signals the bridge receives, file descriptors as trio streams and
 their non-blocking reads and writes, waiting on a descriptor (readable, room to write, the
 reader hung up), pipe sizes (fcntl), glibc's malloc options, the flags and mode of a
 private new file, and a folder's lock. Must never: decide when to call them (the modules
@@ -38,6 +39,8 @@ F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
 # A file that must be new: never truncating, never through a symbolic link, not inherited.
 CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# A file to read that must not make the open wait (a FIFO without a writer); check what was opened.
+READ_NO_WAIT = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 # -- signals and the agent's process group -----------------------------------------------
@@ -229,6 +232,49 @@ def process_exists(pid: int) -> bool:
     except (OSError, OverflowError):
         return False
     return True
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`: from /proc where there is one (Linux), else from
+    `ps -A -o pid= -o ppid=` (POSIX); [] when neither answers."""
+    if os.path.isdir("/proc/self"):
+        found = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as file:
+                    stat = file.read()
+            except OSError:  # gone meanwhile
+                continue
+            fields = stat.rpartition(b")")[2].split()  # after the name, which may hold ") "
+            if len(fields) > 1 and fields[1] == str(pid).encode():
+                found.append(int(name))
+        return found
+    import subprocess
+
+    try:
+        listed = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, check=False,
+                                timeout=5).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [int(child) for child, parent in zip(listed[::2], listed[1::2], strict=False) if parent == str(pid).encode()]
+
+
+def kill_children(pid: int) -> list[int]:
+    """SIGKILL to each child of `pid` and to the process group it leads (the bridge's agent
+    leads one of its own): for a bridge whose agent ignored SIGTERM, stopped by the process
+    that started the bridge (`doctor`). Returns the children found."""
+    found = children(pid)
+    for child in found:
+        try:
+            os.killpg(child, signal.SIGKILL)  # only its own group can have its id
+        except OSError:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+    return found
 
 
 # -- private files -----------------------------------------------------------------------

@@ -6,6 +6,10 @@
     doctor_agent.py exit       write why on stderr and exit 3 at once
     doctor_agent.py commands   offer session/close, and send its commands 0.2 s after session/new
                                (as claude-agent-acp does, once it has loaded them)
+    doctor_agent.py wrong-id   answer initialize with an id of 100 digits, not the request's
+    doctor_agent.py long-line  answer initialize in a line of 17 MiB (a huge agentInfo)
+    doctor_agent.py deaf PID   write its pid to the file PID, ignore SIGTERM, answer as an ACP v1
+                               agent, and keep running after the end of stdin (only SIGKILL stops it)
 
 Answering: initialize gets protocol version 1 and agentInfo, session/new a session id;
 it exits at the end of stdin.
@@ -14,8 +18,11 @@ it exits at the end of stdin.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import threading
+import time
 
 WRITING = threading.Lock()
 COMMANDS = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {
@@ -35,6 +42,11 @@ def answer(msg: dict[str, object], mode: str) -> dict[str, object] | None:
             return {"jsonrpc": "2.0", "id": id_, "error": {"code": -32602, "message": "unsupported protocol version"}}
         if mode == "not-acp":
             return {"id": id_, "result": {"protocolVersion": 1}}
+        if mode == "wrong-id":
+            return {"jsonrpc": "2.0", "id": int("1" * 100), "result": {"protocolVersion": 1}}
+        if mode == "long-line":
+            return {"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": 1, "agentInfo": {
+                "name": "x" * (17 * 1024 * 1024), "version": "0"}}}
         capabilities: dict[str, object] = {"sessionCapabilities": {"close": {}}} if mode == "commands" else {}
         return {"jsonrpc": "2.0", "id": id_, "result": {
             "protocolVersion": 1, "agentCapabilities": capabilities,
@@ -52,12 +64,18 @@ def main(mode: str) -> int:
     if mode == "exit":
         sys.stderr.write("fatal: no API key set (DOCTOR_AGENT_KEY)\n")
         return 3
+    if mode == "deaf":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with open(sys.argv[2], "w") as pidfile:
+            pidfile.write(str(os.getpid()))
     if mode == "banner":
         print("Welcome to doctor-agent 0 -- type /help", flush=True)
     for line in sys.stdin:
         reply = answer(json.loads(line), mode)
         if reply is not None:
             write(reply)
+    while mode == "deaf":
+        time.sleep(60)
     return 0
 
 

@@ -10,11 +10,13 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acp_bridge.setup.probe import STOP_GRACE
 from acp_bridge.shell.posix import process_exists
 from tests.conftest import ROOT, invoke
 
@@ -202,3 +204,35 @@ def test_stray_stdout_is_counted_but_only_its_first_lines_are_kept_and_cut() -> 
     assert [line.split(" ")[1] for line in facts["stray_stdout"]] == [str(i) for i in range(20)]
     assert facts["stray_stdout"][0] == "log 0 " + "0" * 994 + " ... (5006 bytes)"
     assert facts["problems"][0]["problem"].startswith("it writes 60 line(s) to stdout that are no protocol (first: log 0 ")
+
+
+def test_an_agent_that_ignores_sigterm_is_killed_a_second_after_doctor_is_done(tmp_path: Path) -> None:
+    """Before, doctor waited out the bridge's stop ladder (5 s of silence, SIGTERM, 5 s,
+    SIGKILL): about 11 s for an agent that ignores SIGTERM and the end of its input, whatever
+    --timeout said. Now it gives it STOP_GRACE after SIGTERM, then SIGKILLs it itself."""
+    pidfile = tmp_path / "pid"
+    start = time.monotonic()
+    status, facts = doctor("--timeout", "3", "--", *DOCTOR_AGENT, "deaf", str(pidfile))
+    elapsed = time.monotonic() - start
+    assert status == 0, facts["problems"]
+    assert facts["agent_info"] == {"name": "doctor-agent", "version": "0"}
+    assert elapsed < 3 + STOP_GRACE + 3, elapsed  # the answer came at once; the ladder took 10 s more
+    assert not process_exists(int(pidfile.read_text()))
+
+
+@pytest.mark.parametrize(("mode", "problem", "fix"), [
+    ("wrong-id", f"its answer to initialize did not match the request id (1): it answered id {'1' * 100}",
+     "the agent must answer each request with the request's own id, as the client wrote it (JSON-RPC 2.0); "
+     "update the agent, or tell its authors"),
+    ("long-line", "it wrote a line over 16 MiB to stdout while doctor waited for the answer to initialize; "
+                  "neither doctor nor the bridge reads a line that long (the bridge passes it on in pieces, unread)",
+     "run the command by hand and see what it writes: an answer that long is the agent's fault (the limit is "
+     "[relay] parse_limit_mib)"),
+])
+def test_an_answer_doctor_cannot_pair_or_read_is_named_for_what_it_is(mode: str, problem: str, fix: str) -> None:
+    """Before, the 100-digit id (orjson reads a float) was passed over and the 17 MiB line was
+    two lines of stray stdout, each reported after the timeout as no answer or no protocol."""
+    status, facts = doctor("--timeout", "5", "--", *DOCTOR_AGENT, mode)
+    assert status == 1
+    assert facts["problems"] == [{"problem": problem, "fix": fix}]
+    assert facts["stray_stdout_lines"] == 0 and facts["agent_info"] is None

@@ -285,3 +285,48 @@ def test_a_file_that_ends_before_its_value_is_refused_at_its_last_line(tmp_path:
     done = invoke(["setup", "zed", "--settings", str(path), "--", PYTHON])
     assert done.returncode == 2 and done.stderr.decode().startswith(f"acp-bridge: setup: {path}:{line}: ")
     assert path.read_text(encoding="utf-8") == text
+
+
+def test_a_second_write_keeps_the_first_backup_and_says_where_the_original_is(zed: Path) -> None:
+    """Before, the second --write said nothing of the backup: the user could not tell where
+    their own file had gone. The backup is the file before the first --write, never replaced."""
+    backup = zed.parent / "settings.json.acp-bridge.bak"
+    first = invoke(["setup", "zed", "--settings", str(zed), "--name", "A", "--write", "--", PYTHON, "-m", "a"])
+    assert first.stdout.decode().endswith(f"added 'A' in {zed}; the original is kept in {backup}\n")
+    second = invoke(["setup", "zed", "--settings", str(zed), "--name", "B", "--write", "--", PYTHON, "-m", "b"])
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.decode().endswith(
+        f"added 'B' in {zed}; the original, from before setup first wrote it, is still kept in {backup}\n")
+    assert backup.read_bytes() == ZED
+    assert list(json5.loads(zed.read_text(encoding="utf-8"))["agent_servers"])[-2:] == ["A", "B"]
+    assert files_in(zed.parent) == ["settings.json", "settings.json.acp-bridge.bak"]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "folder"])
+def test_a_backup_path_that_is_no_regular_file_stops_the_write(zed: Path, kind: str) -> None:
+    """The original could not be kept: nothing is written (before, the write went ahead)."""
+    backup = zed.parent / "settings.json.acp-bridge.bak"
+    elsewhere = zed.parent / "elsewhere"
+    elsewhere.write_bytes(b"not the original")
+    if kind == "symlink":
+        backup.symlink_to(elsewhere)
+    else:
+        backup.mkdir()
+    done = invoke(["setup", "zed", "--settings", str(zed), "--name", "A", "--write", "--", PYTHON])
+    assert done.returncode == 2
+    assert done.stderr.decode() == (f"acp-bridge: setup: {backup} is there and is not a regular file, so the "
+                                    "original cannot be kept in it; nothing written (move it away and run setup "
+                                    "again)\n")
+    assert zed.read_bytes() == ZED and elsewhere.read_bytes() == b"not the original"
+
+
+def test_a_file_with_another_hard_link_is_written_and_the_user_told_the_link_keeps_the_old_text(zed: Path) -> None:
+    """The new text is renamed over the name given: a second name of the file (a dotfiles
+    folder's hard link) keeps the old text. Before, nothing said so."""
+    other = zed.parent / "dotfiles-settings.json"
+    os.link(zed, other)
+    done = invoke(["setup", "zed", "--settings", str(zed), "--name", "A", "--write", "--", PYTHON])
+    assert done.returncode == 0
+    assert done.stderr.decode() == (f"acp-bridge: setup: {zed} had 2 hard links; only this name holds the new "
+                                    "text, the others still hold the old one\n")
+    assert other.read_bytes() == ZED and "A" in json5.loads(zed.read_text(encoding="utf-8"))["agent_servers"]

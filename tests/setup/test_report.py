@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from acp_bridge.config.model import SuggestionsConfig, SystemPromptConfig
-from acp_bridge.setup.report import Probe, as_json, lines, problems, suggestions, system_prompt_dialect
+from acp_bridge.setup.report import Probe, WrongId, as_json, lines, problems, suggestions, system_prompt_dialect
 
 
 def answered(result: dict[str, Any], protocol: int = 1, **extra: Any) -> Probe:
@@ -72,6 +72,23 @@ def test_suggestions_name_each_clients_form_and_when_the_unlock_is_needed(
         ("it exited with status 1 before answering initialize; its stderr ends: line\\u001b[31m",
          "run the command by hand to see why; check its arguments, its login or API key")],
         id="exit-with-control-characters-escaped"),
+    pytest.param(answered({"protocolVersion": 1}, wrong_id=WrongId("session/new", 2, '"2\x1b"')), [
+        ('its answer to session/new did not match the request id (2): it answered id "2\\u001b"',
+         "the agent must answer each request with the request's own id, as the client wrote it (JSON-RPC 2.0); "
+         "update the agent, or tell its authors")], id="wrong-id-escaped"),
+    pytest.param(Probe(command=["/bin/agent"], protocol=1, wrong_id=WrongId("initialize", 1, "9" * 300)), [
+        (f"its answer to initialize did not match the request id (1): it answered id {'9' * 200} ...",
+         "the agent must answer each request with the request's own id, as the client wrote it (JSON-RPC 2.0); "
+         "update the agent, or tell its authors")], id="wrong-id-cut"),
+    pytest.param(Probe(command=["/bin/agent"], protocol=1, wrong_id=WrongId("initialize", 1, "null", "Parse\nerror")), [
+        ("its answer to initialize did not match the request id (1): it answered id null, with the error: Parse\\nerror",
+         "the agent must answer each request with the request's own id, as the client wrote it (JSON-RPC 2.0); "
+         "update the agent, or tell its authors")], id="wrong-id-with-an-error"),
+    pytest.param(Probe(command=["/bin/agent"], protocol=1, long_line="initialize", max_line_mib=64), [
+        ("it wrote a line over 64 MiB to stdout while doctor waited for the answer to initialize; neither "
+         "doctor nor the bridge reads a line that long (the bridge passes it on in pieces, unread)",
+         "run the command by hand and see what it writes: an answer that long is the agent's fault (the limit "
+         "is [relay] parse_limit_mib)")], id="long-line-at-the-configured-limit"),
 ])
 def test_problems_come_with_their_fix(probe: Probe, expected: list[tuple[str, str]]) -> None:
     assert [(x.what, x.fix) for x in problems(probe)] == expected

@@ -124,13 +124,15 @@ def test_write_backs_up_once_keeps_the_mode_and_edits_a_symlinks_target(tmp_path
     link.symlink_to(real)
     loaded = sf.load(link)
     assert loaded.target == real
-    backup = sf.write(loaded, ZED + "\n")
-    assert backup == real.with_name("settings.json.acp-bridge.bak")
+    kept = sf.write(loaded, ZED + "\n")
+    backup = real.with_name("settings.json.acp-bridge.bak")
+    assert kept == sf.Kept(backup, made=True)
     assert backup.read_text(encoding="utf-8") == ZED
     assert link.is_symlink() and real.read_text(encoding="utf-8") == ZED + "\n"
     assert stat.S_IMODE(os.stat(real).st_mode) == 0o640
     assert stat.S_IMODE(os.stat(backup).st_mode) == 0o640
-    assert sf.write(sf.load(link), ZED + "\n\n") is None  # the first backup stays the user's own file
+    # the first backup stays the user's own file, and the second write says so
+    assert sf.write(sf.load(link), ZED + "\n\n") == sf.Kept(backup, made=False)
     assert backup.read_text(encoding="utf-8") == ZED
     assert sorted(p.name for p in real.parent.iterdir()) == ["settings.json", "settings.json.acp-bridge.bak"]
 
@@ -255,3 +257,78 @@ def test_comments_inside_args_stay_through_wrap_and_unwrap(args: str) -> None:
     again.set_key("A", "command", "a")
     again.set_key("A", "args", ["--acp", "-v"])
     assert again.text() == text
+
+
+def test_a_fifo_put_in_place_of_the_file_after_its_check_is_refused_without_waiting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The type is checked on the file opened, which is opened without waiting: a FIFO that
+    replaced the file between the check of its name and the open (simulated by a stat that
+    says regular) is refused at once. Before, the open waited for a writer, for ever."""
+    import threading
+
+    path = tmp_path / "settings.json"
+    os.mkfifo(path)
+    regular, real_stat = os.stat(FILES / "zed_default.json"), os.stat
+    monkeypatch.setattr(os, "stat", lambda p, *a, **k: regular if str(p) == str(path) else real_stat(p, *a, **k))
+    result: list[object] = []
+
+    def load() -> None:
+        try:
+            result.append(sf.load(path))
+        except sf.SettingsError as exc:
+            result.append(str(exc))
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # let the open return: a writer comes and goes
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join()
+    assert result == [f"{path} is not a regular file; it is left as it is"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="forks a child that becomes nobody, which only root may")
+def test_a_file_the_user_cannot_read_is_refused_with_why(tmp_path: Path) -> None:
+    """Run as root, no file is unreadable to us: a forked child becomes nobody, which cannot
+    read it (nor enter the folders pytest made for root)."""
+    path = tmp_path / "settings.json"
+    path.write_text("{}", encoding="utf-8")
+    path.chmod(0o600)
+    tmp_path.chmod(0o755)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nobody, which may enter the folder but not read the file
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            sf.load(path)
+            os.write(write_end, b"read")
+        except sf.SettingsError as exc:
+            os.write(write_end, str(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as said:
+        message = said.read().decode()
+    os.waitpid(pid, 0)
+    assert message == f"{path}: cannot read it: Permission denied"
+
+
+@pytest.mark.parametrize("text", [
+    '{\r\n  "a": 1,\r\n  "agent_servers": {\r\n    "x": {"command": "c"}\r\n  }\r\n}\r\n',
+    '{\r\n  "a": 1 // one\r\n}\r\n',
+])
+def test_a_file_with_crlf_line_ends_gets_them_in_what_is_inserted(text: str) -> None:
+    """A Windows user's file: before, the entry came with LF line ends among the CRLF ones."""
+    doc, lf = sd.Document(text, "s"), sd.Document(text.replace("\r\n", "\n"), "s")
+    for each in (doc, lf):
+        each.set_entry("new", {"command": "n"})
+    assert doc.text() == lf.text().replace("\n", "\r\n")  # the same edit, every line end CRLF
+    assert json5.loads(doc.text())["agent_servers"]["new"] == {"command": "n"}
+
+
+def test_a_file_of_mixed_line_ends_keeps_them_as_they_are() -> None:
+    text = '{\r\n  "a": 1,\n  "b": 2\r\n}\n'
+    doc = sd.Document(text, "s")
+    doc.set_entry("new", {"command": "n"})
+    assert doc.text().startswith('{\r\n  "a": 1,\n  "b": 2,')

@@ -11,6 +11,7 @@ modes and flags), trio's descriptor streams and waits, and the keyword arguments
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +137,23 @@ def test_what_a_child_writes_while_stdout_is_hidden_goes_nowhere() -> None:
             "with stdout_hidden():\n    os.system('echo chatter')\nprint('after')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=30)
     assert done.stdout == b"url\nafter\n"
+
+
+@pytest.mark.parametrize("proc_fs", [True, False], ids=["proc", "ps"])
+def test_children_are_found_in_proc_and_by_ps(proc_fs: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from acp_bridge.shell import posix
+
+    if not proc_fs:
+        if shutil.which("ps") is None:
+            pytest.skip("no ps on this system")
+        monkeypatch.setattr(os.path, "isdir", lambda path: False)
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert child.pid in posix.children(os.getpid())
+        assert posix.children(child.pid) == []
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in posix.children(os.getpid())
