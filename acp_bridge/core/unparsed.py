@@ -21,6 +21,7 @@ from acp_bridge.core.lines import Opaque
 from acp_bridge.core.literals import number_literals
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.session import Connection, Pending
+from acp_bridge.core.uncarried import Uncarried
 
 ESCAPE = b"\\u"  # what could spell any key: the relay's chunk scan looks for it too
 
@@ -46,6 +47,7 @@ class Unparsed:
         self.session = session
         self.answers = answers
         self.directions = directions  # the relay's records: each direction's long line, torn end
+        self.uncarried: Uncarried | None = None  # in a proxy chain: what no envelope can carry, answered
 
     def opaque(self, direction: Direction, piece: Opaque, now: float, out: list[Forward]) -> None:
         """A piece of a line over the parse limit: forwarded at once, and scanned for its id
@@ -68,7 +70,10 @@ class Unparsed:
     def other(self, frame: Frame, now: float, out: list[Forward]) -> None:
         """Not one JSON-RPC message the rules may read: forwarded as it came. A batch's
         requests and responses, and a message orjson rejects for a detail (a lone surrogate,
-        NaN), are still paired, so that every request is answered if the agent dies."""
+        NaN), are still paired, so that every request is answered if the agent dies. In a
+        proxy chain, a client's batch, or message whose method is no string, is answered instead."""
+        if self.uncarried is not None and self.uncarried.refused(frame, out):
+            return
         out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
         if not frame.raw.endswith(b"\n"):
             return  # torn by the end of the stream: no one can read it as a message
