@@ -13,6 +13,7 @@ answers is never tracked as in flight), or say a kind more than once on stderr.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -20,6 +21,7 @@ import orjson
 from acp_bridge.core import protocol as p
 from acp_bridge.core.answers import BRIDGE, Answers, answer
 from acp_bridge.core.forward import Forward, Verdict
+from acp_bridge.core.id_scanner import Members
 from acp_bridge.core.literals import number_literals
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Frame, Unencodable, encode
 from acp_bridge.core.session import Connection
@@ -32,6 +34,30 @@ NO_METHOD = ("acp-bridge: a request whose method is not a string cannot be carri
              "envelope names the method)")
 BATCH_ANSWER = ("acp-bridge: the client answered this request in a batch, which cannot be carried across a proxy "
                 "chain")
+
+_BATCH_SAID = ("a batch from the client cannot be carried across a proxy chain; its requests are answered with an "
+               "error, and it is not sent on")
+
+# What an element of a batch is, for its answer: (kind, its id as written, its id's value).
+REQUEST, NOTIFICATION, ANSWER, INVALID = "request", "notification", "answer", "invalid"
+Element = tuple[str, Any, Any]
+
+
+def _kind(keys: Iterable[str]) -> str:
+    """A batch element with these members: a notification, an answer, or a request (also
+    one that is no message: it is answered as a request)."""
+    keys = set(keys)
+    if "method" in keys:
+        return REQUEST if "id" in keys else NOTIFICATION
+    return ANSWER if "id" in keys and ("result" in keys or "error" in keys) else INVALID
+
+
+def _value(members: Members) -> Any:
+    """The value of the id the scan found, to pair an answer by; None when it kept none."""
+    try:
+        return members.value("id") if "id" in members.literals else None
+    except Exception:  # a literal no JSON reader takes: it pairs with nothing
+        return None
 
 
 def _error(id_: Any, message: str, source: Frame | None = None) -> bytes:
@@ -57,8 +83,7 @@ class Uncarried:
         if frame.direction is not TO_AGENT:
             return False
         if frame.batch is not None:
-            self._say("batch", "a batch from the client cannot be carried across a proxy chain; its requests are "
-                               "answered with an error, and it is not sent on")
+            self._say("batch", _BATCH_SAID)
             out.append(Forward(TO_AGENT, b"", frame.raw, Verdict.DROP, frame, (BRIDGE,)))
             self._batch(frame, out)
             return True
@@ -79,25 +104,36 @@ class Uncarried:
             self._emit(_error(None, NO_BATCH) + terminator, out)
             return
         literals: dict[int, bytes] | None = None
-        errors: list[bytes] = []
+        elements: list[Element] = []
         for element in frame.batch:
             if not isinstance(element, dict):
-                errors.append(_error(None, NO_BATCH))
+                elements.append((INVALID, None, None))
                 continue
-            if "method" in element and "id" not in element:
-                continue  # a notification: no answer
             id_ = value = element.get("id")
             if type(id_) is float:  # as written: `1.50`, or an integer no float holds
                 if literals is None:
                     literals = _literals(frame.raw, frame.batch)
                 text = literals.get(id(id_))
                 id_ = id_ if text is None else orjson.Fragment(text)
-            if "method" not in element and "id" in element and ("result" in element or "error" in element):
-                self._answered_in_batch(value, out)
-                continue
-            errors.append(_error(id_, NO_BATCH))
+            elements.append((_kind(element.keys()), id_, value))
+        self._answer(elements, terminator, out)
+
+    def long_batch(self, found: list[Members], out: list[Forward]) -> None:
+        """A batch over the parse limit has ended (it streamed on, and the link dropped it):
+        its requests and answers, as far as the member scan found them, answered as a short
+        batch's are (an element that is no object is not seen)."""
+        self._say("batch", _BATCH_SAID)
+        self._answer([(_kind(members.keys), members.written("id"), _value(members)) for members in found], b"\n", out)
+
+    def _answer(self, elements: list[Element], terminator: bytes, out: list[Forward]) -> None:
+        """One error per request or element that is no message, in one array toward the
+        client; then an error for each request of the agent's that an answer here answered."""
+        errors = [_error(id_, NO_BATCH) for kind, id_, _ in elements if kind in (REQUEST, INVALID)]
         if errors:
             self._emit(b"[" + b",".join(errors) + b"]" + terminator, out)
+        for kind, _, value in elements:
+            if kind == ANSWER:
+                self._answered_in_batch(value, out)
 
     def _answered_in_batch(self, id_: Any, out: list[Forward]) -> None:
         """The client's answer in a batch: the request it answers gets an error instead."""

@@ -62,7 +62,10 @@ class Unparsed:
             return
         state.long = None
         if piece.data.endswith(b"\n"):
-            self._members(direction, scanner.finish(), now, out)
+            if self.uncarried is not None and direction is Direction.TO_AGENT and scanner.is_batch:
+                self.uncarried.long_batch(scanner.finish(), out)  # its pieces went on to the link, which drops them
+            else:
+                self._members(direction, scanner.finish(), now, out)
         else:  # torn by the end of the stream: no message, and what follows needs a newline
             state.torn = True
         self.answers.release_held(direction, out)

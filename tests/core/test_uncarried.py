@@ -123,3 +123,19 @@ def test_a_message_an_envelope_carries_goes_on_as_it_would_outside_a_chain(
         message["id"] = id_
     line = encoded(message, spacing) + b"\n"
     assert outcome(chain_relay().feed(direction, line)) == outcome(Relay().feed(direction, line))
+
+
+def test_a_batch_over_the_parse_limit_streams_on_and_its_requests_are_answered_at_its_end() -> None:
+    """The link drops its pieces (no envelope carries a batch); the requests the member scan
+    found are answered as the line ends, not at the conductor's EOF."""
+    relay = Relay(max_line=1024)
+    relay.as_chain_link()
+    relay.feed(C, b'{"jsonrpc":"2.0","id":3,"method":"fs/read_text_file","params":{}}\n')
+    batch = (b'[{"jsonrpc":"2.0","id":' + BIG + b',"method":"a","params":{"text":"' + b"x" * 4096 + b'"}},'
+             b'{"jsonrpc":"2.0","method":"b"},{"jsonrpc":"2.0","id":"s","method":"c"},{"jsonrpc":"2.0","id":3,"result":{}}]\n')
+    got = relay.feed(A, batch[:2000]) + relay.feed(A, batch[2000:])
+    assert b"".join(f.data for f in got if f.verdict is Verdict.OPAQUE) == batch
+    assert outcome([f for f in got if f.verdict is not Verdict.OPAQUE]) == [
+        (C, Verdict.EMIT, b"[" + error(BIG) + b"," + error(b'"s"') + b"]\n"),
+        (A, Verdict.EMIT, error(b"3", BATCH_ANSWER, -32603) + b"\n")]
+    assert relay.fail_pending("gone") == []

@@ -275,3 +275,16 @@ async def test_the_clients_answer_in_a_batch_is_answered_toward_the_successor_wi
     assert bytes(bridge.received).splitlines(keepends=True)[1:3] == [
         b'{"jsonrpc":"2.0","id":2,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/a"}}\n',
         b'{"jsonrpc":"2.0","id":"e","error":{"code":-32603,"message":' + json.dumps(BATCH_ANSWER).encode() + b"}}\n"]
+
+
+async def test_a_batch_over_the_parse_limit_is_answered_as_it_ends_and_said_once(tmp_path: Path) -> None:
+    (tmp_path / "limit.toml").write_text("[relay]\nparse_limit_mib = 1\n")
+    batch = (b'[{"jsonrpc":"2.0","id":"b","method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text",'
+             b'"text":"' + b"x" * (1 << 20) + b'"}]}}]\n')
+    async with bridge_in_process(["run", "-c", str(tmp_path / "limit.toml")], timeout=10) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(batch)
+        await bridge.read_until(b'"id":"b"')  # while the connection is open
+    assert bytes(bridge.received).splitlines(keepends=True)[1] == b"[" + invalid(b'"b"', NO_BATCH) + b"]\n"
+    assert bridge.stderr.decode().count("cannot be carried") == 1  # and not as a line that cannot be wrapped
