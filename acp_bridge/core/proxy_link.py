@@ -348,6 +348,8 @@ class ProxyLink:
     def _answer_to_successor(self, line: bytes, where: dict[str, tuple[int, int]]) -> bytes:
         """The client's answer to a request of the successor's: the answer to its envelope."""
         if "id" not in where:
+            self._say_once("no-message", "a line toward the successor is neither a request, a notification nor an "
+                                         "answer; it is recorded in the capture, and not sent to the conductor")
             return b""
         start, end = where["id"]
         envelope_id = self._upstream_answer(line[start:end])

@@ -341,3 +341,17 @@ def test_a_long_answer_to_a_rules_request_comes_back_to_the_rule_under_its_id() 
     assert chain.to_client(b'{"jsonrpc":"2.0","id":"r","method":"_x/ask"}\n') == b'{"jsonrpc":"2.0","id":1,"method":"_x/ask"}\n'
     answer = b'{"jsonrpc":"2.0","id":1,"result":{"t":"' + b"x" * 200 + b'"}}\n'
     assert joined(feed_all(chain, answer, [], outgoing=False), FROM_CLIENT) == answer.replace(b'"id":1', b'"id":"r"')
+
+
+@pytest.mark.parametrize("line", [
+    b'{"jsonrpc":"2.0"}\n',
+    b'{"jsonrpc":"2.0","result":{}}\n',
+    b"[]\n",
+    b"not json\n",
+])
+def test_a_line_toward_the_successor_that_no_envelope_carries_is_not_lost_silently(
+        line: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    chain = link()
+    with caplog.at_level(logging.WARNING, "acp_bridge.chain"):
+        assert chain.to_successor(line) == chain.to_successor(line) == b""
+    assert len(caplog.records) == 1 and "said once" in caplog.records[0].getMessage()
