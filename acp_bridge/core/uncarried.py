@@ -3,8 +3,9 @@
 Owns: the bridge's answers, in a chain, to a client line no envelope can hold (a conductor
 wraps one message, named by its string `method`): a batch, and a request whose `method` is
 not a string. As JSON-RPC 2.0 says: a batch's answer is an array of one error per request
-(and per element that is no message, under a null id), none for a notification; an empty
-batch gets one error under a null id; a batch of notifications gets nothing. A client's
+(and per element that is no message, under its id or a null one), none for a notification;
+an empty batch gets one error under a null id; a batch of notifications gets nothing. A
+batch over the parse limit streamed on (the link drops it): answered as it ends. A client's
 answer inside a batch answers the successor's request with an error instead, so that it
 does not wait for ever. Must never: answer a notification, answer a request twice (what it
 answers is never tracked as in flight), or say a kind more than once on stderr.
@@ -22,7 +23,7 @@ from acp_bridge.core import protocol as p
 from acp_bridge.core.answers import BRIDGE, Answers, answer
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.id_scanner import Members
-from acp_bridge.core.literals import number_literals
+from acp_bridge.core.literals import written_numbers
 from acp_bridge.core.messages import TO_AGENT, TO_CLIENT, Frame, Unencodable, encode
 from acp_bridge.core.session import Connection
 
@@ -112,7 +113,7 @@ class Uncarried:
             id_ = value = element.get("id")
             if type(id_) is float:  # as written: `1.50`, or an integer no float holds
                 if literals is None:
-                    literals = _literals(frame.raw, frame.batch)
+                    literals = written_numbers(frame.raw, frame.batch)
                 text = literals.get(id(id_))
                 id_ = id_ if text is None else orjson.Fragment(text)
             elements.append((_kind(element.keys()), id_, value))
@@ -148,10 +149,3 @@ class Uncarried:
         if kind not in self._said:
             self._said.add(kind)
             log.warning("%s (said once)", message)
-
-
-def _literals(raw: bytes, parsed: Any) -> dict[int, bytes]:
-    try:
-        return number_literals(raw, parsed)
-    except (ValueError, RecursionError):
-        return {}

@@ -9,8 +9,6 @@ byte of what it forwards.
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from acp_bridge.core.answers import Answers
@@ -18,7 +16,7 @@ from acp_bridge.core.direction_state import DirectionState
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.id_scanner import Members, MemberScanner
 from acp_bridge.core.lines import Opaque
-from acp_bridge.core.literals import number_literals
+from acp_bridge.core.literals import written_numbers
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.session import Connection, Pending
 from acp_bridge.core.uncarried import Uncarried
@@ -30,13 +28,6 @@ def has_escape(data: bytes) -> bool:
     """Could an escape spell a key (`"\\u0069d"` is `"id"`) in `data`?"""
     # A one-byte search runs at memchr speed; most lines have no backslash at all.
     return b"\\" in data and ESCAPE in data
-
-
-def _literals(raw: bytes, parsed: Any) -> dict[int, bytes]:
-    try:
-        return number_literals(raw, parsed)
-    except (ValueError, RecursionError):
-        return {}
 
 
 class Unparsed:
@@ -94,7 +85,7 @@ class Unparsed:
             id_, id_text = element["id"], None
             if not isinstance(id_, (str, int)) and id_ is not None:  # a float: as written
                 if literals is None:
-                    literals = _literals(frame.raw, frame.batch)
+                    literals = written_numbers(frame.raw, frame.batch)
                 text = literals.get(id(id_))
                 id_text = None if text is None else orjson.Fragment(text)
             method = element.get("method")
