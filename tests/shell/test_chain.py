@@ -260,6 +260,8 @@ async def test_a_batch_and_a_request_whose_method_is_no_string_are_answered_at_o
             if r["type"] == "message" and r["rules"] == ["bridge"]]
     assert kept[:4] == [("to-agent", "drop", ["bridge"], len(batch)), ("to-client", "emit", ["bridge"], 0),
                         ("to-agent", "drop", ["bridge"], len(no_string)), ("to-client", "emit", ["bridge"], 0)]
+    answers = [r["out"] for r in records(capture) if r["type"] == "message" and r["verdict"] == "emit"]
+    assert answers[:2] == [batch_answer.decode(), method_answer.decode()]  # the array read, not withheld whole
 
 
 async def test_the_clients_answer_in_a_batch_is_answered_toward_the_successor_with_an_error() -> None:
