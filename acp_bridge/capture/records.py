@@ -389,8 +389,8 @@ class CaptureEncoder:
             if fwd.verdict is Verdict.DROP or not fwd.data:
                 record["out"] = None
             else:
-                if fwd.verdict is Verdict.EMIT:
-                    out_msg = msg
+                if fwd.verdict is Verdict.EMIT:  # a batch (the chain's answer to one) is read as one, too
+                    out_msg = msg if msg is not None or frame is None else frame.batch
                 else:
                     try:
                         out_msg = orjson.loads(fwd.data)

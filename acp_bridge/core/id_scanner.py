@@ -94,6 +94,11 @@ class MemberScanner:
         except Exception:  # pragma: no cover - defensive: a scan must never raise
             self._give_up()
 
+    @property
+    def is_batch(self) -> bool:
+        """The line is a JSON array (of objects, if it is a batch)."""
+        return self._member_depth == 2
+
     def finish(self) -> list[Members]:
         """The line ended: the objects found (nothing, unless it was an object or a batch)."""
         if self._value is not None:

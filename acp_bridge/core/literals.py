@@ -96,6 +96,15 @@ def number_literals(raw: bytes, parsed: Any) -> dict[int, bytes]:
     return found
 
 
+def written_numbers(raw: bytes, parsed: Any) -> dict[int, bytes]:
+    """`number_literals`, or {} when `raw` cannot be read exactly (nested too deep, say):
+    its numbers are then written as orjson read them."""
+    try:
+        return number_literals(raw, parsed)
+    except (ValueError, RecursionError):
+        return {}
+
+
 _UNREAD: Any = object()
 
 

@@ -88,6 +88,7 @@ class ProxyLink:
     _upstream_ids: dict[bytes, int] = field(default_factory=dict)  # the conductor's envelope id -> ours
     _unsent: set[int] = field(default_factory=set)  # our ids upstream not yet written toward the client
     _emitted: dict[int, bytes] = field(default_factory=dict)  # our id -> a rule's id for its request to the client
+    _emitted_ids: dict[bytes, int] = field(default_factory=dict)  # a rule's id (`id_key`) -> ours, for its cancel
     _mid_line: bool = False  # what went toward the client ended inside a line
     _initialize_id: bytes | None = None  # sacp: the initialize whose answer says `_meta.proxy`
     _in: Stream | None = None
@@ -238,7 +239,10 @@ class ProxyLink:
     def _emitted_answer(self, raw_id: bytes) -> bytes | None:
         """The id a rule gave its request to the client, which the answer `raw_id` answers; once."""
         value = our_id_in(raw_id)
-        return self._emitted.pop(value, None) if value is not None else None
+        rule_id = self._emitted.pop(value, None) if value is not None else None
+        if rule_id is not None and self._emitted_ids.get(key := id_key(rule_id)) == value:
+            del self._emitted_ids[key]
+        return rule_id
 
     def _cancel_from_conductor(self, line: bytes, where: dict[str, tuple[int, int]]) -> Routed:
         """The conductor cancels an envelope it sent us: the client is told to cancel the
@@ -348,6 +352,8 @@ class ProxyLink:
     def _answer_to_successor(self, line: bytes, where: dict[str, tuple[int, int]]) -> bytes:
         """The client's answer to a request of the successor's: the answer to its envelope."""
         if "id" not in where:
+            self._say_once("no-message", "a line toward the successor is neither a request, a notification nor an "
+                                         "answer; it is recorded in the capture, and not sent to the conductor")
             return b""
         start, end = where["id"]
         envelope_id = self._upstream_answer(line[start:end])
@@ -394,8 +400,9 @@ class ProxyLink:
         if method is not None and params is not None and head[params[0]] in b"{[":
             prefix = self._envelope_head(raw_id, method) + b',"params":'
             return Stream("successor", ValueEnd(), close=b"}}"), head[params[0]:], prefix
-        self._say_once("long-unwrappable", "a line over the parse limit toward the successor cannot be wrapped "
-                                           "(its method and id do not come before its params); not sent")
+        if head.lstrip()[:1] != b"[":  # a batch: the relay answers it (core/uncarried.py) and says so
+            self._say_once("long-unwrappable", "a line over the parse limit toward the successor cannot be wrapped "
+                                               "(its method and id do not come before its params); not sent")
         return Stream(DROPPED, done=True), b"", b""
 
     # -- toward the client -------------------------------------------------------------
@@ -408,6 +415,8 @@ class ProxyLink:
         if not data:
             return data
         mid_line, self._mid_line = self._mid_line, not data.endswith(b"\n")
+        if self._emitted_ids and b'"$/cancel_request"' in data:
+            data = self._rule_cancels(data, mid_line)
         if self._initialize_id is None and b'"method"' not in data:
             return data
         out: list[bytes] = []
@@ -428,6 +437,36 @@ class ProxyLink:
             return data
         out.append(data[done:])
         return b"".join(out)
+
+    def _rule_cancels(self, data: bytes, mid_line: bool) -> bytes:
+        """A rule's cancel of its own request to the client names the id the client was
+        sent (ours), not the rule's; every other byte stays."""
+        out: list[bytes] = []
+        done = 0
+        at = data.find(b'"$/cancel_request"')
+        while at != -1:
+            start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+            if end == -1:
+                break
+            found = self._rule_cancel(data[start:end]) if start or not mid_line else None
+            if found is not None:
+                ours, id_start, id_end = found
+                out += [data[done:start + id_start], b"%d" % ours]
+                done = start + id_end
+            at = data.find(b'"$/cancel_request"', end)
+        return b"".join([*out, data[done:]]) if out else data
+
+    def _rule_cancel(self, line: bytes) -> tuple[int, int, int] | None:
+        """Our id for the rule's request the cancel `line` names, and the span of the name."""
+        where = members_of(line)
+        if where is None or "id" in where or small_string(line, where.get("method")) != CANCEL_REQUEST:
+            return None
+        params = members_of(line, where["params"][0]) if "params" in where else None
+        if params is None or "requestId" not in params:
+            return None
+        start, end = params["requestId"]
+        ours = self._emitted_ids.get(id_key(line[start:end]))
+        return None if ours is None else (ours, start, end)
 
     def _toward_client(self, line: bytes) -> bytes:
         """One whole line toward the client, as the conductor must see it."""
@@ -463,4 +502,5 @@ class ProxyLink:
             return line
         ours = self._own_id()
         self._emitted[ours] = line[start:end]
+        self._emitted_ids[id_key(line[start:end])] = ours
         return line[:start] + b"%d" % ours + line[end:]

@@ -26,6 +26,7 @@ from acp_bridge.core.rewrites.stray_output import StrayOutput
 from acp_bridge.core.runs import ALWAYS_PARSE, RUN_MIN, Runs
 from acp_bridge.core.runs import scan_needle as scan_needle
 from acp_bridge.core.session import Connection
+from acp_bridge.core.uncarried import Uncarried
 from acp_bridge.core.unparsed import Unparsed, has_escape
 from acp_bridge.core.verdicts import Verdicts
 
@@ -71,6 +72,12 @@ class Relay:
             self._answers.ahead_of_answer = self._verdicts.ahead_of_own_answer
         self._runs = Runs(self._triggers, self._pieces, max_line=max_line, run_min=run_min, native_scan=native_scan)
         self.failures = self._verdicts.failures  # per rule: how often it failed (each said once)
+
+    def as_chain_link(self) -> None:
+        """Relay as a link of a proxy chain, where each message toward the agent goes in an
+        envelope of its own: a client's batch, or request whose method is no string, cannot,
+        and the bridge answers it at once (core/uncarried.py)."""
+        self._unparsed.uncarried = Uncarried(self.session, self._answers)
 
     @property
     def unencodable(self) -> int:

@@ -9,8 +9,6 @@ byte of what it forwards.
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from acp_bridge.core.answers import Answers
@@ -18,9 +16,10 @@ from acp_bridge.core.direction_state import DirectionState
 from acp_bridge.core.forward import Forward, Verdict
 from acp_bridge.core.id_scanner import Members, MemberScanner
 from acp_bridge.core.lines import Opaque
-from acp_bridge.core.literals import number_literals
+from acp_bridge.core.literals import written_numbers
 from acp_bridge.core.messages import Direction, Frame
 from acp_bridge.core.session import Connection, Pending
+from acp_bridge.core.uncarried import Uncarried
 
 ESCAPE = b"\\u"  # what could spell any key: the relay's chunk scan looks for it too
 
@@ -31,13 +30,6 @@ def has_escape(data: bytes) -> bool:
     return b"\\" in data and ESCAPE in data
 
 
-def _literals(raw: bytes, parsed: Any) -> dict[int, bytes]:
-    try:
-        return number_literals(raw, parsed)
-    except (ValueError, RecursionError):
-        return {}
-
-
 class Unparsed:
     """Requests and responses in lines the rules cannot read: tracked and paired all the
     same, or refused through `answers` once the agent is gone."""
@@ -46,6 +38,7 @@ class Unparsed:
         self.session = session
         self.answers = answers
         self.directions = directions  # the relay's records: each direction's long line, torn end
+        self.uncarried: Uncarried | None = None  # in a proxy chain: what no envelope can carry, answered
 
     def opaque(self, direction: Direction, piece: Opaque, now: float, out: list[Forward]) -> None:
         """A piece of a line over the parse limit: forwarded at once, and scanned for its id
@@ -60,7 +53,10 @@ class Unparsed:
             return
         state.long = None
         if piece.data.endswith(b"\n"):
-            self._members(direction, scanner.finish(), now, out)
+            if self.uncarried is not None and direction is Direction.TO_AGENT and scanner.is_batch:
+                self.uncarried.long_batch(scanner.finish(), out)  # its pieces went on to the link, which drops them
+            else:
+                self._members(direction, scanner.finish(), now, out)
         else:  # torn by the end of the stream: no message, and what follows needs a newline
             state.torn = True
         self.answers.release_held(direction, out)
@@ -68,7 +64,10 @@ class Unparsed:
     def other(self, frame: Frame, now: float, out: list[Forward]) -> None:
         """Not one JSON-RPC message the rules may read: forwarded as it came. A batch's
         requests and responses, and a message orjson rejects for a detail (a lone surrogate,
-        NaN), are still paired, so that every request is answered if the agent dies."""
+        NaN), are still paired, so that every request is answered if the agent dies. In a
+        proxy chain, a client's batch, or message whose method is no string, is answered instead."""
+        if self.uncarried is not None and self.uncarried.refused(frame, out):
+            return
         out.append(Forward(frame.direction, frame.raw, frame.raw, Verdict.OTHER, frame))
         if not frame.raw.endswith(b"\n"):
             return  # torn by the end of the stream: no one can read it as a message
@@ -86,7 +85,7 @@ class Unparsed:
             id_, id_text = element["id"], None
             if not isinstance(id_, (str, int)) and id_ is not None:  # a float: as written
                 if literals is None:
-                    literals = _literals(frame.raw, frame.batch)
+                    literals = written_numbers(frame.raw, frame.batch)
                 text = literals.get(id(id_))
                 id_text = None if text is None else orjson.Fragment(text)
             method = element.get("method")

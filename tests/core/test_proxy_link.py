@@ -341,3 +341,30 @@ def test_a_long_answer_to_a_rules_request_comes_back_to_the_rule_under_its_id() 
     assert chain.to_client(b'{"jsonrpc":"2.0","id":"r","method":"_x/ask"}\n') == b'{"jsonrpc":"2.0","id":1,"method":"_x/ask"}\n'
     answer = b'{"jsonrpc":"2.0","id":1,"result":{"t":"' + b"x" * 200 + b'"}}\n'
     assert joined(feed_all(chain, answer, [], outgoing=False), FROM_CLIENT) == answer.replace(b'"id":1', b'"id":"r"')
+
+
+@pytest.mark.parametrize("line", [
+    b'{"jsonrpc":"2.0"}\n',
+    b'{"jsonrpc":"2.0","result":{}}\n',
+    b"[]\n",
+    b"not json\n",
+])
+def test_a_line_toward_the_successor_that_no_envelope_carries_is_not_lost_silently(
+        line: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    chain = link()
+    with caplog.at_level(logging.WARNING, "acp_bridge.chain"):
+        assert chain.to_successor(line) == chain.to_successor(line) == b""
+    assert len(caplog.records) == 1 and "said once" in caplog.records[0].getMessage()
+
+
+@pytest.mark.parametrize("dialect", [OFFICIAL, SACP], ids=["official", "sacp"])
+def test_a_rules_cancel_of_its_own_request_to_the_client_names_the_id_the_client_knows(dialect: Dialect) -> None:
+    chain = link(dialect)
+    assert chain.to_client(b'{"jsonrpc":"2.0","id":"ask","method":"_x/ask"}\n') == (
+        b'{"jsonrpc":"2.0","id":1,"method":"_x/ask"}\n')
+    cancel = b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%b}}\r\n'
+    other = cancel % b'"other"'  # the cancel of a request that is no rule's: unchanged
+    assert chain.to_client(b"x\n" + cancel % b'"ask"' + other) == b"x\n" + cancel % b"1" + other
+    assert chain.from_conductor(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"cancelled"}}\n') == [
+        (FROM_CLIENT, b'{"jsonrpc":"2.0","id":"ask","error":{"code":-32800,"message":"cancelled"}}\n')]
+    assert chain.to_client(cancel % b'"ask"') == cancel % b'"ask"'  # answered: no longer ours to map

@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 import trio
 
 from acp_bridge.core.proxy_wire import NO_AGENT
+from acp_bridge.core.uncarried import BATCH_ANSWER, NO_BATCH, NO_METHOD
 from tests.cli_helpers import bridge_in_process
 from tests.conftest import invoke, open_bridge, run_cli
 
@@ -221,3 +223,70 @@ async def test_a_rules_request_to_the_client_does_not_take_the_answer_of_an_enve
     kept = [(r["direction"], r["kind"], r["id"]) for r in records(capture) if r["type"] == "message"]
     assert kept[-3] == ("to-client", "request", 2)
     assert sorted(kept[-2:]) == [("to-agent", "response", 2), ("to-client", "response", "n")]  # one a side: either order
+
+
+SACP_INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"_meta":{"proxy":true}}}\n'
+BIG = b"1" * 100  # an id no float holds: answered as it was written
+
+
+def invalid(id_: bytes, message: str) -> bytes:
+    return b'{"jsonrpc":"2.0","id":' + id_ + b',"error":{"code":-32600,"message":' + json.dumps(message).encode() + b"}}"
+
+
+@pytest.mark.parametrize("init", [PROXY_INIT, SACP_INIT], ids=["official", "sacp"])
+async def test_a_batch_and_a_request_whose_method_is_no_string_are_answered_at_once_toward_the_client(
+        init: bytes, tmp_path: Path) -> None:
+    """No envelope can carry them: the bridge answers them as they come, not at the
+    conductor's EOF (the batch) or never (the method), and says so once per kind."""
+    capture = tmp_path / "chain.jsonl"
+    batch = (b'[{"jsonrpc":"2.0","id":' + BIG + b',"method":"session/new","params":{}},'
+             b'{"jsonrpc":"2.0","method":"session/cancel","params":{}},[{"jsonrpc":"2.0","id":2,"method":"x"}]]\n')
+    no_string = b'{"jsonrpc":"2.0","id":1.50,"method":7}\n'
+    async with bridge_in_process(["run", "--capture", str(capture)], timeout=10) as bridge:
+        await bridge.send(init)
+        await bridge.read_until(b"\n")  # the wrapped initialize
+        await bridge.send(batch + no_string + batch + no_string)
+        await bridge.read_until(b'"id":1.50,"error"')
+        await bridge.read_until(b'"id":1.50,"error"')  # both answered while the connection is open
+    batch_answer = b"[" + invalid(BIG, NO_BATCH) + b"," + invalid(b"null", NO_BATCH) + b"]\n"
+    method_answer = invalid(b"1.50", NO_METHOD) + b"\n"
+    assert bytes(bridge.received).splitlines(keepends=True)[1:] == [
+        batch_answer, method_answer, batch_answer, method_answer,
+        b'{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"the conductor closed the connection before the '
+        b'successor answered"}}\n']
+    said = bridge.stderr.decode()
+    assert said.count("batch") == 1 and said.count("method is not a string") == 1
+    kept = [(r["direction"], r["verdict"], r["rules"], r["size"]) for r in records(capture)
+            if r["type"] == "message" and r["rules"] == ["bridge"]]
+    assert kept[:4] == [("to-agent", "drop", ["bridge"], len(batch)), ("to-client", "emit", ["bridge"], 0),
+                        ("to-agent", "drop", ["bridge"], len(no_string)), ("to-client", "emit", ["bridge"], 0)]
+    answers = [r["out"] for r in records(capture) if r["type"] == "message" and r["verdict"] == "emit"]
+    assert answers[:2] == [batch_answer.decode(), method_answer.decode()]  # the array read, not withheld whole
+
+
+async def test_the_clients_answer_in_a_batch_is_answered_toward_the_successor_with_an_error() -> None:
+    """The successor's request would wait for ever: its envelope gets an error instead."""
+    async with bridge_in_process(["run"], timeout=10) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(b'{"jsonrpc":"2.0","id":"e","method":"proxy/successor","params":'
+                          b'{"method":"fs/read_text_file","params":{"sessionId":"s","path":"/a"}}}\n')
+        await bridge.read_until(b'"fs/read_text_file"')  # toward the client under our id 2
+        await bridge.send(b'[{"jsonrpc":"2.0","id":2,"result":{"content":""}}]\n')
+        await bridge.read_until(b'"id":"e"')
+    assert bytes(bridge.received).splitlines(keepends=True)[1:3] == [
+        b'{"jsonrpc":"2.0","id":2,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/a"}}\n',
+        b'{"jsonrpc":"2.0","id":"e","error":{"code":-32603,"message":' + json.dumps(BATCH_ANSWER).encode() + b"}}\n"]
+
+
+async def test_a_batch_over_the_parse_limit_is_answered_as_it_ends_and_said_once(tmp_path: Path) -> None:
+    (tmp_path / "limit.toml").write_text("[relay]\nparse_limit_mib = 1\n")
+    batch = (b'[{"jsonrpc":"2.0","id":"b","method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text",'
+             b'"text":"' + b"x" * (1 << 20) + b'"}]}}]\n')
+    async with bridge_in_process(["run", "-c", str(tmp_path / "limit.toml")], timeout=10) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        await bridge.send(batch)
+        await bridge.read_until(b'"id":"b"')  # while the connection is open
+    assert bytes(bridge.received).splitlines(keepends=True)[1] == b"[" + invalid(b'"b"', NO_BATCH) + b"]\n"
+    assert bridge.stderr.decode().count("cannot be carried") == 1  # and not as a line that cannot be wrapped
