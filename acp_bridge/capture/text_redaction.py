@@ -88,5 +88,37 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
             hide_next = True
             out.append(arg)
             continue
-        out.append(mask_text_secrets(arg))
+        masked = mask_text_secrets(arg)
+        out.append(_mask_words(masked) if _SPACE.search(masked) else masked)
     return out
+
+
+# A word of a command line held in one string (`sh -c 'agent --token X'`, a terminal's
+# command): plain characters, escapes and quoted strings, as a shell reads it (a quote left
+# open runs to the end).
+_SPACE = re.compile(r"\s")
+_WORD = re.compile(r"""(?:[^\s'"\\]+|\\.?|'[^']*'?|"(?:[^"\\]|\\.?)*"?)+""", re.S)
+_QUOTING = re.compile(r"""\\(.?)|['"]""", re.S)
+
+
+def _mask_words(text: str) -> str:
+    """`text`, a command line in one string, with its options' secrets masked as `mask_argv`
+    masks separate arguments (`--token X`, `--author=X`, `API_KEY=X`): a word is replaced
+    whole, quotes and all, and the spaces between words are kept."""
+    out: list[str] = []
+    end = 0
+    hide_next = False
+    for word in _WORD.finditer(text):
+        out.append(text[end:word.start()])
+        end = word.end()
+        name, eq, _ = _QUOTING.sub(r"\1", word.group()).partition("=")
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+        elif _secret_name(name) and eq:
+            out.append(f"{name}={REDACTED}")
+        else:
+            hide_next = _secret_name(name) and name.startswith("-")
+            out.append(word.group())
+    out.append(text[end:])
+    return "".join(out)

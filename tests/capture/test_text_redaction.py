@@ -30,6 +30,14 @@ from acp_bridge.capture.text_redaction import PROMPT_IN_TEXT, mask_argv, mask_te
     (["run", "--token", "t0k", "x"], ["run", "--token", REDACTED, "x"]),
     (["run", "--capture", "c.jsonl", "--", "agent", "--model", "m", "-H", "Accept: text/plain"],
      ["run", "--capture", "c.jsonl", "--", "agent", "--model", "m", "-H", "Accept: text/plain"]),
+    # A command line in one argument (`sh -c`, a terminal's command): its words are masked
+    # as arguments are, each replaced whole (quotes and all), the spaces kept.
+    (["sh", "-c", "agent --token t0k  --model m"], ["sh", "-c", f"agent --token {REDACTED}  --model m"]),
+    (["sh", "-c", "git commit --author=bob -m 'fix it'"], ["sh", "-c", f"git commit --author={REDACTED} -m 'fix it'"]),
+    (["sh", "-c", 'curl --token "a b" -o x'], ["sh", "-c", f"curl --token {REDACTED} -o x"]),
+    (["sh", "-c", "curl --password='p w' x"], ["sh", "-c", f"curl --password={REDACTED} x"]),
+    (["sh", "-c", r"curl --token a\ b x --key 'open"], ["sh", "-c", f"curl --token {REDACTED} x --key {REDACTED}"]),
+    (["sh", "-c", "echo keys and tokens"], ["sh", "-c", "echo keys and tokens"]),
 ])
 def test_mask_argv(argv: list[str], masked: list[str]) -> None:
     assert mask_argv(argv) == masked
