@@ -14,10 +14,9 @@ The policy:
   and a line longer than the reader's limit (never held whole: only its length is known),
   is an error in a `strict` reader (every command: unreadable input, exit 2) and is skipped
   and counted in a lenient one (the findings a page marks, which it goes on without).
-- Blank lines are skipped.
-
 - A field of the wrong type, a negative `size` or `out_size`, and a `latency` below 0 or
   beyond a year are read as absent, and said once (`notes()`).
+- Blank lines are skipped.
 
 Must never: do IO (lines are handed in), import trio or click, or raise on what a record
 holds (a field it cannot use is dropped, as if absent).

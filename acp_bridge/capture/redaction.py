@@ -2,10 +2,10 @@
 
 Owns: the default secrets of ACP messages (MCP server env and headers, `authenticate` and
 `auth/login` params, `terminal/create` env; the secrets on the command lines of MCP servers
-and of `terminal/create`, found by `text_redaction.mask_argv`), configured RFC 6901 pointers, the configured
-system prompt text, and the rule for lines that cannot be masked precisely (they are
-withheld whole when they could hold a secret). The capture and the export page mask
-messages with it; free text and command lines are masked with the same words in
+and of `terminal/create`, found by `text_redaction.mask_argv`), configured RFC 6901
+pointers, the configured system prompt text, and the rule for lines that cannot be masked
+precisely (they are withheld whole when they could hold a secret). The capture and the
+export page mask messages with it; free text and command lines are masked with the same words in
 `text_redaction`; how JSON spells a text, and the byte searches built on that, are in
 `spellings`. Must never: touch the bytes the relay forwards (it masks copies),
 do IO, or raise on anything read from the wire.

@@ -70,8 +70,8 @@ _KEY_HINTS = ("apikey", "api_key", "api-key", "token", "secret", "passw", "crede
 
 def _lower(text: str) -> str | None:
     """`text` in lower case, to search for names before the patterns do; None when it is not
-    ASCII: the patterns' IGNORECASE also matches `ſ` as `s` and the Kelvin sign as `k`, which
-    `lower()` keeps, so only the patterns can tell."""
+    ASCII: the patterns' IGNORECASE also matches `ſ` as `s` and `ı` as `i`, which `lower()`
+    keeps, so only the patterns can tell."""
     return text.lower() if text.isascii() else None
 
 
