@@ -2,9 +2,10 @@
 the reader and reading its lines (as it grows, too), and the local time of day for people.
 
 Owns: filling in `{time}` and `{pid}` (the config checks a template with `capture_path`
-before the run), opening a capture (`open_capture`: regular files only), reading its lines
-in bounded memory (following it like `tail -f`, or a read at a time from where the last one
-stopped: `Growth`, `grown_lines`, `stored_lines`), and
+before the run), what at a capture's path refuses it before the run
+(`capture_target_problem`: a folder, a FIFO, a device), opening a capture (`open_capture`:
+regular files only), reading its lines in bounded memory (following it like `tail -f`, or a
+read at a time from where the last one stopped: `Growth`, `grown_lines`, `stored_lines`), and
 `local_clock`, the one time-zone lookup of the package. The pure modules take times as
 numbers and clocks as functions, so they never read either. Must never: write a capture.
 """
@@ -30,6 +31,52 @@ def capture_path(template: str, now: float, pid: int) -> str:
     configuration checks every template with it when it is read (`check_capture_template`)."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     return template.format(time=stamp, pid=pid)
+
+
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def capture_target_problem(path: str) -> str | None:
+    """Why no capture can be made at `path` (a template filled in, checked by the
+    configuration: not empty, no directory's name), said before the agent starts, or None
+    when one can be tried. A capture is a new regular file: a directory,
+    a FIFO, a socket or a device at `path`, and a folder above it that is something else
+    than a directory, are refused (writing beside a FIFO or in /dev is no capture). A
+    regular file there is no problem (the capture takes a fresh name beside it), nor a
+    symbolic link (refused as the capture is created), nor missing folders (made then)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return _folder_problem(os.path.dirname(path))
+    except OSError:  # cannot be looked at: creating it says why
+        return None
+    if stat.S_ISDIR(mode):
+        return f"{path} is a directory, not a file"
+    kind = special_kind(mode)
+    return None if kind is None else f"{path} is {kind}, not a regular file"
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of `mode` is when it is a device, a FIFO or a socket ("a FIFO"), else None."""
+    return next((kind for test, kind in _KINDS if test(mode)), None)
+
+
+def _folder_problem(folder: str) -> str | None:
+    """`folder`'s nearest existing folder or itself, when it is no directory (links followed)."""
+    while folder:
+        try:
+            mode = os.stat(folder).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                return None
+            folder = parent
+            continue
+        except OSError:
+            return None
+        return None if stat.S_ISDIR(mode) else f"{folder} is not a directory"
+    return None
 
 
 READ_SIZE = 1 << 20

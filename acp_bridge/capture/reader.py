@@ -14,10 +14,12 @@ The policy:
   and a line longer than the reader's limit (never held whole: only its length is known),
   is an error in a `strict` reader (every command: unreadable input, exit 2) and is skipped
   and counted in a lenient one (the findings a page marks, which it goes on without).
+- A field of the wrong type, a negative `size` or `out_size`, and a `latency` below 0 or
+  beyond a year are read as absent, and said once (`notes()`).
 - Blank lines are skipped.
 
 Must never: do IO (lines are handed in), import trio or click, or raise on what a record
-holds (a field of the wrong type is dropped, as if absent).
+holds (a field it cannot use is dropped, as if absent).
 """
 
 from __future__ import annotations
@@ -106,6 +108,9 @@ class CaptureReader:
         self.torn: int | None = None  # the torn last line ignored
         self.skipped = 0  # lines that are not records, skipped (a lenient reader)
         self.first_skipped: int | None = None
+        self.odd = 0  # records with fields read as absent (`odd_fields`)
+        self.odd_names: set[str] = set()
+        self.first_odd: int | None = None
         self._lines = iter(lines)
         self._started = False
         self.header = self._first()
@@ -129,7 +134,7 @@ class CaptureReader:
             line = self._next()
         if line is None:
             raise UnreadableCapture(self.path, None, "empty, not a capture")
-        record = None if isinstance(line, LongLine) else _load(line)
+        record = None if isinstance(line, LongLine) else self._load(line)
         if (problem := header_problem(record)) is not None:
             raise UnreadableCapture(self.path, self.line, problem)
         assert record is not None
@@ -146,7 +151,7 @@ class CaptureReader:
                 continue
             if not line.strip():
                 continue
-            record = _load(line)
+            record = self._load(line)
             if record is None:
                 if isinstance(line, Unterminated) and not self.ended:
                     self.torn = self.line  # a killed bridge's last line: the records end before it
@@ -158,6 +163,18 @@ class CaptureReader:
                 self.ended = True
             yield record
 
+    def _load(self, line: bytes) -> Json | None:
+        # orjson reads bytes, not a subclass of them
+        record = load_record(bytes(line) if type(line) is Unterminated else line, checked=False)
+        if record is not None and (odd := odd_fields(record)):
+            self.odd += 1
+            self.odd_names.update(odd)
+            if self.first_odd is None:
+                self.first_odd = self.line
+            for key in odd:
+                record.pop(key, None)
+        return record
+
     def _not_a_record(self, problem: str) -> None:
         if self.strict:
             raise UnreadableCapture(self.path, self.line, problem)
@@ -166,20 +183,19 @@ class CaptureReader:
             self.first_skipped = self.line
 
     def notes(self) -> list[str]:
-        """What to say once the records are read: a torn last line, lines skipped."""
+        """What to say once the records are read: lines skipped, values read as unknown, a
+        torn last line."""
         said = []
         if self.skipped:
             said.append(f"{self.path}: {self.skipped} line(s) that are not capture records were skipped "
                         f"(the first at line {self.first_skipped})")
+        if self.odd:
+            said.append(f"{self.path}: {self.odd} record(s) hold values of the wrong type or out of range, "
+                        f"read as unknown ({', '.join(sorted(self.odd_names))}; the first at line {self.first_odd})")
         if self.torn is not None:
             said.append(f"{self.path}:{self.torn}: the torn last line (the bridge was killed while writing it) "
                         "was ignored")
         return said
-
-
-def _load(line: bytes) -> Json | None:
-    # orjson reads bytes, not a subclass of them
-    return load_record(bytes(line) if type(line) is Unterminated else line)
 
 
 def split_lines(data: bytes) -> Iterator[bytes]:
@@ -230,11 +246,37 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# A latency beyond this is no measurement (no bridge runs a year): read as unknown.
+MAX_LATENCY = 366 * 86400.0
+
+
+def plausible_latency(seconds: float) -> bool:
+    """Is `seconds` a latency a bridge could have measured (0 to a year)? A capture edited by
+    hand may say -2.5 or 1e299; `stats` asks it of the latencies it computes too."""
+    return 0 <= seconds <= MAX_LATENCY
+
+
 def check_fields(record: Json) -> Json:
-    """`record` without fields of the wrong type, so that no reader trips on one."""
+    """`record` without fields of the wrong type or out of range, so that no reader trips on
+    one (`odd_fields`)."""
+    for key in odd_fields(record):
+        record.pop(key, None)
+    return record
+
+
+def odd_fields(record: Json) -> list[str]:
+    """The fields of `record` every reader reads as absent: of the wrong type, and numbers
+    out of range (a negative `size` or `out_size`, a latency that is no `plausible_latency`)."""
     types = _FIELD_TYPES
     wrong = [key for key, value in record.items()
              if (allowed := types.get(key)) is not None and type(value) not in allowed]
+    for key in ("size", "out_size"):
+        value = record.get(key)
+        if type(value) is int and value < 0:
+            wrong.append(key)
+    latency = record.get("latency")
+    if isinstance(latency, (int, float)) and not plausible_latency(latency):  # a bool is in `wrong` already
+        wrong.append("latency")
     # the items of the two lists, only when there are some (most records have `rules: []`)
     rules = record.get("rules")
     if rules and type(rules) is list and not all(type(item) is str for item in rules):
@@ -243,9 +285,7 @@ def check_fields(record: Json) -> Json:
     if redacted is not None and (redacted != WHOLE if type(redacted) is str else
                                  type(redacted) is list and not all(type(item) is str for item in redacted)):
         wrong.append("redacted")
-    for key in wrong:
-        record.pop(key, None)
-    return record
+    return wrong
 
 
 def record_bytes(record: Json, key: str) -> bytes | None:

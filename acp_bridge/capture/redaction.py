@@ -1,10 +1,11 @@
 """Redaction: the bridge's one secret vocabulary, for what it writes beyond the relayed bytes.
 
 Owns: the default secrets of ACP messages (MCP server env and headers, `authenticate` and
-`auth/login` params, `terminal/create` env), configured RFC 6901 pointers, the configured
-system prompt text, and the rule for lines that cannot be masked precisely (they are
-withheld whole when they could hold a secret). The capture and the export page mask
-messages with it; free text and command lines are masked with the same words in
+`auth/login` params, `terminal/create` env; the secrets on the command lines of MCP servers
+and of `terminal/create`, found by `text_redaction.mask_argv`), configured RFC 6901
+pointers, the configured system prompt text, and the rule for lines that cannot be masked
+precisely (they are withheld whole when they could hold a secret). The capture and the
+export page mask messages with it; free text and command lines are masked with the same words in
 `text_redaction`; how JSON spells a text, and the byte searches built on that, are in
 `spellings`. Must never: touch the bytes the relay forwards (it masks copies),
 do IO, or raise on anything read from the wire.
@@ -42,8 +43,10 @@ _BY_METHOD: dict[str, tuple[Path, ...]] = {
     p.TERMINAL_CREATE: (("params", "env", _ANY, "value"),),
 }
 _WHOLE_PARAMS = frozenset({p.AUTHENTICATE, p.AUTH_LOGIN})  # every member of params is masked
+# Methods whose params are a command line (`command`, `args`), masked as the bridge's own.
+_COMMAND_LINES = frozenset({p.TERMINAL_CREATE})
 # Methods whose messages may be masked beyond `_ALWAYS` and the configured pointers.
-MASKED_METHODS = frozenset(_BY_METHOD) | _WHOLE_PARAMS
+MASKED_METHODS = frozenset(_BY_METHOD) | _WHOLE_PARAMS | _COMMAND_LINES
 
 # What a line must mention to hold one of the default secrets: the methods and the key that
 # lead to them. A line that cannot be parsed is searched for these and for `_LOOSE` too
@@ -126,9 +129,56 @@ def _mask_text(obj: Any, text: str, here: str, hits: list[str]) -> Any:
     return obj
 
 
+def command_masked(owner: dict[str, Any]) -> dict[str, Any]:
+    """`owner` (a terminal's params, an MCP server) with the secrets in its `command` and
+    `args` masked as the bridge's own command line is (`mask_argv`: `--token X`,
+    `--author=X`, `API_KEY=X`, a URL's user, the words of a command line given in one
+    string); `owner` itself when nothing is. The command and the arguments are read as one
+    argv, the command first; an `args` that is not a list of strings is left as it is."""
+    command = owner.get("command")
+    head: list[str] = [command] if isinstance(command, str) else []
+    args: list[str] = _strings(owner.get("args"))
+    words = head + args
+    masked = mask_argv(words)
+    if masked == words:
+        return owner
+    changed: dict[str, Any] = {}
+    if head and masked[0] != command:
+        changed["command"] = masked[0]
+    if masked[len(head):] != args:
+        changed["args"] = masked[len(head):]
+    return {**owner, **changed}
+
+
+def _strings(value: Any) -> list[str]:
+    """`value` when it is a list of strings, else [] (nothing of it is masked)."""
+    return value if isinstance(value, list) and all(isinstance(item, str) for item in value) else []
+
+
+def _command_hits(owner: dict[str, Any], masked: dict[str, Any], here: str) -> list[str]:
+    """The pointers of what `command_masked` changed, under `here`."""
+    hits = [f"{here}/command"] if masked.get("command") is not owner.get("command") else []
+    args, new_args = _strings(owner.get("args")), _strings(masked.get("args"))
+    if new_args is not args:
+        hits.extend(f"{here}/args/{at}" for at, (old, arg) in enumerate(zip(args, new_args, strict=True)) if old != arg)
+    return hits
+
+
+def _mask_terminal_command(msg: dict[str, Any], here: str, hits: list[str]) -> dict[str, Any]:
+    """`msg`, a `terminal/create`, with the secrets on the command line it asks for masked."""
+    params = msg.get("params")
+    if not isinstance(params, dict):
+        return msg
+    masked = command_masked(params)
+    if masked is params:
+        return msg
+    hits.extend(_command_hits(params, masked, f"{here}/params"))
+    return {**msg, "params": masked}
+
+
 def _mask_server_commands(msg: dict[str, Any], here: str, hits: list[str]) -> dict[str, Any]:
-    """`msg` with the secrets in its MCP servers' `args` and `url` masked as the bridge's
-    own command line is (`--token X`, `API_KEY=X`, a URL's user and secret query)."""
+    """`msg` with the secrets in its MCP servers' `command`, `args` and `url` masked as the
+    bridge's own command line is (`--token X`, `API_KEY=X`, a URL's user and secret query)."""
     servers = msg["params"]["mcpServers"]
     if not isinstance(servers, list):
         return msg
@@ -136,21 +186,15 @@ def _mask_server_commands(msg: dict[str, Any], here: str, hits: list[str]) -> di
     for index, server in enumerate(servers):
         if not isinstance(server, dict):
             continue
-        changed: dict[str, Any] = {}
-        args = server.get("args")
-        if isinstance(args, list) and all(isinstance(arg, str) for arg in args):
-            masked = mask_argv(args)
-            if masked != args:
-                changed["args"] = masked
-                hits.extend(f"{here}/params/mcpServers/{index}/args/{at}"
-                            for at, (old, arg) in enumerate(zip(args, masked, strict=True)) if old != arg)
+        masked = command_masked(server)
+        hits.extend(_command_hits(server, masked, f"{here}/params/mcpServers/{index}"))
         url = server.get("url")
         if isinstance(url, str) and (masked_url := mask_text_secrets(url)) != url:
-            changed["url"] = masked_url
+            masked = {**masked, "url": masked_url}
             hits.append(f"{here}/params/mcpServers/{index}/url")
-        if changed:
+        if masked is not server:
             new = new if new is not None else list(servers)
-            new[index] = {**server, **changed}
+            new[index] = masked
     return msg if new is None else {**msg, "params": {**msg["params"], "mcpServers": new}}
 
 
@@ -243,6 +287,8 @@ class Redactor:
             if isinstance(method, str):
                 for path in _BY_METHOD.get(method, ()):
                     msg = _mask_path(msg, path, 0, here, hits, REDACTED)
+                if method in _COMMAND_LINES:
+                    msg = _mask_terminal_command(msg, here, hits)
                 params = msg.get("params")
                 if method in _WHOLE_PARAMS and params is not None:
                     masked: Any = REDACTED

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
 from acp_bridge.capture.pairs import Pairs
+from acp_bridge.capture.reader import plausible_latency
 from acp_bridge.capture.summary import fmt_id, fmt_seconds, utc_clock
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
@@ -87,7 +88,9 @@ class CaptureStats:
             if not isinstance(latency, (int, float)) and request is not None:
                 latency = float(record.get("mono", 0.0)) - float(request.get("mono", 0.0))
             method = record.get("method") or (request or {}).get("method")
-            if isinstance(latency, (int, float)) and method:
+            # the reader drops a recorded latency out of range; one computed from clocks
+            # edited by hand is left out the same way
+            if isinstance(latency, (int, float)) and plausible_latency(latency) and method:
                 self.latency[str(method)].append(float(latency))
 
     @property

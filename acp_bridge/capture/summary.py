@@ -161,12 +161,13 @@ def summarize(record: Json, clock: Callable[[float], str] = utc_clock, *, short:
 
 
 def _size(record: Json, verdict: Any) -> str:
-    """The size a summary shows: as it came, and as it went when the bridge changed it."""
-    size = f"{record.get('size', 0)}B"
-    if "out_size" in record and verdict != "emit":
+    """The size a summary shows: as it came, and as it went when the bridge changed it; `?`
+    for one the record does not say (or says wrong, so the reader dropped it)."""
+    if verdict == "emit":
+        return f"{record.get('out_size', '?')}B"
+    size = f"{record.get('size', '?')}B"
+    if "out_size" in record:
         size += f"->{record['out_size']}B"
-    elif verdict == "emit":
-        size = f"{record.get('out_size', 0)}B"
     return size
 
 

@@ -11,8 +11,9 @@ on any text.
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from acp_bridge.capture.spellings import text_spellings
 
@@ -50,10 +51,33 @@ def mask_text_secrets(text: str, private: str | None = None) -> str:
     if private:
         for spelling in text_spellings(private):
             text = text.replace(spelling, PROMPT_IN_TEXT)
-    text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
-    text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _COOKIE.sub(lambda m: m.group(1) + REDACTED, text)
-    return _SECRET_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
+    low = _lower(text)
+    if "://" in text and "@" in text:
+        text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    if "=" in text and ("?" in text or "&" in text):
+        text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+    if _mentions(low, ("cookie",)):
+        text = _COOKIE.sub(lambda m: m.group(1) + REDACTED, text)
+    if _mentions(low, _KEY_HINTS):
+        text = _SECRET_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
+
+
+# What a text must hold for `_SECRET_VALUE` or `_DANGLING` to match in it. The patterns cost
+# about 0.3 s a MiB (a terminal's command can be a script), a search for these a millisecond.
+_KEY_HINTS = ("apikey", "api_key", "api-key", "token", "secret", "passw", "credential", "authorization")
+
+
+def _lower(text: str) -> str | None:
+    """`text` in lower case, to search for names before the patterns do; None when it is not
+    ASCII: the patterns' IGNORECASE also matches `ſ` as `s` and `ı` as `i`, which `lower()`
+    keeps, so only the patterns can tell."""
+    return text.lower() if text.isascii() else None
+
+
+def _mentions(low: str | None, words: Sequence[str]) -> bool:
+    """Could the text `low` is the lower case of (None: not ASCII) hold one of `words`?"""
+    return low is None or any(word in low for word in words)
 
 
 def _secret_name(name: str) -> bool:
@@ -84,9 +108,66 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
             hide_next = name.startswith("-")
             out.append(arg)
             continue
-        if _DANGLING.search(arg):  # `Authorization:Bearer` `X`: the value is the next one
+        if _mentions(_lower(arg), _KEY_HINTS) and _DANGLING.search(arg):  # `Authorization:Bearer` `X`
             hide_next = True
             out.append(arg)
             continue
-        out.append(mask_text_secrets(arg))
+        masked = mask_text_secrets(arg)
+        out.append(_mask_words(masked) if _SPACE.search(masked) else masked)
     return out
+
+
+# A word of a command line held in one string (`sh -c 'agent --token X'`, a terminal's
+# command): plain characters, escapes and quoted strings, as a shell reads it (a quote left
+# open runs to the end).
+_SPACE = re.compile(r"\s")
+_WORD = re.compile(r"""(?:[^\s'"\\]+|\\.?|'[^']*'?|"(?:[^"\\]|\\.?)*"?)+""", re.S)
+_QUOTING = re.compile(r"""\\(.?)|['"]""", re.S)
+
+
+def _mask_words(text: str, *, every_word: bool = False) -> str:
+    """`text`, a command line in one string, with its options' secrets masked as `mask_argv`
+    masks separate arguments (`--token X`, `--author=X`, `API_KEY=X`): a word is replaced
+    whole, quotes and all, and the spaces between words are kept. Only the words that hold
+    a secret word or a quote are looked at (a script of a MiB has 200,000 words)."""
+    low = None if every_word else _lower(text)  # every_word: the slow path, for the tests
+    # a secret word, or a quote or backslash that may hide one (`--to''ken`)
+    marks_of = (*_WORD_HINTS, "'", '"', "\\")
+    if not _mentions(low, marks_of):
+        return text
+    # where they are (not ASCII: every word is looked at)
+    marks = [] if low is None else sorted({at for hint in marks_of for at in _find_all(low, hint)})
+    out: list[str] = []
+    end = 0
+    hide_next = False
+    for word in _WORD.finditer(text):
+        start, stop = word.span()
+        if not hide_next and low is not None:
+            at = bisect.bisect_left(marks, start)
+            if at == len(marks) or marks[at] >= stop:  # no secret word, no quote: a word like any
+                continue
+            if text[start] not in "-'\"\\" and text.find("=", start, stop) < 0:  # no option, no NAME=
+                continue
+        out.append(text[end:start])
+        end = stop
+        name, eq, _ = _QUOTING.sub(r"\1", word.group()).partition("=")
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+        elif _secret_name(name) and eq:
+            out.append(f"{name}={REDACTED}")
+        else:
+            hide_next = _secret_name(name) and name.startswith("-")
+            out.append(word.group())
+    out.append(text[end:])
+    return "".join(out)
+
+
+_WORD_HINTS = (*_SECRET_WORDS, *_SECRET_OPTIONS)
+
+
+def _find_all(text: str, needle: str) -> Iterator[int]:
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + 1)

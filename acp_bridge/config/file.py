@@ -221,6 +221,7 @@ def _capture(values: dict[str, Any], src: _File) -> CaptureConfig:
     if "path" in values:
         check_capture_template(values["path"], src.fail("capture.path"))
         values["path"] = str(src.path(values["path"]))
+        check_capture_target(values["path"], src.fail("capture.path"))
     if "redact" in values:
         from acp_bridge.core.pointer import parse_pointer  # only here: `run` imports the core later
 
@@ -363,9 +364,14 @@ def _path_chars(path: str, fail: Fail) -> None:
 
 
 def check_capture_template(template: str, fail: Fail) -> None:
-    """Raise `fail(problem)` unless `capture_path` can fill in `template` at run time."""
+    """Raise `fail(problem)` unless `capture_path` can fill in `template` at run time, into
+    a name a file can have (not empty, not a directory's)."""
     from acp_bridge.capture.files import CAPTURE_FIELDS, capture_path  # only with a capture
 
+    if not template:
+        raise fail("is empty; name a capture file")
+    if os.path.basename(template) in ("", ".", ".."):
+        raise fail(f"{template} names a directory, not a file")
     _path_chars(template, fail)
     try:
         names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
@@ -380,5 +386,18 @@ def check_capture_template(template: str, fail: Fail) -> None:
         raise fail(f"bad template {template!r}: {exc}") from None
     if len(filled) > 4096:
         raise fail(f"bad template {template!r}: the file name would be {len(filled)} characters long")
+
+
+def check_capture_target(template: str, fail: Fail) -> None:
+    """Raise `fail(problem)` when what is at `template`'s path now (filled in with this time
+    and process id) refuses a capture: a directory, a FIFO, a device, a folder above it that is
+    a file (`capture_target_problem`). Checked with the template, before the agent starts."""
+    import time
+
+    from acp_bridge.capture.files import capture_path, capture_target_problem
+
+    problem = capture_target_problem(capture_path(template, time.time(), os.getpid()))
+    if problem is not None:
+        raise fail(problem)
 
 

@@ -6,7 +6,8 @@ them (`raw`, before the bridge's rules), in order, each with its session and tur
 was sent (where a `session/cancel` came; when the turn before a prompt was over);
 `Answers`: the client's recorded answers to the agent's requests, found again for a live
 request (a permission request by the option kind chosen, since option ids may differ; a
-file by its path; a terminal by its command, then by its id; anything else by its params);
+file by its path; a terminal by its command (its secrets masked, as the capture holds it), then
+by its id; anything else by its params);
 and `Rewriter`: a recorded line with the live session ids in place of the recorded ones,
 and `--cwd` in place of the recorded `cwd`.
 Must never: do IO, import trio or click, or change a line it has no reason to change (a
@@ -24,7 +25,7 @@ import orjson
 
 from acp_bridge.capture.pairs import TO_AGENT, Pairs
 from acp_bridge.capture.reader import record_bytes
-from acp_bridge.capture.redaction import WHOLE
+from acp_bridge.capture.redaction import WHOLE, command_masked
 from acp_bridge.core import methods as m
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
@@ -265,6 +266,7 @@ def match_key(method: Any, params: Any) -> Any:
     if method in (m.FS_READ_TEXT_FILE, m.FS_WRITE_TEXT_FILE):
         return (method, _text(params.get("path")))
     if method == p.TERMINAL_CREATE:
+        params = command_masked(params)  # as the capture holds the recorded one
         return (method, _text(params.get("command")), _text(params.get("args")))
     if isinstance(method, str) and method.startswith("terminal/"):
         return (method, _text(params.get("terminalId")))

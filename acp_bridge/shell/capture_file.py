@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from acp_bridge.capture.files import capture_path
+from acp_bridge.capture.files import capture_path, special_kind
 from acp_bridge.capture.records import CaptureEncoder, dumps, header_record, safe_dumps
 from acp_bridge.capture.redaction import Redactor
 from acp_bridge.config import Config
@@ -45,11 +45,13 @@ def create_new(path: str) -> tuple[str, int]:
 
     O_CREAT|O_EXCL makes each attempt atomic: of two processes racing for one name, one
     gets it and the other moves on, and nothing that exists is opened, truncated or
-    followed (a symbolic link, dangling or not, counts as existing). A symbolic link or a
-    folder at `path` itself is refused rather than stepped around: the user meant that path.
+    followed (a symbolic link, dangling or not, counts as existing). A symbolic link, a
+    folder, a FIFO, a socket or a device at `path` itself is refused rather than stepped
+    around: the user meant that path (`run` refuses all but the link before the agent starts).
 
     Raises:
         SymlinkRefused: `path` is a symbolic link.
+        FileExistsError: something at `path` is no regular file (IsADirectoryError: a folder).
         OSError: anything else (a missing directory is made first, mode 0700).
     """
     stem, ext = os.path.splitext(path)
@@ -63,6 +65,8 @@ def create_new(path: str) -> tuple[str, int]:
                 raise SymlinkRefused(errno.ELOOP, "it is a symbolic link", path) from None
             if n == 0 and os.path.isdir(path):  # the user meant a folder: a file beside it is lost
                 raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path) from None
+            if n == 0 and (kind := _special_kind(path)) is not None:  # a FIFO, /dev/null: no capture
+                raise FileExistsError(errno.EEXIST, f"it is {kind}, not a regular file", path) from None
             continue
         try:
             posix.make_private(fd)
@@ -71,6 +75,13 @@ def create_new(path: str) -> tuple[str, int]:
             raise
         return candidate, fd
     raise FileExistsError(errno.EEXIST, f"it and {MAX_FRESH_NAMES} fresh names exist", path)
+
+
+def _special_kind(path: str) -> str | None:
+    try:
+        return special_kind(os.lstat(path).st_mode)
+    except OSError:  # gone since: the next name is tried
+        return None
 
 
 def _open_new(path: str) -> int:

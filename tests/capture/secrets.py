@@ -24,6 +24,10 @@ IN_CLEAR = [
                  '"params":{"key":"<redacted>"}', ["/params/key"], id="a-pointer-spelled-with-an-escape"),
     pytest.param(("/params/cl\u00e9",), update("plan"), '{"jsonrpc":"2.0","method":"n","params":{"cl\\u00E9":"hunter2"}}\n',
                  '"params":{"cl\u00e9":"<redacted>"}', ["/params/cl\u00e9"], id="a-pointer-beyond-ascii"),
+    pytest.param((), {"jsonrpc": "2.0", "id": 4, "method": "terminal/create", "params": {
+        "sessionId": "s", "command": "git", "args": ["log", "--author=hunter2", "--token", "hunter2"]}}, None,
+        '"args":["log","--author=<redacted>","--token","<redacted>"]', ["/params/args/1", "/params/args/3"],
+        id="a-terminal-command-line"),
     pytest.param(('/params/a"b"c',), update("plan"), '{"jsonrpc":"2.0","method":"n","params":{"a\\"b\\u0022c":"hunter2"}}\n',
                  '"params":{"a\\"b\\"c":"<redacted>"}', ['/params/a"b"c'], id="a-pointer-with-two-quotes-escaped-two-ways"),
 ]

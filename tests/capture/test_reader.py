@@ -372,3 +372,21 @@ def test_every_command_reads_a_bad_file_by_one_policy(tmp_path: Path, command: s
         assert result.returncode == 0, said
         assert said.count(f"acp-bridge: {TORN.format(path=path)}") == 1, said
         assert page.exists() == (command == "export-html")
+
+
+@pytest.mark.parametrize(("fields", "kept"), [
+    pytest.param(b'"size":0,"out_size":0,"latency":0', {"size": 0, "out_size": 0, "latency": 0}, id="zero"),
+    pytest.param(b'"size":-1,"out_size":-2', {}, id="negative-sizes"),
+    pytest.param(b'"latency":-0.001', {}, id="negative-latency"),
+    pytest.param(b'"latency":31622400', {"latency": 31622400}, id="a-year"),
+    pytest.param(b'"latency":31622400.5', {}, id="beyond-a-year"),
+    pytest.param(b'"latency":1' + b"0" * 299, {}, id="300-digits"),
+    pytest.param(b'"latency":"1.5"', {}, id="a-string"),
+])
+def test_numbers_out_of_range_are_read_as_absent(fields: bytes, kept: dict[str, object]) -> None:
+    """A size below 0 or a latency no bridge measured (below 0, beyond a year) is read as
+    unknown, as a field of the wrong type is; the reader counts the records for its note."""
+    reader = CaptureReader(PATH, split_lines(HEADER + b'{"type":"message",' + fields + b"}\n"))
+    assert list(reader)[1] == {"type": "message", **kept}
+    dropped = fields.count(b":") - len(kept)
+    assert (reader.odd, len(reader.notes())) == ((1, 1) if dropped else (0, 0))

@@ -230,6 +230,27 @@ MCP = [{"name": "fs", "command": "x", "args": [], "env": [{"name": "TOKEN", "val
             {"name": "odd", "command": "x", "args": "--token s3cret", "url": 7}]}),
         ["/params/mcpServers/0/args/2", "/params/mcpServers/0/args/3", "/params/mcpServers/1/url"],
         id="mcp-server-args-and-url"),
+    pytest.param(msg("session/new", {"cwd": "/", "mcpServers": [
+        {"name": "gh", "command": "/bin/gh-mcp --token s3cret", "args": [], "env": []}]}), (),
+        msg("session/new", {"cwd": "/", "mcpServers": [
+            {"name": "gh", "command": f"/bin/gh-mcp --token {REDACTED}", "args": [], "env": []}]}),
+        ["/params/mcpServers/0/command"], id="mcp-server-command"),
+    # A terminal's command line, as an MCP server's: the agent asks the client to run it.
+    pytest.param(msg("terminal/create", {"sessionId": "s", "command": "git", "args": [
+        "commit", "--author=bob", "--token", "s3cret", "-m", "fix"], "env": [{"name": "A", "value": "s3cret"}]}), (),
+        msg("terminal/create", {"sessionId": "s", "command": "git", "args": [
+            "commit", f"--author={REDACTED}", "--token", REDACTED, "-m", "fix"], "env": [{"name": "A", "value": REDACTED}]}),
+        ["/params/env/0/value", "/params/args/1", "/params/args/3"], id="terminal-create-args"),
+    pytest.param(msg("terminal/create", {"sessionId": "s", "command": (
+        "curl -H 'Authorization: Bearer s3cret' --token s3cret https://me:s3cret@h/?sig=s3cret")}), (),
+        msg("terminal/create", {"sessionId": "s", "command": (
+            f"curl -H 'Authorization: Bearer {REDACTED}' --token {REDACTED} https://{REDACTED}@h/?sig={REDACTED}")}),
+        ["/params/command"], id="terminal-create-command-line"),
+    pytest.param(msg("terminal/create", {"sessionId": "s", "command": "ls", "args": ["--token", 7]}), (),
+                 msg("terminal/create", {"sessionId": "s", "command": "ls", "args": ["--token", 7]}), [],
+                 id="terminal-create-args-not-strings"),
+    pytest.param(msg("terminal/create", ["--token", "s3cret"]), (), msg("terminal/create", ["--token", "s3cret"]), [],
+                 id="terminal-create-params-not-an-object"),
 ])
 def test_redaction(message: Any, pointers: tuple[str, ...], masked: Any, hits: list[str]) -> None:
     before = orjson.dumps(message)
@@ -287,6 +308,19 @@ def test_redaction_never_changes_forwarded_bytes() -> None:
     record = CaptureEncoder(Redactor(("/params",), "s3cret")).record(forwards[0], WALL, 0.0)
     assert b"".join(f.data for f in forwards) == line
     assert "s3cret" not in orjson.dumps(record).decode() and "out" not in record
+
+
+def test_a_terminal_command_line_is_masked_in_the_record_and_sent_as_it_came() -> None:
+    """The agent's `terminal/create` goes to the client with its secrets (the client runs the
+    command); the record holds the command line masked as the bridge's own argv is."""
+    line = (b'{"jsonrpc":"2.0","id":4,"method":"terminal/create","params":{"sessionId":"s","command":"git",'
+            b'"args":["log","--author=bob","--token","xyz"]}}\n')
+    forwards = Relay([Tagger()]).feed(C, line)
+    record = CaptureEncoder().record(forwards[0], WALL, 0.0)
+    assert b"".join(f.data for f in forwards) == line
+    assert record["raw"] == ('{"jsonrpc":"2.0","id":4,"method":"terminal/create","params":{"sessionId":"s",'
+                             '"command":"git","args":["log","--author=<redacted>","--token","<redacted>"]}}\n')
+    assert record["redacted"] == ["/params/args/1", "/params/args/3"]
 
 
 def test_unchanged_line_is_stored_as_it_came_not_reencoded() -> None:

@@ -54,3 +54,15 @@ def test_stats_percentiles_and_pairing_without_latency_field() -> None:
     assert len(values) == 100 and stats.unanswered == []
     line = stats.report()[-6]
     assert line.split() == ["m", "100", "50.0ms", "90.0ms", "99.0ms", "100.0ms"]
+
+
+def test_a_latency_computed_from_clocks_edited_by_hand_is_left_out() -> None:
+    """A response with no latency takes it from the records' `mono`: clocks that go back, or
+    jump by 1e299 seconds, measured nothing."""
+    stats = CaptureStats()
+    for seq, (kind, mono) in enumerate([("request", 5.0), ("response", 1.0), ("request", 0.0), ("response", 1e299),
+                                        ("request", 0.0), ("response", 0.25)]):
+        stats.add({"type": "message", "seq": seq, "mono": mono, "direction": "to-agent" if kind == "request" else
+                   "to-client", "kind": kind, "method": "m", "id": seq // 2})
+    assert stats.as_json()["latency"] == [{"method": "m", "count": 1, "p50": 0.25, "p90": 0.25, "p99": 0.25,
+                                           "max": 0.25}]

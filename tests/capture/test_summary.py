@@ -97,7 +97,9 @@ def test_show_stats_and_export_of_an_odd_capture(tmp_path: Path) -> None:
         {"type": "end", "records": "many"},
     ]))
     runner = CliRunner()
-    assert runner.invoke(main, ["show", str(capture), "--detail", "3"]).output.splitlines() == [
-        "t=1e+300 -> None id null 0B", "    (nothing)"]
+    shown = runner.invoke(main, ["show", str(capture), "--detail", "3"])
+    assert (shown.stdout.splitlines(), shown.stderr) == (["t=1e+300 -> None id null ?B", "    (nothing)"], (
+        f"acp-bridge: {capture}: 2 record(s) hold values of the wrong type or out of range, read as unknown "
+        "(method, records, redacted, rules, seq, size; the first at line 2)\n"))
     assert runner.invoke(main, ["stats", str(capture)]).exit_code == 0
     assert runner.invoke(main, ["export", str(capture), "--html", str(tmp_path / "o.html")]).exit_code == 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from acp_bridge.capture.redaction import REDACTED
 from acp_bridge.capture.text_redaction import PROMPT_IN_TEXT, mask_argv, mask_text_secrets
@@ -30,6 +32,14 @@ from acp_bridge.capture.text_redaction import PROMPT_IN_TEXT, mask_argv, mask_te
     (["run", "--token", "t0k", "x"], ["run", "--token", REDACTED, "x"]),
     (["run", "--capture", "c.jsonl", "--", "agent", "--model", "m", "-H", "Accept: text/plain"],
      ["run", "--capture", "c.jsonl", "--", "agent", "--model", "m", "-H", "Accept: text/plain"]),
+    # A command line in one argument (`sh -c`, a terminal's command): its words are masked
+    # as arguments are, each replaced whole (quotes and all), the spaces kept.
+    (["sh", "-c", "agent --token t0k  --model m"], ["sh", "-c", f"agent --token {REDACTED}  --model m"]),
+    (["sh", "-c", "git commit --author=bob -m 'fix it'"], ["sh", "-c", f"git commit --author={REDACTED} -m 'fix it'"]),
+    (["sh", "-c", 'curl --token "a b" -o x'], ["sh", "-c", f"curl --token {REDACTED} -o x"]),
+    (["sh", "-c", "curl --password='p w' x"], ["sh", "-c", f"curl --password={REDACTED} x"]),
+    (["sh", "-c", r"curl --token a\ b x --key 'open"], ["sh", "-c", f"curl --token {REDACTED} x --key {REDACTED}"]),
+    (["sh", "-c", "echo keys and tokens"], ["sh", "-c", "echo keys and tokens"]),
 ])
 def test_mask_argv(argv: list[str], masked: list[str]) -> None:
     assert mask_argv(argv) == masked
@@ -73,3 +83,49 @@ def test_mask_text_secrets_masks_the_system_prompt_in_each_spelling(logged: str)
 ])
 def test_mask_argv_the_bridges_options(argv: list[str], masked: list[str]) -> None:
     assert mask_argv(argv) == masked
+
+
+# -- the shortcuts: the patterns cost about 0.3 s a MiB, and a terminal's command can be a script
+
+class _Refused:
+    def sub(self, *args: object) -> str:
+        raise AssertionError("the pattern ran")
+
+    def search(self, *args: object) -> None:
+        raise AssertionError("the pattern ran")
+
+
+def test_a_command_line_that_names_no_secret_is_not_searched_by_the_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_bridge.capture import text_redaction
+
+    for name in ("_SECRET_VALUE", "_DANGLING", "_COOKIE", "_URL_USERINFO", "_QUERY_SECRET", "_QUOTING"):
+        monkeypatch.setattr(text_redaction, name, _Refused())
+    script = "cat > a.js <<EOF\nfor (const key of Object.keys(o)) { m[key] = o[key]; }\nEOF"
+    assert mask_argv(["sh", "-c", script, "--model", "m"]) == ["sh", "-c", script, "--model", "m"]
+
+
+_VOCABULARY = ["x", "--token", "--token=t", "--model", "m", "'a b'", '"c d"', "API_KEY=k", "--author=bob", "-H",
+               "Authorization: Bearer z", "https://u:p@h/?sig=s", "Cookie: c=1", "key", "o[key]", "--to''ken",
+               "ſecret=s", "--ApiKey", "\\ ", "'open", "=", "passwd:", "p", "x&sig=s"]
+
+
+@given(st.lists(st.sampled_from(_VOCABULARY), max_size=12), st.sampled_from([" ", "  ", "\n", "\t"]))
+@example(_VOCABULARY, " ")  # each word once, followed by another
+@example(list(reversed(_VOCABULARY)), " ")
+@example(["passwd:", "p"], " ")  # one name alone, that each search must find
+@example(["x&sig=s"], " ")
+@example(["Cookie: c=1"], " ")
+@example(["ſecret=s"], " ")
+@example(["--to''ken", "x"], " ")
+def test_the_shortcuts_mask_as_the_patterns_do(words: list[str], space: str) -> None:
+    """With the searches that skip the patterns, the same text as with every pattern run and
+    every word looked at."""
+    from acp_bridge.capture import text_redaction as t
+
+    text = space.join(words)
+    every = t._URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    every = t._QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, every)
+    every = t._COOKIE.sub(lambda m: m.group(1) + REDACTED, every)
+    every = t._SECRET_VALUE.sub(lambda m: m.group(1) + REDACTED, every)
+    assert mask_text_secrets(text) == every
+    assert t._mask_words(every) == t._mask_words(every, every_word=True)

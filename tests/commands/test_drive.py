@@ -314,6 +314,10 @@ def test_a_v2_turn_ends_at_the_idle_state_update(recorded: tuple[Path, Path], tm
                                   "(see 'acp-bridge drive --help')"),
     (["--capture", "o{.jsonl"], "Invalid value for '--capture': bad template 'o{.jsonl': expected '}' before end of "
                                 "string (see 'acp-bridge drive --help')"),
+    # as run refuses them: no capture can be made there, and /dev/null made /dev/null-1
+    (["--capture", "/dev/null"], "Invalid value for '--capture': /dev/null is a character device, not a regular file "
+                                 "(see 'acp-bridge drive --help')"),
+    (["--capture", ""], "Invalid value for '--capture': is empty; name a capture file (see 'acp-bridge drive --help')"),
 ])
 def test_bad_options_are_exit_2(recorded: tuple[Path, Path], args: list[str], problem: str) -> None:
     result = CliRunner().invoke(main, ["drive", str(recorded[0]), *args, "--", "true"], prog_name="acp-bridge")

@@ -74,3 +74,81 @@ def test_the_text_lists_the_first_unanswered_requests_and_counts_the_rest(tmp_pa
     assert lines[at + 1 + UNANSWERED_SHOWN:] == ["  … and 3 more (stats --json lists them all)"]
     listed = orjson.loads(CliRunner().invoke(main, ["stats", str(capture), "--json"]).stdout)["unanswered"]
     assert [r["seq"] for r in listed] == list(range(1, count + 1))
+
+
+# -- values a capture edited by hand may hold ------------------------------------------------
+
+def odd_capture(path: Path) -> Path:
+    """A capture whose records say a negative size, a 300-digit latency, a latency that is a
+    string, a negative latency and out_size, and a size too big for an integer (a float)."""
+    from acp_bridge.capture.records import dumps
+    from tests.commands.sample_capture import HEADER, REQ, RESP, rec
+
+    digits = b"1" + b"0" * 299
+    path.write_bytes(b"".join([
+        HEADER,
+        dumps(rec(1, 0.0, "to-agent", "request", "pass", method="session/prompt", id=1, size=-5, raw=REQ)),
+        dumps(rec(2, 1.0, "to-client", "response", "pass", method="session/prompt", id=1, size=60, latency=7,
+                  raw=RESP)).replace(b'"latency":7', b'"latency":' + digits),
+        dumps(rec(3, 2.0, "to-agent", "request", "pass", method="session/load", id=2, size=3, raw=REQ)),
+        dumps(rec(4, 2.5, "to-client", "response", "pass", method="session/load", id=2, size=3, latency="fast",
+                  raw=RESP)),
+        dumps(rec(5, 3.0, "to-client", "response", "pass", method="x", id=9, size=3, latency=-2.5, out_size=-1,
+                  out="{}")),
+        dumps(rec(6, 3.0, "to-client", "notification", "pass", method="x", size=7, raw=RESP)).replace(
+            b'"size":7', b'"size":' + digits),
+    ]))
+    return path
+
+
+ODD_NOTE = ("acp-bridge: {}: 5 record(s) hold values of the wrong type or out of range, read as unknown "
+            "(latency, out_size, size; the first at line 2)\n")
+
+
+def test_stats_reads_values_out_of_range_as_unknown_and_says_so_once(tmp_path: Path, utc: None) -> None:
+    """A negative size was summed (-5 bytes), a 300-digit latency printed with all its digits
+    and a negative one as -2500.0ms. Each is read as absent, and said once: a latency then
+    comes from the records' clocks, as for a capture that has none."""
+    capture = odd_capture(tmp_path / "odd.jsonl")
+    result = CliRunner().invoke(main, ["stats", str(capture)])
+    assert (result.exit_code, result.stderr) == (0, ODD_NOTE.format(capture))
+    assert result.stdout.splitlines() == [
+        "capture: format 1, bridge 0.1.0, started 2023-11-14T22:13:20Z, config abc",
+        "messages: 6 (69 bytes), malformed lines: 0, over the parse limit: 0, redacted: 0, capture not closed cleanly",
+        "",
+        "method                               direction   count      bytes",
+        "session/load                         to-agent        1          3",
+        "session/load                         to-client       1          3",
+        "session/prompt                       to-agent        1          0",
+        "session/prompt                       to-client       1         60",
+        "x                                    to-client       2          3",
+        "",
+        "latency                                count       p50       p90       p99       max",
+        "session/load                               1   500.0ms   500.0ms   500.0ms   500.0ms",
+        "session/prompt                             1     1.00s     1.00s     1.00s     1.00s",
+        "",
+        "rule                                 verdict     count",
+        "(no rule changed anything)",
+        "",
+        "unanswered requests: 0",
+    ]
+    as_json = CliRunner().invoke(main, ["stats", str(capture), "--json"])
+    assert as_json.stderr == ODD_NOTE.format(capture)
+    figures = orjson.loads(as_json.stdout)
+    assert (figures["bytes"], figures["latency"]) == (69, [
+        {"method": "session/load", "count": 1, "p50": 0.5, "p90": 0.5, "p99": 0.5, "max": 0.5},
+        {"method": "session/prompt", "count": 1, "p50": 1.0, "p90": 1.0, "p99": 1.0, "max": 1.0}])
+
+
+def test_show_prints_an_unknown_size_as_a_question_mark_and_no_odd_latency(tmp_path: Path, utc: None) -> None:
+    capture = odd_capture(tmp_path / "odd.jsonl")
+    result = CliRunner().invoke(main, ["show", str(capture)])
+    assert (result.exit_code, result.stderr) == (0, ODD_NOTE.format(capture))
+    assert result.stdout.splitlines() == [
+        "22:13:20.000 -> session/prompt id 1 ?B",
+        "22:13:21.000 <- session/prompt id 1 ok 60B",
+        "22:13:22.000 -> session/load id 2 3B",
+        "22:13:22.500 <- session/load id 2 ok 3B",
+        "22:13:23.000 <- x id 9 ok 3B",
+        "22:13:23.000 <- x ?B",
+    ]

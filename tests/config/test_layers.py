@@ -223,6 +223,47 @@ def test_bad_run_options_are_exit_2_naming_the_option(tmp_path: Path, monkeypatc
     assert one_line(result.stderr).startswith(message), result.stderr
 
 
+@pytest.mark.parametrize(("args", "env", "message"), [
+    pytest.param(["--capture", ""], {}, "--capture: is empty; name a capture file", id="empty"),
+    pytest.param(["--capture", "caps/"], {}, "--capture: caps/ names a directory, not a file", id="trailing-slash"),
+    pytest.param(["--capture", "caps/.."], {}, "--capture: caps/.. names a directory, not a file", id="dot-dot"),
+    pytest.param(["--capture", "folder"], {}, "--capture: folder is a directory, not a file", id="a-directory"),
+    pytest.param([], {"ACP_BRIDGE_CAPTURE": "folder"}, "ACP_BRIDGE_CAPTURE: folder is a directory, not a file",
+                 id="env-a-directory"),
+    pytest.param(["--capture", "fifo"], {}, "--capture: fifo is a FIFO, not a regular file", id="a-fifo"),
+    pytest.param(["--capture", "/dev/null"], {}, "--capture: /dev/null is a character device, not a regular file",
+                 id="a-device"),
+    pytest.param(["--capture", "notes.txt/c-{pid}.jsonl"], {}, "--capture: notes.txt is not a directory",
+                 id="under-a-file"),
+    pytest.param(["--capture", "link/new/c.jsonl"], {}, "--capture: link is not a directory", id="under-a-link-to-a-file"),
+])
+def test_a_capture_path_no_capture_can_be_made_at_is_exit_2_before_the_agent_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str], message: str) -> None:
+    """`--capture` (or ACP_BRIDGE_CAPTURE) naming nothing, a directory, a FIFO, a device, or a
+    file under something that is no directory was found only when the capture was created: a
+    line in the log, no capture, and for a FIFO or /dev/null a capture beside it (fifo-1,
+    /dev/null-1). Now one line and exit 2, and the agent never starts."""
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "notes.txt")
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "started"
+    result = CliRunner().invoke(main, ["run", *args, "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"],
+                                env=env)
+    assert (result.exit_code, result.stderr) == (2, f"acp-bridge: {message}\n")
+    assert not marker.exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["fifo", "folder", "link", "notes.txt"]
+
+
+def test_an_empty_capture_variable_is_no_capture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """click reads an empty variable as unset, for every option: ACP_BRIDGE_CAPTURE= is no
+    capture, not an empty path (the bridge runs, relaying, and writes nothing)."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--", sys.executable, "-c", "pass"], env={"ACP_BRIDGE_CAPTURE": ""})
+    assert (result.exit_code, result.stderr, list(tmp_path.iterdir())) == (0, "", [])
+
+
 def test_an_empty_agent_program_after_dash_dash_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["run", "--", ""])
     assert result.exit_code == 2

@@ -56,6 +56,13 @@ def read(id_: Any, path: str) -> dict[str, Any]:
                  {"id": 5, "method": "terminal/create", "params": {"sessionId": "live", "command": "make",
                                                                    "args": ["test"]}},
                  {"jsonrpc": "2.0", "id": 5, "result": {"terminalId": "t-1"}}, id="terminal-by-command"),
+    # The capture masked the command line's secrets; the live one still has them.
+    pytest.param(({"jsonrpc": "2.0", "id": 1, "method": "terminal/create",
+                   "params": {"sessionId": "s", "command": "git", "args": ["log", "--author=<redacted>"]}},
+                  {"id": 1, "result": {"terminalId": "t-1"}}),
+                 {"id": 5, "method": "terminal/create", "params": {"sessionId": "live", "command": "git",
+                                                                   "args": ["log", "--author=bob"]}},
+                 {"jsonrpc": "2.0", "id": 5, "result": {"terminalId": "t-1"}}, id="terminal-by-masked-command"),
 ])
 def test_answers(recorded: tuple[dict[str, Any], dict[str, Any]], live: dict[str, Any], expected: Any) -> None:
     answer, _, why = answers(recorded).answer(live)

@@ -144,6 +144,18 @@ async def test_a_folder_at_the_path_is_refused_not_written_beside(tmp_path: Path
     assert sorted(os.listdir(tmp_path)) == ["captures"] and os.listdir(folder) == []
 
 
+async def test_a_fifo_at_the_path_is_refused_not_written_beside(tmp_path: Path, capture_log: list[str]) -> None:
+    """Something at the path that is no file, made after the configuration was checked
+    (run checks it before the agent starts: tests/config): the capture went to `c-1`
+    beside a FIFO (and `/dev/null` made `/dev/null-1`); it is refused, as a folder is."""
+    fifo = tmp_path / "c"
+    os.mkfifo(fifo)
+    sent = await relay_through(config(fifo), [NOTE])
+    assert sent == NOTE
+    assert capture_log == [f"capture: cannot create {fifo}: it is a FIFO, not a regular file; relaying without a capture"]
+    assert os.listdir(tmp_path) == ["c"]
+
+
 @pytest.fixture
 def disk_full_after_header(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Writes to the capture file fail with ENOSPC once its header is written."""
@@ -326,13 +338,14 @@ async def test_run_with_capture_end_to_end(tmp_path: Path) -> None:
 
 
 async def test_unwritable_capture_end_to_end_says_so_once(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    result = await run_cli_in_process(["run", "--no-health", "--capture", str(blocker / "c.jsonl"), "--",
+    """A capture that only its creation finds impossible (here a name longer than a folder
+    holds; a path under a file is refused before the agent starts: tests/config)."""
+    long = tmp_path / ("c" * 300 + ".jsonl")
+    result = await run_cli_in_process(["run", "--no-health", "--capture", str(long), "--",
                                        *agent_cmd("echo")], NOTE + NOTE)
     assert result.returncode == 0 and result.stdout == NOTE + NOTE
-    [message] = result.stderr.decode().splitlines()
-    assert "capture: cannot create" in message and "Not a directory" in message
+    assert result.stderr.decode().splitlines() == [
+        f"acp-bridge: ERROR: capture: cannot create {long}: File name too long; relaying without a capture"]
 
 
 # -- through the real CLI, as a hostile neighbour would try it --------------------------------
