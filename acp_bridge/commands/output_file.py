@@ -20,10 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from acp_bridge.capture.files import special_kind
 from acp_bridge.shell import posix
-
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
 
 class NotAFile(Exception):
@@ -39,9 +37,9 @@ def refuse_special(path: str) -> None:
         mode = os.lstat(path).st_mode
     except OSError:
         return
-    for test, kind in _KINDS:
-        if test(mode):
-            raise NotAFile(f"{path} is {kind}, not a regular file; it is left as it is")
+    kind = "a directory" if stat.S_ISDIR(mode) else special_kind(mode)
+    if kind is not None:
+        raise NotAFile(f"{path} is {kind}, not a regular file; it is left as it is")
     if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         raise NotAFile(f"{path} is not a regular file; it is left as it is")
 
