@@ -3,10 +3,11 @@ client and the agent said, and back.
 
 Owns: one chain connection's state once its dialect is known (core/proxy_wire.py has the
 dialects and the first message): unwrapping what arrives from the successor and wrapping
-what goes to it, answers put back under the ids they answer, hop-local cancellation,
-malformed envelopes answered, and lines over the parse limit on their way through. The ids
-the link puts on the wire are core/proxy_ids.py's (its own, as in any chain, mapped both
-ways); what it changes toward the client is core/proxy_to_client.py's. Must never:
+what goes to it, answers put back under the ids they answer, hop-local cancellation, and
+malformed envelopes answered. The ids the link puts on the wire are core/proxy_ids.py's
+(its own, as in any chain, mapped both ways); what it changes toward the client is
+core/proxy_to_client.py's; where a line over the parse limit goes, and its pieces, are
+core/proxy_long_lines.py's (a mixin of the link). Must never:
 change a wrapped message's `method` or `params` bytes (they are spliced, never re-encoded),
 hold a line over the parse limit whole, or leave an envelope request unanswered because it
 was malformed.
@@ -25,11 +26,14 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from acp_bridge.core.json_spans import ValueEnd, head_members, spans
+from acp_bridge.core.json_spans import spans
 from acp_bridge.core.lines import Opaque, Piece
 from acp_bridge.core.methods import CANCEL_REQUEST
 from acp_bridge.core.proxy_ids import LinkIds
-from acp_bridge.core.proxy_long_lines import DROPPED, HEAD, Head, Stream
+from acp_bridge.core.proxy_long_lines import CONDUCTOR as CONDUCTOR
+from acp_bridge.core.proxy_long_lines import FROM_AGENT as FROM_AGENT
+from acp_bridge.core.proxy_long_lines import FROM_CLIENT as FROM_CLIENT
+from acp_bridge.core.proxy_long_lines import HEAD, Head, LongLines, Routed, Stream
 from acp_bridge.core.proxy_to_client import TowardClient
 from acp_bridge.core.proxy_wire import (
     ID_BYTES,
@@ -42,20 +46,14 @@ from acp_bridge.core.proxy_wire import (
     id_key,
     members_of,
     small_string,
-    small_value,
     terminator,
 )
 
 log = logging.getLogger("acp_bridge.chain")
 
-# Where a piece the conductor sent goes: into the relay as the client's (toward the agent),
-# into the relay as the agent's (toward the client), or straight back to the conductor.
-FROM_CLIENT, FROM_AGENT, CONDUCTOR = "client", "agent", "conductor"
-Routed = tuple[str, bytes]
-
 
 @dataclass
-class ProxyLink:
+class ProxyLink(LongLines):
     """One chain connection's bookkeeping (sans-IO): feed it pieces, send what it returns."""
 
     dialect: Dialect
@@ -191,65 +189,6 @@ class ProxyLink:
             return (FROM_CLIENT, line)  # the client's own cancel of a request it sent
         return (FROM_AGENT, cancel_line(ours, terminator(line)))
 
-    def _from_conductor_opaque(self, piece: Opaque) -> list[Routed]:
-        out: list[Routed] = []
-        if self._in is None:
-            head = self._heads[0].take(piece, self.head)
-            if head is None:
-                return out
-            self._in, data = self._open_incoming(head, out)
-        else:
-            data = piece.data
-        stream = self._in
-        out.extend((stream.to, part) for part in stream.through(data, piece.end, self._say_once) if part)
-        if piece.end:
-            self._in = None
-        return out
-
-    def _open_incoming(self, head: bytes, out: list[Routed]) -> tuple[Stream, bytes]:
-        """The head of a line over the parse limit: decide from its first members where
-        it goes; return the stream and the bytes of the head still to go through it."""
-        outer = {key: (start, end) for key, start, end in head_members(head)}
-        method = small_string(head, outer.get("method"))
-        raw_id = small_value(head, outer.get("id"))
-        if method in (self.dialect.request, self.dialect.notification):
-            refused = self._long_envelope_refused(method, "id" in outer)
-            if refused is not None:
-                out.extend(self._malformed(raw_id, refused))
-                return Stream(DROPPED, done=True), b""
-            return self._open_unwrap(head, outer, raw_id, out)
-        if method is None and raw_id is not None:
-            start, end = outer["id"]  # small: it ended
-            client_id = self._ids.wrapped_answer(raw_id)
-            if client_id is not None:
-                return Stream(FROM_AGENT), head[:start] + client_id + head[end:]
-            rule_id = self._ids.emitted_answer(raw_id)
-            if rule_id is not None:
-                return Stream(FROM_CLIENT), head[:start] + rule_id + head[end:]
-        return Stream(FROM_CLIENT), head
-
-    def _long_envelope_refused(self, method: str, has_id: bool) -> str | None:
-        """Why a long envelope is not unwrapped, as `_unwrap` says it of a short one (an id
-        its kind has no room for, or none where it needs one); None when it is unwrapped."""
-        if not self.dialect.one_envelope and has_id != (method == self.dialect.request):
-            return f"{method} {'with' if has_id else 'without'} an id"
-        return None
-
-    def _open_unwrap(self, head: bytes, outer: dict[str, tuple[int, int | None]], raw_id: bytes | None,
-                     out: list[Routed]) -> tuple[Stream, bytes]:
-        params = outer.get("params")
-        inner = {key: (start, end) for key, start, end in head_members(head, params[0])} if params else {}
-        inner_method = small_value(head, inner.get("method"))
-        value = inner.get("params")
-        if params is None or inner_method is None or value is None or head[value[0]] not in b"{[":
-            # The long value is not the wrapped params, or the keys come in an order that
-            # would need the whole line: answered, and the line is not passed on.
-            out.extend(self._malformed(raw_id, "a line over the parse limit whose wrapped method does not come "
-                                               "before its wrapped params"))
-            return Stream(DROPPED, done=True), b""
-        out.append((FROM_AGENT, self._unwrapped_head(raw_id, inner_method) + b',"params":'))
-        return Stream(FROM_AGENT, ValueEnd(), close=b"}"), head[value[0]:]
-
     # -- toward the successor ----------------------------------------------------------
 
     def to_successor(self, piece: Piece) -> bytes:
@@ -299,38 +238,6 @@ class ProxyLink:
             self._say_once("unknown-answer", "an answer toward the successor to no request of its; not sent")
             return b""
         return line[:start] + envelope_id + line[end:]
-
-    def _to_successor_opaque(self, piece: Opaque) -> bytes:
-        if self._out is None:
-            head = self._heads[1].take(piece, self.head)
-            if head is None:
-                return b""
-            self._out, data, prefix = self._open_outgoing(head)
-        else:
-            data, prefix = piece.data, b""
-        stream = self._out
-        parts = [prefix, *stream.through(data, piece.end, self._say_once)] if stream.to != DROPPED else []
-        if piece.end:
-            self._out = None
-        return b"".join(parts)
-
-    def _open_outgoing(self, head: bytes) -> tuple[Stream, bytes, bytes]:
-        outer = {key: (start, end) for key, start, end in head_members(head)}
-        method = small_value(head, outer.get("method"))
-        raw_id = small_value(head, outer.get("id"))
-        params = outer.get("params")
-        if method is None and raw_id is not None:
-            start, end = outer["id"]  # small: it ended
-            envelope_id = self._ids.upstream_answer(raw_id)
-            if envelope_id is not None:
-                return Stream("successor"), head[end:], head[:start] + envelope_id
-        if method is not None and params is not None and head[params[0]] in b"{[":
-            prefix = self._envelope_head(raw_id, method) + b',"params":'
-            return Stream("successor", ValueEnd(), close=b"}}"), head[params[0]:], prefix
-        if head.lstrip()[:1] != b"[":  # a batch: the relay answers it (core/uncarried.py) and says so
-            self._say_once("long-unwrappable", "a line over the parse limit toward the successor cannot be wrapped "
-                                               "(its method and id do not come before its params); not sent")
-        return Stream(DROPPED, done=True), b"", b""
 
     # -- toward the client -------------------------------------------------------------
 
