@@ -3,9 +3,11 @@ client and the agent said, and back.
 
 Owns: one chain connection's state once its dialect is known (core/proxy_wire.py has the
 dialects and the first message): unwrapping what arrives from the successor and wrapping
-what goes to it, the ids of the envelopes the bridge sends (its own, as in any chain) and
-which message each answers, hop-local cancellation, and lines over the parse limit on
-their way through. Must never:
+what goes to it, answers put back under the ids they answer, hop-local cancellation, and
+malformed envelopes answered. The ids the link puts on the wire are core/proxy_ids.py's
+(its own, as in any chain, mapped both ways); what it changes toward the client is
+core/proxy_to_client.py's; where a line over the parse limit goes, and its pieces, are
+core/proxy_long_lines.py's (a mixin of the link). Must never:
 change a wrapped message's `method` or `params` bytes (they are spliced, never re-encoded),
 hold a line over the parse limit whole, or leave an envelope request unanswered because it
 was malformed.
@@ -24,10 +26,15 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from acp_bridge.core.json_spans import ValueEnd, head_members, spans
+from acp_bridge.core.json_spans import spans
 from acp_bridge.core.lines import Opaque, Piece
 from acp_bridge.core.methods import CANCEL_REQUEST
-from acp_bridge.core.proxy_long_lines import DROPPED, HEAD, Head, Stream
+from acp_bridge.core.proxy_ids import LinkIds
+from acp_bridge.core.proxy_long_lines import CONDUCTOR as CONDUCTOR
+from acp_bridge.core.proxy_long_lines import FROM_AGENT as FROM_AGENT
+from acp_bridge.core.proxy_long_lines import FROM_CLIENT as FROM_CLIENT
+from acp_bridge.core.proxy_long_lines import HEAD, Head, LongLines, Routed, Stream
+from acp_bridge.core.proxy_to_client import TowardClient
 from acp_bridge.core.proxy_wire import (
     ID_BYTES,
     INVALID_PARAMS,
@@ -38,59 +45,23 @@ from acp_bridge.core.proxy_wire import (
     error_line,
     id_key,
     members_of,
-    our_id_in,
     small_string,
-    small_value,
     terminator,
-    with_proxy_meta,
 )
 
 log = logging.getLogger("acp_bridge.chain")
-_UNWRAPPED_REQUEST = re.compile(rb'\{"jsonrpc":"2\.0","id":([0-9]+),"method":')
-
-# Where a piece the conductor sent goes: into the relay as the client's (toward the agent),
-# into the relay as the agent's (toward the client), or straight back to the conductor.
-FROM_CLIENT, FROM_AGENT, CONDUCTOR = "client", "agent", "conductor"
-Routed = tuple[str, bytes]
-
-
-def _request_id(line: bytes) -> tuple[int, int] | None:
-    """The span of the id of the request `line` is; None for any other line. Read from the
-    line's head when that says (an answer's `result` or `error` comes before its long value)."""
-    seen: dict[str, tuple[int, int | None]] = {}
-    for key, start, end in head_members(line[:HEAD]):
-        if key in ("result", "error"):
-            return None
-        seen[key] = (start, end)
-        if "id" in seen and "method" in seen:
-            break
-    else:
-        if len(line) > HEAD:  # a value ran past the head before both were seen: the whole line
-            seen = dict(members_of(line) or {})
-    span = seen.get("id")
-    if "method" not in seen or span is None or span[1] is None:
-        return None
-    return span[0], span[1]
 
 
 @dataclass
-class ProxyLink:
+class ProxyLink(LongLines):
     """One chain connection's bookkeeping (sans-IO): feed it pieces, send what it returns."""
 
     dialect: Dialect
     max_line: int
     head: int = HEAD  # how much of a long line to read before deciding where it goes
     quick: bool = True  # False: every line on the general path (tests compare the two)
-    _next: int = 0
-    _wrapped: dict[int, bytes] = field(default_factory=dict)  # our envelope id -> the client's id
-    _wrapped_ids: dict[bytes, int] = field(default_factory=dict)  # the client's id -> our envelope id
-    _upstream: dict[int, bytes] = field(default_factory=dict)  # our id upstream -> the conductor's envelope id
-    _upstream_ids: dict[bytes, int] = field(default_factory=dict)  # the conductor's envelope id -> ours
-    _unsent: set[int] = field(default_factory=set)  # our ids upstream not yet written toward the client
-    _emitted: dict[int, bytes] = field(default_factory=dict)  # our id -> a rule's id for its request to the client
-    _emitted_ids: dict[bytes, int] = field(default_factory=dict)  # a rule's id (`id_key`) -> ours, for its cancel
-    _mid_line: bool = False  # what went toward the client ended inside a line
-    _initialize_id: bytes | None = None  # sacp: the initialize whose answer says `_meta.proxy`
+    _ids: LinkIds = field(default_factory=LinkIds)  # the ids the link puts on the wire, both ways
+    _client: TowardClient = field(init=False)  # what it changes toward the client
     _in: Stream | None = None
     _out: Stream | None = None
     _said: set[str] = field(default_factory=set)
@@ -98,6 +69,7 @@ class ProxyLink:
     _envelope: re.Pattern[bytes] = field(init=False)
 
     def __post_init__(self) -> None:
+        self._client = TowardClient(self._ids)
         names = b"|".join(re.escape(name.encode()) for name in {self.dialect.request, self.dialect.notification})
         self._envelope = re.compile(rb'\{"jsonrpc":"2\.0",(?:"id":(' + ID_BYTES + rb'),)?"method":"(' + names
                                     + rb')","params":\{"method":(' + STRING_BYTES + rb'),"params":')
@@ -107,17 +79,13 @@ class ProxyLink:
         link = cls(dialect, max_line, head)
         if dialect.answer_meta:
             where = spans(first_line)
-            link._initialize_id = id_key(first_line[slice(*where["id"])])
+            link._client.initialize_id = id_key(first_line[slice(*where["id"])])
         return link
 
     @property
     def in_flight(self) -> int:
         """Envelopes waiting for an answer, both ways."""
-        return len(self._wrapped) + len(self._upstream)
-
-    def _own_id(self) -> int:
-        self._next += 1
-        return self._next
+        return self._ids.in_flight
 
     def _say_once(self, kind: str, message: str, *args: object) -> None:
         if kind not in self._said:
@@ -170,7 +138,7 @@ class ProxyLink:
         mapped to the envelope's) or a notification's."""
         if envelope_id is None:
             return b'{"jsonrpc":"2.0","method":' + method
-        return b'{"jsonrpc":"2.0","id":%d,"method":%s' % (self._upstream_request(envelope_id), method)
+        return b'{"jsonrpc":"2.0","id":%d,"method":%s' % (self._ids.upstream_request(envelope_id), method)
 
     def _unwrap_quickly(self, line: bytes) -> list[Routed] | None:
         """The envelope as conductors write it (members in the usual order, no spaces):
@@ -195,21 +163,6 @@ class ProxyLink:
             return None
         return [self._unwrapped(raw_id, found.group(3), params, ending)]
 
-    def _upstream_request(self, envelope_id: bytes) -> int:
-        """The id we give the client for the successor's request in envelope `envelope_id`."""
-        ours = self._own_id()
-        self._upstream[ours] = envelope_id
-        self._upstream_ids[id_key(envelope_id)] = ours
-        self._unsent.add(ours)
-        return ours
-
-    def _wrapped_request(self, client_id: bytes) -> int:
-        """The id of the envelope that carries the client's request `client_id`."""
-        ours = self._own_id()
-        self._wrapped[ours] = client_id
-        self._wrapped_ids[id_key(client_id)] = ours
-        return ours
-
     def _malformed(self, raw_id: bytes | None, why: str) -> list[Routed]:
         text = f"a malformed {self.dialect.request} envelope from the conductor: {why}"
         self._say_once("malformed:" + why, "%s; answered with an error, not passed on", text)
@@ -221,96 +174,20 @@ class ProxyLink:
         """A response: to one of our envelopes (the successor's answer, for the client's
         request it wrapped), or the client's answer to a request of the successor's."""
         start, end = where["id"]
-        client_id = self._wrapped_answer(line[start:end])
+        client_id = self._ids.wrapped_answer(line[start:end])
         if client_id is not None:
             return (FROM_AGENT, line[:start] + client_id + line[end:])
-        rule_id = self._emitted_answer(line[start:end])
+        rule_id = self._ids.emitted_answer(line[start:end])
         return (FROM_CLIENT, line if rule_id is None else line[:start] + rule_id + line[end:])
-
-    def _wrapped_answer(self, raw_id: bytes) -> bytes | None:
-        value = our_id_in(raw_id)
-        if value not in self._wrapped:
-            return None
-        client_id = self._wrapped.pop(value)
-        if self._wrapped_ids.get(key := id_key(client_id)) == value:  # not a later request under the same id
-            del self._wrapped_ids[key]
-        return client_id
-
-    def _emitted_answer(self, raw_id: bytes) -> bytes | None:
-        """The id a rule gave its request to the client, which the answer `raw_id` answers; once."""
-        value = our_id_in(raw_id)
-        rule_id = self._emitted.pop(value, None) if value is not None else None
-        if rule_id is not None and self._emitted_ids.get(key := id_key(rule_id)) == value:
-            del self._emitted_ids[key]
-        return rule_id
 
     def _cancel_from_conductor(self, line: bytes, where: dict[str, tuple[int, int]]) -> Routed:
         """The conductor cancels an envelope it sent us: the client is told to cancel the
         request we made of it for that envelope (as if the agent cancelled it)."""
         target = cancelled_id(line, where)
-        ours = self._upstream_ids.get(target) if target is not None else None
+        ours = self._ids.upstream_of(target) if target is not None else None
         if ours is None:
             return (FROM_CLIENT, line)  # the client's own cancel of a request it sent
         return (FROM_AGENT, cancel_line(ours, terminator(line)))
-
-    def _from_conductor_opaque(self, piece: Opaque) -> list[Routed]:
-        out: list[Routed] = []
-        if self._in is None:
-            head = self._heads[0].take(piece, self.head)
-            if head is None:
-                return out
-            self._in, data = self._open_incoming(head, out)
-        else:
-            data = piece.data
-        stream = self._in
-        out.extend((stream.to, part) for part in stream.through(data, piece.end, self._say_once) if part)
-        if piece.end:
-            self._in = None
-        return out
-
-    def _open_incoming(self, head: bytes, out: list[Routed]) -> tuple[Stream, bytes]:
-        """The head of a line over the parse limit: decide from its first members where
-        it goes; return the stream and the bytes of the head still to go through it."""
-        outer = {key: (start, end) for key, start, end in head_members(head)}
-        method = small_string(head, outer.get("method"))
-        raw_id = small_value(head, outer.get("id"))
-        if method in (self.dialect.request, self.dialect.notification):
-            refused = self._long_envelope_refused(method, "id" in outer)
-            if refused is not None:
-                out.extend(self._malformed(raw_id, refused))
-                return Stream(DROPPED, done=True), b""
-            return self._open_unwrap(head, outer, raw_id, out)
-        if method is None and raw_id is not None:
-            start, end = outer["id"]  # small: it ended
-            client_id = self._wrapped_answer(raw_id)
-            if client_id is not None:
-                return Stream(FROM_AGENT), head[:start] + client_id + head[end:]
-            rule_id = self._emitted_answer(raw_id)
-            if rule_id is not None:
-                return Stream(FROM_CLIENT), head[:start] + rule_id + head[end:]
-        return Stream(FROM_CLIENT), head
-
-    def _long_envelope_refused(self, method: str, has_id: bool) -> str | None:
-        """Why a long envelope is not unwrapped, as `_unwrap` says it of a short one (an id
-        its kind has no room for, or none where it needs one); None when it is unwrapped."""
-        if not self.dialect.one_envelope and has_id != (method == self.dialect.request):
-            return f"{method} {'with' if has_id else 'without'} an id"
-        return None
-
-    def _open_unwrap(self, head: bytes, outer: dict[str, tuple[int, int | None]], raw_id: bytes | None,
-                     out: list[Routed]) -> tuple[Stream, bytes]:
-        params = outer.get("params")
-        inner = {key: (start, end) for key, start, end in head_members(head, params[0])} if params else {}
-        inner_method = small_value(head, inner.get("method"))
-        value = inner.get("params")
-        if params is None or inner_method is None or value is None or head[value[0]] not in b"{[":
-            # The long value is not the wrapped params, or the keys come in an order that
-            # would need the whole line: answered, and the line is not passed on.
-            out.extend(self._malformed(raw_id, "a line over the parse limit whose wrapped method does not come "
-                                               "before its wrapped params"))
-            return Stream(DROPPED, done=True), b""
-        out.append((FROM_AGENT, self._unwrapped_head(raw_id, inner_method) + b',"params":'))
-        return Stream(FROM_AGENT, ValueEnd(), close=b"}"), head[value[0]:]
 
     # -- toward the successor ----------------------------------------------------------
 
@@ -328,7 +205,7 @@ class ProxyLink:
             return self._answer_to_successor(piece, where)
         if method == CANCEL_REQUEST and self.dialect.hop_local_cancel:
             target = cancelled_id(piece, where)
-            ours = self._wrapped_ids.get(target) if target is not None else None
+            ours = self._ids.envelope_of(target) if target is not None else None
             return cancel_line(ours, terminator(piece)) if ours is not None else b""
         return self._wrap(piece, where)
 
@@ -345,7 +222,7 @@ class ProxyLink:
         if client_id is None:
             envelope = self.dialect.notification.encode()
             return b'{"jsonrpc":"2.0","method":"%s","params":{"method":%s' % (envelope, method)
-        ours = self._wrapped_request(client_id)
+        ours = self._ids.wrapped_request(client_id)
         return b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"method":%s' % (
             ours, self.dialect.request.encode(), method)
 
@@ -356,151 +233,16 @@ class ProxyLink:
                                          "answer; it is recorded in the capture, and not sent to the conductor")
             return b""
         start, end = where["id"]
-        envelope_id = self._upstream_answer(line[start:end])
+        envelope_id = self._ids.upstream_answer(line[start:end])
         if envelope_id is None:
             self._say_once("unknown-answer", "an answer toward the successor to no request of its; not sent")
             return b""
         return line[:start] + envelope_id + line[end:]
 
-    def _upstream_answer(self, raw_id: bytes) -> bytes | None:
-        """The envelope a client's answer with id `raw_id` answers, once; None if none."""
-        value = our_id_in(raw_id)
-        if value not in self._upstream:
-            return None
-        envelope_id = self._upstream.pop(value)
-        if self._upstream_ids.get(key := id_key(envelope_id)) == value:  # not a later envelope under the same id
-            del self._upstream_ids[key]
-        self._unsent.discard(value)  # a rule answered it in its place
-        return envelope_id
-
-    def _to_successor_opaque(self, piece: Opaque) -> bytes:
-        if self._out is None:
-            head = self._heads[1].take(piece, self.head)
-            if head is None:
-                return b""
-            self._out, data, prefix = self._open_outgoing(head)
-        else:
-            data, prefix = piece.data, b""
-        stream = self._out
-        parts = [prefix, *stream.through(data, piece.end, self._say_once)] if stream.to != DROPPED else []
-        if piece.end:
-            self._out = None
-        return b"".join(parts)
-
-    def _open_outgoing(self, head: bytes) -> tuple[Stream, bytes, bytes]:
-        outer = {key: (start, end) for key, start, end in head_members(head)}
-        method = small_value(head, outer.get("method"))
-        raw_id = small_value(head, outer.get("id"))
-        params = outer.get("params")
-        if method is None and raw_id is not None:
-            start, end = outer["id"]  # small: it ended
-            envelope_id = self._upstream_answer(raw_id)
-            if envelope_id is not None:
-                return Stream("successor"), head[end:], head[:start] + envelope_id
-        if method is not None and params is not None and head[params[0]] in b"{[":
-            prefix = self._envelope_head(raw_id, method) + b',"params":'
-            return Stream("successor", ValueEnd(), close=b"}}"), head[params[0]:], prefix
-        if head.lstrip()[:1] != b"[":  # a batch: the relay answers it (core/uncarried.py) and says so
-            self._say_once("long-unwrappable", "a line over the parse limit toward the successor cannot be wrapped "
-                                               "(its method and id do not come before its params); not sent")
-        return Stream(DROPPED, done=True), b"", b""
-
     # -- toward the client -------------------------------------------------------------
 
     def to_client(self, data: bytes) -> bytes:
-        """What the relay sends toward the client, as the conductor must see it: a request a
-        rule sends the client goes under an id of ours (the link owns the ids it puts on the
-        wire: a rule's own could be one of our envelopes' and take its answer), and in the
-        sacp dialect the answer to `initialize` says `_meta.proxy: true`; all else is unchanged."""
-        if not data:
-            return data
-        mid_line, self._mid_line = self._mid_line, not data.endswith(b"\n")
-        if self._emitted_ids and b'"$/cancel_request"' in data:
-            data = self._rule_cancels(data, mid_line)
-        if self._initialize_id is None and b'"method"' not in data:
-            return data
-        out: list[bytes] = []
-        done = 0  # data[:done] is in `out`
-        at = data.find(b'"id"')
-        while at != -1:  # only the lines with an `"id"` in them, each once
-            start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
-            if end == -1:
-                break  # the line goes on in the next write (or it is a torn last line)
-            if start or not mid_line:
-                line = data[start:end]
-                new = self._toward_client(line)
-                if new is not line:
-                    out += [data[done:start], new]
-                    done = end
-            at = data.find(b'"id"', end)
-        if not out:
-            return data
-        out.append(data[done:])
-        return b"".join(out)
-
-    def _rule_cancels(self, data: bytes, mid_line: bool) -> bytes:
-        """A rule's cancel of its own request to the client names the id the client was
-        sent (ours), not the rule's; every other byte stays."""
-        out: list[bytes] = []
-        done = 0
-        at = data.find(b'"$/cancel_request"')
-        while at != -1:
-            start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
-            if end == -1:
-                break
-            found = self._rule_cancel(data[start:end]) if start or not mid_line else None
-            if found is not None:
-                ours, id_start, id_end = found
-                out += [data[done:start + id_start], b"%d" % ours]
-                done = start + id_end
-            at = data.find(b'"$/cancel_request"', end)
-        return b"".join([*out, data[done:]]) if out else data
-
-    def _rule_cancel(self, line: bytes) -> tuple[int, int, int] | None:
-        """Our id for the rule's request the cancel `line` names, and the span of the name."""
-        where = members_of(line)
-        if where is None or "id" in where or small_string(line, where.get("method")) != CANCEL_REQUEST:
-            return None
-        params = members_of(line, where["params"][0]) if "params" in where else None
-        if params is None or "requestId" not in params:
-            return None
-        start, end = params["requestId"]
-        ours = self._emitted_ids.get(id_key(line[start:end]))
-        return None if ours is None else (ours, start, end)
-
-    def _toward_client(self, line: bytes) -> bytes:
-        """One whole line toward the client, as the conductor must see it."""
-        if self._ours_toward_client(line):
-            return line
-        if b'"method"' in line and (request_id := _request_id(line)) is not None:
-            return self._rule_request(line, *request_id)
-        if self._initialize_id is None:
-            return line
-        where = members_of(line)
-        if where is not None and "id" in where and "method" not in where \
-                and id_key(line[slice(*where["id"])]) == self._initialize_id:
-            self._initialize_id = None
-            if "result" in where:
-                return with_proxy_meta(line, *where["result"])
-        return line
-
-    def _ours_toward_client(self, line: bytes) -> bool:
-        """Is `line` the successor's request as the link unwrapped it (under an id of ours)?"""
-        found = _UNWRAPPED_REQUEST.match(line)
-        if found is None or int(found.group(1)) not in self._unsent:
-            return False
-        self._unsent.discard(int(found.group(1)))
-        return True
-
-    def _rule_request(self, line: bytes, start: int, end: int) -> bytes:
-        """A request toward the client: the successor's (ours already, in another spelling
-        after a rule) goes as it is; a rule's own goes under an id of ours, which its answer
-        gives back."""
-        value = our_id_in(line[start:end])
-        if value is not None and value in self._unsent:
-            self._unsent.discard(value)
-            return line
-        ours = self._own_id()
-        self._emitted[ours] = line[start:end]
-        self._emitted_ids[id_key(line[start:end])] = ours
-        return line[:start] + b"%d" % ours + line[end:]
+        """What the relay sends toward the client, as the conductor must see it: a rule's
+        request under an id of ours, and in the sacp dialect the answer to `initialize` with
+        `_meta.proxy: true`; all else unchanged (core/proxy_to_client.py)."""
+        return self._client.rewrite(data)

@@ -3,8 +3,10 @@
 Owns: the rules that turn traffic into findings (unanswered requests and their timers, ids
 answered twice or never asked, sessions never opened or already closed, malformed updates,
 ignored cancels, v1 shapes on v2, the migration facts), counting each code per session,
-and telling listeners. Fed the same way live (`watchdog`, from what the relay already
-parsed) and post hoc (`offline`, from every record of a capture).
+and telling listeners. The session and cancel rules are `sessions`', the findings on the
+bridge's own work (a rule that failed, a system prompt's fallback) `work`'s: mixins of the
+engine. Fed the same way live (`watchdog`, from what the relay already parsed) and post hoc
+(`offline`, from every record of a capture).
 
 Requests in flight are not tracked here but read from a `core.session.Connection`: the relay's
 own live (so the forwarding path pays nothing per request for the timers), one kept by the
@@ -33,6 +35,7 @@ from acp_bridge.core.session import Connection, Pending
 from acp_bridge.health.findings import CODES, Finding
 from acp_bridge.health.sessions import CLOSED_KEPT, SessionRules
 from acp_bridge.health.sessions import V1_ONLY_UPDATES as V1_ONLY_UPDATES
+from acp_bridge.health.work import WorkRules
 
 INF = math.inf
 RECENT = 256  # answered requests remembered, to tell a second answer from an unknown id
@@ -50,11 +53,9 @@ STREAMED = frozenset({p.SESSION_PROMPT, p.SESSION_LOAD, p.SESSION_RESUME})
 
 Listener = Callable[[Finding], None]
 _UNSET: Any = object()
-RULE_FAILED = "rule-failed"
-ERROR_SHOWN = 200  # characters of a rule's error in its finding
 
 
-class Engine(SessionRules):
+class Engine(SessionRules, WorkRules):
     """Findings from one connection's traffic, in the order it went by.
 
     Args:
@@ -305,34 +306,7 @@ class Engine(SessionRules):
         elif method in SESSION_CLOSERS and "result" in msg:
             self._close(request.session_id, method)
 
-    # -- what the rules did --------------------------------------------------------------------
-
-    def rule_failed(self, rule: str | None, error: Any, session: Any, at: float, seq: int | None = None, *,
-                    direction: Direction | None = None, method: str | None = None, id_: Any = None) -> None:
-        """A rule failed on a message, which went on as it came (verdict `error`; `rule` None:
-        the rules were not asked, since nothing they made of it could be written back). One
-        finding per rule, whatever the sessions; every failure is counted."""
-        key = (RULE_FAILED, rule_key(rule))
-        n = self.counts.get(key)
-        if n is not None:  # told already: a rule failing on every line is counted, not formatted
-            self.counts[key] = n + 1
-            return
-        why = str(error) if error is not None else "?"
-        if len(why) > ERROR_SHOWN:
-            why = why[:ERROR_SHOWN] + "…"
-        self.flag(RULE_FAILED, session, at, seq, f"{failed_rule(rule)}: {{}} (the message went on as it came)", why,
-                   direction=direction, method=method, id_=id_, per=key[1])
-
-    def system_prompt_sent(self, method: str | None, request: Json | None, out: Any, at: float,
-                           seq: int | None) -> None:
-        """The system-prompt rule rewrote `request` into `out`: note the dialect when it is not
-        the spec's, with the request's id and session (none yet for a `session/new`)."""
-        dialect = read.system_prompt_dialect(method, out)
-        if dialect in ("meta", "first-prompt"):
-            request = request or {}
-            self.flag("system-prompt-fallback", read.session_id_of(request), at, seq,
-                       f"the system prompt went through {dialect}: the agent lacks the systemPrompt capability",
-                       direction=TO_AGENT, method=method, id_=request.get("id"))
+    # -- the end --------------------------------------------------------------------------------
 
     def finish(self, now: float) -> None:
         """The connection ended: report what was overdue by then."""
@@ -356,17 +330,6 @@ def answers_unreadable(msg: Json) -> bool:
     """An error with id null: JSON-RPC 2.0's answer to a line whose id could not be read (a
     parse error, an invalid request). Valid, and pairs with nothing: no unknown id."""
     return msg.get("id", 0) is None and "error" in msg and "result" not in msg
-
-
-def rule_key(rule: str | None) -> tuple[str, str | None]:
-    """What `rule-failed` is counted by instead of a session: the rule (never a session's
-    key, which is a (type, value) pair)."""
-    return ("rule", rule)
-
-
-def failed_rule(rule: str | None) -> str:
-    """What failed, as a `rule-failed` finding says it (None: the rules were not asked)."""
-    return f"rule {rule!r} failed" if rule else "the rules could not change a message"
 
 
 def _threshold(config: HealthConfig, direction: Direction, method: Any) -> float:

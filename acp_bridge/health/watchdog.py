@@ -52,8 +52,9 @@ from acp_bridge.core.rewrites.system_prompt_options import NAME as SYSTEM_PROMPT
 from acp_bridge.core.session import Connection, Pending
 from acp_bridge.core.shapes import session_named
 from acp_bridge.errors import CaptureError
-from acp_bridge.health.engine import RULE_FAILED, SPECIAL, Engine, answers_unreadable, failed_rule
+from acp_bridge.health.engine import SPECIAL, Engine, answers_unreadable
 from acp_bridge.health.findings import CODES, Finding, Level
+from acp_bridge.health.work import RULE_FAILED, failed_rule
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -2,7 +2,8 @@
 
 Owns, in its modules: the pure span model built from timed messages (`spans`, `builder`),
 what a live bridge feeds it (`live`), a capture fed to it (`offline`), and the adapter to
-the OpenTelemetry SDK (`sdk`), the only module that imports the optional `otel` extra.
+the OpenTelemetry SDK (`sdk`, with the OTLP exporters it builds: `otlp`), the only modules
+that import the optional `otel` extra.
 Must never: import the SDK at module level outside `sdk`, or let telemetry touch, delay or
 fail the traffic.
 """

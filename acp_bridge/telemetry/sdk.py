@@ -1,10 +1,9 @@
 """The adapter to the OpenTelemetry SDK: `SpanRecord`s and observations out over OTLP.
 
-Owns: the only imports of the optional `otel` extra; the resource (OTEL_SERVICE_NAME and
-OTEL_RESOURCE_ATTRIBUTES honoured, `acp-bridge` otherwise), choosing the OTLP exporter
-(OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL: http/protobuf or grpc; the exporters read the other
-OTEL_EXPORTER_OTLP_* variables themselves), handing the builder's own span ids to the SDK,
-the SDK's batch span processor and periodic metric reader, counting what could not be
+Owns: the only module-level imports of the optional `otel` extra; the resource
+(OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES honoured, `acp-bridge` otherwise), handing
+the builder's own span ids to the SDK, the SDK's batch span processor and periodic metric
+reader over the exporters `otlp` builds (protocol, endpoint), counting what could not be
 exported, and a shutdown that never takes longer than it is given.
 Must never: block its caller on the network (exports run in the SDK's threads), let the
 SDK's log reach stderr more than once, or register an exit hook that could hold the
@@ -13,14 +12,12 @@ bridge's exit.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
@@ -36,49 +33,15 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status,
 from acp_bridge import __version__
 from acp_bridge.capture.text_redaction import mask_text_secrets
 from acp_bridge.errors import ConfigError
-from acp_bridge.extras import install
 from acp_bridge.telemetry import spans as s
+from acp_bridge.telemetry.otlp import ExportSettings as ExportSettings  # re-exported: what OtlpSink is given
+from acp_bridge.telemetry.otlp import endpoint_of, metric_exporter, protocol_of, span_exporter
 from acp_bridge.telemetry.spans import Observation, SpanRecord
 
 log = logging.getLogger("acp_bridge.telemetry")
 
-PROTOCOLS = ("http/protobuf", "grpc")
 _KINDS = {s.INTERNAL: SpanKind.INTERNAL, s.CLIENT: SpanKind.CLIENT}
 _SAMPLED_CACHE = 4096
-
-
-@dataclass(frozen=True)
-class ExportSettings:
-    """What the configuration says about where telemetry goes; OTEL_* variables win."""
-
-    endpoint: str | None = None
-    protocol: str | None = None
-    metrics: bool = True
-
-
-def protocol_of(settings: ExportSettings, signal: str) -> str:
-    """OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else the
-    configured one, else http/protobuf. Raises ConfigError for one the bridge cannot send."""
-    for name in (f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            where = name
-            break
-    else:
-        value, where = settings.protocol or "http/protobuf", "telemetry.protocol"
-    if value not in PROTOCOLS:
-        raise ConfigError(f"{where}: {value!r} is not supported (use {' or '.join(PROTOCOLS)})")
-    return value
-
-
-def _endpoint(settings: ExportSettings, signal: str, protocol: str) -> str | None:
-    """The configured endpoint, unless an OTEL_* variable names one (then the exporter reads it)."""
-    if settings.endpoint is None or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") \
-            or os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"):
-        return None
-    if protocol == "grpc":
-        return settings.endpoint
-    return settings.endpoint.rstrip("/") + ("/v1/traces" if signal == "TRACES" else "/v1/metrics")
 
 
 def make_resource() -> Resource:
@@ -111,8 +74,6 @@ class _PresetIds(IdGenerator):
 # setting the SDK did not like.
 _EXPORT_LOGGERS = ("opentelemetry.exporter", "opentelemetry.sdk._shared_internal", "opentelemetry.sdk.trace.export",
                    "opentelemetry.sdk.metrics._internal.export")
-_CREDENTIAL_PROVIDERS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
-                         "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER")
 
 
 def said_safely(record: logging.LogRecord) -> str:
@@ -244,8 +205,8 @@ class OtlpSink:
         self._ids = _PresetIds()
         self.provider = TracerProvider(resource=resource, id_generator=self._ids, shutdown_on_exit=False)
         counting = _Counting(self)
-        counting.inner = _span_exporter(trace_protocol, _endpoint(settings, "TRACES", trace_protocol),
-                                        counting.saw_redirect)
+        counting.inner = span_exporter(trace_protocol, endpoint_of(settings, "TRACES", trace_protocol),
+                                       counting.saw_redirect)
         self.processor = BatchSpanProcessor(counting)
         try:  # what the processor read too: how many spans it queues before it drops
             self.queue_size = int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE", "2048"))
@@ -258,7 +219,7 @@ class OtlpSink:
         self._instruments: dict[str, Any] = {}
         if metric_protocol is not None:
             reader = PeriodicExportingMetricReader(
-                _metric_exporter(metric_protocol, _endpoint(settings, "METRICS", metric_protocol)))
+                metric_exporter(metric_protocol, endpoint_of(settings, "METRICS", metric_protocol)))
             self.meters = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
             meter = self.meters.get_meter("acp_bridge", __version__)
             for name in s.HISTOGRAMS:
@@ -359,45 +320,3 @@ class OtlpSink:
 
 def _ns(wall: float) -> int:
     return int(wall * 1e9)
-
-
-def _span_exporter(protocol: str, endpoint: str | None, redirected: Any = None) -> SpanExporter:
-    if protocol == "grpc":
-        try:
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
-        except ImportError as exc:
-            raise ConfigError(f"OTLP over gRPC needs the gRPC exporter ({exc}): " + install("otel")) from None
-        exporter: SpanExporter = Grpc(endpoint=endpoint)
-        return exporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    session = None
-    if redirected is not None and not any(os.environ.get(name) for name in _CREDENTIAL_PROVIDERS):
-        session = _noting_redirects(redirected)  # a credential provider's session is left as it is
-    return OTLPSpanExporter(endpoint=endpoint, session=session)
-
-
-def _noting_redirects(note: Any) -> Any:
-    """A requests session that tells `note` the status of a redirect it is answered with."""
-    requests: Any = importlib.import_module("requests")  # the OTLP/HTTP exporter's own dependency
-    session = requests.Session()
-
-    def hook(response: Any, *args: Any, **kwargs: Any) -> Any:
-        if 300 <= response.status_code < 400:
-            note(response.status_code)
-        return response
-
-    session.hooks["response"].append(hook)
-    return session
-
-
-def _metric_exporter(protocol: str, endpoint: str | None) -> Any:
-    if protocol == "grpc":
-        try:
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as Grpc
-        except ImportError as exc:
-            raise ConfigError(f"OTLP over gRPC needs the gRPC exporter ({exc}): " + install("otel")) from None
-        return Grpc(endpoint=endpoint)
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-
-    return OTLPMetricExporter(endpoint=endpoint)
