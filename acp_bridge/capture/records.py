@@ -1,10 +1,11 @@
 """Capture records: Forwards in, JSONL bytes out (docs/capture-format.md).
 
 Owns: the header record, one record per forwarded line (one for a whole line over the
-parse limit, however many pieces it went out in), and the trailer: the general path, which
-parses and masks each line. Runs of untouched lines take the lean path (`runs`) unless the
-encoder is made with `lean=False`. Redaction lives in `redaction`, reading in `reader`,
-masking a record again to serve it in `masking`.
+parse limit, however many pieces it went out in: its head and size are gathered in
+`long_line_records`), and the trailer: the general path, which parses and masks each line.
+Runs of untouched lines take the lean path (`runs`) unless the encoder is made with
+`lean=False`. Redaction lives in `redaction`, reading in `reader`, masking a record again to
+serve it in `masking`.
 Must never: do IO, read a clock (times are passed in), import trio or click, touch the bytes
 the relay forwards (redaction changes the record only), or raise on anything from the wire:
 a record that cannot be written as it should be is still written, with what could be. A line
@@ -17,16 +18,16 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from acp_bridge import __version__
+from acp_bridge.capture.long_line_records import LongLineRecords, long_record
 from acp_bridge.capture.masking import withhold
 from acp_bridge.capture.reader import FORMAT_VERSION
-from acp_bridge.capture.redaction import REDACTED, WHOLE, Redactor
+from acp_bridge.capture.redaction import REDACTED, Redactor
 from acp_bridge.capture.runs import LeanRuns
 from acp_bridge.capture.text_redaction import mask_argv
 from acp_bridge.core.literals import written_id
@@ -35,7 +36,6 @@ from acp_bridge.core.protocol import Json
 from acp_bridge.core.relay import Forward, Verdict
 from acp_bridge.core.shapes import session_named
 
-HEAD_BYTES = 4096  # of a line over the parse limit, kept in its record
 MAX_MASKED_ERRORS = 1000  # rule errors remembered to mask the findings that quote them
 ERROR_START = 40  # characters of an error that a finding always quotes in full
 FINDING_TAIL = " (the message went on as it came)"  # after the error, in a rule-failed finding
@@ -52,18 +52,6 @@ def _put_text(record: Json, key: str, data: bytes) -> None:
         record[key] = data.decode("utf-8")
     except UnicodeDecodeError:
         record[f"{key}_b64"] = base64.b64encode(data).decode("ascii")
-
-
-def _put_head(record: Json, head: bytes) -> None:
-    """The first bytes of a long line as `raw`: text if they are UTF-8 but for a character
-    cut in two at the end (dropped), else base64."""
-    try:
-        record["raw"] = head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.end == len(head) and exc.start >= len(head) - 3 and exc.reason == "unexpected end of data":
-            record["raw"] = head[:exc.start].decode("utf-8")
-        else:
-            record["raw_b64"] = base64.b64encode(head).decode("ascii")
 
 
 def utf8_safe(text: str) -> str:
@@ -154,23 +142,6 @@ def safe_dumps(record: Json) -> bytes:
                       "mono": record.get("mono"), "error": "capture: this record cannot be written"})
 
 
-@dataclass(slots=True)
-class _LongLine:
-    """A line over the parse limit while its pieces go by: what its one record needs."""
-
-    size: int = 0
-    head: bytearray = field(default_factory=bytearray)  # the first HEAD_BYTES
-    tail: bytes = b""  # the last bytes seen, for a needle cut in two between pieces
-    secret: bool = False  # it could hold a secret: the head is withheld
-    rules: tuple[str, ...] = ()  # ("stray-output",): stray agent output, diverted to stderr
-
-
-def _ends_line(piece: bytes) -> bool:
-    """Whether an opaque piece is the last of its line: framing cuts a long line's pieces
-    at its newline, and ends one cut short by the end of the stream with an empty piece."""
-    return not piece or piece.endswith(b"\n")
-
-
 class CaptureEncoder:
     """Turns Forward batches into record lines, numbering them. No IO: the shell writes.
 
@@ -185,7 +156,7 @@ class CaptureEncoder:
         self.redactor = redactor or Redactor()
         self.seq = 0
         self._runs = LeanRuns(self.redactor) if lean else None
-        self._long: dict[Direction, _LongLine] = {}  # lines over the parse limit, by direction
+        self._long = LongLineRecords(self.redactor)  # lines over the parse limit, by direction
         # Errors of rules that failed on lines holding a secret, as written and as masked:
         # a finding about one quotes it (`mask_finding`). The first MAX_MASKED_ERRORS.
         self._masked_errors: dict[str, str] = {}
@@ -248,57 +219,19 @@ class CaptureEncoder:
         return safe_dumps(self.record(fwd, wall, mono))
 
     def _long_piece(self, fwd: Forward, wall: float, mono: float, out: bytearray) -> None:
-        """Take one piece of a line over the parse limit; its record comes with the last.
-
-        Every piece is searched for what could make the line hold a secret (the needles of
-        `Redactor.may_hold_any_secret`, also across the cut between two pieces): the head is
-        parsed by nobody, so it is kept only when the whole line is clear of them."""
-        long = self._long.get(fwd.direction)
-        if long is None:
-            long = self._long[fwd.direction] = _LongLine(rules=fwd.rules)
-        data = fwd.raw
-        long.size += len(data)
-        room = HEAD_BYTES - len(long.head)
-        if room > 0:
-            long.head += data[:room]
-        if data and not long.secret:
-            redactor = self.redactor
-            overlap = redactor.overlap
-            long.secret = (redactor.may_hold_any_secret(long.tail + data[:overlap])
-                           or redactor.may_hold_any_secret(data))
-            long.tail = data[-overlap:] if len(data) >= overlap else (long.tail + data)[-overlap:]
-        if _ends_line(data):
-            del self._long[fwd.direction]
-            out += safe_dumps(self._long_record(fwd.direction, long, wall, mono))
-
-    def _long_record(self, direction: Direction, long: _LongLine, wall: float, mono: float,
-                     *, unfinished: bool = False) -> Json:
-        self.seq += 1
-        record: Json = {
-            "type": "message", "seq": self.seq, "time": wall, "mono": mono,
-            "direction": direction.value, "kind": Kind.OTHER.value,
-            "verdict": (Verdict.DIVERTED if long.rules else Verdict.OPAQUE).value,
-            "method": None, "id": None, "session": None, "rules": list(long.rules), "size": long.size,
-        }
-        head = bytes(long.head)
-        if long.secret:
-            record["raw"] = REDACTED
-        else:
-            _put_head(record, head)
-        if long.size > len(head):
-            record["truncated"] = True
-        if unfinished:
-            record["unfinished"] = True
-        if long.secret:
-            record["redacted"] = WHOLE
-        return record
+        """Take one piece of a line over the parse limit (`long_line_records`); its record
+        comes with the last."""
+        long = self._long.take(fwd)
+        if long is not None:
+            self.seq += 1
+            out += safe_dumps(long_record(self.seq, fwd.direction, long, wall, mono))
 
     def trailer(self, wall: float, mono: float, **facts: Any) -> bytes:
         """The records of long lines cut short (`unfinished`), then the `end` record."""
         out = bytearray()
-        for direction, long in list(self._long.items()):
-            del self._long[direction]
-            out += safe_dumps(self._long_record(direction, long, wall, mono, unfinished=True))
+        for direction, long in self._long.cut_short():
+            self.seq += 1
+            out += safe_dumps(long_record(self.seq, direction, long, wall, mono, unfinished=True))
         out += safe_dumps({"type": "end", "time": wall, "mono": mono, "records": self.seq, **facts})
         return bytes(out)
 

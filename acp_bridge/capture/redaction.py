@@ -2,7 +2,7 @@
 
 Owns: the default secrets of ACP messages (MCP server env and headers, `authenticate` and
 `auth/login` params, `terminal/create` env; the secrets on the command lines of MCP servers
-and of `terminal/create`, found by `text_redaction.mask_argv`), configured RFC 6901
+and of `terminal/create`, masked by `command_redaction`), configured RFC 6901
 pointers, the configured system prompt text, and the rule for lines that cannot be masked
 precisely (they are withheld whole when they could hold a secret). The capture and the
 export page mask messages with it; free text and command lines are masked with the same words in
@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
+from acp_bridge.capture.command_redaction import mask_server_commands, mask_terminal_command
 from acp_bridge.capture.spellings import BACKSLASH, any_in, ascii_view, has_duplicate_keys, spelled, spellings
 from acp_bridge.capture.text_redaction import REDACTED as REDACTED  # re-exported: the one spelling
-from acp_bridge.capture.text_redaction import mask_argv, mask_text_secrets
 from acp_bridge.core import protocol as p
 from acp_bridge.core.literals import exact_reading, inexact_numbers
 from acp_bridge.core.pointer import escape_token, parse_pointer
@@ -129,75 +129,6 @@ def _mask_text(obj: Any, text: str, here: str, hits: list[str]) -> Any:
     return obj
 
 
-def command_masked(owner: dict[str, Any]) -> dict[str, Any]:
-    """`owner` (a terminal's params, an MCP server) with the secrets in its `command` and
-    `args` masked as the bridge's own command line is (`mask_argv`: `--token X`,
-    `--author=X`, `API_KEY=X`, a URL's user, the words of a command line given in one
-    string); `owner` itself when nothing is. The command and the arguments are read as one
-    argv, the command first; an `args` that is not a list of strings is left as it is."""
-    command = owner.get("command")
-    head: list[str] = [command] if isinstance(command, str) else []
-    args: list[str] = _strings(owner.get("args"))
-    words = head + args
-    masked = mask_argv(words)
-    if masked == words:
-        return owner
-    changed: dict[str, Any] = {}
-    if head and masked[0] != command:
-        changed["command"] = masked[0]
-    if masked[len(head):] != args:
-        changed["args"] = masked[len(head):]
-    return {**owner, **changed}
-
-
-def _strings(value: Any) -> list[str]:
-    """`value` when it is a list of strings, else [] (nothing of it is masked)."""
-    return value if isinstance(value, list) and all(isinstance(item, str) for item in value) else []
-
-
-def _command_hits(owner: dict[str, Any], masked: dict[str, Any], here: str) -> list[str]:
-    """The pointers of what `command_masked` changed, under `here`."""
-    hits = [f"{here}/command"] if masked.get("command") is not owner.get("command") else []
-    args, new_args = _strings(owner.get("args")), _strings(masked.get("args"))
-    if new_args is not args:
-        hits.extend(f"{here}/args/{at}" for at, (old, arg) in enumerate(zip(args, new_args, strict=True)) if old != arg)
-    return hits
-
-
-def _mask_terminal_command(msg: dict[str, Any], here: str, hits: list[str]) -> dict[str, Any]:
-    """`msg`, a `terminal/create`, with the secrets on the command line it asks for masked."""
-    params = msg.get("params")
-    if not isinstance(params, dict):
-        return msg
-    masked = command_masked(params)
-    if masked is params:
-        return msg
-    hits.extend(_command_hits(params, masked, f"{here}/params"))
-    return {**msg, "params": masked}
-
-
-def _mask_server_commands(msg: dict[str, Any], here: str, hits: list[str]) -> dict[str, Any]:
-    """`msg` with the secrets in its MCP servers' `command`, `args` and `url` masked as the
-    bridge's own command line is (`--token X`, `API_KEY=X`, a URL's user and secret query)."""
-    servers = msg["params"]["mcpServers"]
-    if not isinstance(servers, list):
-        return msg
-    new: list[Any] | None = None
-    for index, server in enumerate(servers):
-        if not isinstance(server, dict):
-            continue
-        masked = command_masked(server)
-        hits.extend(_command_hits(server, masked, f"{here}/params/mcpServers/{index}"))
-        url = server.get("url")
-        if isinstance(url, str) and (masked_url := mask_text_secrets(url)) != url:
-            masked = {**masked, "url": masked_url}
-            hits.append(f"{here}/params/mcpServers/{index}/url")
-        if masked is not server:
-            new = new if new is not None else list(servers)
-            new[index] = masked
-    return msg if new is None else {**msg, "params": {**msg["params"], "mcpServers": new}}
-
-
 def _pointer_needle(pointer: str) -> str:
     """The text a line must hold for `pointer` to find a value in it: its last step that is
     a name ("" when every step is an array index: any line may then hold it)."""
@@ -282,13 +213,13 @@ class Redactor:
             if isinstance(params, dict) and "mcpServers" in params:  # where every _ALWAYS path goes
                 for path in _ALWAYS:
                     msg = _mask_path(msg, path, 0, here, hits, REDACTED)
-                msg = _mask_server_commands(msg, here, hits)
+                msg = mask_server_commands(msg, here, hits)
             method = msg.get("method")
             if isinstance(method, str):
                 for path in _BY_METHOD.get(method, ()):
                     msg = _mask_path(msg, path, 0, here, hits, REDACTED)
                 if method in _COMMAND_LINES:
-                    msg = _mask_terminal_command(msg, here, hits)
+                    msg = mask_terminal_command(msg, here, hits)
                 params = msg.get("params")
                 if method in _WHOLE_PARAMS and params is not None:
                     masked: Any = REDACTED

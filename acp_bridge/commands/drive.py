@@ -49,7 +49,7 @@ def _a_template(ctx: click.Context, param: click.Parameter, value: str | None) -
     """`--capture OUT` checked as `run --capture` checks it, before the agent starts: a bad
     placeholder would otherwise be a traceback once the agent runs."""
     if value is not None:
-        from acp_bridge.config.file import check_capture_target, check_capture_template
+        from acp_bridge.config.paths import check_capture_target, check_capture_template
 
         check_capture_template(value, click.BadParameter)
         check_capture_target(value, click.BadParameter)

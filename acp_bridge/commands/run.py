@@ -262,7 +262,7 @@ def layer_overrides(ctx: click.Context, options: dict[str, Any], which: int) -> 
         _rule_settings(ctx, built_in.options, pick, settings)
     capture = pick("capture")
     if capture is not None:
-        from acp_bridge.config.file import check_capture_target, check_capture_template
+        from acp_bridge.config.paths import check_capture_target, check_capture_template
 
         label = spelling(ctx, "capture")
         check_capture_template(capture, lambda problem: ConfigError(f"{label}: {problem}"))

@@ -2,7 +2,8 @@
 
 Owns: reading the file against its schema (`config/schema.py`, derived from the dataclasses
 of `config/model.py`), one reader per table for what a type cannot say (paths, choices,
-ranges), and reading the files a config names (the system prompt file).
+ranges), and reading the files a config names (the system prompt file). What makes a path
+usable (no NUL, a capture template that fills in) is checked by `config/paths.py`.
 An unknown key, a wrong type or a missing file is a `ConfigError` naming the file and key.
 Must never: start anything, or accept a value that would fail later in a session.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import string
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,6 +28,7 @@ from acp_bridge.config import (
     TelemetryConfig,
     command_problem,
 )
+from acp_bridge.config.paths import check_capture_target, check_capture_template, check_path_chars
 from acp_bridge.config.schema import (
     ARRAY_TABLES,
     BRIDGE_TABLE,
@@ -181,7 +182,7 @@ def _agent(values: dict[str, Any], src: _File) -> AgentConfig:
             raise src.error(key, "has a NUL character, which an environment value cannot hold")
     if "cwd" in values:
         cwd = values["cwd"]
-        _path_chars(cwd, src.fail("agent.cwd"))
+        check_path_chars(cwd, src.fail("agent.cwd"))
         try:
             cwd = str(src.path(cwd).resolve())
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
@@ -206,7 +207,7 @@ def _system_prompt(values: dict[str, Any], src: _File) -> SystemPromptConfig:
         if "text" in values:
             raise src.error("system_prompt", "give text or file, not both")
         file = values.pop("file")
-        _path_chars(file, src.fail("system_prompt.file"))
+        check_path_chars(file, src.fail("system_prompt.file"))
         values["text"] = read_prompt_file(src.path(file), f"{src.name}: system_prompt.file")
     text = values.get("text")
     if text is not None and not text.strip():
@@ -278,7 +279,7 @@ def _bridge(values: dict[str, Any], src: _File) -> dict[str, Any]:
     """[bridge]: the settings of `Config` itself, as keyword arguments for it."""
     values = dict(values)
     if "log_file" in values:
-        _path_chars(values["log_file"], src.fail("bridge.log_file"))
+        check_path_chars(values["log_file"], src.fail("bridge.log_file"))
         values["log_file"] = str(src.path(values["log_file"]))
     if not -1 <= values.get("verbosity", Config.verbosity) <= 2:
         raise src.error("bridge.verbosity", "must be -1 (quiet), 0, 1 or 2")
@@ -356,48 +357,3 @@ def _seconds(value: int | float, fail: Fail) -> float:
     if seconds < 0:
         raise fail(f"must not be negative, got {value}")
     return seconds
-
-
-def _path_chars(path: str, fail: Fail) -> None:
-    if "\0" in path:
-        raise fail("has a NUL character, which a file name cannot hold")
-
-
-def check_capture_template(template: str, fail: Fail) -> None:
-    """Raise `fail(problem)` unless `capture_path` can fill in `template` at run time, into
-    a name a file can have (not empty, not a directory's)."""
-    from acp_bridge.capture.files import CAPTURE_FIELDS, capture_path  # only with a capture
-
-    if not template:
-        raise fail("is empty; name a capture file")
-    if os.path.basename(template) in ("", ".", ".."):
-        raise fail(f"{template} names a directory, not a file")
-    _path_chars(template, fail)
-    try:
-        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-    except ValueError as exc:
-        raise fail(f"bad template {template!r}: {exc}") from None
-    unknown = names - CAPTURE_FIELDS
-    if unknown:
-        raise fail(f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {{time}}, {{pid}})")
-    try:  # a format spec or conversion that does not fit the value: {pid:s}, {time:d}
-        filled = capture_path(template, 0.0, pid=4194304)
-    except (ValueError, TypeError) as exc:
-        raise fail(f"bad template {template!r}: {exc}") from None
-    if len(filled) > 4096:
-        raise fail(f"bad template {template!r}: the file name would be {len(filled)} characters long")
-
-
-def check_capture_target(template: str, fail: Fail) -> None:
-    """Raise `fail(problem)` when what is at `template`'s path now (filled in with this time
-    and process id) refuses a capture: a directory, a FIFO, a device, a folder above it that is
-    a file (`capture_target_problem`). Checked with the template, before the agent starts."""
-    import time
-
-    from acp_bridge.capture.files import capture_path, capture_target_problem
-
-    problem = capture_target_problem(capture_path(template, time.time(), os.getpid()))
-    if problem is not None:
-        raise fail(problem)
-
-

@@ -23,9 +23,10 @@ from typing import Any
 
 import orjson
 
+from acp_bridge.capture.command_redaction import command_masked
 from acp_bridge.capture.pairs import TO_AGENT, Pairs
 from acp_bridge.capture.reader import record_bytes
-from acp_bridge.capture.redaction import WHOLE, command_masked
+from acp_bridge.capture.redaction import WHOLE
 from acp_bridge.core import methods as m
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read

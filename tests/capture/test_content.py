@@ -13,8 +13,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from acp_bridge.capture.long_line_records import HEAD_BYTES
 from acp_bridge.capture.reader import record_bytes
-from acp_bridge.capture.records import HEAD_BYTES
 from acp_bridge.capture.redaction import REDACTED
 from acp_bridge.commands import main
 from tests.capture.samples import page_rows

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acp_bridge.capture.long_line_records import HEAD_BYTES
 from acp_bridge.capture.reader import load_record, record_bytes
-from acp_bridge.capture.records import HEAD_BYTES, CaptureEncoder, header_record
+from acp_bridge.capture.records import CaptureEncoder, header_record
 from acp_bridge.capture.redaction import PROMPT_REDACTED, REDACTED, Redactor
 from acp_bridge.core import (
     DROP,

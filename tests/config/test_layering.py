@@ -7,7 +7,8 @@ from __future__ import annotations
 from tests.import_graph import graph
 
 # Lowest first; `acp_bridge.config` (the package) is the model's import surface.
-ORDER = ("acp_bridge.config.model", "acp_bridge.config", "acp_bridge.config.schema", "acp_bridge.config.text_files",
+ORDER = ("acp_bridge.config.model", "acp_bridge.config", "acp_bridge.config.schema", "acp_bridge.config.paths",
+         "acp_bridge.config.text_files",
          "acp_bridge.config.rule_tables",
          "acp_bridge.config.file",
          "acp_bridge.config.layers", "acp_bridge.config.rules")
