@@ -153,12 +153,16 @@ class Engine(SessionRules, WorkRules):
         elif self._cancels and method == p.SESSION_PROMPT and pending.origin is TO_AGENT:
             self._prompt_answered(pending, msg, at, seq)
 
-    def unpaired(self, direction: Direction, id_: Any, at: float, seq: int | None = None) -> None:
+    def unpaired(self, direction: Direction, id_: Any, at: float, seq: int | None = None, *,
+                 written: Any = _UNSET) -> None:
         """A response that answers no request in flight: a second answer, or one for an id
-        nobody asked."""
+        nobody asked. `id_` as the session read it (it pairs by that); `written`, when it
+        differs, as the peer wrote it (an integer past 64 bits, which orjson reads as a
+        float): what the finding names."""
+        shown = id_ if written is _UNSET else written
         if self.recent and (direction.reverse, id_key(id_)) in self.answered_keys():
-            self.flag("response-duplicate", None, at, seq, "a second response for id {}", id_,
-                       direction=direction, id_=id_)
+            self.flag("response-duplicate", None, at, seq, "a second response for id {}", shown,
+                       direction=direction, id_=shown)
             return
         counts = self.counts
         n = counts.get(_UNKNOWN_ID)
@@ -166,7 +170,7 @@ class Engine(SessionRules, WorkRules):
             counts[_UNKNOWN_ID] = n + 1
             return
         self.flag("response-unknown-id", None, at, seq, "response for id {}, which no request in flight has",
-                   id_, direction=direction, id_=id_)
+                   shown, direction=direction, id_=shown)
 
     def answered_keys(self) -> set[tuple[Direction, Any]]:
         """(origin, id key) of the requests answered lately (made when asked for after an answer)."""

@@ -174,9 +174,10 @@ class Watchdog:
                                    engine.answered_keys()):
                     unknown += 1  # neither a duplicate nor the first unknown id: only counted
                 else:
-                    engine.unpaired(fwd.direction, msg.get("id"), mono, seq)
+                    engine.unpaired(fwd.direction, msg.get("id"), mono, seq,
+                                    written=integer_id(frame.raw, msg.get("id")))
                 if "error" in msg and "result" in msg:
-                    engine.result_and_error(fwd.direction, msg.get("id"), mono, seq)
+                    engine.result_and_error(fwd.direction, integer_id(frame.raw, msg.get("id")), mono, seq)
             else:
                 if base is not None:
                     seq = self._seq_before(forwards, index) + 1

@@ -178,3 +178,23 @@ def test_a_request_id_past_64_bits_is_named_as_written() -> None:
     line = safe_dumps(told[0].record(0.0))  # as the capture file writes it
     assert f'"id":{long_id},' in line.decode()
     assert load_record(line, checked=False) == {**told[0].record(0.0), "id": long_id}
+
+
+def test_an_answer_id_past_64_bits_is_named_as_written() -> None:
+    """The same for the answers the engine calls unknown, second or both result and error:
+    the findings named `1.111111111111111e+99`, a number nobody sent; a second answer is
+    still told from an unknown one by the id as read, which is how the relay paired it."""
+    relay, dog, told = pair()
+    long_id = int("1" * 100)
+    answer = f'{{"jsonrpc":"2.0","id":{long_id},"result":{{}}}}\n'.encode()
+    feed(relay, dog, C, answer)  # nobody asked
+    feed(relay, dog, A, f'{{"jsonrpc":"2.0","id":{long_id},"method":"initialize","params":{{}}}}\n'.encode())
+    feed(relay, dog, C, answer)
+    feed(relay, dog, C, answer)  # a second time
+    feed(relay, dog, C, f'{{"jsonrpc":"2.0","id":{long_id}0,"result":{{}},"error":{{}}}}\n'.encode())  # (unknown: counted)
+    assert [(f.code, f.id, f.text) for f in told] == [
+        ("response-unknown-id", long_id, f"response for id {long_id}, which no request in flight has"),
+        ("response-duplicate", long_id, f"a second response for id {long_id}"),
+        ("response-result-and-error", long_id * 10, f"response {long_id * 10} has both result and error"),
+    ]
+    assert f'"id":{long_id},' in safe_dumps(told[0].record(0.0)).decode()
