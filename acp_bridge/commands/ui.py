@@ -44,7 +44,7 @@ def ui(paths: tuple[str, ...], port: int, host: str, open_browser: bool) -> None
     import trio
 
     from acp_bridge.capture.files import local_clock
-    from acp_bridge.inspector.server import bind, is_loopback, serve, url
+    from acp_bridge.inspector.server import bind, is_every_address, is_loopback, serve, url
     from acp_bridge.shell.posix import process_exists, stdout_hidden, until_interrupted
 
     try:
@@ -58,6 +58,9 @@ def ui(paths: tuple[str, ...], port: int, host: str, open_browser: bool) -> None
     if not is_loopback(host):
         click.echo(f"acp-bridge: warning: listening on {host}, beyond this machine: anyone who can reach it "
                    "and learns the token reads your captures", err=True)
+        if is_every_address(host):
+            click.echo(f"acp-bridge: from another machine, open the address with this machine's IP address in "
+                       f"place of {host}", err=True)
     if open_browser:
         import webbrowser
 

@@ -314,8 +314,9 @@ def _report_routes(inspector: Inspector) -> list[Route]:
     ]
 
 
-def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopback: bool) -> Guard:
-    """The ASGI app: the routes behind the guard."""
+def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopback: bool,
+              every_address: bool = False) -> Guard:
+    """The ASGI app: the routes behind the guard (`every_address`: bound to 0.0.0.0 or ::)."""
     routes = [
         Route("/", _page, methods=["GET"]),
         Route("/assets/{name}", _files, methods=["GET"]),
@@ -324,4 +325,4 @@ def build_app(inspector: Inspector, *, token: str, host: str, port: int, loopbac
         *_report_routes(inspector),
     ]
     app = Starlette(routes=routes, exception_handlers={UnknownCapture: _unknown, BadQuery: _bad, Abandoned: _abandoned})
-    return Guard(app, token=token, host=host, port=port, loopback=loopback)
+    return Guard(app, token=token, host=host, port=port, loopback=loopback, every_address=every_address)

@@ -5,9 +5,12 @@ tab of the same browser can send requests to 127.0.0.1. So every request, whatev
 (unknown paths included), must come with:
 
 - a `Host` header naming the address the server is bound to: a name an attacker's DNS points
-  at 127.0.0.1 (DNS rebinding) is refused (421);
-- no `Origin`, or the server's own, and no `Sec-Fetch-Site: cross-site` or `same-site`
-  (another port of the same machine is the same site) (403);
+  at 127.0.0.1 (DNS rebinding) is refused (421). Bound to every address (`0.0.0.0`, `::`),
+  any IP address with the port will do, and `localhost`: a browser writes an address in
+  `Host` only for a page it loaded from that address, so no DNS is involved, and the server
+  has no one address of its own to ask for;
+- no `Origin`, or the page's own (`http://` and that `Host`), and no `Sec-Fetch-Site:
+  cross-site` or `same-site` (another port of the same machine is the same site) (403);
 - GET or HEAD: the inspector changes nothing (405);
 - the random token, as the `token` query parameter or the cookie the page gets on its first
   visit (HttpOnly, SameSite=Strict), compared in constant time (401 without it).
@@ -20,6 +23,7 @@ checks passed, or echo the token anywhere but in that cookie.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from collections.abc import Sequence
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl
@@ -43,16 +47,36 @@ def host_header(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _names_an_address(host: str, port: int) -> bool:
+    """Is `host` (a `Host` header) an IP address, or `localhost`, with `port`?"""
+    name, colon, given = host.rpartition(":")
+    if not colon or given != str(port):
+        return False
+    if name == "localhost":
+        return True
+    if name.startswith("[") and name.endswith("]"):  # IPv6, as a browser writes it
+        name = name[1:-1]
+    elif ":" in name:
+        return False
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
 class Guard:
     """ASGI middleware: the four checks, then the app, with the safe headers on every answer."""
 
-    def __init__(self, app: ASGIApp, *, token: str, host: str, port: int, loopback: bool) -> None:
+    def __init__(self, app: ASGIApp, *, token: str, host: str, port: int, loopback: bool,
+                 every_address: bool = False) -> None:
         self.app = app
         self.token = token.encode()
         bound = host_header(host, port)
         # `localhost` is no name an attacker can point elsewhere; any other must be the address
         self.hosts = frozenset({bound, f"localhost:{port}"} if loopback else {bound})
-        self.origin = f"http://{bound}"
+        self.port = port
+        self.any_address = every_address  # then any of this machine's: `_names_an_address`
         self.cookie = f"acp_bridge_ui_{port}"  # cookies ignore ports: one per inspector
 
     def __repr__(self) -> str:
@@ -88,10 +112,11 @@ class Guard:
         await self.app(scope, receive, send_safe)
 
     def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
-        if headers.get(b"host", b"").decode("latin-1") not in self.hosts:
+        host = headers.get(b"host", b"").decode("latin-1")
+        if host not in self.hosts and not (self.any_address and _names_an_address(host, self.port)):
             return 421, "unknown Host: this inspector answers only to the address it is bound to"
         origin = headers.get(b"origin")
-        if origin is not None and origin.decode("latin-1") != self.origin:
+        if origin is not None and origin.decode("latin-1") != f"http://{host}":
             return 403, "requests from other sites are refused"
         # same-site: a page on another port of this machine (a site ignores ports), which the
         # SameSite=Strict cookie goes with; the inspector's own page is same-origin

@@ -28,6 +28,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def is_every_address(host: str) -> bool:
+    """Does binding `host` listen on every address of the machine (`0.0.0.0`, `::`)?"""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port (port 0: one the system picks).
 
@@ -63,7 +71,8 @@ async def serve(sock: socket.socket, roots: list[str], token: str, *, alive: Cal
     gives `shell.posix.until_interrupted`: Ctrl-C or SIGTERM)."""
     host, port = address(sock)
     inspector = Inspector(roots, alive=alive, clock=clock)
-    app = build_app(inspector, token=token, host=host, port=port, loopback=is_loopback(host))
+    app = build_app(inspector, token=token, host=host, port=port, loopback=is_loopback(host),
+                    every_address=is_every_address(host))
     config = HypercornConfig()
     config.bind = [f"fd://{sock.detach()}"]
     config.graceful_timeout = 1.0

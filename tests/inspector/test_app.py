@@ -55,8 +55,8 @@ class Server:
 
 
 @asynccontextmanager
-async def running(*roots: Path) -> AsyncIterator[Server]:
-    sock = bind("127.0.0.1", 0)
+async def running(*roots: Path, host: str = "127.0.0.1") -> AsyncIterator[Server]:
+    sock = bind(host, 0)
     _, port = address(sock)
     stopped = trio.Event()
     with trio.fail_after(20):
@@ -271,6 +271,27 @@ async def test_every_refusal_of_the_door(tmp_path: Path) -> None:
         assert head.status_code == 200 and head.content == b""  # HEAD is a GET without the body
 
 
+async def test_bound_to_every_address_any_address_of_it_is_a_host(tmp_path: Path) -> None:
+    """`--host 0.0.0.0` is for a page opened from another machine, at this one's address:
+    that Host was refused (421), the bound 0.0.0.0 being the only one allowed. An address is
+    no name DNS can rebind, so any IP address with the port will do; a name still will not,
+    and an Origin must be the page's own."""
+    (tmp_path / "c.jsonl").write_bytes(header() + message(1))
+    async with running(tmp_path, host="0.0.0.0") as server:
+        port = server.port
+        hosts = {host: (await server.get("/api/captures", headers={"host": host})).status_code for host in (
+            f"192.168.1.7:{port}", f"127.0.0.1:{port}", f"0.0.0.0:{port}", f"localhost:{port}", f"[::1]:{port}",
+            f"evil.example:{port}", f"192.168.1.7:{port + 1}", "192.168.1.7", f"::1:{port}", f"[evil]:{port}")}
+        assert hosts == {
+            f"192.168.1.7:{port}": 200, f"127.0.0.1:{port}": 200, f"0.0.0.0:{port}": 200, f"localhost:{port}": 200,
+            f"[::1]:{port}": 200, f"evil.example:{port}": 421, f"192.168.1.7:{port + 1}": 421, "192.168.1.7": 421,
+            f"::1:{port}": 421, f"[evil]:{port}": 421}
+        origins = {origin: (await server.get("/api/captures", headers={
+            "host": f"192.168.1.7:{port}", "origin": origin})).status_code for origin in (
+            f"http://192.168.1.7:{port}", f"http://0.0.0.0:{port}", "http://evil.example")}
+        assert origins == {f"http://192.168.1.7:{port}": 200, f"http://0.0.0.0:{port}": 403, "http://evil.example": 403}
+
+
 async def test_the_first_visit_moves_the_token_into_a_strict_cookie(tmp_path: Path) -> None:
     """`/?token=` answers with the cookie (HttpOnly, SameSite=Strict) and sends the browser
     to `/`, so the token leaves the address bar; the cookie alone then opens everything.
@@ -310,7 +331,9 @@ def test_beyond_loopback_a_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert result.exit_code == 0, result.output
     [line] = result.stdout.splitlines()
     assert line.startswith("http://0.0.0.0:") and "/?token=" in line
-    assert result.stderr.startswith("acp-bridge: warning: listening on 0.0.0.0, beyond this machine")
+    assert result.stderr == ("acp-bridge: warning: listening on 0.0.0.0, beyond this machine: anyone who can reach "
+                             "it and learns the token reads your captures\nacp-bridge: from another machine, open the "
+                             "address with this machine's IP address in place of 0.0.0.0\n")
     result = CliRunner().invoke(main, ["ui", str(tmp_path)])
     assert result.stdout.startswith("http://127.0.0.1:") and result.stderr == ""
 
