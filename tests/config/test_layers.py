@@ -140,6 +140,11 @@ def test_a_config_file_in_a_folder_with_braces_keeps_them_out_of_the_capture_tem
     template = str(tmp_path).replace("{", "{{").replace("}", "}}") + "/p{{x}}/caps/c-{pid}.jsonl"
     assert seen[0].capture.path == template
     assert template.format(pid=7) == str(folder / "caps" / "c-7.jsonl")
+    monkeypatch.setenv("HOME", str(folder))  # a home folder put before the template: the same
+    config.write_text('[capture]\npath = "~/c-{pid}.jsonl"\n')
+    result = CliRunner().invoke(main, ["run", "-c", str(config), "--", "agent"])
+    assert result.exit_code == 0, result.output
+    assert seen[1].capture.path.format(pid=7) == str(folder / "c-7.jsonl")
 
 
 def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
