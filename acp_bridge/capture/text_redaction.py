@@ -11,9 +11,8 @@ on any text.
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from acp_bridge.capture.spellings import text_spellings
 
@@ -31,6 +30,8 @@ _SECRET_VALUE = re.compile(
     rf"(?i)\b({_SECRET_KEY}[\"']?\s*[:=]\s*[\"']?(?:{_AUTH_SCHEME}\s+)?)([^\s'\",;&]+)")
 # A secret's name and separator with the value still to come (the next argument).
 _DANGLING = re.compile(rf"(?i)\b{_SECRET_KEY}[\"']?\s*[:=]\s*[\"']?(?:{_AUTH_SCHEME})?\s*$")
+# What may follow the separator of `_DANGLING`, to the end.
+_AFTER_SEPARATOR = re.compile(rf"(?i)\s*[\"']?(?:{_AUTH_SCHEME})?\s*")
 _COOKIE = re.compile(r"(?i)\b((?:set-)?cookie\s*:\s*)([^\r\n]+)")
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
 # A query parameter whose name says secret, in a URL or a path quoted alone (`?sig=`,
@@ -68,16 +69,34 @@ def mask_text_secrets(text: str, private: str | None = None) -> str:
 _KEY_HINTS = ("apikey", "api_key", "api-key", "token", "secret", "passw", "credential", "authorization")
 
 
-def _lower(text: str) -> str | None:
-    """`text` in lower case, to search for names before the patterns do; None when it is not
-    ASCII: the patterns' IGNORECASE also matches `ſ` as `s` and `ı` as `i`, which `lower()`
-    keeps, so only the patterns can tell."""
-    return text.lower() if text.isascii() else None
+def _lower(text: str) -> str:
+    """`text` in lower case, of the same length, to search for names before the patterns
+    do: where the patterns' IGNORECASE matches a letter `lower()` does not make ASCII
+    (`ſ` as `s`, `ı` and `İ` as `i`), that letter; `lower()` makes `K` a `k` (`İ` it
+    would make two characters)."""
+    if not text.isascii():
+        for odd, letter in _FOLDS:
+            if odd in text:
+                text = text.replace(odd, letter)
+    return text.lower()
 
 
-def _mentions(low: str | None, words: Sequence[str]) -> bool:
-    """Could the text `low` is the lower case of (None: not ASCII) hold one of `words`?"""
-    return low is None or any(word in low for word in words)
+_FOLDS = (("\u017f", "s"), ("\u0131", "i"), ("\u0130", "i"))
+
+
+def _mentions(low: str, words: Sequence[str]) -> bool:
+    """Could the text `low` is the lower case of (`_lower`) hold one of `words`?"""
+    return any(word in low for word in words)
+
+
+def _dangling(arg: str) -> bool:
+    """Does `arg` end with a secret's name and separator, its value the next argument
+    (`_DANGLING`)? Its separator is the last `:` or `=`: only when what follows that could
+    end the pattern is the pattern searched for (it costs about 0.2 s a MiB)."""
+    cut = max(arg.rfind(":"), arg.rfind("="))
+    if cut < 0 or _AFTER_SEPARATOR.fullmatch(arg, cut + 1) is None:
+        return False
+    return _mentions(_lower(arg), _KEY_HINTS) and _DANGLING.search(arg) is not None
 
 
 def _secret_name(name: str) -> bool:
@@ -108,7 +127,7 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
             hide_next = name.startswith("-")
             out.append(arg)
             continue
-        if _mentions(_lower(arg), _KEY_HINTS) and _DANGLING.search(arg):  # `Authorization:Bearer` `X`
+        if _dangling(arg):  # `Authorization:Bearer` `X`
             hide_next = True
             out.append(arg)
             continue
@@ -129,25 +148,30 @@ def _mask_words(text: str, *, every_word: bool = False) -> str:
     """`text`, a command line in one string, with its options' secrets masked as `mask_argv`
     masks separate arguments (`--token X`, `--author=X`, `API_KEY=X`): a word is replaced
     whole, quotes and all, and the spaces between words are kept. Only the words that hold
-    a secret word or a quote are looked at (a script of a MiB has 200,000 words)."""
-    low = None if every_word else _lower(text)  # every_word: the slow path, for the tests
-    # a secret word, or a quote or backslash that may hide one (`--to''ken`)
-    marks_of = (*_WORD_HINTS, "'", '"', "\\")
-    if not _mentions(low, marks_of):
+    a secret word, maybe spelled with quotes (`--to''ken`), are looked at (a script of a MiB
+    has 200,000 words, and quotes in most lines)."""
+    low = _lower(text)
+    if not every_word and not _mentions(low.translate(_UNQUOTED), _WORD_HINTS):
         return text
-    # where they are (not ASCII: every word is looked at)
-    marks = [] if low is None else sorted({at for hint in marks_of for at in _find_all(low, hint)})
+    # where they are (every_word: each word is looked at, the slow path, for the tests)
+    marks = None if every_word else iter([found.start() for found in _SPELLED.finditer(low)])
+    mark = -1
     out: list[str] = []
     end = 0
     hide_next = False
     for word in _WORD.finditer(text):
-        start, stop = word.span()
-        if not hide_next and low is not None:
-            at = bisect.bisect_left(marks, start)
-            if at == len(marks) or marks[at] >= stop:  # no secret word, no quote: a word like any
+        if not hide_next and marks is not None:
+            stop = word.end()
+            if stop <= mark:  # a word like any before the next secret word (most of them)
+                continue
+            start = word.start()
+            while mark < start:
+                mark = next(marks, len(text))
+            if mark >= stop:
                 continue
             if text[start] not in "-'\"\\" and text.find("=", start, stop) < 0:  # no option, no NAME=
                 continue
+        start, stop = word.span()
         out.append(text[end:start])
         end = stop
         name, eq, _ = _QUOTING.sub(r"\1", word.group()).partition("=")
@@ -164,10 +188,7 @@ def _mask_words(text: str, *, every_word: bool = False) -> str:
 
 
 _WORD_HINTS = (*_SECRET_WORDS, *_SECRET_OPTIONS)
-
-
-def _find_all(text: str, needle: str) -> Iterator[int]:
-    at = text.find(needle)
-    while at >= 0:
-        yield at
-        at = text.find(needle, at + 1)
+# A secret word as a word of a command line may spell it: quotes and backslashes between its
+# letters, which the shell takes out (`--to''ken`, `to\\ken`).
+_UNQUOTED = str.maketrans("", "", "'\"\\")
+_SPELLED = re.compile("|".join("[\'\"\\\\]*".join(re.escape(letter) for letter in hint) for hint in _WORD_HINTS))

@@ -221,7 +221,7 @@ def _capture(values: dict[str, Any], src: _File) -> CaptureConfig:
     values = dict(values)
     if "path" in values:
         check_capture_template(values["path"], src.fail("capture.path"))
-        values["path"] = str(src.path(values["path"]))
+        values["path"] = _template_path(src, values["path"])
         check_capture_target(values["path"], src.fail("capture.path"))
     if "redact" in values:
         from acp_bridge.core.pointer import parse_pointer  # only here: `run` imports the core later
@@ -357,3 +357,18 @@ def _seconds(value: int | float, fail: Fail) -> float:
     if seconds < 0:
         raise fail(f"must not be negative, got {value}")
     return seconds
+
+
+def _template_path(src: _File, template: str) -> str:
+    """Where a capture template the file gives leads (`_File.path`), still a template: the
+    file's folder and a home folder put before it have their braces doubled, so that only
+    the template's own `{time}` and `{pid}` are filled in (a folder named `p{x}`)."""
+    user, slash, rest = template.partition("/")
+    home = os.path.expanduser(user) if user.startswith("~") else user
+    if home != user:
+        template = _braces_doubled(home) + slash + rest
+    return str(Path(_braces_doubled(str(src.base))) / template)
+
+
+def _braces_doubled(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")

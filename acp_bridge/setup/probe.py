@@ -71,6 +71,11 @@ def id_text(raw: bytes, id_: Any) -> str:
         return repr(id_)
 
 
+def _no_json(constant: str) -> Any:
+    """NaN, Infinity and -Infinity, which the stdlib's reader takes and JSON has not."""
+    raise ValueError(f"{constant} is not JSON")
+
+
 class _Conversation:
     def __init__(self, probe: Probe, proc: trio.Process, start: float, max_line: int = MAX_LINE) -> None:
         self.probe, self.proc, self.start, self.max_line = probe, proc, start, max_line
@@ -147,8 +152,8 @@ class _Conversation:
         try:
             msg = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            try:  # an integer past 308 digits, which orjson refuses
-                msg = json.loads(raw)
+            try:  # an integer past 308 digits, which orjson refuses (NaN stays no JSON)
+                msg = json.loads(raw, parse_constant=_no_json)
             except (ValueError, RecursionError):
                 if text.strip() or raw:
                     self.stray(text)

@@ -124,6 +124,29 @@ def test_precedence_command_line_then_env_then_file(tmp_path: Path, monkeypatch:
     assert seen[0].agent.command == ("agent",)
 
 
+def test_a_config_file_in_a_folder_with_braces_keeps_them_out_of_the_capture_template(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative [capture] path starts at the file's folder, and `{time}` and `{pid}` are
+    filled in after: a folder named `p{x}` made every command reading the file a traceback
+    (KeyError: 'x'), as `run` with it had been. Its braces are doubled in the template."""
+    seen: list[Any] = []
+    monkeypatch.setattr(run, "run_and_report", keeper(seen))
+    folder = tmp_path / "p{x}"
+    folder.mkdir()
+    config = folder / "c.toml"
+    config.write_text('[capture]\npath = "caps/c-{pid}.jsonl"\n')
+    result = CliRunner().invoke(main, ["run", "-c", str(config), "--", "agent"])
+    assert result.exit_code == 0, result.output
+    template = str(tmp_path).replace("{", "{{").replace("}", "}}") + "/p{{x}}/caps/c-{pid}.jsonl"
+    assert seen[0].capture.path == template
+    assert template.format(pid=7) == str(folder / "caps" / "c-7.jsonl")
+    monkeypatch.setenv("HOME", str(folder))  # a home folder put before the template: the same
+    config.write_text('[capture]\npath = "~/c-{pid}.jsonl"\n')
+    result = CliRunner().invoke(main, ["run", "-c", str(config), "--", "agent"])
+    assert result.exit_code == 0, result.output
+    assert seen[1].capture.path.format(pid=7) == str(folder / "c-7.jsonl")
+
+
 def test_bridge_table_sets_strict_log_file_and_verbosity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
     monkeypatch.setattr(run, "run_and_report", keeper(seen))

@@ -65,3 +65,13 @@ def test_a_wrong_id_is_shown_as_it_was_written(raw: bytes, expected: str) -> Non
     except orjson.JSONDecodeError:
         msg = json.loads(raw)
     assert id_text(raw, msg["id"]) == expected
+
+
+@pytest.mark.parametrize("value", [b"NaN", b"Infinity", b"-Infinity"])
+def test_an_answer_holding_nan_is_no_json_and_answers_nothing(value: bytes) -> None:
+    """The fallback reader for a number past 308 digits is the stdlib's, which also takes
+    NaN and Infinity; no JSON reader of a client does (JSON.parse, orjson), so the line is
+    stray output, as it was, and not the answer doctor waited for."""
+    line = b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":' + value + b"}}"
+    probe, talk = read([line + b"\n"], 100)
+    assert (probe.stray, talk.answers) == ([line.decode()], {})
