@@ -3,9 +3,11 @@
 Owns: gathering a long line's head (`Head`: enough of it to say what the line is), where
 the line goes, decided from its head (`LongLines`, a mixin of core/proxy_link.py's
 `ProxyLink`: unwrapped, wrapped, an answer's id put back, or answered as malformed and not
-passed on), and the line's pieces after that (`Stream`: all of them go on, or, for a value
-being spliced into another envelope, up to that value's end and then what closes the new
-one). Must never: hold more of a line than its head.
+passed on; toward the successor `outgoing` decides, from the line's first `HEAD` bytes,
+which the relay reads too to answer a request the link does not wrap as one), and the
+line's pieces after that (`Stream`: all of them go on, or, for a value being spliced into
+another envelope, up to that value's end and then what closes the new one). Must never:
+hold more of a line than its head.
 """
 
 from __future__ import annotations
@@ -183,19 +185,54 @@ class LongLines:
         return b"".join(parts)
 
     def _open_outgoing(self, head: bytes) -> tuple[Stream, bytes, bytes]:
-        outer = {key: (start, end) for key, start, end in head_members(head)}
-        method = small_value(head, outer.get("method"))
-        raw_id = small_value(head, outer.get("id"))
-        params = outer.get("params")
-        if method is None and raw_id is not None:
-            start, end = outer["id"]  # small: it ended
-            envelope_id = self._ids.upstream_answer(raw_id)
+        found = outgoing(head[:self.head])  # the relay reads the same bytes (core/uncarried.py)
+        if found.answer:
+            start, end = found.members["id"]  # small: it ended
+            envelope_id = self._ids.upstream_answer(head[start:end])
             if envelope_id is not None:
                 return Stream("successor"), head[end:], head[:start] + envelope_id
-        if method is not None and params is not None and head[params[0]] in b"{[":
-            prefix = self._envelope_head(raw_id, method) + b',"params":'
-            return Stream("successor", ValueEnd(), close=b"}}"), head[params[0]:], prefix
-        if head.lstrip()[:1] != b"[":  # a batch: the relay answers it (core/uncarried.py) and says so
+        if found.method is not None and found.params is not None:
+            prefix = self._envelope_head(found.raw_id, found.method) + b',"params":'
+            return Stream("successor", ValueEnd(), close=b"}}"), head[found.params:], prefix
+        if not found.message and head.lstrip()[:1] != b"[":  # the relay answers a batch or a message, and says so
             self._say_once("long-unwrappable", "a line over the parse limit toward the successor cannot be wrapped "
                                                "(its method and id do not come before its params); not sent")
         return Stream(DROPPED, done=True), b"", b""
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """What the head of a line over the parse limit toward the successor says it is, and so
+    how the link sends it: in an envelope as it streams (its method a string and its params
+    an object or array, both begun in the head; a request only if its id ended there too),
+    as an answer to a request of the successor's (an id, and no method or params), or not
+    at all. The relay reads the same head to answer a request the link does not wrap as one."""
+
+    members: dict[str, tuple[int, int | None]]
+    method: bytes | None = None  # the method as written, when the line is wrapped
+    raw_id: bytes | None = None  # the id as written, when it ended in the head
+    params: int | None = None  # where the params begin, when the line is wrapped
+
+    @property
+    def answer(self) -> bool:
+        return self.raw_id is not None and "method" not in self.members and "params" not in self.members
+
+    @property
+    def message(self) -> bool:
+        """A request or notification, as far as the head tells (the relay judges it at its end)."""
+        return "method" in self.members or "params" in self.members
+
+    @property
+    def wrapped_request(self) -> bool:
+        return self.params is not None and self.raw_id is not None
+
+
+def outgoing(head: bytes) -> Outgoing:
+    """What the link makes of a long line toward the successor whose first bytes are `head`."""
+    members = {key: (start, end) for key, start, end in head_members(head)}
+    raw_id = small_value(head, members.get("id"))
+    params = members.get("params")
+    method = members.get("method")
+    if small_string(head, method) is not None and params is not None and head[params[0]] in b"{[":
+        return Outgoing(members, small_value(head, method), raw_id, params[0])
+    return Outgoing(members, raw_id=raw_id)

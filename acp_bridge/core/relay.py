@@ -21,6 +21,7 @@ from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.lines import MIB, Opaque
 from acp_bridge.core.messages import RESPONSE, TO_CLIENT, Direction, classify
+from acp_bridge.core.proxy_long_lines import HEAD
 from acp_bridge.core.rewrites.base import Rule
 from acp_bridge.core.rewrites.stray_output import StrayOutput
 from acp_bridge.core.runs import ALWAYS_PARSE, RUN_MIN, Runs
@@ -73,11 +74,12 @@ class Relay:
         self._runs = Runs(self._triggers, self._pieces, max_line=max_line, run_min=run_min, native_scan=native_scan)
         self.failures = self._verdicts.failures  # per rule: how often it failed (each said once)
 
-    def as_chain_link(self) -> None:
+    def as_chain_link(self, head: int = HEAD) -> None:
         """Relay as a link of a proxy chain, where each message toward the agent goes in an
         envelope of its own: a client's batch, or request whose method is no string, cannot,
-        and the bridge answers it at once (core/uncarried.py)."""
-        self._unparsed.uncarried = Uncarried(self.session, self._answers)
+        and the bridge answers it at once (core/uncarried.py); so is a request over the parse
+        limit the link cannot wrap as it streams. `head`: the link's (`ProxyLink.head`)."""
+        self._unparsed.uncarried = Uncarried(self.session, self._answers, head)
 
     @property
     def unencodable(self) -> int:

@@ -49,14 +49,19 @@ class Unparsed:
             scanner = state.long = MemberScanner()
         scanner.feed(piece.data)
         out.append(Forward(direction, piece.data, piece.data, Verdict.OPAQUE))
+        chain = self.uncarried if direction is Direction.TO_AGENT else None
+        long = chain.long_piece(piece) if chain is not None else None  # at its end: what the link made of it
         if not piece.end:
             return
         state.long = None
         if piece.data.endswith(b"\n"):
-            if self.uncarried is not None and direction is Direction.TO_AGENT and scanner.is_batch:
-                self.uncarried.long_batch(scanner.finish(), out)  # its pieces went on to the link, which drops them
+            found = scanner.finish()
+            if chain is not None and scanner.is_batch:
+                chain.long_batch(found, out)  # its pieces went on to the link, which drops them
             else:
-                self._members(direction, scanner.finish(), now, out)
+                if chain is not None and long is not None:  # a request the link cannot wrap as one is answered
+                    found = chain.long_message(long, found, out)
+                self._members(direction, found, now, out)
         else:  # torn by the end of the stream: no message, and what follows needs a newline
             state.torn = True
         self.answers.release_held(direction, out)

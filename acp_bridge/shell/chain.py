@@ -295,7 +295,7 @@ async def _serve(config: Config, relay: Relay, stdio: trio.StapledStream[Any, An
     dialect, as_client = decided
     log.info("chain: a proxy in the %s dialect", dialect.name)
     link = ProxyLink.started(dialect, first, max_line)
-    relay.as_chain_link()
+    relay.as_chain_link(link.head)  # it reads a long line's head as the link does
     async with open_observer(dialect) as observer:
         await _relay(link, relay, stdio, as_client, rest, lines, observer, life)
     return life.status

@@ -368,3 +368,26 @@ def test_a_rules_cancel_of_its_own_request_to_the_client_names_the_id_the_client
     assert chain.from_conductor(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"cancelled"}}\n') == [
         (FROM_CLIENT, b'{"jsonrpc":"2.0","id":"ask","error":{"code":-32800,"message":"cancelled"}}\n')]
     assert chain.to_client(cancel % b'"ask"') == cancel % b'"ask"'  # answered: no longer ours to map
+
+
+@pytest.mark.parametrize("line", [
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":7,"params":{"t":"' + b"x" * 200 + b'"}}\n', id="request"),
+    pytest.param(b'{"jsonrpc":"2.0","method":null,"params":["' + b"x" * 200 + b'"]}\n', id="notification"),
+])
+def test_a_long_line_whose_method_is_no_string_is_not_wrapped_into_a_malformed_envelope(
+        line: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    """The relay answers the request (core/uncarried.py) and says so: the link is silent."""
+    chain = link(max_line=64)
+    with caplog.at_level(logging.WARNING, "acp_bridge.chain"):
+        assert joined(feed_all(chain, line, [90], outgoing=True), "conductor") == b""
+    assert chain.in_flight == 0
+    assert caplog.records == []
+
+
+def test_a_long_request_whose_method_comes_after_its_params_is_no_answer_to_a_request_of_the_successors() -> None:
+    chain = link(max_line=64)
+    chain.from_conductor(b'{"jsonrpc":"2.0","id":7,"method":"proxy/successor","params":{"method":"fs/read_text_file",'
+                         b'"params":{}}}\n')  # toward the client as our 1
+    line = b'{"jsonrpc":"2.0","id":1,"params":{"t":"' + b"x" * 200 + b'"},"method":"session/prompt"}\n'
+    assert joined(feed_all(chain, line, [90], outgoing=True), "conductor") == b""
+    assert chain.in_flight == 1  # still the successor's request, unanswered

@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from acp_bridge.core.proxy_wire import NO_AGENT
-from acp_bridge.core.uncarried import BATCH_ANSWER, NO_BATCH, NO_METHOD
+from acp_bridge.core.uncarried import BATCH_ANSWER, NO_BATCH, NO_METHOD, NO_ORDER
 from tests.cli_helpers import bridge_in_process
 from tests.conftest import invoke, open_bridge, run_cli
 
@@ -290,3 +290,31 @@ async def test_a_batch_over_the_parse_limit_is_answered_as_it_ends_and_said_once
         await bridge.read_until(b'"id":"b"')  # while the connection is open
     assert bytes(bridge.received).splitlines(keepends=True)[1] == b"[" + invalid(b'"b"', NO_BATCH) + b"]\n"
     assert bridge.stderr.decode().count("cannot be carried") == 1  # and not as a line that cannot be wrapped
+
+
+async def test_a_long_request_whose_id_or_method_comes_after_its_params_is_answered_as_it_ends(tmp_path: Path) -> None:
+    """Its envelope is written as it streams, so the link cannot wrap it as a request: the
+    bridge answers it once the line has ended, not at the conductor's EOF, says so once, and
+    records its answer as its own. A request the link wraps is still the successor's."""
+    config, capture = tmp_path / "limit.toml", tmp_path / "long.jsonl"
+    config.write_text("[relay]\nparse_limit_mib = 1\n")
+    params = b'{"sessionId":"s","prompt":[{"type":"text","text":"' + b"x" * (3 << 19) + b'"}]}'
+    late_id = b'{"jsonrpc":"2.0","method":"session/prompt","params":' + params + b',"id":' + BIG + b"}\n"
+    late_method = b'{"jsonrpc":"2.0","id":"m","params":' + params + b',"method":"session/prompt"}\n'
+    wrapped = b'{"jsonrpc":"2.0","id":"w","method":"session/prompt","params":' + params + b"}\n"
+    async with bridge_in_process(["run", "-c", str(config), "--capture", str(capture)], timeout=60) as bridge:
+        await bridge.send(PROXY_INIT)
+        await bridge.read_until(b"\n")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge.send, late_id + late_method + wrapped)
+            await bridge.read_until(b'"id":"m","error"')  # while the connection is open
+            await bridge.read_until(b'"}]}}}\n')  # the wrapped one, as our request 2
+    answers = [line for line in bytes(bridge.received).splitlines(keepends=True) if b'"error"' in line]
+    assert answers[:2] == [invalid(BIG, NO_ORDER) + b"\n", invalid(b'"m"', NO_ORDER) + b"\n"]
+    assert answers[2:] == [
+        b'{"jsonrpc":"2.0","id":' + id_ + b',"error":{"code":-32603,"message":"the conductor closed the connection '
+        b'before the successor answered"}}\n' for id_ in (b"0", b'"w"')]  # only these were in flight
+    assert bridge.stderr.decode().count("cannot be carried") == 1
+    kept = [(r["direction"], r["verdict"], r["rules"], r.get("out")) for r in records(capture)
+            if r["type"] == "message" and r["verdict"] == "emit"]
+    assert kept[:2] == [("to-client", "emit", ["bridge"], line.decode()) for line in answers[:2]]
