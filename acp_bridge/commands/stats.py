@@ -6,11 +6,10 @@ Must never: write to a capture.
 from __future__ import annotations
 
 import click
-import orjson
 
 from acp_bridge.capture.files import local_clock
 from acp_bridge.capture.stats import CaptureStats
-from acp_bridge.commands.captures import CAPTURE, reading, say
+from acp_bridge.commands.captures import CAPTURE, dumps_json, reading, say
 
 
 @click.command(short_help="Summarise a capture: messages, bytes, latency, rules.")
@@ -24,7 +23,7 @@ def stats(capture: str, as_json: bool) -> None:
         for record in reader:
             aggregate.add(record)
     if as_json:
-        click.echo(orjson.dumps(aggregate.as_json(), option=orjson.OPT_INDENT_2).decode())
+        click.echo(dumps_json(aggregate.as_json()))
     else:
         for text in aggregate.report(local_clock):
             click.echo(text)

@@ -152,3 +152,64 @@ def test_show_prints_an_unknown_size_as_a_question_mark_and_no_odd_latency(tmp_p
         "22:13:23.000 <- x id 9 ok 3B",
         "22:13:23.000 <- x ?B",
     ]
+
+
+# -- what is kept of a request until its answer -----------------------------------------------
+
+HUNDRED_DIGITS, OTHER_HUNDRED = "1" * 100, "2" * 100
+
+
+def _message(seq: object, direction: str, kind: str, method: str, id_: str, session: str = "null",
+             time: str | None = "1700000000.5", mono: str | None = "0.5") -> bytes:
+    """A request or response record as a capture line, its values written as given (JSON)."""
+    fields = [] if seq is None else [f'"seq":{seq}']
+    fields += [] if time is None else [f'"time":{time}']
+    fields += [] if mono is None else [f'"mono":{mono}']
+    return ('{"type":"message",' + ",".join([*fields, f'"direction":"{direction}"', f'"kind":"{kind}"',
+            '"verdict":"pass"', f'"method":{method}', f'"id":{id_}', f'"session":{session}', '"rules":[]',
+            '"size":2']) + "}\n").encode()
+
+
+MIXED = [
+    _message(1, "to-agent", "request", '"initialize"', "1"),
+    _message(2, "to-client", "response", "null", "1", mono="0.75"),  # answers seq 1
+    _message(3, "to-agent", "request", '"session/new"', '"1"'),  # "1" is not 1
+    _message(4, "to-client", "request", '"fs/read_text_file"', "1", '"s1"'),  # the agent's own 1
+    _message(5, "to-agent", "request", '"session/prompt"', "7", '"s1"', mono="1.0"),
+    _message(6, "to-agent", "request", '"session/prompt"', "7", '"s1"', mono="1.5"),  # the same id again
+    _message(7, "to-client", "response", '"session/prompt"', "7", '"s1"', mono="3.0"),  # answers seq 5
+    _message(8, "to-agent", "request", '"session/prompt"', HUNDRED_DIGITS, '"s2"'),
+    _message(9, "to-agent", "request", '"session/load"', OTHER_HUNDRED, '"s2"', mono="2.0"),
+    _message(10, "to-client", "response", "null", OTHER_HUNDRED, mono="2.125"),  # answers seq 9
+    _message(11, "to-client", "request", '"odd\\u001bmethod"', '"x\\u0007"', "12"),  # a session that is a number
+    _message(12, "to-agent", "request", '"session/cancel"', "3", time="1700000012", mono=None),  # an int time, no mono
+    _message(13, "to-agent", "request", '"m"', "true"),
+    _message(14, "to-agent", "request", '"m"', "2.5"),
+    _message(15, "to-agent", "request", '"m"', '{"b":1,"a":[2]}'),
+    _message(16, "to-agent", "request", '"' + "m" * 300 + '"', "5"),
+    _message(0, "to-agent", "request", '"m"', "6"),  # out of order
+    _message(None, "to-agent", "request", '"no seq"', "8"),
+    _message(-5, "to-agent", "request", '"m"', "9223372036854775807"),
+    _message(17, "to-agent", "request", '"m"', "9223372036854775808"),
+    _message(18, "to-client", "request", '"session/request_permission"', "2", '"s1"'),
+    _message(19, "to-agent", "response", "null", "2", mono="4.0"),  # the client answers seq 18
+    _message(20, "to-agent", "request", "null", "10", '"s3"'),
+    _message(21, "to-client", "response", "null", '"1"', mono="5.0"),  # answers seq 3
+    _message(22, "to-agent", "request", '"session/prompt"', "7", '"s1"'),  # behind seq 6
+]
+
+
+def test_json_writes_an_unanswered_id_past_64_bits_with_all_its_digits(tmp_path: Path) -> None:
+    """orjson writes no integer past 64 bits: `stats --json` ended in a traceback (exit 1) on
+    a capture whose unanswered request had a 100-digit id. It is written as the capture holds it."""
+    import json
+
+    from tests.commands.sample_capture import HEADER
+
+    capture = tmp_path / "big-id.jsonl"
+    capture.write_bytes(HEADER + _message(1, "to-agent", "request", '"session/prompt"', HUNDRED_DIGITS, '"s"'))
+    result = CliRunner().invoke(main, ["stats", str(capture), "--json"])
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert json.loads(result.stdout)["unanswered"] == [{"seq": 1, "time": 1700000000.5, "direction": "to-agent",
+                                                         "method": "session/prompt", "id": int(HUNDRED_DIGITS),
+                                                         "session": "s"}]
