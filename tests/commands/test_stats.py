@@ -213,3 +213,96 @@ def test_json_writes_an_unanswered_id_past_64_bits_with_all_its_digits(tmp_path:
     assert json.loads(result.stdout)["unanswered"] == [{"seq": 1, "time": 1700000000.5, "direction": "to-agent",
                                                          "method": "session/prompt", "id": int(HUNDRED_DIGITS),
                                                          "session": "s"}]
+
+
+def _row(seq: object, direction: str, method: object, id_: object, session: object = None,
+         time: object = 1700000000.5) -> dict[str, object]:
+    return {"seq": seq, "time": time, "direction": direction, "method": method, "id": id_, "session": session}
+
+
+def test_the_unanswered_requests_are_listed_as_the_capture_holds_them(tmp_path: Path, utc: None) -> None:
+    """What `stats` keeps of a request in flight is packed now (it kept a dict of each: 880 MB
+    for a million); the lists are those it printed before, line for line: "1" is not 1, each
+    side numbers its own, a second request with an id in flight waits behind the first, an id
+    of 100 digits, past 64 bits, a bool, a float or an object is kept as written, a time
+    written as an integer stays one, a request without a seq sorts as 0."""
+    import json
+
+    from tests.commands.sample_capture import HEADER
+
+    capture = tmp_path / "mixed.jsonl"
+    capture.write_bytes(HEADER + b"".join(MIXED))
+    lines = invoke("stats", str(capture))
+    at = lines.index("unanswered requests: 15")
+    assert lines[at + 1:] == [
+        "  22:13:20.500 -> m id 9223372036854775807",
+        "  22:13:20.500 -> m id 6",
+        "  22:13:20.500 -> no seq id 8",
+        "  22:13:20.500 <- fs/read_text_file id 1 (s1)",
+        "  22:13:20.500 -> session/prompt id 7 (s1)",
+        f"  22:13:20.500 -> session/prompt id {HUNDRED_DIGITS} (s2)",
+        '  22:13:20.500 <- odd\\u001bmethod id "x\\u0007" (12)',
+        "  22:13:32.000 -> session/cancel id 3",
+        "  22:13:20.500 -> m id true",
+        "  22:13:20.500 -> m id 2.5",
+        '  22:13:20.500 -> m id {"b":1,"a":[2]}',
+        f"  22:13:20.500 -> {'m' * 300} id 5",
+        "  22:13:20.500 -> m id 9223372036854775808",
+        "  22:13:20.500 -> None id 10 (s3)",
+        "  22:13:20.500 -> session/prompt id 7 (s1)",
+    ]
+    assert lines[at - 10:at - 4] == [  # each answer paired with its own request
+        "latency                                count       p50       p90       p99       max",
+        "initialize                                 1   250.0ms   250.0ms   250.0ms   250.0ms",
+        "session/load                               1   125.0ms   125.0ms   125.0ms   125.0ms",
+        "session/new                                1     4.50s     4.50s     4.50s     4.50s",
+        "session/prompt                             1     2.00s     2.00s     2.00s     2.00s",
+        "session/request_permission                 1     3.50s     3.50s     3.50s     3.50s",
+    ]
+    result = CliRunner().invoke(main, ["stats", str(capture), "--json"])
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert json.loads(result.stdout)["unanswered"] == [
+        _row(-5, "to-agent", "m", 9223372036854775807),
+        _row(0, "to-agent", "m", 6),
+        _row(None, "to-agent", "no seq", 8),
+        _row(4, "to-client", "fs/read_text_file", 1, "s1"),
+        _row(6, "to-agent", "session/prompt", 7, "s1"),
+        _row(8, "to-agent", "session/prompt", int(HUNDRED_DIGITS), "s2"),
+        _row(11, "to-client", "odd\x1bmethod", "x\x07", 12),
+        _row(12, "to-agent", "session/cancel", 3, time=1700000012),
+        _row(13, "to-agent", "m", True),
+        _row(14, "to-agent", "m", 2.5),
+        _row(15, "to-agent", "m", {"b": 1, "a": [2]}),
+        _row(16, "to-agent", "m" * 300, 5),
+        _row(17, "to-agent", "m", 9223372036854775808),
+        _row(20, "to-agent", None, 10, "s3"),
+        _row(22, "to-agent", "session/prompt", 7, "s1"),
+    ]
+    assert type(json.loads(result.stdout)["unanswered"][7]["time"]) is int
+
+
+def _never_answered(path: Path, count: int) -> Path:
+    from tests.commands.sample_capture import HEADER
+
+    path.write_bytes(HEADER + b"".join(
+        b'{"type":"message","seq":%d,"time":%d.5,"mono":%d.25,"direction":"to-agent","kind":"request",'
+        b'"verdict":"pass","method":"session/prompt","id":%d,"session":"s1","rules":[],"size":2}\n' % (n, n, n, n)
+        for n in range(1, count + 1)))
+    return path
+
+
+def test_a_request_left_unanswered_costs_a_few_hundred_bytes(tmp_path: Path) -> None:
+    """`stats` kept a dict of each request in flight: about 800 bytes of a real process's
+    peak each, 880 MB for a capture of a million never answered (an agent that died), though
+    the text lists 100. It keeps 44 packed bytes each (with its id and the pairing key, about
+    230 for a million, 350 for 30,000), and makes the dicts of the 100 it prints only: the
+    peak over that of an empty capture, per request."""
+    from tests.peak_memory import run
+
+    count = 30_000
+    empty = run(["stats", str(_never_answered(tmp_path / "empty.jsonl", 0))], tmp_path)
+    many = run(["stats", str(_never_answered(tmp_path / "many.jsonl", count))], tmp_path)
+    assert (many.status, many.stderr) == (0, "")
+    assert many.stdout.endswith(f"\n  … and {count - 100} more (stats --json lists them all)\n")
+    per_request = (many.peak_mib - empty.peak_mib) * (1 << 20) / count
+    assert per_request < 500, per_request  # 860 before; 350 here, 230 for a million
