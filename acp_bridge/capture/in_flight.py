@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 from acp_bridge.capture.pairs import Pairs
@@ -57,12 +58,15 @@ class InFlight:
         kept = self._pairs.response(direction, id_)
         return None if kept is None else self._fields(kept)
 
-    def first(self, count: int | None = None) -> list[Json]:
+    def each(self, count: int | None = None) -> Iterator[Json]:
         """The first `count` requests in flight by seq (all when None; a request without a
-        seq counts as 0, and equal seqs keep the order `Pairs.open` gives), as dicts."""
+        seq counts as 0, and equal seqs keep the order `Pairs.open` gives), as dicts made one
+        at a time."""
         kept = self._pairs.open()
         shown = sorted(kept, key=_seq) if count is None else heapq.nsmallest(count, kept, key=_seq)
-        return [self._fields(item) for item in shown]
+        del kept
+        for item in shown:
+            yield self._fields(item)
 
     def _keep(self, record: Json) -> Kept:
         seq, time, mono, id_ = (record.get(key) for key in ("seq", "time", "mono", "id"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from acp_bridge.capture.in_flight import InFlight
 from acp_bridge.capture.reader import plausible_latency
@@ -93,11 +93,19 @@ class CaptureStats:
     @property
     def unanswered(self) -> list[Json]:
         """The requests left unanswered, by seq (a dict each, made now)."""
-        return self._open.first()
+        return list(self._open.each())
 
-    def as_json(self) -> Json:
+    def unanswered_json(self, count: int | None = None) -> Iterator[Json]:
+        """The first `count` requests left unanswered (None: all) as `as_json` lists them, by
+        seq, each made as it is asked for (`stats --json` writes a million one at a time)."""
+        for r in self._open.each(count):
+            yield {"seq": r.get("seq"), "time": r.get("time"), "direction": r.get("direction"),
+                   "method": r.get("method"), "id": r.get("id"), "session": r.get("session")}
+
+    def as_json(self, unanswered: int | None = None) -> Json:
         """What `report` prints, as JSON (`stats --json`, the inspector, the MCP server): the
-        same numbers, latencies in seconds, values from the capture as they were recorded."""
+        same numbers, latencies in seconds, values from the capture as they were recorded
+        (`unanswered`: how many of the requests left unanswered to list; None: all)."""
         header = None
         if self.header is not None:
             header = {key: self.header.get(key) for key in ("format", "bridge", "started", "config")}
@@ -121,9 +129,7 @@ class CaptureStats:
             "latency": latency,
             "rules": [{"rule": rule, "verdict": verdict, "count": count}
                       for (rule, verdict), count in sorted(self.rules.items())],
-            "unanswered": [{"seq": r.get("seq"), "time": r.get("time"), "direction": r.get("direction"),
-                            "method": r.get("method"), "id": r.get("id"), "session": r.get("session")}
-                           for r in self.unanswered],
+            "unanswered": list(self.unanswered_json(unanswered)),
         }
 
     def report(self, clock: Callable[[float], str] = utc_clock) -> list[str]:
@@ -164,7 +170,7 @@ class CaptureStats:
         out.append("")
         unanswered = len(self._open)
         out.append(f"unanswered requests: {unanswered}")
-        for record in self._open.first(UNANSWERED_SHOWN):
+        for record in self._open.each(UNANSWERED_SHOWN):
             arrow = "->" if record.get("direction") == "to-agent" else "<-"
             session = record.get("session")
             where = f" ({printable(str(session))})" if session is not None else ""

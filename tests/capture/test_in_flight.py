@@ -49,8 +49,8 @@ def test_the_fields_kept_are_those_a_dict_of_each_kept(records: list[Json]) -> N
             assert kept.response(record.get("direction"), record["id"]) == \
                 model.response(record.get("direction"), record["id"])
     everything = sorted(model.open(), key=lambda r: r.get("seq", 0))
-    assert kept.first() == everything
-    assert kept.first(3) == everything[:3]
+    assert list(kept.each()) == everything
+    assert list(kept.each(3)) == everything[:3]
     assert len(kept) == len(everything)
 
 
@@ -71,7 +71,7 @@ def test_a_request_as_a_bridge_writes_it_is_packed_and_its_names_kept_once() -> 
     assert [type(item) for item in kept._pairs.open()] == [bytes] * 3 + [tuple] * 3
     assert {len(item) for item in kept._pairs.open()} == {44, 7}
     assert kept._names[1:] == ["to-agent", "session/prompt", "s1"]
-    assert [(r["time"], r["id"]) for r in kept.first()[3:5]] == [(2, 4), (1.5, 1 << 64)]
+    assert [(r["time"], r["id"]) for r in list(kept.each())[3:5]] == [(2, 4), (1.5, 1 << 64)]
 
 
 def test_names_past_the_bound_are_kept_per_request() -> None:
@@ -83,5 +83,5 @@ def test_names_past_the_bound_are_kept_per_request() -> None:
         kept.response("to-client", seq)
     assert (len(kept._names), len(kept)) == (MAX_NAMES, 0)
     kept.request("to-agent", _request(1, session="new"))
-    assert kept.first() == [{**{k: v for k, v in _request(1, session="new").items() if k in KEPT}}]
+    assert list(kept.each()) == [{**{k: v for k, v in _request(1, session="new").items() if k in KEPT}}]
     assert type(kept._pairs.open()[0]) is tuple

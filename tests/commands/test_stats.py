@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
+from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.commands import main
+from acp_bridge.commands.stats import ROWS_PER_WRITE
 from tests.commands.sample_capture import WALL, invoke
 
 
@@ -294,15 +297,39 @@ def _never_answered(path: Path, count: int) -> Path:
 def test_a_request_left_unanswered_costs_a_few_hundred_bytes(tmp_path: Path) -> None:
     """`stats` kept a dict of each request in flight: about 800 bytes of a real process's
     peak each, 880 MB for a capture of a million never answered (an agent that died), though
-    the text lists 100. It keeps 44 packed bytes each (with its id and the pairing key, about
-    230 for a million, 350 for 30,000), and makes the dicts of the 100 it prints only: the
-    peak over that of an empty capture, per request."""
+    the text lists 100; `--json` then made a dict more of each and the text of all at once,
+    twice (1,250 bytes each). It keeps 44 packed bytes each (with its id and the pairing key,
+    about 230 for a million, 375 for 20,000), makes the dicts of the 100 the text lists only,
+    and `--json` writes them a thousand at a time: the peak over that of an empty capture,
+    per request."""
     from tests.peak_memory import run
 
-    count = 30_000
-    empty = run(["stats", str(_never_answered(tmp_path / "empty.jsonl", 0))], tmp_path)
-    many = run(["stats", str(_never_answered(tmp_path / "many.jsonl", count))], tmp_path)
-    assert (many.status, many.stderr) == (0, "")
-    assert many.stdout.endswith(f"\n  … and {count - 100} more (stats --json lists them all)\n")
-    per_request = (many.peak_mib - empty.peak_mib) * (1 << 20) / count
-    assert per_request < 500, per_request  # 860 before; 350 here, 230 for a million
+    count = 20_000
+    empty = run(["stats", str(_never_answered(tmp_path / "empty.jsonl", 0))], tmp_path).peak_mib
+    many = _never_answered(tmp_path / "many.jsonl", count)
+    text, as_json = run(["stats", str(many)], tmp_path), run(["stats", str(many), "--json"], tmp_path)
+    assert (text.status, text.stderr, as_json.status, as_json.stderr) == (0, "", 0, "")
+    assert text.stdout.endswith(f"\n  … and {count - 100} more (stats --json lists them all)\n")
+    assert [row["id"] for row in orjson.loads(as_json.stdout)["unanswered"]] == list(range(1, count + 1))
+    per_request = [(ran.peak_mib - empty) * (1 << 20) / count for ran in (text, as_json)]
+    assert max(per_request) < 500, per_request  # 375 each here; 860 and 1,280 before
+
+
+@pytest.mark.parametrize("count", [0, 1, ROWS_PER_WRITE, ROWS_PER_WRITE + 1])
+def test_json_in_pieces_is_the_json_of_the_whole(count: int) -> None:
+    """`--json` writes the unanswered requests a thousand at a time: the text is that of
+    the whole object, byte for byte (non-ASCII as UTF-8, nested ids indented, an empty list)."""
+    from acp_bridge.capture.reader import load_record
+    from acp_bridge.commands.captures import dumps_json
+    from acp_bridge.commands.stats import json_text
+
+    aggregate = CaptureStats()
+    lines = [line for line in MIXED if HUNDRED_DIGITS.encode() not in line and OTHER_HUNDRED.encode() not in line]
+    lines += [_message(100 + n, "to-agent", "request", '"café/ünïcode"', str(1000 + n), '"s"')
+              for n in range(count)]
+    for line in lines if count else []:
+        record = load_record(line)
+        assert record is not None
+        aggregate.add(record)
+    assert len(aggregate.unanswered) == (14 + count if count else 0)
+    assert "".join(json_text(aggregate)) == dumps_json(aggregate.as_json())
