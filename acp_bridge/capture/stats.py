@@ -95,6 +95,10 @@ class CaptureStats:
         """The requests left unanswered, by seq (a dict each, made now)."""
         return list(self._open.each())
 
+    @property
+    def unanswered_count(self) -> int:
+        return len(self._open)
+
     def unanswered_json(self, count: int | None = None) -> Iterator[Json]:
         """The first `count` requests left unanswered (None: all) as `as_json` lists them, by
         seq, each made as it is asked for (`stats --json` writes a million one at a time)."""
@@ -168,7 +172,7 @@ class CaptureStats:
         for (rule, verdict), count in sorted(self.rules.items()):
             out.append(f"{printable(str(rule)):<36} {printable(verdict):<9} {count:>7}")
         out.append("")
-        unanswered = len(self._open)
+        unanswered = self.unanswered_count
         out.append(f"unanswered requests: {unanswered}")
         for record in self._open.each(UNANSWERED_SHOWN):
             arrow = "->" if record.get("direction") == "to-agent" else "<-"
