@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from acp_bridge.capture.pairs import Pairs
+from acp_bridge.capture.in_flight import InFlight
 from acp_bridge.capture.reader import plausible_latency
 from acp_bridge.capture.summary import fmt_id, fmt_seconds, utc_clock
 from acp_bridge.core.printable import printable
 from acp_bridge.core.protocol import Json
 
-# What `stats` keeps of a request until its answer: what it prints of one left unanswered and
-# the clock its latency is taken on; never the record, whose `raw` may be 16 MiB.
-_KEPT = ("seq", "time", "mono", "direction", "method", "id", "session")
 UNANSWERED_SHOWN = 100  # requests left unanswered listed in the text, the first by seq (--json: all)
 
 
@@ -44,7 +41,7 @@ class CaptureStats:
         self.malformed: Counter[str] = Counter()
         self.opaque = 0
         self.redacted = 0
-        self._open: Pairs[Json] = Pairs()
+        self._open = InFlight()
 
     def __repr__(self) -> str:
         return f"<CaptureStats records={self.records} open={len(self._open)}>"
@@ -81,7 +78,7 @@ class CaptureStats:
 
     def _pair(self, record: Json, direction: str) -> None:
         if record.get("kind") == "request":
-            self._open.request(direction, record.get("id"), {key: record[key] for key in _KEPT if key in record})
+            self._open.request(direction, record)
         elif record.get("kind") == "response":
             request = self._open.response(direction, record.get("id"))
             latency = record.get("latency")
@@ -95,11 +92,24 @@ class CaptureStats:
 
     @property
     def unanswered(self) -> list[Json]:
-        return sorted(self._open.open(), key=lambda r: r.get("seq", 0))
+        """The requests left unanswered, by seq (a dict each, made now)."""
+        return list(self._open.each())
 
-    def as_json(self) -> Json:
+    @property
+    def unanswered_count(self) -> int:
+        return len(self._open)
+
+    def unanswered_json(self, count: int | None = None) -> Iterator[Json]:
+        """The first `count` requests left unanswered (None: all) as `as_json` lists them, by
+        seq, each made as it is asked for (`stats --json` writes a million one at a time)."""
+        for r in self._open.each(count):
+            yield {"seq": r.get("seq"), "time": r.get("time"), "direction": r.get("direction"),
+                   "method": r.get("method"), "id": r.get("id"), "session": r.get("session")}
+
+    def as_json(self, unanswered: int | None = None) -> Json:
         """What `report` prints, as JSON (`stats --json`, the inspector, the MCP server): the
-        same numbers, latencies in seconds, values from the capture as they were recorded."""
+        same numbers, latencies in seconds, values from the capture as they were recorded
+        (`unanswered`: how many of the requests left unanswered to list; None: all)."""
         header = None
         if self.header is not None:
             header = {key: self.header.get(key) for key in ("format", "bridge", "started", "config")}
@@ -123,9 +133,7 @@ class CaptureStats:
             "latency": latency,
             "rules": [{"rule": rule, "verdict": verdict, "count": count}
                       for (rule, verdict), count in sorted(self.rules.items())],
-            "unanswered": [{"seq": r.get("seq"), "time": r.get("time"), "direction": r.get("direction"),
-                            "method": r.get("method"), "id": r.get("id"), "session": r.get("session")}
-                           for r in self.unanswered],
+            "unanswered": list(self.unanswered_json(unanswered)),
         }
 
     def report(self, clock: Callable[[float], str] = utc_clock) -> list[str]:
@@ -164,16 +172,16 @@ class CaptureStats:
         for (rule, verdict), count in sorted(self.rules.items()):
             out.append(f"{printable(str(rule)):<36} {printable(verdict):<9} {count:>7}")
         out.append("")
-        unanswered = self.unanswered
-        out.append(f"unanswered requests: {len(unanswered)}")
-        for record in unanswered[:UNANSWERED_SHOWN]:
+        unanswered = self.unanswered_count
+        out.append(f"unanswered requests: {unanswered}")
+        for record in self._open.each(UNANSWERED_SHOWN):
             arrow = "->" if record.get("direction") == "to-agent" else "<-"
             session = record.get("session")
             where = f" ({printable(str(session))})" if session is not None else ""
             out.append(f"  {clock(float(record.get('time', 0.0)))} {arrow} "
                        f"{printable(str(record.get('method')))} id {fmt_id(record.get('id'))}{where}")
-        if len(unanswered) > UNANSWERED_SHOWN:
-            out.append(f"  … and {len(unanswered) - UNANSWERED_SHOWN} more (stats --json lists them all)")
+        if unanswered > UNANSWERED_SHOWN:
+            out.append(f"  … and {unanswered - UNANSWERED_SHOWN} more (stats --json lists them all)")
         return out
 
 

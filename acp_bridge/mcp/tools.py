@@ -24,7 +24,7 @@ import orjson
 
 from acp_bridge.capture.catalog import Capture, Catalog, UnknownCapture
 from acp_bridge.capture.reader import record_bytes
-from acp_bridge.capture.stats import stats_json
+from acp_bridge.capture.stats import CaptureStats
 from acp_bridge.capture.summary import (
     AmbiguousSession,
     RecordFilter,
@@ -247,11 +247,16 @@ class Tools:
             shown = code["occurrences"][:SUMMARY_LIST]
             if len(shown) < len(code["occurrences"]):
                 code["occurrences"] = [*shown, f"… find_problems with capture={quoted(where.name)} lists them all"]
-        stats = stats_json(self.catalog.everything(where))
-        for key in ("by_method", "latency", "rules", "unanswered"):
+        aggregate = CaptureStats()
+        for record in self.catalog.everything(where):
+            aggregate.add(record)
+        stats = aggregate.as_json(unanswered=SUMMARY_LIST)  # a dict for each of those listed only
+        for key in ("by_method", "latency", "rules"):
             if len(stats[key]) > SUMMARY_LIST:
                 more = len(stats[key]) - SUMMARY_LIST
                 stats[key] = [*stats[key][:SUMMARY_LIST], f"… and {more} more"]
+        if aggregate.unanswered_count > SUMMARY_LIST:
+            stats["unanswered"].append(f"… and {aggregate.unanswered_count - SUMMARY_LIST} more")
         summary = {"capture": where.name, "live": self.catalog.live(where), "verdict": verdict, "stats": stats,
                    "check": check}
         return piece(line(summary), offset, call="capture_summary", max_text=self.max_text)

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_bridge.capture.catalog import Catalog
+from acp_bridge.capture.in_flight import InFlight
 from acp_bridge.capture.summary import WITHHELD_NOTE
 from acp_bridge.health import offline
 from acp_bridge.mcp import tools as tools_module
@@ -209,6 +210,26 @@ def test_capture_summary_keeps_its_lists_and_its_size_bounded(tmp_path: Path) ->
     whole = tools.capture_summary("many.jsonl")
     assert first == whole[:1000] + f"\n(characters 0 to 1000 of {len(whole)}; the rest: capture_summary with offset=1000)"
     assert small.capture_summary("many.jsonl", offset=len(whole) - 5) == whole[-5:]
+
+
+def test_capture_summary_makes_a_dict_of_the_unanswered_requests_it_lists_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It made a dict of every request left unanswered (a million, for an agent that died)
+    and cut the list to 100 after; the list is the same."""
+    write(tmp_path / "many.jsonl", *(base(seq, "to-agent", "request", "pass", seq / 100, method="session/prompt",
+                                          id=seq, size=3, raw="{}\n") for seq in range(1, 151)))
+    made: list[bytes | tuple[object, ...]] = []
+    fields = InFlight._fields
+
+    def counted(self: InFlight, kept: bytes | tuple[object, ...]) -> dict[str, object]:
+        made.append(kept)
+        return fields(self, kept)
+
+    monkeypatch.setattr(InFlight, "_fields", counted)
+    summary = orjson.loads(Tools(Catalog([str(tmp_path)])).capture_summary("many.jsonl"))
+    unanswered = summary["stats"]["unanswered"]
+    assert ([r["id"] for r in unanswered[:100]], unanswered[100:]) == (list(range(1, 101)), ["… and 50 more"])
+    assert len(made) == 100
 
 
 def test_ids_beyond_64_bits_and_absurd_seqs_are_answered(tmp_path: Path) -> None:
