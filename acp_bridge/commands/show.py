@@ -67,8 +67,10 @@ def styled(summary: Summary) -> str:
 def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
          updates: tuple[str, ...], direction: str | None, seqs: tuple[int, ...], detail: int,
          findings: bool = False) -> None:
-    """Print a capture, one line per message: time, arrow, method or response id,
-    session, size and what the bridge did (rewrite, drop, bridge-sent, redacted). A session
+    """Print a capture, one line per message.
+
+    Each line has the time, the arrow, the method or response id, the session, the size and
+    what the bridge did (rewrite, drop, bridge-sent, redacted). A session
     id longer than 12 characters shows as its first 8 and "…"; --session takes that prefix back
     (a prefix that fits several sessions is an error naming them).
 

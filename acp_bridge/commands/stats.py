@@ -17,8 +17,10 @@ from acp_bridge.commands.captures import CAPTURE, reading, say
 @click.argument("capture", type=CAPTURE)
 @click.option("--json", "as_json", is_flag=True, help="Print the same figures as JSON (latencies in seconds).")
 def stats(capture: str, as_json: bool) -> None:
-    """Summarise a capture: messages and bytes per method and direction, request latency
-    (p50/p90/p99/max) per method, rules applied, malformed lines, unanswered requests."""
+    """Summarise a capture: messages, bytes, latency and rules.
+
+    Messages and bytes per method and direction, request latency (p50/p90/p99/max) per
+    method, rules applied, malformed lines, unanswered requests."""
     aggregate = CaptureStats()
     with reading(capture) as reader:
         for record in reader:
