@@ -3,7 +3,8 @@ CONTRIBUTING.md and docs/*.md names a file of the repository (and, with `#anchor
 headings), and every `*.md` file a doc names in its text exists: the bridge's contract and
 protocol notes once lived outside the repository, and the docs cited them as if a reader had
 them. Every `--option` the docs name is one a command has (they once named `--telemetry`,
-which none has), and editors.md's table of variables names each variable of `run`."""
+which none has), every config key they name (`[relay] grace_seconds`, `capture.path`) is
+one the file takes, and editors.md's table of variables names each variable of `run`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import click
 import pytest
 
 from acp_bridge.commands import COMMANDS, main
+from acp_bridge.config.schema import array_schema, schema
 from tests.conftest import ROOT
 
 DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")])
@@ -100,3 +102,15 @@ def test_editors_md_names_each_variable_of_run() -> None:
     table = set(re.findall(r"^\| `(ACP_BRIDGE_\w+)` \|", (ROOT / "docs" / "editors.md").read_text(encoding="utf-8"),
                            flags=re.M))
     assert table == {param.envvar for param in main.load("run").params if isinstance(param.envvar, str)}
+
+
+def test_every_config_key_the_docs_name_is_one_the_file_takes() -> None:
+    tables = {**schema(), **array_schema()}
+    named = set()
+    for doc in DOCS:
+        for span in re.findall(r"`([^`\n]+)`", doc.read_text(encoding="utf-8")):
+            keys = re.findall(r"^\[\[?(\w+)\]\]? (\w+)", span) or re.findall(r"^(\w+)\.(\w+)$", span)
+            named |= {(doc.name, f"{table}.{key}") for table, key in keys
+                      if table in tables and key not in ("py", "md")}
+    assert len(named) > 50  # the pattern still finds them
+    assert sorted((doc, key) for doc, key in named if key.split(".")[1] not in tables[key.split(".")[0]]) == []
