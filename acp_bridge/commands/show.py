@@ -59,7 +59,7 @@ def styled(summary: Summary) -> str:
 @click.option("--seq", "seqs", multiple=True, type=click.IntRange(min=0), metavar="N",
               help="Only message seq N, as check, stats, the page and the MCP server number them "
                    "(with --detail 2, what it said); repeatable.")
-@click.option("--detail", type=click.IntRange(0, 3), default=1, show_default=True,
+@click.option("--detail", type=click.IntRange(0, 3), default=1, show_default=True, metavar="0-3",
               help="0 only failures, 1 one line per message, 2 plus params, 3 plus before/after of rewrites.")
 @click.option("--findings", is_flag=True,
               help="Mark protocol findings (docs/health.md) under the messages they concern; with "

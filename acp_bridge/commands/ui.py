@@ -23,9 +23,9 @@ INSTALL = f"acp-bridge: the inspector needs the ui extra: {install('ui')}"
 
 @click.command(short_help="Serve a live inspector of captures in the browser.")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True), metavar="[DIR|CAPTURE]...")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, metavar="N",
               help="The port to listen on (0: a free one).")
-@click.option("--host", default="127.0.0.1", show_default=True,
+@click.option("--host", default="127.0.0.1", show_default=True, metavar="H",
               help="The address to listen on. Anything but loopback lets others on the network try the door.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default browser.")
 def ui(paths: tuple[str, ...], port: int, host: str, open_browser: bool) -> None:
