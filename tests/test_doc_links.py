@@ -2,15 +2,20 @@
 CONTRIBUTING.md and docs/*.md names a file of the repository (and, with `#anchor`, one of its
 headings), and every `*.md` file a doc names in its text exists: the bridge's contract and
 protocol notes once lived outside the repository, and the docs cited them as if a reader had
-them."""
+them. Every `--option` the docs name is one a command has (they once named `--telemetry`,
+which none has), every config key they name (`[relay] grace_seconds`, `capture.path`) is
+one the file takes, and editors.md's table of variables names each variable of `run`."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import click
 import pytest
 
+from acp_bridge.commands import COMMANDS, main
+from acp_bridge.config.schema import array_schema, schema
 from tests.conftest import ROOT
 
 DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")])
@@ -69,3 +74,43 @@ def test_a_broken_link_and_a_missing_heading_are_found(tmp_path: Path) -> None:
     doc.write_text("[ok](a.md#who-gets-what-bridge-rules-21) [gone](gone.md) [bad](a.md#nope) "
                    "[web](https://x.org/y.md)\n```\n[in code](gone.md)\n```\n")
     assert broken_links(doc) == ["gone.md: no such file", "a.md#nope: no such heading"]
+
+
+# Options the docs name that belong to other programs: an agent's (`my-agent --acp`), the
+# secrets the capture masks in a command line, claude, docker, npm, pip, pytest and the
+# benchmark (`python -m bench`). performance-history.md is a record of past runs, not read.
+OTHER_PROGRAMS = {"--acp", "--flag", "--token", "--api-key", "--env", "--header", "--author", "--scope", "--rm",
+                  "--prefix", "--platform", "--only-binary", "--pdb", "--cov", "--cov-report",
+                  "--lines", "--pairs", "--repeat", "--rounds", "--quick", "--skip", "--export-messages"}
+OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def command_options() -> set[str]:
+    ctx = click.Context(main)
+    return {name for command in map(main.load, COMMANDS) for param in command.get_params(ctx)
+            if isinstance(param, click.Option) for name in (*param.opts, *param.secondary_opts)}
+
+
+def test_every_option_the_docs_name_is_one_a_command_has() -> None:
+    known = command_options() | OTHER_PROGRAMS
+    named = {(doc.relative_to(ROOT).as_posix(), option) for doc in DOCS if doc.name != "performance-history.md"
+             for option in OPTION.findall(doc.read_text(encoding="utf-8"))}
+    assert sorted((doc, option) for doc, option in named if option not in known) == []
+
+
+def test_editors_md_names_each_variable_of_run() -> None:
+    table = set(re.findall(r"^\| `(ACP_BRIDGE_\w+)` \|", (ROOT / "docs" / "editors.md").read_text(encoding="utf-8"),
+                           flags=re.M))
+    assert table == {param.envvar for param in main.load("run").params if isinstance(param.envvar, str)}
+
+
+def test_every_config_key_the_docs_name_is_one_the_file_takes() -> None:
+    tables = {**schema(), **array_schema()}
+    named = set()
+    for doc in DOCS:
+        for span in re.findall(r"`([^`\n]+)`", doc.read_text(encoding="utf-8")):
+            keys = re.findall(r"^\[\[?(\w+)\]\]? (\w+)", span) or re.findall(r"^(\w+)\.(\w+)$", span)
+            named |= {(doc.name, f"{table}.{key}") for table, key in keys
+                      if table in tables and key not in ("py", "md")}
+    assert len(named) > 50  # the pattern still finds them
+    assert sorted((doc, key) for doc, key in named if key.split(".")[1] not in tables[key.split(".")[0]]) == []

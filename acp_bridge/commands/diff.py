@@ -26,11 +26,13 @@ EXIT_DIFFERENT = 1
                    "may differ.")
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON instead of text.")
 def diff(a: str, b: str, ignore: tuple[str, ...], strict_ids: bool, as_json: bool) -> None:
-    """Compare two captures: sessions (in the order they were created) and turns aligned,
-    then their messages (a longest common subsequence over direction, method and update
-    kind). Prints each message missing from B or extra in B, and for aligned messages the
-    JSON pointers whose values differ. Times, ids and session ids are not compared unless
-    --strict-ids is given. Exit status 0: the same; 1: different; 2: bad input."""
+    """Compare two captures, session by session and turn by turn.
+
+    Sessions (in the order they were created) and turns are aligned, then their messages
+    (a longest common subsequence over direction, method and update kind). Prints each
+    message missing from B or extra in B, and for aligned messages the JSON pointers whose
+    values differ. Times, ids and session ids are not compared unless --strict-ids is given.
+    Exit status 0: the same; 1: different; 2: bad input."""
     from acp_bridge.replay.compare import DiffOptions, compare_tracks
     from acp_bridge.replay.turns import tracks
 

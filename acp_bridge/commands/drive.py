@@ -108,6 +108,8 @@ def _checked_inputs(agent: tuple[str, ...], cwd: str | None, junit: str | None) 
     absolute, as ACP wants it."""
     from acp_bridge.commands.output_file import NotAFile, refuse_special
 
+    if not agent:
+        fail("no agent to drive: put its command after `--` (acp-bridge drive CAPTURE -- AGENT [ARG...])")
     if (problem := command_problem(agent)) is not None:
         fail(f"the agent command after -- {problem}")
     if cwd is not None:

@@ -24,15 +24,17 @@ from acp_bridge.commands.output_file import NotAFile, refuse_special, written_wh
               "bridge sends, with their recorded times (the OTEL_* variables say where; no content is "
               "sent; needs the otel extra; docs/telemetry.md).")
 def export(capture: str, out: str | None, otlp: bool) -> None:
-    """Write a capture as one self-contained HTML page (no network needed): a sequence
-    view of client, bridge and agent, grouped by turn, with a one-line preview of each
-    message, rewrites as before/after with the changes marked, links between a request and
-    its answer (with the latency) and from a dropped message to what the bridge sent in its
-    place, a timing view per turn, the protocol findings `check` reports marked on their
-    messages, and a filter box. Runs of message chunks are folded into
-    one row with their text joined. The page draws only the rows on screen, so it stays
-    quick with hundreds of thousands of messages; the export itself reads the capture once,
-    in bounded memory. The capture's redaction is applied again.
+    """Write a capture as one self-contained HTML page, to read and to share.
+
+    The page needs no network. It has a sequence view of client, bridge and agent, grouped
+    by turn, with a one-line preview of each message, rewrites as before/after with the
+    changes marked, links between a request and its answer (with the latency) and from a
+    dropped message to what the bridge sent in its place, a timing view per turn, the
+    protocol findings `check` reports marked on their messages, and a filter box. Runs of
+    message chunks are folded into one row with their text joined. The page draws only the
+    rows on screen, so it stays quick with hundreds of thousands of messages; the export
+    itself reads the capture once, in bounded memory. The capture's redaction is applied
+    again.
 
     In the page's address, `#q=TEXT` presets the filter and `#m=SEQ` opens message SEQ.
 

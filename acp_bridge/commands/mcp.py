@@ -18,8 +18,10 @@ from acp_bridge.commands.paths import UserPath
 @click.command(short_help="Serve captures to an MCP client on stdin/stdout.")
 @click.argument("roots", nargs=-1, type=UserPath(exists=True), metavar="[DIR|CAPTURE]...")
 def mcp(roots: tuple[str, ...]) -> None:
-    """Serve the captures in DIR (each `*.jsonl` capture directly in it) and the CAPTURE files
-    given, default the current folder, to an MCP client on stdin/stdout: an agent lists
+    """Serve captures to your coding agent, as a read-only MCP server on stdin/stdout.
+
+    It serves the captures in DIR (each `*.jsonl` capture directly in it) and the CAPTURE
+    files given, default the current folder: an agent lists
     them, reads their messages, findings, stats and the migration verdict, searches and
     compares them. Read-only: nothing outside the given folders is read (a link leading out
     is not followed), nothing is written. It ends when stdin closes (exit 0), or at once when

@@ -28,8 +28,10 @@ _NO_AGENT = ("acp-bridge-rules",)  # `resolve_config` wants an agent command; no
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARG...]]")
 @click.pass_context
 def rules(ctx: click.Context, /, config_file: str | None, agent: tuple[str, ...], **options: Any) -> None:
-    """List the rules that `acp-bridge run` with the same options would run, in the order
-    they see each message, each with where it comes from. Rule files are loaded (they are
+    """List the rules that `acp-bridge run` with the same options would run, in order.
+
+    The order is the one in which they see each message, and each rule comes with where it
+    comes from. Rule files are loaded (they are
     code) and checked as `run` checks them: exit status 2 and one line if one is bad.
     """
     from acp_bridge.config.rules import BUILT_IN, load_rules

@@ -194,7 +194,8 @@ def _print_snippet(ctx: click.Context, editor: str, agent: tuple[str, ...], name
         warn(warning)
     command = [*bridge_command(), e.RUN, *typed, e.SEPARATOR, program, *agent[1:]]
     where, text = e.snippet(editor, name or e.default_name(agent), command, agent)
-    _say(f"Paste this {where}:\n")
+    _say(f"Paste this {where}:")
+    click.echo()
     click.echo(text, nl=False)
 
 

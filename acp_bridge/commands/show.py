@@ -59,7 +59,7 @@ def styled(summary: Summary) -> str:
 @click.option("--seq", "seqs", multiple=True, type=click.IntRange(min=0), metavar="N",
               help="Only message seq N, as check, stats, the page and the MCP server number them "
                    "(with --detail 2, what it said); repeatable.")
-@click.option("--detail", type=click.IntRange(0, 3), default=1, show_default=True,
+@click.option("--detail", type=click.IntRange(0, 3), default=1, show_default=True, metavar="0-3",
               help="0 only failures, 1 one line per message, 2 plus params, 3 plus before/after of rewrites.")
 @click.option("--findings", is_flag=True,
               help="Mark protocol findings (docs/health.md) under the messages they concern; with "
@@ -67,8 +67,10 @@ def styled(summary: Summary) -> str:
 def show(capture: str, follow: bool, methods: tuple[str, ...], session: str | None,
          updates: tuple[str, ...], direction: str | None, seqs: tuple[int, ...], detail: int,
          findings: bool = False) -> None:
-    """Print a capture, one line per message: time, arrow, method or response id,
-    session, size and what the bridge did (rewrite, drop, bridge-sent, redacted). A session
+    """Print a capture, one line per message.
+
+    Each line has the time, the arrow, the method or response id, the session, the size and
+    what the bridge did (rewrite, drop, bridge-sent, redacted). A session
     id longer than 12 characters shows as its first 8 and "…"; --session takes that prefix back
     (a prefix that fits several sessions is an error naming them).
 

@@ -20,8 +20,10 @@ ROWS_PER_WRITE = 1000  # unanswered requests written at a time by --json
 @click.argument("capture", type=CAPTURE)
 @click.option("--json", "as_json", is_flag=True, help="Print the same figures as JSON (latencies in seconds).")
 def stats(capture: str, as_json: bool) -> None:
-    """Summarise a capture: messages and bytes per method and direction, request latency
-    (p50/p90/p99/max) per method, rules applied, malformed lines, unanswered requests."""
+    """Summarise a capture: messages, bytes, latency and rules.
+
+    Messages and bytes per method and direction, request latency (p50/p90/p99/max) per
+    method, rules applied, malformed lines, unanswered requests."""
     aggregate = CaptureStats()
     with reading(capture) as reader:
         for record in reader:

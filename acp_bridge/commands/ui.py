@@ -23,14 +23,16 @@ INSTALL = f"acp-bridge: the inspector needs the ui extra: {install('ui')}"
 
 @click.command(short_help="Serve a live inspector of captures in the browser.")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True), metavar="[DIR|CAPTURE]...")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, metavar="N",
               help="The port to listen on (0: a free one).")
-@click.option("--host", default="127.0.0.1", show_default=True,
+@click.option("--host", default="127.0.0.1", show_default=True, metavar="H",
               help="The address to listen on. Anything but loopback lets others on the network try the door.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default browser.")
 def ui(paths: tuple[str, ...], port: int, host: str, open_browser: bool) -> None:
-    """Serve a live inspector of the captures in DIR (default: the current folder) and of
-    each CAPTURE given: the captures newest first, live ones marked, each one's messages as
+    """Serve a live inspector of captures in the browser.
+
+    It shows the captures in DIR (default: the current folder) and each CAPTURE given:
+    the captures newest first, live ones marked, each one's messages as
     they are written, with the filters of `show`, the latency table of `stats` and the
     findings and verdict of `check`. Prints its address, a random token included, as the
     one line of stdout; only GET requests that carry the token, name the bound address as

@@ -35,7 +35,8 @@ def schema_root(directory: str) -> Path:
         if any((candidate / f"v{v}" / "schema.json").is_file() for v in (1, 2)):
             return candidate
     raise SchemaError(f"{directory}: no ACP schema found (expected v1/schema.json or v2/schema.json, "
-                      "as in the npm package @agentclientprotocol/sdk)")
+                      "as in the npm package @agentclientprotocol/sdk: `npm pack @agentclientprotocol/sdk`, "
+                      "unpack the .tgz and give the folder it makes)")
 
 
 class Validator:

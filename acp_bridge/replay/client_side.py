@@ -31,6 +31,7 @@ from acp_bridge.core import methods as m
 from acp_bridge.core import protocol as p
 from acp_bridge.core import shapes as read
 from acp_bridge.core.messages import Direction, Unencodable, classify, encode, id_key
+from acp_bridge.core.pointer import get_pointer
 from acp_bridge.core.protocol import Json
 from acp_bridge.replay.turns import TO_CLIENT, Track, tracks
 
@@ -125,12 +126,12 @@ class ClientSide:
             if kind == "response":
                 request = asked.response(TO_AGENT, record.get("id"))
                 if request is not None:
-                    answers.add(request, msg, _pointers(record), seq)
+                    answers.add(request, msg, _pointers(record, msg), seq)
                 continue
             if kind == "request" and isinstance(cwd := p.get_path(msg, "params", "cwd"), str) and cwd not in cwds:
                 cwds.append(cwd)
             line = Outgoing(seq, data, msg, kind, method, track, turn, where, before=heard,
-                            redacted=_pointers(record))
+                            redacted=_pointers(record, msg))
             if kind == "request" and method in CREATES_SESSION:
                 line.creates = created.get(id_key(record.get("id")))
             line.ends_at_idle = line.is_prompt and (track, turn) in idle
@@ -143,9 +144,24 @@ class ClientSide:
         return [line for line in self.lines if line.is_prompt]
 
 
-def _pointers(record: Json) -> list[str]:
+def _pointers(record: Json, msg: Any) -> list[str]:
+    """The pointers of `record`'s `redacted` that are masked in `msg`, the line as its sender
+    wrote it: `redacted` names what was masked in `raw` and in `out`, and a value only the
+    bridge put in (the system prompt it injected) is in `out` alone."""
     redacted = record.get("redacted")
-    return list(redacted) if isinstance(redacted, list) else []
+    if not isinstance(redacted, list):
+        return []
+    return [pointer for pointer in redacted if not isinstance(msg, dict) or _masked(msg, pointer)]
+
+
+def _masked(msg: Json, pointer: Any) -> bool:
+    """Is the value at `pointer` a mask: a string masked whole, or in part (`--token
+    <redacted>`)? A pointer that is none (a capture edited by hand) is taken at its word."""
+    try:
+        value = get_pointer(msg, pointer) if isinstance(pointer, str) else None
+    except ValueError:
+        return True
+    return isinstance(value, str) and "<redacted" in value
 
 
 def _loads(data: bytes) -> Any:

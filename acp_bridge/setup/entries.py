@@ -201,7 +201,7 @@ def snippet(editor: str, name: str, command: Sequence[str], agent: Sequence[str]
     program = os.path.basename(agent[0])
     if editor == CODECOMPANION:
         base = _COMPANION_BASES.get(program)
-        note = "" if base else ("  -- replace claude_code with the built-in adapter closest to your agent\n")
+        note = "" if base else ("        -- replace claude_code with the built-in adapter closest to your agent\n")
         key = "".join(c if c.isalnum() else "_" for c in name).strip("_") or "bridged"
         text = (f'require("codecompanion").setup({{\n'
                 f'  adapters = {{\n'

@@ -324,6 +324,13 @@ def test_bad_options_are_exit_2(recorded: tuple[Path, Path], args: list[str], pr
     assert (result.exit_code, result.stderr) == (2, f"acp-bridge: {problem}\n")
 
 
+@pytest.mark.parametrize("agent", [[], ["--"]])
+def test_no_agent_is_exit_2_saying_where_it_goes(recorded: tuple[Path, Path], agent: list[str]) -> None:
+    result = CliRunner().invoke(main, ["drive", str(recorded[0]), *agent], prog_name="acp-bridge")
+    assert (result.exit_code, result.stderr) == (
+        2, "acp-bridge: no agent to drive: put its command after `--` (acp-bridge drive CAPTURE -- AGENT [ARG...])\n")
+
+
 def test_a_junit_path_that_is_a_folder_is_refused_before_the_agent_starts(recorded: tuple[Path, Path],
                                                                           tmp_path: Path) -> None:
     marker = tmp_path / "started"

@@ -152,6 +152,13 @@ def test_the_command_listing_shows_each_summary_whole() -> None:
         "  ui            Serve a live inspector of captures in the browser.\n")
 
 
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_commands_help_opens_with_one_short_sentence(name: str) -> None:
+    # what a newcomer reads first under `Usage:`; the details come in the paragraphs after it
+    first = " ".join((main.load(name).help or "").split("\n\n")[0].split())
+    assert first.endswith(".") and first.count(". ") == 0 and len(first) <= 110, first
+
+
 def test_a_command_without_a_summary_is_listed_with_its_first_sentence_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(main.get_command(click.Context(main), "check"), "short_help", None)
     result = CliRunner().invoke(main, ["--help"], prog_name="acp-bridge", terminal_width=80)

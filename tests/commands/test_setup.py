@@ -175,6 +175,14 @@ def test_editors_whose_settings_are_code_get_a_snippet_and_nothing_is_written(ed
     assert refused.returncode == 2 and "the snippet is printed to paste" in refused.stderr.decode()
 
 
+def test_the_snippet_comes_under_one_heading_line_and_a_blank_line() -> None:
+    done = invoke(["setup", "emacs-agent-shell", "--", "/n/codex-acp"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines()[:3] == [
+        "Paste this in your Emacs init file, after agent-shell is loaded:", "",
+        "(setq agent-shell-openai-codex-command"]
+
+
 @pytest.mark.parametrize("args", [
     ["setup", "zed"],
     ["setup", "zed", "--wrap"],

@@ -230,7 +230,8 @@ def test_schema_dir_without_schemas_is_exit_2(captures: dict[str, Path], tmp_pat
     status, _, err = check(str(captures["new-agent-new-client"]), "--schema", str(tmp_path))
     assert status == 2
     assert err == (f"acp-bridge: {tmp_path}: no ACP schema found (expected v1/schema.json or v2/schema.json, "
-                   "as in the npm package @agentclientprotocol/sdk)\n")
+                   "as in the npm package @agentclientprotocol/sdk: `npm pack @agentclientprotocol/sdk`, unpack "
+                   "the .tgz and give the folder it makes)\n")
 
 
 SCHEMA_PROBLEMS = [

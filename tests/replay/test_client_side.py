@@ -132,6 +132,20 @@ def test_the_client_side_of_a_capture() -> None:
     assert side.answers.answer(read(5, "/w/a"))[0] == {"jsonrpc": "2.0", "id": 5, "result": {"content": "A"}}
 
 
+def test_only_a_pointer_masked_in_what_the_client_sent_is_said_to_be_sent_as_the_placeholder() -> None:
+    # The bridge put the system prompt in front of the prompt: `redacted` names it, but only
+    # `out` holds it; the client's own line (`raw`), which drive sends, has nothing masked.
+    prompt = {"id": 2, "method": "session/prompt", "params": {"sessionId": "s", "prompt": [{"text": "Hi"}]}}
+    masked = {"id": 3, "method": "session/new",
+              "params": {"cwd": "/w", "mcpServers": [{"args": ["--token <redacted>"]}]}}
+    side = ClientSide.from_records([
+        rec(1, "to-agent", "request", "session/prompt", prompt, "s", redacted=["/params/prompt/0/text"]),
+        rec(2, "to-agent", "request", "session/new", masked, None,
+            redacted=["/params/prompt/0/text", "/params/mcpServers/0/args/0", "no pointer"]),
+    ])
+    assert [line.redacted for line in side.lines] == [[], ["/params/mcpServers/0/args/0", "no pointer"]]
+
+
 def update(which: str, seq: int = 1, **fields: Any) -> Recorded:
     msg = {"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": which, **fields}}}
     return Recorded(seq, "to-client", "notification", "session/update", "s", None, msg)

@@ -126,6 +126,15 @@ def test_codecompanion_snippet_extends_the_adapter_of_the_agent() -> None:
     assert "Claude_via_bridge = function()" in text
 
 
+def test_codecompanion_snippet_for_an_unknown_agent_says_which_adapter_to_replace_where_it_is_read() -> None:
+    _, text = e.snippet("neovim-codecompanion", "mine", ["/b/acp-bridge", "run", "--", "/n/my-agent"], ["my-agent"])
+    assert text.splitlines()[3:6] == [
+        "      mine = function()",
+        "        -- replace claude_code with the built-in adapter closest to your agent",
+        '        return require("codecompanion.adapters").extend("claude_code", {',
+    ]
+
+
 def test_avante_snippet_names_the_provider_and_its_command() -> None:
     _, text = e.snippet("neovim-avante", "bridged", COMMAND, ["claude-agent-acp"])
     assert 'provider = "bridged",' in text
