@@ -124,6 +124,9 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
             if eq:
                 out.append(f"{name}={REDACTED}")
                 continue
+            if len(arg.split(maxsplit=1)) > 1:  # `--token X` in one argument: its words, below
+                out.append(_mask_words(mask_text_secrets(arg)))
+                continue
             hide_next = name.startswith("-")
             out.append(arg)
             continue

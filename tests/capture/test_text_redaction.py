@@ -40,6 +40,10 @@ from acp_bridge.capture.text_redaction import PROMPT_IN_TEXT, mask_argv, mask_te
     (["sh", "-c", "curl --password='p w' x"], ["sh", "-c", f"curl --password={REDACTED} x"]),
     (["sh", "-c", r"curl --token a\ b x --key 'open"], ["sh", "-c", f"curl --token {REDACTED} x --key {REDACTED}"]),
     (["sh", "-c", "echo keys and tokens"], ["sh", "-c", "echo keys and tokens"]),
+    # ... also when it starts with the secret option: it was kept whole, and the next hidden
+    (["agent", "--token t0k", "--model"], ["agent", f"--token {REDACTED}", "--model"]),
+    (["agent", "--user bob --api-key  k1"], ["agent", f"--user bob --api-key  {REDACTED}"]),
+    (["agent", "--token ", "t0k"], ["agent", "--token ", REDACTED]),  # one word: the value comes next
 ])
 def test_mask_argv(argv: list[str], masked: list[str]) -> None:
     assert mask_argv(argv) == masked
