@@ -142,38 +142,10 @@ def suggestions(probe: Probe, config: SuggestionsSettings) -> list[Json]:
 def problems(probe: Probe) -> list[Problem]:
     """What keeps an editor from using this agent, each with its fix."""
     command = probe.command[0] if probe.command else "?"
-    found: list[Problem] = []
     if not probe.started:
-        found.append(Problem(f"the agent cannot be started: {probe.start_error}",
-                             f"give its full path (command -v {command}), and check that it is executable"))
-        return found
-    if probe.stray:
-        found.append(Problem(
-            f"it writes {probe.stray_lines} line(s) to stdout that are no protocol (first: "
-            f"{printable(probe.stray[0][:200], quote_backslash=False)}); strict clients break on them",
-            "run it with --stray-output stderr (in the editor's entry: acp-bridge setup EDITOR "
-            "--stray-output stderr -- AGENT), or turn the banner off in the agent"))
-    if probe.not_acp:
-        found.append(Problem(
-            f"it answers with JSON that is not JSON-RPC 2.0 (first: "
-            f"{printable(probe.not_acp[0][:200], quote_backslash=False)})",
-            "check that the command starts the agent's ACP mode (often a flag such as --acp or acp)"))
-    if probe.wrong_id is not None:
-        wrong = probe.wrong_id
-        found.append(Problem(
-            f"its answer to {wrong.method} did not match the request id ({wrong.asked}): it answered id "
-            f"{printable(wrong.written[:200], quote_backslash=False)}" + (" ..." if len(wrong.written) > 200 else "")
-            + ("" if wrong.error is None else
-               f", with the error: {printable(wrong.error[:200], quote_backslash=False)}"),
-            "the agent must answer each request with the request's own id, as the client wrote it "
-            "(JSON-RPC 2.0); update the agent, or tell its authors"))
-    if probe.long_line is not None:
-        found.append(Problem(
-            f"it wrote a line over {probe.max_line_mib} MiB to stdout while doctor waited for the answer to "
-            f"{probe.long_line}; neither doctor nor the bridge reads a line that long (the bridge passes it "
-            "on in pieces, unread)",
-            "run the command by hand and see what it writes: an answer that long is the agent's fault (the "
-            "limit is [relay] parse_limit_mib)"))
+        return [Problem(f"the agent cannot be started: {probe.start_error}",
+                        f"give its full path (command -v {command}), and check that it is executable")]
+    found = _output_problems(probe)
     if probe.initialize is None:
         if probe.exited is not None:
             tail = probe.stderr_tail.strip()
@@ -214,6 +186,40 @@ def problems(probe: Probe) -> list[Problem]:
     if probe.exited is not None and probe.session is None:
         found.append(Problem(f"it exited with status {probe.exited} after initialize",
                              "run the command by hand to see why"))
+    return found
+
+
+def _output_problems(probe: Probe) -> list[Problem]:
+    """What is wrong with what the agent wrote to stdout: lines that are no protocol, JSON
+    that is not JSON-RPC, an answer under another id, a line over the parse limit."""
+    found: list[Problem] = []
+    if probe.stray:
+        found.append(Problem(
+            f"it writes {probe.stray_lines} line(s) to stdout that are no protocol (first: "
+            f"{printable(probe.stray[0][:200], quote_backslash=False)}); strict clients break on them",
+            "run it with --stray-output stderr (in the editor's entry: acp-bridge setup EDITOR "
+            "--stray-output stderr -- AGENT), or turn the banner off in the agent"))
+    if probe.not_acp:
+        found.append(Problem(
+            f"it answers with JSON that is not JSON-RPC 2.0 (first: "
+            f"{printable(probe.not_acp[0][:200], quote_backslash=False)})",
+            "check that the command starts the agent's ACP mode (often a flag such as --acp or acp)"))
+    if probe.wrong_id is not None:
+        wrong = probe.wrong_id
+        found.append(Problem(
+            f"its answer to {wrong.method} did not match the request id ({wrong.asked}): it answered id "
+            f"{printable(wrong.written[:200], quote_backslash=False)}" + (" ..." if len(wrong.written) > 200 else "")
+            + ("" if wrong.error is None else
+               f", with the error: {printable(wrong.error[:200], quote_backslash=False)}"),
+            "the agent must answer each request with the request's own id, as the client wrote it "
+            "(JSON-RPC 2.0); update the agent, or tell its authors"))
+    if probe.long_line is not None:
+        found.append(Problem(
+            f"it wrote a line over {probe.max_line_mib} MiB to stdout while doctor waited for the answer to "
+            f"{probe.long_line}; neither doctor nor the bridge reads a line that long (the bridge passes it "
+            "on in pieces, unread)",
+            "run the command by hand and see what it writes: an answer that long is the agent's fault (the "
+            "limit is [relay] parse_limit_mib)"))
     return found
 
 
