@@ -21,6 +21,7 @@ from trio.abc import HalfCloseableStream, ReceiveStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
 from acp_bridge.core.chain import RuleError
+from acp_bridge.core.lines import Opaque
 from acp_bridge.core.messages import TO_AGENT, brief
 from acp_bridge.core.rewrites import stray_output
 from acp_bridge.core.rewrites.suggestions import stated_list_key
@@ -199,8 +200,10 @@ class Bridge:
                 except Exception as exc:  # under strict, a rule failed (the relay fails open otherwise)
                     if isinstance(exc, RuleError):  # it names the rule and what it raised
                         # The read's lines before the failing one go out first, as they
-                        # would have one line at a time.
-                        await self.stop(f"{exc} (strict is set)", sent_first=exc.sent_first)
+                        # would have one line at a time; the client's requests after it
+                        # are answered as the bridge stops.
+                        await self.stop(f"{exc} (strict is set)", sent_first=exc.sent_first,
+                                        rest=exc.rest if direction is TO_AGENT else ())
                     else:
                         await self.stop(f"internal error: {type(exc).__name__}: {exc}")
                     raise
@@ -224,12 +227,15 @@ class Bridge:
             log.warning("%s: answered %d request(s) left in flight", message, answered(forwards))
             await self.deliver(forwards, time.time(), time.monotonic())
 
-    async def stop(self, why: str, unsent: Sequence[Forward] = (), *, sent_first: Sequence[Forward] = ()) -> None:
+    async def stop(self, why: str, unsent: Sequence[Forward] = (), *, sent_first: Sequence[Forward] = (),
+                   rest: Sequence[bytes | Opaque] = ()) -> None:
         """The bridge stops itself (a required capture failed, a rule failed under strict):
         answer every client request in flight with `why`, as for a gone agent, before the
         caller raises. `unsent`: the forwards that made it stop, not sent. `sent_first`:
         forwards to send (and record) ahead of the answers, the lines the read that made
-        it stop held before the failing one; unsent if they cannot be recorded. All of it
+        it stop held before the failing one; unsent if they cannot be recorded. `rest`: the
+        client's lines that read held after the failing one: none is sent, and each request
+        among them is answered too (`Relay.refuse_rest`), after those in flight. All of it
         is offered to each side for `STOP_TIMEOUT` at most. Nothing else reaches either side
         after this; once only."""
         if self.stopped is not None:
@@ -243,8 +249,13 @@ class Bridge:
         to_agent, _ = self._queue(sent_first)
         answers = self.relay.fail_pending(f"acp-bridge stopped before the agent answered: {why}",
                                           unsent=unsent, cut=self.client_mid_line)
+        count = answered(answers)
+        if rest:
+            refused = self.relay.refuse_rest(rest, time.monotonic())
+            count += sum(1 for fwd in refused if fwd.verdict is Verdict.EMIT)
+            answers += refused
         if answers:
-            log.warning("stopping: answered %d client request(s) left in flight", answered(answers))
+            log.warning("stopping: answered %d client request(s) left in flight", count)
             if self.observer is not None:
                 try:
                     self.observer.record(time.time(), time.monotonic(), answers)
