@@ -194,6 +194,13 @@ class Relay:
                 pieces = exc.rest
         return [fwd for fwd in out if fwd.rules == (BRIDGE,)]
 
+    def refuse_unread(self, chunk: bytes, now: float = 0.0) -> list[Forward]:
+        """As `refuse_rest`, for what the client had written and the bridge reads only as it
+        stops: `chunk` goes on from where the read that made it stop left off (b"": the
+        client's end, a torn last line as it is)."""
+        splitter = self._directions[TO_AGENT].splitter
+        return self.refuse_rest(splitter.feed(chunk) if chunk else splitter.feed_eof(), now)
+
     def statistics(self) -> RelayStatistics:
         from acp_bridge.core.statistics import RelayStatistics  # only when asked: start-up
 
