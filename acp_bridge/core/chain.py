@@ -23,6 +23,7 @@ from acp_bridge.errors import BridgeError
 
 if TYPE_CHECKING:
     from acp_bridge.core.forward import Forward
+    from acp_bridge.core.lines import Opaque
 
 _HOOKS = ((Kind.REQUEST, "request"), (Kind.RESPONSE, "response"), (Kind.NOTIFICATION, "notification"))
 
@@ -57,6 +58,10 @@ class RuleError(BridgeError):
         # What the same input made before the line the rule failed on (the relay fills it
         # in): sent before the bridge stops, as it would have been one line at a time.
         self.sent_first: list[Forward] = []
+        # The complete lines the same input held after that one, not yet looked at (the
+        # relay fills it in): the bridge stops on it, and answers the client requests among
+        # them as it answers every later one (`Relay.refuse_rest`).
+        self.rest: list[bytes | Opaque] = []
 
 
 class _Shown(reprlib.Repr):

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acp_bridge.core.answers import Answers
+from acp_bridge.core.answers import BRIDGE, Answers
 from acp_bridge.core.chain import Chain, RuleError
 from acp_bridge.core.direction_state import direction_states
 from acp_bridge.core.forward import VERDICT_PASS
 from acp_bridge.core.forward import Forward as Forward
 from acp_bridge.core.forward import Verdict as Verdict
 from acp_bridge.core.lines import MIB, Opaque
-from acp_bridge.core.messages import RESPONSE, TO_CLIENT, Direction, classify
+from acp_bridge.core.messages import RESPONSE, TO_AGENT, TO_CLIENT, Direction, classify
 from acp_bridge.core.proxy_long_lines import HEAD
 from acp_bridge.core.rewrites.base import Rule
 from acp_bridge.core.rewrites.stray_output import StrayOutput
@@ -153,16 +153,21 @@ class Relay:
                 out: list[Forward] | None = None) -> list[Forward]:
         if out is None:
             out = []
-        for piece in pieces:
-            if isinstance(piece, Opaque):
-                if not (self.stray.divert and direction is TO_CLIENT and self.stray.piece(piece, out)):
-                    self._unparsed.opaque(direction, piece, now, out)
-            elif self.needs_parse(piece) or not piece.startswith(b"{"):
-                # Anything that does not even start like an object is parsed too, so that
-                # banners and other stray output are seen as what they are (and warned about).
-                self._line(classify(direction, piece), now, out)
-            else:
-                out.append(Forward(direction, piece, piece, VERDICT_PASS))
+        left = iter(pieces)
+        try:
+            for piece in left:
+                if isinstance(piece, Opaque):
+                    if not (self.stray.divert and direction is TO_CLIENT and self.stray.piece(piece, out)):
+                        self._unparsed.opaque(direction, piece, now, out)
+                elif self.needs_parse(piece) or not piece.startswith(b"{"):
+                    # Anything that does not even start like an object is parsed too, so that
+                    # banners and other stray output are seen as what they are (and warned about).
+                    self._line(classify(direction, piece), now, out)
+                else:
+                    out.append(Forward(direction, piece, piece, VERDICT_PASS))
+        except RuleError as exc:  # strict: the pieces after the failing one are its rest
+            exc.rest.extend(left)
+            raise
         return out
 
     # -- faults ---------------------------------------------------------------------------------
@@ -172,6 +177,29 @@ class Relay:
         """The agent is gone, or the bridge stops: answer every client request in flight,
         and every later one as it comes (`Answers.fail_pending`)."""
         return self._answers.fail_pending(message, data, unsent=unsent, cut=cut)
+
+    def refuse_rest(self, rest: Iterable[bytes | Opaque], now: float = 0.0) -> list[Forward]:
+        """The bridge stopped (after `fail_pending`) on a client line a rule failed on: the
+        lines the same read held after it (`RuleError.rest`) are not sent; each client
+        request among them is answered as every later one is. Returns those answers (with the
+        records of the requests they stand for), nothing else: a rule that fails again on
+        one of the lines (a request is answered before any rule sees it) stops nothing more."""
+        out: list[Forward] = []
+        pieces: list[bytes | Opaque] = list(rest)
+        while pieces:  # each turn leaves fewer: the failing line stays behind
+            try:
+                self._pieces(TO_AGENT, pieces, now, out)
+                break
+            except RuleError as exc:
+                pieces = exc.rest
+        return [fwd for fwd in out if fwd.rules == (BRIDGE,)]
+
+    def refuse_unread(self, chunk: bytes, now: float = 0.0) -> list[Forward]:
+        """As `refuse_rest`, for what the client had written and the bridge reads only as it
+        stops: `chunk` goes on from where the read that made it stop left off (b"": the
+        client's end, a torn last line as it is)."""
+        splitter = self._directions[TO_AGENT].splitter
+        return self.refuse_rest(splitter.feed(chunk) if chunk else splitter.feed_eof(), now)
 
     def statistics(self) -> RelayStatistics:
         from acp_bridge.core.statistics import RelayStatistics  # only when asked: start-up

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
+from acp_bridge.core.chain import RuleError
 from acp_bridge.core.forward import VERDICT_PASS, Forward, complete_lines
 from acp_bridge.core.lines import LineSplitter, Opaque
 from acp_bridge.core.messages import Direction
@@ -59,24 +60,38 @@ class Runs:
     def feed(self, direction: Direction, splitter: LineSplitter, chunk: bytes, now: float,
              out: list[Forward]) -> None:
         """Relay `chunk` through `splitter`: a line in progress is finished on its own, the
-        complete lines go as runs where there are enough of them, and the rest is split."""
+        complete lines go as runs where there are enough of them, and the rest is split.
+
+        Raises:
+            RuleError: strict, and a rule failed; its `rest` gets the complete lines of
+                `chunk` after the failing one, in order (the splitter keeps a torn last one).
+        """
         if not splitter.idle:  # finish the line in progress on its own, then look at the rest
             first = chunk.find(b"\n") + 1
             if first == 0:
                 self._pieces(direction, splitter.feed(chunk), now, out)
                 return
-            self._pieces(direction, splitter.feed(chunk[:first]), now, out)
+            try:
+                self._pieces(direction, splitter.feed(chunk[:first]), now, out)
+            except RuleError as exc:
+                exc.rest.extend(splitter.feed(chunk[first:]))
+                raise
             chunk = chunk[first:]
         end = chunk.rfind(b"\n") + 1
         if end == 0 or end > self.max_line:  # no complete line, or lines that may be too long
             self._pieces(direction, splitter.feed(chunk), now, out)
             return
         body = chunk if end == len(chunk) else chunk[:end]
-        if end < self.run_min:  # a message or two (interactive traffic): nothing to gain from runs
-            one = body.find(b"\n") + 1 == end  # the usual case: one message, no copy
-            self._pieces(direction, (body,) if one else complete_lines(body), now, out)
-        else:
-            self._relay_body(direction, body, now, out)
+        try:
+            if end < self.run_min:  # a message or two (interactive traffic): nothing to gain from runs
+                one = body.find(b"\n") + 1 == end  # the usual case: one message, no copy
+                self._pieces(direction, (body,) if one else complete_lines(body), now, out)
+            else:
+                self._relay_body(direction, body, now, out)
+        except RuleError as exc:
+            if end < len(chunk):
+                exc.rest.extend(splitter.feed(chunk[end:]))
+            raise
         if end < len(chunk):
             self._pieces(direction, splitter.feed(chunk[end:]), now, out)
 
@@ -121,7 +136,11 @@ class Runs:
                 adjacent = 0
             else:
                 adjacent += 1
-            self._pieces(direction, (body[start:stop],), now, out)
+            try:
+                self._pieces(direction, (body[start:stop],), now, out)
+            except RuleError as exc:
+                exc.rest.extend(complete_lines(body[stop:]))
+                raise
             pos = stop
 
     @staticmethod

@@ -21,6 +21,7 @@ from trio.abc import HalfCloseableStream, ReceiveStream
 
 from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
 from acp_bridge.core.chain import RuleError
+from acp_bridge.core.lines import Opaque
 from acp_bridge.core.messages import TO_AGENT, brief
 from acp_bridge.core.rewrites import stray_output
 from acp_bridge.core.rewrites.suggestions import stated_list_key
@@ -38,6 +39,9 @@ READ_SIZE = 1024 * 1024  # matches the pipe size the bridge asks for
 # read what the client had already written; at most the grace period (`AgentLife.linger`).
 LINGER = 1.0
 STOP_TIMEOUT = 5.0  # ... and for the client to take the answers when the bridge stops itself
+# The most the bridge reads of what the client had written when it stops on a client line:
+# the pipe size it asks for (a client still writing is not waited for).
+UNREAD_LIMIT = 1024 * 1024
 # The longest the bridge waits for a pump to read what its source had already written when
 # it is held back (a busy machine): past the linger, only while there are bytes to read.
 DRAIN_LIMIT = 5.0
@@ -199,8 +203,10 @@ class Bridge:
                 except Exception as exc:  # under strict, a rule failed (the relay fails open otherwise)
                     if isinstance(exc, RuleError):  # it names the rule and what it raised
                         # The read's lines before the failing one go out first, as they
-                        # would have one line at a time.
-                        await self.stop(f"{exc} (strict is set)", sent_first=exc.sent_first)
+                        # would have one line at a time; the client's requests after it
+                        # are answered as the bridge stops.
+                        await self.stop(f"{exc} (strict is set)", sent_first=exc.sent_first,
+                                        rest=exc.rest if direction is TO_AGENT else None)
                     else:
                         await self.stop(f"internal error: {type(exc).__name__}: {exc}")
                     raise
@@ -224,12 +230,17 @@ class Bridge:
             log.warning("%s: answered %d request(s) left in flight", message, answered(forwards))
             await self.deliver(forwards, time.time(), time.monotonic())
 
-    async def stop(self, why: str, unsent: Sequence[Forward] = (), *, sent_first: Sequence[Forward] = ()) -> None:
+    async def stop(self, why: str, unsent: Sequence[Forward] = (), *, sent_first: Sequence[Forward] = (),
+                   rest: Sequence[bytes | Opaque] | None = None) -> None:
         """The bridge stops itself (a required capture failed, a rule failed under strict):
         answer every client request in flight with `why`, as for a gone agent, before the
         caller raises. `unsent`: the forwards that made it stop, not sent. `sent_first`:
         forwards to send (and record) ahead of the answers, the lines the read that made
-        it stop held before the failing one; unsent if they cannot be recorded. All of it
+        it stop held before the failing one; unsent if they cannot be recorded. `rest`: the
+        client's lines that read held after the failing one (None: the bridge did not stop on
+        a client line): none is sent, and each request among them is answered too
+        (`Relay.refuse_rest`), after those in flight; so is each in what the client had
+        written and the bridge had not read yet (`_refuse_unread`). All of it
         is offered to each side for `STOP_TIMEOUT` at most. Nothing else reaches either side
         after this; once only."""
         if self.stopped is not None:
@@ -243,8 +254,13 @@ class Bridge:
         to_agent, _ = self._queue(sent_first)
         answers = self.relay.fail_pending(f"acp-bridge stopped before the agent answered: {why}",
                                           unsent=unsent, cut=self.client_mid_line)
+        count = answered(answers)
+        if rest is not None:
+            refused = self.relay.refuse_rest(rest, time.monotonic()) + self._refuse_unread()
+            count += sum(1 for fwd in refused if fwd.verdict is Verdict.EMIT)
+            answers += refused
         if answers:
-            log.warning("stopping: answered %d client request(s) left in flight", answered(answers))
+            log.warning("stopping: answered %d client request(s) left in flight", count)
             if self.observer is not None:
                 try:
                     self.observer.record(time.time(), time.monotonic(), answers)
@@ -258,6 +274,29 @@ class Bridge:
         if to_agent:
             with trio.move_on_after(STOP_TIMEOUT):
                 await self.to_agent.flush()
+
+    def _refuse_unread(self) -> list[Forward]:
+        """The bridge stops on a client line: read what the client had written and the
+        bridge had not read yet (what comes without waiting, UNREAD_LIMIT bytes at most: a
+        pipe's worth; only a file descriptor can tell), and answer each request in it. The
+        pump that stopped is the one that reads the client: nothing else reads it meanwhile."""
+        reader = self.readers.get(TO_AGENT)
+        if reader is None or reader.fd is None:
+            return []
+        refused: list[Forward] = []
+        left = UNREAD_LIMIT
+        while left > 0:
+            try:
+                chunk = posix.read_nowait(reader.fd, min(READ_SIZE, left))
+            except OSError:  # closed under us or broken: the end of what there is
+                break
+            if chunk is None:  # all that was written has been read
+                break
+            refused += self.relay.refuse_unread(chunk, time.monotonic())
+            if not chunk:
+                break
+            left -= len(chunk)
+        return refused
 
     async def wait_input_drained(self, direction: Direction, timeout: float) -> None:
         """Wait until the pump reading `direction` has read all that its source had written

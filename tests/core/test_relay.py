@@ -617,6 +617,55 @@ def test_strict_keeps_what_a_long_read_made_before_the_failing_line(bulk: bool) 
     assert raised.value.sent_first == []
 
 
+class FailOnBad(Rule):
+    """Fails on a request or a notification whose method is "bad"."""
+
+    name = "fail-on-bad"
+    triggers = (b'"bad"',)
+
+    def request(self, frame: Frame, session: Connection) -> Outcome:
+        if frame.method == "bad":
+            raise RuntimeError("bug")
+        return PASS
+
+    def notification(self, frame: Frame, session: Connection) -> Outcome:
+        return self.request(frame, session)
+
+
+BIG = b"9" * 100
+NOTE = b'{"jsonrpc":"2.0","method":"n","params":{}}\n'
+AFTER = [b'{"jsonrpc":"2.0","id":1,"method":"ok"}\n', b'{"jsonrpc":"2.0","method":"bad"}\n', NOTE,
+         b'{"jsonrpc":"2.0","id":2,"method":"bad"}\n', b'{"jsonrpc":"2.0","id":"x","result":{}}\n',
+         b'{"jsonrpc":"2.0","id":' + BIG + b',"method":"ok"}\n']
+
+
+@pytest.mark.parametrize(("bulk", "run_min", "split"), [
+    (False, 1, 0), (False, 1, 20), (True, 1, 0), (True, 1 << 20, 0), (True, 1, 20), (True, 1, 50)])
+def test_strict_keeps_the_lines_after_the_failing_one_and_answers_the_requests_among_them(
+        bulk: bool, run_min: int, split: int) -> None:
+    """The complete lines of the read after the failing one are the error's `rest` (a torn
+    last one stays with the splitter), in the per-line path, the runs, and a line in
+    progress finished on its own (`split`: the read's first part came before). Once the
+    bridge stops, `refuse_rest` answers the requests among them, in order, and nothing
+    else: the notification a rule fails on again stops nothing, nothing goes to the agent."""
+    bad = b'{"jsonrpc":"2.0","id":0,"method":"bad"}\n'
+    data = NOTE + bad + b"".join(AFTER) + b'{"jsonrpc":"2.0","id":3,"me'
+    relay = Relay([FailOnBad()], strict=True, bulk=bulk, run_min=run_min)
+    before = relay.feed(A, data[:split]) if split else []
+    with pytest.raises(RuleError, match=r"^rule 'fail-on-bad' failed: RuntimeError: bug$") as raised:
+        relay.feed(A, data[split:])
+    assert [fwd.data for fwd in before + raised.value.sent_first] == [NOTE]
+    if bulk and run_min == 1 and not split:  # the run path: the note left as a run
+        assert raised.value.sent_first[0].untouched_lines
+    assert raised.value.rest == AFTER
+    assert [fwd.data for fwd in relay.fail_pending("stopped")] == [stopped(b"0")]
+    refused = relay.refuse_rest(raised.value.rest)
+    assert [(fwd.direction, fwd.data) for fwd in refused if fwd.data] == [
+        (C, stopped(b"1")), (C, stopped(b"2")), (C, stopped(BIG))]
+    assert [fwd.raw for fwd in refused if fwd.verdict is Verdict.DROP] == [AFTER[0], AFTER[3], AFTER[5]]
+    assert relay.session.pending(A) == []
+
+
 class Look(Rule):
     name = "look"
 

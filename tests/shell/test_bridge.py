@@ -325,6 +325,91 @@ async def test_under_strict_the_lines_before_the_failing_one_in_the_same_read_go
     assert [f.data for f in kept.forwards if f.direction is TO_CLIENT] == [answer, update, stopped]
 
 
+@pytest.mark.parametrize(("bulk", "run_min"), [(False, 1), (True, 1), (True, 1 << 20)],
+                         ids=["per-line", "bulk-runs", "bulk-small-read"])
+async def test_under_strict_the_requests_after_the_failing_line_in_the_same_read_are_answered(
+        bulk: bool, run_min: int) -> None:
+    """The client writes a request the rule fails on and, in the same write, two more, a
+    notification, a response and a request with a 100-digit id: each request gets the stop's
+    answer, once, in order, and is recorded; nothing of that read reaches the agent. Before,
+    only the failing request was answered: the others were lost with the read."""
+    big = "9" * 100
+    lines = [b'{"jsonrpc":"2.0","id":0,"method":"bad"}\n', b'{"jsonrpc":"2.0","id":1,"method":"ok"}\n',
+             b'{"jsonrpc":"2.0","method":"n","params":{}}\n', b'{"jsonrpc":"2.0","id":2,"method":"bad"}\n',
+             b'{"jsonrpc":"2.0","id":"x","result":{}}\n',
+             b'{"jsonrpc":"2.0","id":%s,"method":"ok"}\n' % big.encode()]
+    client_ours, client_bridge = trio.testing.memory_stream_pair()
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    kept = Kept()
+
+    async def bridge() -> None:
+        with pytest.RaisesGroup(pytest.RaisesExc(RuleError, match="^rule 'fail-on-bad' failed"),
+                                flatten_subgroups=True):
+            await bridge_streams(client_bridge, agent_bridge,
+                                 Relay([FailOnBad()], strict=True, bulk=bulk, run_min=run_min),
+                                 cast("Observer", kept))
+        await client_bridge.aclose()
+        await agent_bridge.aclose()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge)
+            await client_ours.send_all(b"".join(lines))
+            got = await read_all(client_ours)
+            to_agent = await read_all(agent_ours)
+    why = (b'"error":{"code":-32603,"message":"acp-bridge stopped before the agent answered: '
+           b'rule \'fail-on-bad\' failed: RuntimeError: bug (strict is set)"}}\n')
+    answers = [b'{"jsonrpc":"2.0","id":%s,%s' % (id_, why) for id_ in (b"0", b"1", b"2", big.encode())]
+    assert got == b"".join(answers)
+    assert to_agent == b""
+    assert [f.data for f in kept.forwards if f.direction is TO_CLIENT] == answers
+    assert [f.data for f in kept.forwards if f.direction is TO_AGENT and f.data] == []
+
+
+async def test_under_strict_the_requests_written_but_not_yet_read_are_answered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's pipe holds more than the read that made the bridge stop (a read of
+    one line here): what the client had written is read as the bridge stops, and each
+    request in it answered, a torn last one at the pipe's end too; nothing goes to the
+    agent. Before, only the failing request was answered."""
+    import os
+
+    from trio.lowlevel import FdStream
+
+    import acp_bridge.shell.bridge as bridge_module
+
+    bad = b'{"jsonrpc":"2.0","id":0,"method":"bad"}\n'
+    later = (b'{"jsonrpc":"2.0","id":1,"method":"ok"}\n{"jsonrpc":"2.0","method":"n"}\n'
+             b'{"jsonrpc":"2.0","id":2,"method":"bad"}\n{"jsonrpc":"2.0","id":3,"method":"ok"}')
+    monkeypatch.setattr(bridge_module, "READ_SIZE", len(bad))
+    read_end, write_end = os.pipe()
+    os.write(write_end, bad + later)
+    os.close(write_end)
+    client_ours, client_bridge = trio.testing.memory_stream_pair()
+    agent_ours, agent_bridge = trio.testing.memory_stream_pair()
+    kept = Kept()
+
+    async def bridge() -> None:
+        with pytest.RaisesGroup(pytest.RaisesExc(RuleError, match="^rule 'fail-on-bad' failed"),
+                                flatten_subgroups=True):
+            await bridge_streams(trio.StapledStream(client_bridge, FdStream(read_end)), agent_bridge,
+                                 Relay([FailOnBad()], strict=True), cast("Observer", kept))
+        await client_bridge.aclose()
+        await agent_bridge.aclose()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge)
+            got = await read_all(client_ours)
+            to_agent = await read_all(agent_ours)
+    why = (b'"error":{"code":-32603,"message":"acp-bridge stopped before the agent answered: '
+           b'rule \'fail-on-bad\' failed: RuntimeError: bug (strict is set)"}}\n')
+    answers = [b'{"jsonrpc":"2.0","id":%d,%s' % (id_, why) for id_ in range(4)]
+    assert got == b"".join(answers)
+    assert to_agent == b""
+    assert [f.data for f in kept.forwards if f.direction is TO_CLIENT] == answers
+
+
 async def test_a_strict_stop_is_not_held_up_by_a_client_that_reads_nothing(autojump_clock: object) -> None:
     """The lines before the failing one are offered to the client for as long as the
     answers are (STOP_TIMEOUT), not for ever: the bridge still stops."""
