@@ -121,11 +121,12 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
             continue
         name, eq, _ = arg.partition("=")
         if _secret_name(name):
+            # `--token X` in one argument: its words, below (before `=`: the value may hold one)
+            if len(name.split(maxsplit=1)) > 1:
+                out.append(_mask_words(mask_text_secrets(arg)))
+                continue
             if eq:
                 out.append(f"{name}={REDACTED}")
-                continue
-            if len(arg.split(maxsplit=1)) > 1:  # `--token X` in one argument: its words, below
-                out.append(_mask_words(mask_text_secrets(arg)))
                 continue
             hide_next = name.startswith("-")
             out.append(arg)

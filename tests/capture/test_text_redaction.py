@@ -44,6 +44,9 @@ from acp_bridge.capture.text_redaction import PROMPT_IN_TEXT, mask_argv, mask_te
     (["agent", "--token t0k", "--model"], ["agent", f"--token {REDACTED}", "--model"]),
     (["agent", "--user bob --api-key  k1"], ["agent", f"--user bob --api-key  {REDACTED}"]),
     (["agent", "--token ", "t0k"], ["agent", "--token ", REDACTED]),  # one word: the value comes next
+    # ... a value with an `=` in it (base64's padding) too: it was cut at the `=`, shown in clear
+    (["agent", "--token dG9rZW4=", "x"], ["agent", f"--token {REDACTED}", "x"]),
+    (["agent", "--api-key a=b c"], ["agent", f"--api-key {REDACTED} c"]),
 ])
 def test_mask_argv(argv: list[str], masked: list[str]) -> None:
     assert mask_argv(argv) == masked
