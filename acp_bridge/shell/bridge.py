@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any
 import trio
 from trio.abc import HalfCloseableStream, ReceiveStream
 
-from acp_bridge.core import Direction, Forward, Kind, Relay, Verdict, classify
+from acp_bridge.core import Direction, Forward, Relay, Verdict
 from acp_bridge.core.chain import RuleError
 from acp_bridge.core.lines import Opaque
-from acp_bridge.core.messages import TO_AGENT, brief
+from acp_bridge.core.messages import TO_AGENT
 from acp_bridge.core.rewrites import stray_output
 from acp_bridge.core.rewrites.suggestions import stated_list_key
 from acp_bridge.errors import BridgeError
 from acp_bridge.shell import posix
+from acp_bridge.shell.forward_log import log_forwards
 from acp_bridge.shell.streams import Outlet, Reader
 
 if TYPE_CHECKING:
@@ -46,41 +47,12 @@ UNREAD_LIMIT = 1024 * 1024
 # it is held back (a busy machine): past the linger, only while there are bytes to read.
 DRAIN_LIMIT = 5.0
 
-_NOTEWORTHY = frozenset({Verdict.REWRITE, Verdict.DROP, Verdict.EMIT, Verdict.ERROR})
 _STRAY_VERDICTS = stray_output.VERDICTS
 
 
 def answered(forwards: Sequence[Forward]) -> int:
     """How many requests `fail_pending`'s forwards answer (a rule may send updates ahead)."""
     return sum(1 for fwd in forwards if fwd.request is not None)
-
-
-def log_forwards(forwards: Sequence[Forward]) -> None:
-    """-v: what the rules did (rewrites, drops, the bridge's own messages, rule failures)
-    and unpaired responses; -vv: a line for every message."""
-    every = log.isEnabledFor(logging.DEBUG)
-    for fwd in forwards:
-        if fwd.verdict in _NOTEWORTHY:
-            log.info("%s %s %s by %s (%d -> %d bytes)", fwd.direction.arrow, fwd.verdict.value,
-                     _what(fwd), ", ".join(fwd.rules) or "-", len(fwd.raw), len(fwd.data))
-        elif fwd.frame is not None and fwd.frame.kind is Kind.RESPONSE and fwd.request is None:
-            log.info("%s response %s pairs with no request", fwd.direction.arrow, _what(fwd))
-        elif every:
-            for line in fwd.lines():
-                log.debug("%s %s %s (%d bytes)", line.direction.arrow, line.verdict.value,
-                          _what(line), len(line.raw))
-
-
-def _what(fwd: Forward) -> str:
-    frame = fwd.frame
-    if frame is None and fwd.verdict is Verdict.EMIT:
-        frame = classify(fwd.direction, fwd.data)
-    if frame is None or frame.msg is None:
-        return "line"
-    if frame.kind is Kind.RESPONSE:
-        method = fwd.request.method if fwd.request is not None else "?"
-        return f"response id {brief(frame.id)} ({method})"
-    return f"{frame.method} id {brief(frame.id)}" if frame.kind is Kind.REQUEST else str(frame.method)
 
 
 @dataclass
